@@ -1,0 +1,93 @@
+//! The `fedns` binary: CRD drift against `deploy/crds/`, help, and the
+//! not-yet-built subcommands.
+
+use std::path::Path;
+use std::process::Command;
+
+fn fedns() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fedns"))
+}
+
+/// `fedns crds` must equal `cat deploy/crds/*.yaml` (files in name order).
+/// On failure, regenerate with `cargo run -q -- crds --out-dir deploy/crds`.
+#[test]
+fn crds_output_matches_deploy_crds() {
+    let out = fedns().arg("crds").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 5, "one file per CRD in {}", dir.display());
+    let on_disk: Vec<u8> = files.iter().flat_map(|f| std::fs::read(f).unwrap()).collect();
+    assert!(
+        on_disk == out.stdout,
+        "deploy/crds/ differs from `fedns crds`; regenerate with `cargo run -q -- crds --out-dir deploy/crds`"
+    );
+}
+
+#[test]
+fn crds_out_dir_writes_the_same_files() {
+    let dir = std::env::temp_dir().join(format!("fedns-crds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("99-stale.yaml"), "stale").unwrap();
+    let out = fedns().args(["crds", "--out-dir"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "01-memberclusters.core.fedns.io.yaml",
+            "02-domains.multiclusterdns.fedns.io.yaml",
+            "03-servicednsrecords.multiclusterdns.fedns.io.yaml",
+            "04-ingressdnsrecords.multiclusterdns.fedns.io.yaml",
+            "05-dnsendpoints.multiclusterdns.fedns.io.yaml",
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn help_lists_every_subcommand() {
+    let out = fedns().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for sub in ["controller", "dns-server", "crds", "join", "sandbox"] {
+        assert!(help.contains(sub), "--help lacks {sub}:\n{help}");
+    }
+}
+
+#[test]
+fn bad_rust_log_is_a_clear_error_not_a_panic() {
+    let out = fedns().arg("crds").env("RUST_LOG", "fedns=notalevel").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("RUST_LOG"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn json_log_format_is_accepted() {
+    let out = fedns().args(["--log-format", "json", "crds"]).output().unwrap();
+    assert!(out.status.success());
+}
+
+/// Subcommands not built yet exit non-zero with one line and no panic.
+/// Remove a name from the list when its subcommand lands.
+#[test]
+fn unbuilt_subcommands_say_so_in_one_line() {
+    for sub in ["controller", "dns-server", "join", "sandbox"] {
+        let out = fedns().arg(sub).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{sub}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr, format!("fedns {sub}: not implemented yet\n"));
+    }
+}

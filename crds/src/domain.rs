@@ -1,0 +1,125 @@
+//! `Domain` (`multiclusterdns.fedns.io/v1alpha1`): one DNS zone fedns serves.
+//! Its `metadata.name` is the *federation name* in service names
+//! (`<service>.<namespace>.<federation>.svc.<zone>`).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::names::{HOSTNAME_PATTERN, MAX_NAME_OCTETS};
+
+/// A zone: its apex name, the name servers in its NS RRset, and SOA values.
+// clippy reads each printcolumn(...)'s repeated `type_ = ...` as a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "multiclusterdns.fedns.io",
+    version = "v1alpha1",
+    kind = "Domain",
+    namespaced,
+    status = "DomainStatus",
+    derive = "PartialEq",
+    category = "fedns",
+    doc = "A DNS zone served by fedns; its name is the federation name used in service names.",
+    printcolumn(name = "Domain", type_ = "string", json_path = ".spec.domain"),
+    printcolumn(name = "Serial", type_ = "integer", json_path = ".status.serial"),
+    printcolumn(name = "Records", type_ = "integer", json_path = ".status.recordCount"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainSpec {
+    /// The zone apex, e.g. `example.com`.
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub domain: String,
+    /// Host names of the zone's name servers (its apex NS RRset),
+    /// e.g. `ns1.example.com`. Empty: `ns1.<domain>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN)))]
+    pub name_servers: Vec<String>,
+    /// The SOA RNAME (RFC 1035 §3.3.13) as a domain name, e.g.
+    /// `hostmaster.example.com` for `hostmaster@example.com`.
+    /// Absent: `hostmaster.<domain>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub hostmaster: Option<String>,
+    /// SOA timers (RFC 1035 §3.3.13, RFC 2308 §4), all in seconds.
+    #[serde(default)]
+    pub soa: SoaTimers,
+}
+
+/// The SOA record's timers, in seconds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SoaTimers {
+    /// TTL of the SOA and NS RRsets.
+    #[serde(default = "SoaTimers::default_ttl")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub ttl: i64,
+    /// SOA REFRESH: how often secondaries check the serial.
+    #[serde(default = "SoaTimers::default_refresh")]
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub refresh: i64,
+    /// SOA RETRY: how long a secondary waits after a failed refresh.
+    #[serde(default = "SoaTimers::default_retry")]
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub retry: i64,
+    /// SOA EXPIRE: how long a secondary serves without a refresh.
+    #[serde(default = "SoaTimers::default_expire")]
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub expire: i64,
+    /// SOA MINIMUM: the negative-caching TTL of NXDOMAIN/NODATA answers
+    /// (RFC 2308 §4; resolvers use min(SOA TTL, MINIMUM)).
+    #[serde(default = "SoaTimers::default_minimum")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub minimum: i64,
+}
+
+impl SoaTimers {
+    fn default_ttl() -> i64 {
+        30
+    }
+    fn default_refresh() -> i64 {
+        3600
+    }
+    fn default_retry() -> i64 {
+        600
+    }
+    fn default_expire() -> i64 {
+        1_209_600
+    }
+    fn default_minimum() -> i64 {
+        30
+    }
+}
+
+impl Default for SoaTimers {
+    fn default() -> Self {
+        SoaTimers {
+            ttl: Self::default_ttl(),
+            refresh: Self::default_refresh(),
+            retry: Self::default_retry(),
+            expire: Self::default_expire(),
+            minimum: Self::default_minimum(),
+        }
+    }
+}
+
+/// What the embedded DNS server serves for this zone now.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainStatus {
+    /// `Ready` once the zone is served.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The SOA serial now served (an unsigned 32-bit number, RFC 1982).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 4294967295u32))]
+    pub serial: Option<i64>,
+    /// Number of RRsets in the zone, apex SOA and NS included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_count: Option<i64>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}

@@ -1,0 +1,80 @@
+//! # fedns-api
+//!
+//! The fedns custom resources (v1alpha1) as Rust types, their defaults, the
+//! generated CustomResourceDefinitions, and [`names`], the one module every
+//! fedns crate uses to validate DNS names.
+//!
+//! | kind | group | module |
+//! |---|---|---|
+//! | `MemberCluster` | `core.fedns.io` | [`member_cluster`] |
+//! | `Domain` | `multiclusterdns.fedns.io` | [`domain`] |
+//! | `ServiceDNSRecord` | `multiclusterdns.fedns.io` | [`records`] |
+//! | `IngressDNSRecord` | `multiclusterdns.fedns.io` | [`records`] |
+//! | `DNSEndpoint` | `multiclusterdns.fedns.io` | [`dns_endpoint`] |
+//!
+//! All kinds are namespaced, have a status subresource, and carry
+//! `status.conditions[]` (Kubernetes `metav1.Condition`) and
+//! `status.observedGeneration`.
+
+pub mod crd;
+pub mod dns_endpoint;
+pub mod domain;
+pub mod member_cluster;
+pub mod names;
+pub mod records;
+mod schema;
+
+pub use dns_endpoint::{
+    DNSEndpoint, DNSEndpointSpec, DNSEndpointStatus, Endpoint, ProviderSpecificProperty, RecordType,
+};
+pub use domain::{Domain, DomainSpec, DomainStatus, SoaTimers};
+pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};
+pub use records::{
+    ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus, ServiceDNSRecord,
+    ServiceDNSRecordSpec, ServiceDNSRecordStatus,
+};
+
+/// Re-exported so dependants name the same `Condition` type.
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+/// API group of [`MemberCluster`].
+pub const CORE_GROUP: &str = "core.fedns.io";
+/// API group of every DNS kind.
+pub const DNS_GROUP: &str = "multiclusterdns.fedns.io";
+/// The one served and stored version.
+pub const VERSION: &str = "v1alpha1";
+
+/// Default `recordTTL` of ServiceDNSRecord and IngressDNSRecord, in seconds.
+pub const DEFAULT_RECORD_TTL: i64 = 30;
+/// Smallest TTL any fedns object accepts, in seconds.
+pub const MIN_TTL: i64 = 1;
+/// Largest TTL any fedns object accepts, in seconds (one day).
+pub const MAX_TTL: i64 = 86_400;
+
+/// Condition types and reasons shared by the controller and the publishers.
+pub mod conditions {
+    /// The `Ready` condition type.
+    pub const READY: &str = "Ready";
+    /// The `Published` condition type, one per provider on a DNSEndpoint.
+    pub const PUBLISHED: &str = "Published";
+
+    /// MemberCluster: the API server answers its health probes.
+    pub const CLUSTER_READY: &str = "ClusterReady";
+    /// MemberCluster: the API server cannot be reached.
+    pub const CLUSTER_NOT_REACHABLE: &str = "ClusterNotReachable";
+    /// MemberCluster: reachable, but its readiness probe fails.
+    pub const CLUSTER_NOT_READY: &str = "ClusterNotReady";
+    /// MemberCluster: `spec.cordoned` is true.
+    pub const CORDONED: &str = "Cordoned";
+    /// MemberCluster: credentials were rejected or could not be built.
+    pub const AUTH_FAILED: &str = "AuthFailed";
+
+    /// Record: `spec.domainRef` names no Domain.
+    pub const DOMAIN_NOT_FOUND: &str = "DomainNotFound";
+    /// Record: no healthy cluster has an address for it.
+    pub const NO_HEALTHY_ENDPOINTS: &str = "NoHealthyEndpoints";
+    /// Record or DNSEndpoint: a value was skipped because it is invalid.
+    pub const INVALID_INPUT: &str = "InvalidInput";
+    /// DNSEndpoint: a desired record collides with one fedns does not own.
+    pub const CONFLICT: &str = "Conflict";
+}

@@ -1,0 +1,159 @@
+//! `ServiceDNSRecord` and `IngressDNSRecord` (`multiclusterdns.fedns.io/v1alpha1`):
+//! "publish this Service / Ingress of every member cluster under one name".
+//! Their name and namespace equal the Service's or Ingress's in the members
+//! (kubefed's shape).
+
+use k8s_openapi::api::core::v1::LoadBalancerStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::names::{HOSTNAME_PATTERN, LABEL_PATTERN, MAX_LABEL_OCTETS, MAX_NAME_OCTETS};
+
+/// Kubernetes object names (RFC 1123 subdomain), as `domainRef` names a Domain.
+const OBJECT_NAME_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+fn default_record_ttl() -> i64 {
+    crate::DEFAULT_RECORD_TTL
+}
+
+/// Publish the Service of the same name and namespace from every member.
+// clippy reads each printcolumn(...)'s repeated `type_ = ...` as a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "multiclusterdns.fedns.io",
+    version = "v1alpha1",
+    kind = "ServiceDNSRecord",
+    namespaced,
+    status = "ServiceDNSRecordStatus",
+    derive = "PartialEq",
+    shortname = "sdr",
+    category = "fedns",
+    doc = "Publishes the LoadBalancer Service of the same name and namespace from every healthy member cluster.",
+    printcolumn(name = "Domain", type_ = "string", json_path = ".spec.domainRef"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceDNSRecordSpec {
+    /// Name of the Domain (in the controller namespace) to publish under.
+    #[schemars(length(min = 1, max = 253), pattern(OBJECT_NAME_PATTERN))]
+    pub domain_ref: String,
+    /// TTL of the published records, in seconds.
+    #[serde(default = "default_record_ttl", rename = "recordTTL")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub record_ttl: i64,
+    /// Extra name `<dnsPrefix>.<zone>`, a CNAME to the global name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub dns_prefix: Option<String>,
+    /// Replaces the Service name as the first label of every published name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_LABEL_OCTETS), pattern(LABEL_PATTERN))]
+    pub external_name: Option<String>,
+    /// Publish a cluster's addresses even when its EndpointSlices hold no
+    /// ready endpoint.
+    #[serde(default)]
+    pub allow_service_without_endpoints: bool,
+}
+
+/// One healthy cluster's share of a Service record.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterDNS {
+    /// MemberCluster name.
+    pub cluster: String,
+    /// The cluster's effective region, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The cluster's effective zones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
+    /// The Service's `status.loadBalancer` in that cluster.
+    #[serde(default)]
+    pub load_balancer: LoadBalancerStatus,
+}
+
+/// Observed state of a ServiceDNSRecord, written by the controller.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceDNSRecordStatus {
+    /// The zone of the referenced Domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// One entry per healthy cluster that has load balancer addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<ClusterDNS>,
+    /// `Ready`, with reasons such as `DomainNotFound` or `NoHealthyEndpoints`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Publish the Ingress of the same name and namespace from every member.
+// clippy reads each printcolumn(...)'s repeated `type_ = ...` as a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "multiclusterdns.fedns.io",
+    version = "v1alpha1",
+    kind = "IngressDNSRecord",
+    namespaced,
+    status = "IngressDNSRecordStatus",
+    derive = "PartialEq",
+    shortname = "idr",
+    category = "fedns",
+    doc = "Publishes the hosts of the Ingress of the same name and namespace with the addresses of every healthy member cluster.",
+    printcolumn(name = "Hosts", type_ = "string", json_path = ".spec.hosts"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct IngressDNSRecordSpec {
+    /// Host names to publish, each inside a Domain's zone.
+    #[schemars(length(min = 1), inner(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN)))]
+    pub hosts: Vec<String>,
+    /// TTL of the published records, in seconds.
+    #[serde(default = "default_record_ttl", rename = "recordTTL")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub record_ttl: i64,
+}
+
+/// One healthy cluster's share of an Ingress record.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IngressClusterDNS {
+    /// MemberCluster name.
+    pub cluster: String,
+    /// The Ingress's `status.loadBalancer` in that cluster, in the shape of
+    /// core/v1 LoadBalancerStatus.
+    #[serde(default)]
+    pub load_balancer: LoadBalancerStatus,
+}
+
+/// Observed state of an IngressDNSRecord, written by the controller.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IngressDNSRecordStatus {
+    /// One entry per healthy cluster that has load balancer addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<IngressClusterDNS>,
+    /// `Ready`, with reasons such as `NoHealthyEndpoints`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
