@@ -1,0 +1,36 @@
+//! # fedns-dnsserver
+//!
+//! fedns's authoritative DNS server. No Kubernetes code: it serves
+//! whatever [`ZoneContent`] the publishing pipeline hands to a
+//! [`ZoneStore`].
+//!
+//! * [`ZoneStore::publish`] builds an immutable [`Snapshot`] (every answer
+//!   pre-rendered to wire format by hickory-proto, keyed by the lower-cased
+//!   wire-format owner name) and swaps it in atomically; SOA serials rise
+//!   on every change (RFC 1982).
+//! * [`answer()`] answers one request from a snapshot: RFC 1034 §4.3.2
+//!   (exact match, CNAME chains across the served zones, wildcards,
+//!   referrals), NXDOMAIN/NODATA with the SOA (RFC 2308), REFUSED outside
+//!   every zone, minimal ANY (RFC 8482), EDNS0 (RFC 6891) with a 1232-octet
+//!   default UDP payload and TC when the answer does not fit, BADVERS,
+//!   NOTIMP for opcodes other than QUERY, FORMERR for malformed requests.
+//! * [`DnsServer`] runs UDP and TCP (RFC 7766) listeners.
+//! * [`DnsMetrics`] exposes query counts and latency to Prometheus.
+
+pub mod answer;
+mod metrics;
+mod render;
+mod server;
+mod snapshot;
+mod store;
+mod tree;
+mod zone;
+
+pub use answer::{answer, AnswerConfig, Answered, Transport};
+pub use hickory_proto;
+pub use metrics::{DnsMetrics, WorkerMetrics};
+pub use server::{DnsServer, ServerConfig};
+pub use snapshot::{Snapshot, ZoneSummary};
+pub use store::{next_serial, serial_gt, PublishOutcome, ZoneStore};
+pub use tree::SkippedRecord;
+pub use zone::{SoaFields, ZoneContent};

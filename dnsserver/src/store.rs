@@ -1,0 +1,220 @@
+//! The published snapshot, swapped atomically, and SOA serial bookkeeping.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+
+use crate::snapshot::{Snapshot, ZoneSummary};
+use crate::tree::SkippedRecord;
+use crate::zone::ZoneContent;
+
+/// RFC 1982 §3.2: is serial `a` greater than serial `b`?
+pub fn serial_gt(a: u32, b: u32) -> bool {
+    a != b && (a.wrapping_sub(b) as i32) > 0
+}
+
+/// The next serial after `previous`: the current Unix time when that is
+/// greater in serial arithmetic (so restarted replicas agree roughly), else
+/// `previous + 1` (RFC 1982 §3.1 addition).
+pub fn next_serial(previous: u32, unix_seconds: u32) -> u32 {
+    if serial_gt(unix_seconds, previous) {
+        unix_seconds
+    } else {
+        previous.wrapping_add(1)
+    }
+}
+
+fn unix_seconds() -> u32 {
+    // Serial arithmetic wraps, so truncating to 32 bits is what RFC 1982 wants.
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(1)
+}
+
+/// What one [`ZoneStore::publish`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishOutcome {
+    /// A new snapshot was swapped in (false: nothing changed).
+    pub changed: bool,
+    /// Every zone now served.
+    pub zones: Vec<ZoneSummary>,
+    /// Records left out of the new snapshot, with reasons.
+    pub skipped: Vec<SkippedRecord>,
+}
+
+#[derive(Debug, Default)]
+struct ZoneState {
+    fingerprint: u64,
+    serial: u32,
+}
+
+/// Holds the served [`Snapshot`]. Readers call [`ZoneStore::load`] (or keep
+/// an [`arc_swap::Cache`] of [`ZoneStore::handle`]) and never wait; a
+/// publish builds the next snapshot beside the current one and swaps it in
+/// whole, so no reader sees a half-built zone.
+#[derive(Debug)]
+pub struct ZoneStore {
+    current: ArcSwap<Snapshot>,
+    state: Mutex<BTreeMap<String, ZoneState>>,
+    updates: AtomicU64,
+}
+
+impl Default for ZoneStore {
+    fn default() -> Self {
+        ZoneStore {
+            current: ArcSwap::from_pointee(Snapshot::empty()),
+            state: Mutex::new(BTreeMap::new()),
+            updates: AtomicU64::new(0),
+        }
+    }
+}
+
+impl ZoneStore {
+    /// A store serving nothing (every query REFUSED).
+    pub fn new() -> Arc<ZoneStore> {
+        Arc::new(ZoneStore::default())
+    }
+
+    /// The snapshot served now.
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// The swap cell, for readers that cache it per thread.
+    pub fn handle(&self) -> &ArcSwap<Snapshot> {
+        &self.current
+    }
+
+    /// Snapshots swapped in since start.
+    pub fn updates(&self) -> u64 {
+        self.updates.load(Ordering::Relaxed)
+    }
+
+    /// Starts `apex`'s serial at `serial` (e.g. the `Domain.status.serial`
+    /// of a previous run), so serials keep rising across restarts. Only
+    /// raises a serial, never lowers it.
+    pub fn seed_serial(&self, apex: &str, serial: u32) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let zone = state.entry(normalise_apex(apex)).or_default();
+        if serial_gt(serial, zone.serial) || zone.serial == 0 {
+            zone.serial = serial;
+        }
+    }
+
+    /// Publishes `zones` as the complete set served. Zones whose content
+    /// changed get a new serial; unchanged zones keep theirs; when nothing
+    /// changed at all, the snapshot is not rebuilt.
+    pub fn publish(&self, zones: Vec<ZoneContent>) -> PublishOutcome {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = unix_seconds();
+        let mut changed = state.len() != zones.len();
+        let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
+        let mut with_serials = Vec::with_capacity(zones.len());
+        for zone in zones {
+            let apex = normalise_apex(&zone.apex.to_ascii());
+            let fingerprint = fingerprint(&zone);
+            let serial = match state.get(&apex) {
+                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old) => {
+                    changed = true;
+                    next_serial(old.serial, now)
+                }
+                None => {
+                    changed = true;
+                    now
+                }
+            };
+            next.insert(apex, ZoneState { fingerprint, serial });
+            with_serials.push((zone, serial));
+        }
+        if !changed && state.keys().eq(next.keys()) {
+            let current = self.current.load();
+            return PublishOutcome {
+                changed: false,
+                zones: current.zones(),
+                skipped: current.skipped().to_vec(),
+            };
+        }
+        // Keep serials of zones that went away, in case they come back.
+        for (apex, old) in std::mem::take(&mut *state) {
+            next.entry(apex).or_insert(ZoneState {
+                fingerprint: 0,
+                serial: old.serial,
+            });
+        }
+        *state = next;
+        let snapshot = Snapshot::build(&with_serials);
+        let outcome = PublishOutcome {
+            changed: true,
+            zones: snapshot.zones(),
+            skipped: snapshot.skipped().to_vec(),
+        };
+        self.current.store(Arc::new(snapshot));
+        self.updates.fetch_add(1, Ordering::Relaxed);
+        outcome
+    }
+}
+
+fn normalise_apex(apex: &str) -> String {
+    let lower = apex.to_ascii_lowercase();
+    if lower.ends_with('.') {
+        lower
+    } else {
+        format!("{lower}.")
+    }
+}
+
+/// A hash of the zone's content, independent of record order and case.
+fn fingerprint(zone: &ZoneContent) -> u64 {
+    let mut lines: Vec<String> = zone
+        .records
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {} {}",
+                r.name.to_lowercase(),
+                r.ttl,
+                r.dns_class,
+                r.record_type(),
+                r.data
+            )
+        })
+        .collect();
+    lines.sort();
+    let mut ns: Vec<String> = zone.name_servers.iter().map(|n| n.to_lowercase().to_string()).collect();
+    ns.sort();
+    let mut hasher = DefaultHasher::new();
+    lines.hash(&mut hasher);
+    ns.hash(&mut hasher);
+    format!("{:?}", zone.soa).hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1982_comparisons() {
+        assert!(serial_gt(2, 1));
+        assert!(!serial_gt(1, 2));
+        assert!(!serial_gt(5, 5));
+        assert!(serial_gt(0, u32::MAX)); // wrapped
+        assert!(serial_gt(100, u32::MAX - 100));
+        assert!(!serial_gt(u32::MAX - 100, 100));
+    }
+
+    #[test]
+    fn next_serial_rises_even_when_the_clock_does_not() {
+        assert_eq!(next_serial(10, 1000), 1000);
+        assert_eq!(next_serial(1000, 1000), 1001);
+        assert_eq!(next_serial(2000, 1000), 2001);
+        assert_eq!(next_serial(u32::MAX, 5), 5); // 5 is after MAX in serial space
+    }
+}

@@ -1,0 +1,125 @@
+//! 100,000 random and truncated packets over UDP and TCP to a running
+//! server; afterwards it still answers correctly.
+
+mod common;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use common::*;
+use fedns_dnsserver::hickory_proto::op::ResponseCode;
+use fedns_dnsserver::hickory_proto::rr::RecordType;
+use fedns_dnsserver::{DnsMetrics, DnsServer, ServerConfig, ZoneStore};
+
+/// xorshift64*: a small deterministic generator, so a failure reproduces.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A mix: pure noise, valid queries cut at a random point, and valid
+/// queries with a few bytes flipped.
+fn garbage(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    match rng.below(3) {
+        0 => (0..rng.below(600)).map(|_| rng.next() as u8).collect(),
+        1 => {
+            let seed = &seeds[rng.below(seeds.len())];
+            seed[..rng.below(seed.len() + 1)].to_vec()
+        }
+        _ => {
+            let mut packet = seeds[rng.below(seeds.len())].clone();
+            for _ in 0..=rng.below(4) {
+                let at = rng.below(packet.len());
+                packet[at] = rng.next() as u8;
+            }
+            packet
+        }
+    }
+}
+
+fn assert_still_answers(udp: SocketAddr, tcp: SocketAddr) {
+    let packet = simple_query("nginx.ns.myfed.svc.example.com.", RecordType::A, Some((1232, false)));
+    for m in [query_udp(udp, &packet).unwrap(), query_tcp(tcp, &packet).unwrap()] {
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert_eq!(rrs(&m.answers).len(), 3);
+    }
+    let nx = query_udp(udp, &simple_query("nope.example.com.", RecordType::A, None)).unwrap();
+    assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn survives_random_and_truncated_packets() {
+    let store = ZoneStore::new();
+    store.publish(fixture_zones());
+    let config = ServerConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        udp_workers: 1,
+        ..ServerConfig::default()
+    };
+    let server = DnsServer::start(config, store, DnsMetrics::new()).await.unwrap();
+    let udp = server.udp_addrs()[0];
+    let tcp = server.tcp_addrs()[0];
+
+    tokio::task::spawn_blocking(move || {
+        let seeds: Vec<Vec<u8>> = [
+            ("nginx.ns.myfed.svc.example.com.", RecordType::A),
+            ("big.example.com.", RecordType::A),
+            ("foo.wild.example.com.", RecordType::TXT),
+            ("host.sub.example.com.", RecordType::A),
+            ("www.example.com.", RecordType::ANY),
+        ]
+        .iter()
+        .flat_map(|(n, t)| [simple_query(n, *t, None), simple_query(n, *t, Some((4096, true)))])
+        .collect();
+        let mut rng = Rng(0x5EED_F00D);
+        let started = Instant::now();
+
+        // UDP: 90,000 packets, sent in bursts with a short pause so the
+        // kernel buffer is not the thing under test.
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+        let mut sink = [0u8; 65_535];
+        for i in 0..90_000 {
+            let packet = garbage(&mut rng, &seeds);
+            let _ = socket.send_to(&packet, udp);
+            if i % 64 == 0 {
+                while socket.recv_from(&mut sink).is_ok() {}
+            }
+        }
+        // TCP: 10,000 packets over 100 connections, some framed with a
+        // wrong length, some connections cut mid-message.
+        for _ in 0..100 {
+            let Ok(mut stream) = TcpStream::connect(tcp) else {
+                continue;
+            };
+            let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+            for _ in 0..100 {
+                let packet = garbage(&mut rng, &seeds);
+                let claimed = if rng.below(10) == 0 {
+                    rng.below(600)
+                } else {
+                    packet.len()
+                };
+                let mut framed = (claimed as u16).to_be_bytes().to_vec();
+                framed.extend_from_slice(&packet);
+                if stream.write_all(&framed).is_err() {
+                    break;
+                }
+            }
+        }
+        println!("sent 100,000 packets in {:?}", started.elapsed());
+        assert_still_answers(udp, tcp);
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+}
