@@ -1,5 +1,6 @@
 //! Command-line interface (clap derive).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -33,7 +34,7 @@ pub enum Command {
     /// Run the controller (member health, records, DNSEndpoints, publishing).
     Controller,
     /// Run only the embedded authoritative DNS server.
-    DnsServer,
+    DnsServer(DnsServerArgs),
     /// Print the CustomResourceDefinitions as multi-document YAML.
     Crds(CrdsArgs),
     /// Register a member cluster with the federation.
@@ -47,7 +48,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Controller => "controller",
-            Command::DnsServer => "dns-server",
+            Command::DnsServer(_) => "dns-server",
             Command::Crds(_) => "crds",
             Command::Join => "join",
             Command::Sandbox => "sandbox",
@@ -62,4 +63,32 @@ pub struct CrdsArgs {
     /// instead of printing the stream.
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+}
+
+/// Arguments of `fedns dns-server`.
+#[derive(Debug, Args)]
+pub struct DnsServerArgs {
+    /// Address to answer on, UDP and TCP (repeatable; IPv4 or [IPv6]:port).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:53")]
+    pub listen: Vec<SocketAddr>,
+    /// Serve the Domain and DNSEndpoint objects in these YAML files (a file
+    /// or a folder) instead of watching a cluster.
+    #[arg(long, value_name = "PATH")]
+    pub manifests: Option<PathBuf>,
+    /// UDP worker threads per address (default: one per CPU).
+    #[arg(long, value_name = "N")]
+    pub udp_workers: Option<usize>,
+    /// Largest UDP response to EDNS clients, in octets (RFC 6891; 1232 is
+    /// the DNS Flag Day 2020 value).
+    #[arg(long, value_name = "OCTETS", default_value_t = 1232, value_parser = clap::value_parser!(u16).range(512..))]
+    pub max_udp_payload: u16,
+    /// Close TCP connections idle this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub tcp_idle_timeout: u64,
+    /// Most TCP connections open at once.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_tcp_connections: usize,
+    /// Serve /metrics, /healthz and /readyz here (omit to disable).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_addr: Option<SocketAddr>,
 }

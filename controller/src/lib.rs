@@ -6,4 +6,6 @@
 
 pub mod cli;
 pub mod crds_cmd;
+pub mod dns_server_cmd;
+pub mod http;
 pub mod logging;

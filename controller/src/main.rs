@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use fedns_controller::cli::{Cli, Command};
-use fedns_controller::{crds_cmd, logging};
+use fedns_controller::{crds_cmd, dns_server_cmd, logging};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -15,7 +15,8 @@ fn main() -> ExitCode {
     }
     let result = match &cli.command {
         Command::Crds(args) => crds_cmd::run(args),
-        Command::Controller | Command::DnsServer | Command::Join | Command::Sandbox => {
+        Command::DnsServer(args) => run_async(dns_server_cmd::run(args)),
+        Command::Controller | Command::Join | Command::Sandbox => {
             eprintln!("fedns {}: not implemented yet", cli.command.name());
             return ExitCode::from(2);
         }
@@ -28,4 +29,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs a long-running subcommand on a multi-threaded tokio runtime.
+fn run_async(future: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("fedns")
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(future)
 }

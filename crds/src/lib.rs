@@ -34,6 +34,9 @@ pub use records::{
     ServiceDNSRecordSpec, ServiceDNSRecordStatus,
 };
 
+/// Re-exported so dependants use the same k8s-openapi version.
+pub use k8s_openapi;
+
 /// Re-exported so dependants name the same `Condition` type.
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 

@@ -167,14 +167,14 @@ pub fn answer(
     };
     let limits = Limits { size, advertise };
     let key = &request.key[..request.key_len];
-    if let Some(entry) = snapshot.names.get(key) {
-        let bytes = entry.for_type(request.qtype);
+    if let Some(entry) = snapshot.lookup(key) {
+        let bytes = snapshot.response(entry, request.qtype);
         return Some(finish_prerendered(&request, bytes, limits, out));
     }
     // Not an owner name: find the closest existing ancestor.
     for label in 1..request.labels {
         let start = request.label_starts[label] as usize;
-        let Some(entry) = snapshot.names.get(&request.key[start..request.key_len]) else {
+        let Some(entry) = snapshot.lookup(&request.key[start..request.key_len]) else {
             continue;
         };
         if entry.below_cut || entry.wildcard_child {

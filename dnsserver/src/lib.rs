@@ -24,6 +24,7 @@ mod server;
 mod snapshot;
 mod store;
 mod tree;
+mod udp;
 mod zone;
 
 pub use answer::{answer, AnswerConfig, Answered, Transport};

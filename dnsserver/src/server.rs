@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arc_swap::Cache;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -96,7 +95,7 @@ impl DnsServer {
                 let answer_config = config.answer;
                 let thread = std::thread::Builder::new()
                     .name(format!("dns-udp-{index}"))
-                    .spawn(move || udp_loop(socket, &store, answer_config, &worker, &stop))?;
+                    .spawn(move || crate::udp::udp_loop(socket, &store, answer_config, &worker, &stop))?;
                 server.udp_threads.push(thread);
             }
             let limit = Arc::new(Semaphore::new(config.max_tcp_connections.max(1)));
@@ -164,35 +163,6 @@ fn bind_tcp(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     Ok(socket.into())
-}
-
-fn udp_loop(socket: UdpSocket, store: &ZoneStore, config: AnswerConfig, metrics: &WorkerMetrics, stop: &AtomicBool) {
-    let mut snapshots = Cache::new(store.handle());
-    let mut request = vec![0u8; 65_535];
-    let mut response = Vec::with_capacity(4096);
-    while !stop.load(Ordering::Relaxed) {
-        let (len, peer) = match socket.recv_from(&mut request) {
-            Ok(received) => received,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                // ICMP errors from earlier sends surface here on some systems.
-                tracing::debug!(error = %e, "UDP receive error");
-                continue;
-            }
-        };
-        let started = Instant::now();
-        let snapshot = snapshots.load();
-        match answer(snapshot, &request[..len], Transport::Udp, &config, &mut response) {
-            Some(answered) => {
-                metrics.record(&answered, started.elapsed());
-                if let Err(e) = socket.send_to(&response, peer) {
-                    tracing::debug!(error = %e, %peer, "UDP send error");
-                }
-            }
-            None => metrics.record_dropped(),
-        }
-    }
 }
 
 async fn tcp_accept_loop(

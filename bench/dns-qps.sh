@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Queries per second of fedns's embedded DNS server against Knot DNS.
+#
+# Both serve the same 10,000-name zone, each pinned to CPU 0 with one UDP
+# worker; dnsperf runs pinned to CPU 1 (90 % existing names, 10 % NXDOMAIN,
+# type A). Two phases per server:
+#   1. saturation for $DURATION s: queries/s, average latency, server CPU
+#      time per answered query;
+#   2. a fixed 10,000 q/s for $LATENCY_DURATION s with per-query latencies:
+#      p50/p99.
+# Then peak RSS of each server and the ratio fedns/Knot. Absolute figures
+# drift on shared machines; the ratio from one run is what to compare.
+#
+# Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 NAMES=10000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-20}
+LATENCY_DURATION=${LATENCY_DURATION:-10}
+NAMES=${NAMES:-10000}
+WORK=$(mktemp -d /tmp/fedns-bench.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
+
+for tool in knotd dnsperf taskset python3; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "missing $tool (apt-get install knot dnsperf util-linux)"; exit 1; }
+done
+KNOTD=$(command -v knotd || echo /usr/sbin/knotd)
+
+echo "== building fedns (release)"
+cargo build --release -q -p fedns-controller
+FEDNS=target/release/fedns
+
+echo "== generating $NAMES names"
+python3 - "$WORK" "$NAMES" <<'PY'
+import random, sys
+work, n = sys.argv[1], int(sys.argv[2])
+random.seed(42)
+names = [f"svc{i}.ns{i % 50}.myfed.svc.example.com" for i in range(n)]
+addr = lambda i: f"203.0.{(i // 250) % 256}.{i % 250 + 1}"
+with open(f"{work}/example.com.zone", "w") as z:
+    z.write("example.com. 30 IN SOA ns1.example.com. hostmaster.example.com. 1 3600 600 1209600 30\n")
+    z.write("example.com. 30 IN NS ns1.example.com.\n")
+    for i, name in enumerate(names):
+        z.write(f"{name}. 30 IN A {addr(i)}\n")
+        z.write(f"{name}. 30 IN A {addr(i + 7)}\n")
+with open(f"{work}/manifests.yaml", "w") as m:
+    m.write("apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: Domain\nmetadata: {name: myfed, namespace: fedns-system}\n")
+    m.write("spec: {domain: example.com, nameServers: [ns1.example.com], soa: {ttl: 30, minimum: 30}}\n")
+    m.write("---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: bench, namespace: ns}\nspec:\n  endpoints:\n")
+    for i, name in enumerate(names):
+        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i)}, {addr(i + 7)}]}}\n")
+with open(f"{work}/queries.txt", "w") as q:
+    for _ in range(200000):
+        if random.random() < 0.1:
+            q.write(f"missing{random.randrange(10**6)}.ns1.myfed.svc.example.com A\n")
+        else:
+            q.write(f"{random.choice(names)} A\n")
+PY
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+peak_rss_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+wait_ready() {
+  for _ in $(seq 100); do
+    dig +short +time=1 +tries=1 -p "$1" @127.0.0.1 svc1.ns1.myfed.svc.example.com A >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "server on port $1 did not answer"; exit 1
+}
+
+# run_phase NAME PID PORT -> sets QPS AVG_MS CPU_US P50_US P99_US RSS_KIB
+run_phase() {
+  local name=$1 pid=$2 port=$3 ticks_before ticks_after hz answered
+  hz=$(getconf CLK_TCK)
+  ticks_before=$(cpu_ticks "$pid")
+  taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -c 4 -q 500 \
+    > "$WORK/$name-sat.txt" 2>&1
+  ticks_after=$(cpu_ticks "$pid")
+  QPS=$(awk '/Queries per second/ {print $4}' "$WORK/$name-sat.txt")
+  AVG_MS=$(awk '/Average Latency/ {print $4 * 1000}' "$WORK/$name-sat.txt")
+  answered=$(awk '/Queries completed/ {print $3}' "$WORK/$name-sat.txt")
+  CPU_US=$(python3 -c "print(round(($ticks_after - $ticks_before) / $hz * 1e6 / max($answered, 1), 2))")
+  taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$LATENCY_DURATION" -Q 10000 -v \
+    > "$WORK/$name-lat.txt" 2>&1
+  read -r P50_US P99_US < <(python3 - "$WORK/$name-lat.txt" <<'PY'
+import sys
+lat = []
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if line.startswith(">") and len(parts) >= 5:
+        try: lat.append(float(parts[-1]))
+        except ValueError: pass
+lat.sort()
+pick = lambda p: round(lat[min(len(lat) - 1, int(len(lat) * p))] * 1e6, 1) if lat else float("nan")
+print(pick(0.50), pick(0.99))
+PY
+)
+  RSS_KIB=$(peak_rss_kib "$pid")
+}
+
+echo "== Knot DNS ($("$KNOTD" --version | head -1))"
+KPORT=$(free_port)
+cat > "$WORK/knot.conf" <<CONF
+server:
+  listen: 127.0.0.1@$KPORT
+  rundir: $WORK
+  udp-workers: 1
+  tcp-workers: 1
+  background-workers: 1
+control:
+  listen: $WORK/knot.sock
+database:
+  storage: $WORK
+log:
+  - target: stderr
+    any: error
+template:
+  - id: default
+    storage: $WORK
+    semantic-checks: off
+    journal-content: none
+zone:
+  - domain: example.com
+    file: $WORK/example.com.zone
+CONF
+taskset -c 0 "$KNOTD" -c "$WORK/knot.conf" & KPID=$!
+wait_ready "$KPORT"
+run_phase knot "$KPID" "$KPORT"
+K=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB")
+kill "$KPID"; wait "$KPID" 2>/dev/null || true
+
+echo "== fedns dns-server"
+FPORT=$(free_port)
+RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$WORK/manifests.yaml" \
+  --listen "127.0.0.1:$FPORT" --udp-workers 1 & FPID=$!
+wait_ready "$FPORT"
+run_phase fedns "$FPID" "$FPORT"
+F=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB")
+kill "$FPID"; wait "$FPID" 2>/dev/null || true
+
+printf '\n%-8s %12s %10s %12s %9s %9s %10s\n' server "queries/s" "avg ms" "CPU us/q" "p50 us" "p99 us" "RSS MiB"
+printf '%-8s %12s %10s %12s %9s %9s %10.1f\n' knot "${K[0]}" "${K[1]}" "${K[2]}" "${K[3]}" "${K[4]}" "$(echo "${K[5]} / 1024" | bc -l)"
+printf '%-8s %12s %10s %12s %9s %9s %10.1f\n' fedns "${F[0]}" "${F[1]}" "${F[2]}" "${F[3]}" "${F[4]}" "$(echo "${F[5]} / 1024" | bc -l)"
+python3 - "${F[0]}" "${K[0]}" "${F[2]}" "${K[2]}" "${F[4]}" <<'PY'
+import sys
+fq, kq, fc, kc, fp99 = map(float, sys.argv[1:])
+print(f"\nanswers per second per core of server CPU: fedns {1e6 / fc:,.0f}, Knot {1e6 / kc:,.0f}")
+print(f"ratio fedns/Knot: queries/s {fq / kq:.2f} (target >= 1.0), answers per core {kc / fc:.2f} (target >= 1.0)")
+print(f"fedns p99 at 10k q/s: {fp99:.0f} us (target < 1000 us)")
+PY

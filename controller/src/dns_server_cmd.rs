@@ -1,0 +1,76 @@
+//! `fedns dns-server`: the embedded DNS server alone, fed by the publishing
+//! pipeline's source (DESIGN.md "Publishing: embedded").
+
+use anyhow::Context;
+use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
+use fedns_providers::desired::desired_zones;
+use fedns_providers::embedded::EmbeddedSink;
+use prometheus_client::registry::Registry;
+
+use crate::cli::DnsServerArgs;
+use crate::http::{self, HttpState};
+
+/// Runs until SIGTERM/Ctrl-C.
+///
+/// # Errors
+/// Bad manifests, or an address that cannot be bound.
+pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
+    let store = ZoneStore::new();
+    let sink = EmbeddedSink::new(store.clone());
+    let metrics = DnsMetrics::new();
+    metrics.watch_store(store.clone());
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(metrics.clone()));
+    let state = HttpState::new(registry);
+
+    let Some(path) = &args.manifests else {
+        anyhow::bail!("a source is required: --manifests PATH (the Kubernetes source, --kubeconfig, is not built yet)");
+    };
+    let manifests = fedns_providers::manifests::load(path)?;
+    for skipped in &manifests.skipped {
+        tracing::warn!(document = %skipped, "skipping a document that is neither Domain nor DNSEndpoint");
+    }
+    let desired = desired_zones(&manifests.domains, &manifests.endpoints);
+    for problem in &desired.domain_problems {
+        tracing::warn!(domain = %format!("{}/{}", problem.namespace, problem.name), "{}", problem.message);
+    }
+    for problem in &desired.problems {
+        tracing::warn!(
+            dnsendpoint = %format!("{}/{}", problem.namespace, problem.name),
+            dns_name = %problem.dns_name,
+            "{}", problem.message
+        );
+    }
+    let outcome = sink.apply(&desired);
+    tracing::info!(
+        zones = outcome.zones.len(),
+        rrsets = store.load().rrset_count(),
+        "loaded manifests from {}",
+        path.display()
+    );
+    // The snapshot holds everything the server needs from here on.
+    drop((manifests, desired, outcome));
+
+    let config = ServerConfig {
+        listen: args.listen.clone(),
+        udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),
+        tcp_idle_timeout: std::time::Duration::from_secs(args.tcp_idle_timeout),
+        max_tcp_connections: args.max_tcp_connections,
+        answer: AnswerConfig {
+            max_udp_payload: args.max_udp_payload,
+        },
+    };
+    let server = DnsServer::start(config, store, metrics)
+        .await
+        .context("starting the DNS listeners")?;
+    if let Some(addr) = args.metrics_addr {
+        http::serve(addr, state.clone())
+            .await
+            .with_context(|| format!("binding the HTTP endpoint {addr}"))?;
+    }
+    state.set_ready(true);
+    http::shutdown_signal().await;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The HTTP endpoint of every long-running subcommand: `/metrics`
+//! (Prometheus text format), `/healthz` (the process runs) and `/readyz`
+//! (it has something to serve).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+/// Shared state of the HTTP endpoint.
+#[derive(Debug)]
+pub struct HttpState {
+    /// Everything `/metrics` reports.
+    pub registry: Registry,
+    /// What `/readyz` reports.
+    pub ready: AtomicBool,
+}
+
+impl HttpState {
+    /// Not ready until [`HttpState::set_ready`].
+    pub fn new(registry: Registry) -> Arc<HttpState> {
+        Arc::new(HttpState {
+            registry,
+            ready: AtomicBool::new(false),
+        })
+    }
+
+    /// Marks the process ready (or not).
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+}
+
+async fn metrics(State(state): State<Arc<HttpState>>) -> impl IntoResponse {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &state.registry) {
+        Ok(()) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            body,
+        ),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("encoding metrics failed: {e}\n"),
+        ),
+    }
+}
+
+async fn readyz(State(state): State<Arc<HttpState>>) -> impl IntoResponse {
+    if state.ready.load(Ordering::Relaxed) {
+        (StatusCode::OK, "ok\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+    }
+}
+
+/// Binds `addr` and serves the endpoint in the background. Returns the
+/// bound address (useful with port 0).
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn serve(addr: SocketAddr, state: Arc<HttpState>) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/livez", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(state);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "HTTP endpoint stopped");
+        }
+    });
+    tracing::info!(addr = %bound, "HTTP endpoint (/metrics, /healthz, /readyz) listening");
+    Ok(bound)
+}
+
+/// Resolves when SIGTERM or SIGINT (Ctrl-C) arrives.
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops this process");
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

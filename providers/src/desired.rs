@@ -1,0 +1,608 @@
+//! Desired record sets: Domains and DNSEndpoints turned into zones.
+//!
+//! Rules (DESIGN.md "Names and failover", "Publishing"):
+//! * each Domain is one zone; a DNSEndpoint's `dnsName` goes to the Domain
+//!   with the longest apex containing it; names outside every Domain are
+//!   reported and skipped;
+//! * targets are parsed per type (A: IPv4, AAAA: IPv6, CNAME/NS/PTR: host
+//!   names, MX `pref host`, SRV `prio weight port host`, TXT: one string per
+//!   target, CAA in master-file form); an invalid target is reported and
+//!   skipped, its valid siblings kept;
+//! * endpoints with the same name and type merge: union of targets,
+//!   deduplicated, sorted; the smallest TTL wins (RFC 2181 §5.2);
+//! * A/AAAA beat CNAME at one name (RFC 1034 §3.6.2 forbids both): the
+//!   CNAME is dropped and reported.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use fedns_api::{names, DNSEndpoint, Domain, RecordType};
+use fedns_dnsserver::hickory_proto::rr::rdata::{self, MX, SRV, TXT};
+use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
+use fedns_dnsserver::{SoaFields, ZoneContent};
+
+/// TTL used when an endpoint has no `recordTTL`, in seconds.
+pub const DEFAULT_TTL: u32 = fedns_api::DEFAULT_RECORD_TTL as u32;
+
+/// Longest character-string in a TXT record (RFC 1035 §3.3).
+const MAX_CHARACTER_STRING: usize = 255;
+
+/// Something in one DNSEndpoint that was not published, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EndpointProblem {
+    /// Namespace of the DNSEndpoint.
+    pub namespace: String,
+    /// Name of the DNSEndpoint.
+    pub name: String,
+    /// The `dnsName` concerned.
+    pub dns_name: String,
+    /// One line saying what was skipped and why.
+    pub message: String,
+}
+
+/// A Domain that could not be served, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainProblem {
+    /// Namespace of the Domain.
+    pub namespace: String,
+    /// Name of the Domain.
+    pub name: String,
+    /// One line.
+    pub message: String,
+}
+
+/// One merged RRset as desired, before any provider's format.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DesiredRRset {
+    /// Owner name, normalised (lower case, no trailing dot).
+    pub name: String,
+    /// RR type.
+    pub record_type: RecordType,
+    /// TTL in seconds.
+    pub ttl: u32,
+    /// Targets as given, deduplicated and sorted (presentation form).
+    pub targets: Vec<String>,
+    /// `providerSpecific` of the first endpoint that named this RRset.
+    pub provider_specific: Vec<(String, String)>,
+    /// The DNSEndpoints (`namespace/name`) that contributed.
+    pub sources: BTreeSet<String>,
+}
+
+/// One zone as desired.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredZone {
+    /// `namespace/name` of the Domain.
+    pub domain: String,
+    /// The zone, with the RRsets as hickory records.
+    pub content: ZoneContent,
+    /// The RRsets in provider-neutral form, sorted by (name, type).
+    pub rrsets: Vec<DesiredRRset>,
+}
+
+/// The whole desired state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DesiredZones {
+    /// One per servable Domain, sorted by apex.
+    pub zones: Vec<DesiredZone>,
+    /// Skipped endpoint data, sorted.
+    pub problems: Vec<EndpointProblem>,
+    /// Domains not served.
+    pub domain_problems: Vec<DomainProblem>,
+}
+
+impl DesiredZones {
+    /// The zone contents, for the embedded DNS server.
+    pub fn contents(&self) -> Vec<ZoneContent> {
+        self.zones.iter().map(|z| z.content.clone()).collect()
+    }
+
+    /// Problems of one DNSEndpoint.
+    pub fn problems_of<'a>(&'a self, namespace: &'a str, name: &'a str) -> impl Iterator<Item = &'a EndpointProblem> {
+        self.problems
+            .iter()
+            .filter(move |p| p.namespace == namespace && p.name == name)
+    }
+}
+
+fn object_key(meta: &fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+fn to_name(normalised: &str) -> Option<Name> {
+    Name::from_ascii(format!("{normalised}.")).ok()
+}
+
+fn clamp_u32(v: i64, min: u32) -> u32 {
+    u32::try_from(v).unwrap_or(if v < 0 { min } else { u32::MAX }).max(min)
+}
+
+/// Builds the zone of one Domain (no records yet).
+fn zone_of(domain: &Domain) -> Result<(String, ZoneContent), String> {
+    let apex = names::normalize_hostname(&domain.spec.domain).map_err(|e| format!("spec.domain: {e}"))?;
+    let apex_name = to_name(&apex).ok_or_else(|| format!("spec.domain {apex:?} is not a DNS name"))?;
+    let mut zone = ZoneContent::new(apex_name);
+    let mut servers = Vec::new();
+    for ns in &domain.spec.name_servers {
+        let ns = names::normalize_hostname(ns).map_err(|e| format!("spec.nameServers: {e}"))?;
+        servers.push(to_name(&ns).ok_or_else(|| format!("spec.nameServers: {ns:?} is not a DNS name"))?);
+    }
+    if !servers.is_empty() {
+        zone.soa.mname = servers[0].clone();
+        zone.name_servers = servers;
+    }
+    if let Some(hostmaster) = &domain.spec.hostmaster {
+        let rname = names::normalize_hostname(hostmaster).map_err(|e| format!("spec.hostmaster: {e}"))?;
+        zone.soa.rname = to_name(&rname).ok_or_else(|| format!("spec.hostmaster {rname:?} is not a DNS name"))?;
+    }
+    let soa = &domain.spec.soa;
+    zone.soa = SoaFields {
+        ttl: clamp_u32(soa.ttl, 1),
+        refresh: clamp_u32(soa.refresh, 1),
+        retry: clamp_u32(soa.retry, 1),
+        expire: clamp_u32(soa.expire, 1),
+        minimum: clamp_u32(soa.minimum, 1),
+        ..zone.soa
+    };
+    Ok((apex, zone))
+}
+
+/// Parses one target of `rtype` into RDATA.
+///
+/// # Errors
+/// A one-line reason naming the target.
+pub fn parse_target(rtype: RecordType, target: &str) -> Result<RData, String> {
+    let host = |s: &str| -> Result<Name, String> {
+        let n = names::normalize_hostname(s).map_err(|e| e.to_string())?;
+        to_name(&n).ok_or_else(|| format!("{s:?} is not a DNS name"))
+    };
+    let number = |s: Option<&str>, what: &str| -> Result<u16, String> {
+        s.ok_or_else(|| format!("missing {what}"))?
+            .parse::<u16>()
+            .map_err(|_| format!("{what} must be 0..65535"))
+    };
+    let fields: Vec<&str> = target.split_whitespace().collect();
+    let result = match rtype {
+        RecordType::A => target
+            .parse::<Ipv4Addr>()
+            .map(|ip| RData::A(ip.into()))
+            .map_err(|_| "not an IPv4 address".to_owned()),
+        RecordType::AAAA => target
+            .parse::<Ipv6Addr>()
+            .map(|ip| RData::AAAA(ip.into()))
+            .map_err(|_| "not an IPv6 address".to_owned()),
+        RecordType::CNAME => host(target).map(|n| RData::CNAME(rdata::CNAME(n))),
+        RecordType::NS => host(target).map(|n| RData::NS(rdata::NS(n))),
+        RecordType::PTR => host(target).map(|n| RData::PTR(rdata::PTR(n))),
+        RecordType::TXT => {
+            let chunks: Vec<String> = target
+                .as_bytes()
+                .chunks(MAX_CHARACTER_STRING)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            Ok(RData::TXT(TXT::new(if chunks.is_empty() {
+                vec![String::new()]
+            } else {
+                chunks
+            })))
+        }
+        RecordType::MX => match fields.as_slice() {
+            [pref, exchange] => Ok(RData::MX(MX::new(number(Some(pref), "preference")?, host(exchange)?))),
+            _ => Err("MX target must be \"<preference> <host>\"".to_owned()),
+        },
+        RecordType::SRV => match fields.as_slice() {
+            [prio, weight, port, host_name] => Ok(RData::SRV(SRV::new(
+                number(Some(prio), "priority")?,
+                number(Some(weight), "weight")?,
+                number(Some(port), "port")?,
+                host(host_name)?,
+            ))),
+            _ => Err("SRV target must be \"<priority> <weight> <port> <host>\"".to_owned()),
+        },
+        RecordType::CAA => RData::try_from_str(fedns_dnsserver::hickory_proto::rr::RecordType::CAA, target)
+            .map_err(|e| format!("not a CAA value: {e}")),
+    };
+    result.map_err(|e| format!("{} target {target:?}: {e}", rtype))
+}
+
+/// The presentation form providers publish: addresses as Rust prints
+/// them (IPv6 compressed, RFC 5952), names without the trailing dot, TXT
+/// as the original text.
+pub fn canonical_target(rdata: &RData) -> String {
+    let trim = |n: &Name| n.to_ascii().trim_end_matches('.').to_owned();
+    match rdata {
+        RData::A(a) => a.0.to_string(),
+        RData::AAAA(a) => a.0.to_string(),
+        RData::CNAME(n) => trim(&n.0),
+        RData::NS(n) => trim(&n.0),
+        RData::PTR(n) => trim(&n.0),
+        RData::MX(mx) => format!("{} {}", mx.preference, trim(&mx.exchange)),
+        RData::SRV(srv) => format!("{} {} {} {}", srv.priority, srv.weight, srv.port, trim(&srv.target)),
+        RData::TXT(txt) => txt.txt_data.iter().map(|s| String::from_utf8_lossy(s)).collect(),
+        other => other.to_string(),
+    }
+}
+
+/// Computes the desired zones from every Domain and DNSEndpoint.
+pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZones {
+    let mut out = DesiredZones::default();
+
+    // Zones by apex; the first Domain (by namespace/name) for an apex wins.
+    let mut sorted_domains: Vec<&Domain> = domains.iter().collect();
+    sorted_domains.sort_by_key(|d| object_key(&d.metadata));
+    let mut zones: BTreeMap<String, (String, ZoneContent)> = BTreeMap::new();
+    for domain in sorted_domains {
+        let (namespace, name) = object_key(&domain.metadata);
+        match zone_of(domain) {
+            Ok((apex, content)) => {
+                if let Some((owner, _)) = zones.get(&apex) {
+                    out.domain_problems.push(DomainProblem {
+                        namespace,
+                        name,
+                        message: format!("zone {apex} is already served by Domain {owner}"),
+                    });
+                } else {
+                    zones.insert(apex, (format!("{namespace}/{name}"), content));
+                }
+            }
+            Err(message) => out.domain_problems.push(DomainProblem {
+                namespace,
+                name,
+                message,
+            }),
+        }
+    }
+
+    // Merge endpoints into RRsets keyed by (zone apex, name, type).
+    let mut rrsets: BTreeMap<(String, String, RecordType), (DesiredRRset, Vec<RData>)> = BTreeMap::new();
+    for endpoint_object in endpoints {
+        let (namespace, object) = object_key(&endpoint_object.metadata);
+        let source = format!("{namespace}/{object}");
+        let problem = |dns_name: &str, message: String| EndpointProblem {
+            namespace: namespace.clone(),
+            name: object.clone(),
+            dns_name: dns_name.to_owned(),
+            message,
+        };
+        for endpoint in &endpoint_object.spec.endpoints {
+            let owner = match names::normalize_owner_name(&endpoint.dns_name) {
+                Ok(owner) => owner,
+                Err(e) => {
+                    out.problems.push(problem(&endpoint.dns_name, format!("dnsName: {e}")));
+                    continue;
+                }
+            };
+            let Some(apex) = zones
+                .keys()
+                .filter(|apex| names::is_subdomain(&owner, apex))
+                .max_by_key(|apex| apex.len())
+                .cloned()
+            else {
+                out.problems.push(problem(
+                    &owner,
+                    "name is outside every Domain; not published".to_owned(),
+                ));
+                continue;
+            };
+            if owner == apex && matches!(endpoint.record_type, RecordType::NS | RecordType::CNAME) {
+                out.problems.push(problem(
+                    &owner,
+                    format!(
+                        "{} at the zone apex is not allowed; set Domain nameServers instead",
+                        endpoint.record_type
+                    ),
+                ));
+                continue;
+            }
+            let ttl = endpoint.record_ttl.map_or(DEFAULT_TTL, |t| clamp_u32(t, 1));
+            let mut parsed = Vec::new();
+            let mut targets = Vec::new();
+            for target in &endpoint.targets {
+                match parse_target(endpoint.record_type, target) {
+                    Ok(rdata) => {
+                        parsed.push(rdata);
+                        targets.push(target.clone());
+                    }
+                    Err(e) => out.problems.push(problem(&owner, e)),
+                }
+            }
+            if parsed.is_empty() {
+                continue;
+            }
+            let entry = rrsets
+                .entry((apex, owner.clone(), endpoint.record_type))
+                .or_insert_with(|| {
+                    (
+                        DesiredRRset {
+                            name: owner.clone(),
+                            record_type: endpoint.record_type,
+                            ttl,
+                            targets: Vec::new(),
+                            provider_specific: endpoint
+                                .provider_specific
+                                .iter()
+                                .map(|p| (p.name.clone(), p.value.clone()))
+                                .collect(),
+                            sources: BTreeSet::new(),
+                        },
+                        Vec::new(),
+                    )
+                });
+            entry.0.ttl = entry.0.ttl.min(ttl);
+            entry.0.targets.extend(targets);
+            entry.0.sources.insert(source.clone());
+            entry.1.extend(parsed);
+        }
+    }
+
+    // A/AAAA beat CNAME; one CNAME target only.
+    let names_with_addresses: BTreeSet<(String, String)> = rrsets
+        .keys()
+        .filter(|(_, _, t)| matches!(t, RecordType::A | RecordType::AAAA))
+        .map(|(z, n, _)| (z.clone(), n.clone()))
+        .collect();
+    let names_with_data: BTreeSet<(String, String)> = rrsets
+        .keys()
+        .filter(|(_, _, t)| *t != RecordType::CNAME)
+        .map(|(z, n, _)| (z.clone(), n.clone()))
+        .collect();
+    rrsets.retain(|(zone, name, rtype), (set, _)| {
+        if *rtype != RecordType::CNAME || !names_with_data.contains(&(zone.clone(), name.clone())) {
+            return true;
+        }
+        let winner = if names_with_addresses.contains(&(zone.clone(), name.clone())) {
+            "A/AAAA"
+        } else {
+            "other data"
+        };
+        for source in &set.sources {
+            let (namespace, object) = source.split_once('/').unwrap_or(("", source));
+            out.problems.push(EndpointProblem {
+                namespace: namespace.to_owned(),
+                name: object.to_owned(),
+                dns_name: name.clone(),
+                message: format!("CNAME dropped: {winner} at the same name win (RFC 1034 §3.6.2)"),
+            });
+        }
+        false
+    });
+
+    let mut by_zone: BTreeMap<String, Vec<(DesiredRRset, Vec<RData>)>> = BTreeMap::new();
+    for ((apex, _, _), entry) in rrsets {
+        by_zone.entry(apex).or_default().push(entry);
+    }
+    for (apex, (domain, mut content)) in zones {
+        let mut zone_rrsets = Vec::new();
+        for (mut set, rdatas) in by_zone.remove(&apex).unwrap_or_default() {
+            let Some(owner) = to_name(&set.name) else { continue };
+            let mut unique: Vec<(String, RData)> = rdatas.iter().map(|r| (canonical_target(r), r.clone())).collect();
+            unique.sort_by(|a, b| a.0.cmp(&b.0));
+            unique.dedup_by(|a, b| a.0 == b.0);
+            if set.record_type == RecordType::CNAME && unique.len() > 1 {
+                for source in &set.sources {
+                    let (namespace, object) = source.split_once('/').unwrap_or(("", source));
+                    out.problems.push(EndpointProblem {
+                        namespace: namespace.to_owned(),
+                        name: object.to_owned(),
+                        dns_name: set.name.clone(),
+                        message: format!(
+                            "a CNAME has one target (RFC 2181 §10.1); kept {}, dropped {}",
+                            unique[0].0,
+                            unique[1..].iter().map(|u| u.0.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                    });
+                }
+                unique.truncate(1);
+            }
+            set.targets = unique.iter().map(|u| u.0.clone()).collect();
+            for (_, rdata) in unique {
+                content.records.push(Record::from_rdata(owner.clone(), set.ttl, rdata));
+            }
+            zone_rrsets.push(set);
+        }
+        out.zones.push(DesiredZone {
+            domain,
+            content,
+            rrsets: zone_rrsets,
+        });
+    }
+    out.problems.sort();
+    out.problems.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fedns_api::{DNSEndpointSpec, DomainSpec, Endpoint};
+    use fedns_dnsserver::hickory_proto::rr::RecordType as WireType;
+
+    fn domain(name: &str, zone: &str) -> Domain {
+        let mut d = Domain::new(
+            name,
+            DomainSpec {
+                domain: zone.into(),
+                name_servers: vec![format!("ns1.{zone}")],
+                hostmaster: None,
+                soa: Default::default(),
+            },
+        );
+        d.metadata.namespace = Some("fedns-system".into());
+        d
+    }
+
+    fn ep(dns_name: &str, rtype: RecordType, targets: &[&str], ttl: Option<i64>) -> Endpoint {
+        Endpoint {
+            dns_name: dns_name.into(),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            record_type: rtype,
+            set_identifier: String::new(),
+            record_ttl: ttl,
+            labels: Default::default(),
+            provider_specific: vec![],
+        }
+    }
+
+    fn endpoints(name: &str, eps: Vec<Endpoint>) -> DNSEndpoint {
+        let mut d = DNSEndpoint::new(name, DNSEndpointSpec { endpoints: eps });
+        d.metadata.namespace = Some("ns".into());
+        d
+    }
+
+    fn rrset<'a>(desired: &'a DesiredZones, name: &str, rtype: RecordType) -> Option<&'a DesiredRRset> {
+        desired
+            .zones
+            .iter()
+            .flat_map(|z| &z.rrsets)
+            .find(|r| r.name == name && r.record_type == rtype)
+    }
+
+    #[test]
+    fn merges_targets_by_name_and_type() {
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[
+                endpoints(
+                    "a",
+                    vec![ep(
+                        "n.example.com",
+                        RecordType::A,
+                        &["203.0.113.2", "203.0.113.1"],
+                        Some(60),
+                    )],
+                ),
+                endpoints(
+                    "b",
+                    vec![ep(
+                        "N.Example.COM.",
+                        RecordType::A,
+                        &["203.0.113.1", "198.51.100.1"],
+                        Some(30),
+                    )],
+                ),
+            ],
+        );
+        assert!(desired.problems.is_empty(), "{:?}", desired.problems);
+        let set = rrset(&desired, "n.example.com", RecordType::A).unwrap();
+        assert_eq!(set.targets, ["198.51.100.1", "203.0.113.1", "203.0.113.2"]);
+        assert_eq!(set.ttl, 30, "smallest TTL wins");
+        assert_eq!(set.sources.len(), 2);
+        let records = &desired.zones[0].content.records;
+        assert_eq!(records.iter().filter(|r| r.record_type() == WireType::A).count(), 3);
+    }
+
+    #[test]
+    fn addresses_beat_cname() {
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![
+                    ep("n.example.com", RecordType::CNAME, &["other.example.com"], None),
+                    ep("n.example.com", RecordType::AAAA, &["2001:db8::1"], None),
+                ],
+            )],
+        );
+        assert!(rrset(&desired, "n.example.com", RecordType::CNAME).is_none());
+        assert_eq!(
+            rrset(&desired, "n.example.com", RecordType::AAAA).unwrap().targets,
+            ["2001:db8::1"]
+        );
+        assert_eq!(desired.problems.len(), 1);
+        assert!(
+            desired.problems[0].message.contains("CNAME dropped"),
+            "{:?}",
+            desired.problems
+        );
+    }
+
+    #[test]
+    fn invalid_targets_are_skipped_and_reported_siblings_kept() {
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![
+                    ep(
+                        "n.example.com",
+                        RecordType::A,
+                        &["203.0.113.1", "not-an-ip", "2001:db8::1"],
+                        None,
+                    ),
+                    ep("v6.example.com", RecordType::AAAA, &["203.0.113.1"], None),
+                    ep("c.example.com", RecordType::CNAME, &["bad_name.example.com"], None),
+                    ep("s.example.com", RecordType::SRV, &["0 5 80"], None),
+                ],
+            )],
+        );
+        assert_eq!(
+            rrset(&desired, "n.example.com", RecordType::A).unwrap().targets,
+            ["203.0.113.1"]
+        );
+        assert!(rrset(&desired, "v6.example.com", RecordType::AAAA).is_none());
+        let messages: Vec<&str> = desired.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(messages.len(), 5, "{messages:#?}");
+        assert!(messages
+            .iter()
+            .any(|m| m.contains("\"not-an-ip\"") && m.contains("IPv4")));
+    }
+
+    #[test]
+    fn names_outside_every_domain_are_reported() {
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![ep("n.example.org", RecordType::A, &["203.0.113.1"], None)],
+            )],
+        );
+        assert_eq!(desired.zones[0].rrsets.len(), 0);
+        assert_eq!(desired.problems[0].dns_name, "n.example.org");
+        assert!(desired.problems[0].message.contains("outside every Domain"));
+        assert_eq!(desired.problems_of("ns", "a").count(), 1);
+    }
+
+    #[test]
+    fn the_most_specific_domain_wins_and_duplicates_are_reported() {
+        let desired = desired_zones(
+            &[
+                domain("a", "example.com"),
+                domain("b", "sub.example.com"),
+                domain("c", "example.com"),
+            ],
+            &[endpoints(
+                "x",
+                vec![ep("n.sub.example.com", RecordType::A, &["203.0.113.1"], None)],
+            )],
+        );
+        assert_eq!(desired.zones.len(), 2);
+        let sub = desired.zones.iter().find(|z| z.domain == "fedns-system/b").unwrap();
+        assert_eq!(sub.rrsets.len(), 1);
+        assert_eq!(desired.domain_problems.len(), 1);
+        assert!(desired.domain_problems[0].message.contains("already served"));
+    }
+
+    #[test]
+    fn parses_every_supported_type() {
+        for (rtype, target) in [
+            (RecordType::A, "192.0.2.1"),
+            (RecordType::AAAA, "2001:db8::1"),
+            (RecordType::CNAME, "www.example.com"),
+            (RecordType::NS, "ns.example.com."),
+            (RecordType::PTR, "host.example.com"),
+            (RecordType::TXT, "heritage=external-dns,external-dns/owner=fedns"),
+            (RecordType::MX, "10 mail.example.com"),
+            (RecordType::SRV, "0 50 443 web.example.com"),
+            (RecordType::CAA, "0 issue \"letsencrypt.org\""),
+        ] {
+            parse_target(rtype, target).unwrap_or_else(|e| panic!("{rtype} {target}: {e}"));
+        }
+        let long = "x".repeat(600);
+        match parse_target(RecordType::TXT, &long).unwrap() {
+            RData::TXT(txt) => assert_eq!(txt.txt_data.len(), 3),
+            other => panic!("{other:?}"),
+        }
+    }
+}

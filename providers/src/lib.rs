@@ -1,0 +1,10 @@
+//! # fedns-providers
+//!
+//! The publishing pipeline (external-dns's shape): Domain and DNSEndpoint
+//! objects → [`desired::DesiredZones`] (validated, merged RRsets per zone)
+//! → sinks. This crate holds the pure pipeline and the `embedded` sink,
+//! which feeds the `fedns-dnsserver` store.
+
+pub mod desired;
+pub mod embedded;
+pub mod manifests;
