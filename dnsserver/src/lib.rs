@@ -18,6 +18,7 @@
 //! * [`DnsMetrics`] exposes query counts and latency to Prometheus.
 
 pub mod answer;
+mod check;
 mod metrics;
 mod render;
 mod server;
@@ -28,6 +29,7 @@ mod udp;
 mod zone;
 
 pub use answer::{answer, AnswerConfig, Answered, Transport};
+pub use check::check_answer;
 pub use hickory_proto;
 pub use metrics::{DnsMetrics, WorkerMetrics};
 pub use server::{DnsServer, ServerConfig};

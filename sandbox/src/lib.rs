@@ -1,0 +1,104 @@
+//! # fedns-sandbox: a Kubernetes API emulator
+//!
+//! No kube-apiserver can run on the machines fedns is tested on, so member
+//! and host clusters are emulated: [`Emulator::start`] serves one cluster
+//! over HTTPS on `127.0.0.1:<free port>` (certificate from a CA it
+//! generates), requires a bearer token, and writes a kubeconfig that
+//! kube-rs and kubectl accept. Many instances run side by side in one
+//! process. It knows nothing of fedns's own crates.
+//!
+//! ## What it does
+//! * Discovery: `/version`, `/healthz`, `/readyz`, `/livez`, `/api`,
+//!   `/api/v1`, `/apis`, `/apis/<group>[/<version>]` for core/v1
+//!   (namespaces, services, endpoints, nodes, secrets, configmaps,
+//!   events), discovery.k8s.io/v1 endpointslices, networking.k8s.io/v1
+//!   ingresses, coordination.k8s.io/v1 leases, events.k8s.io/v1 events,
+//!   apiextensions.k8s.io/v1 customresourcedefinitions; creating a CRD
+//!   serves its resources (with `/status` when declared), deleting it stops
+//!   serving them and deletes their objects.
+//! * Verbs: get, list, watch, create (`generateName` too), update (409 on a
+//!   stale resourceVersion), patch (merge, JSON, strategic-as-merge, apply),
+//!   delete (finalizers and `deletionTimestamp`), deletecollection.
+//! * Custom resources are pruned, defaulted and validated against their
+//!   CRD's `openAPIV3Schema` (422 Invalid with field paths).
+//! * uid, creationTimestamp, one cluster-wide increasing resourceVersion,
+//!   `metadata.generation` bumped on changes outside metadata (and status,
+//!   where a status subresource exists), status written only through
+//!   `/status` there; namespaced objects need an existing namespace; errors
+//!   are `Status` objects (400, 401, 404, 405, 409, 410, 413, 415, 422, 503).
+//! * list: label selectors (equality and set-based), field selectors
+//!   (`metadata.name`, `metadata.namespace`), `limit`/`continue`.
+//! * watch: `resourceVersion`, `allowWatchBookmarks`, `timeoutSeconds`,
+//!   `sendInitialEvents` (ends the initial events with a bookmark annotated
+//!   `k8s.io/initial-events-end`), history replay from a bounded event
+//!   history, and an ERROR event with a 410 Expired `Status` for versions
+//!   older than that history. Objects moving in or out of a label selector
+//!   are sent as ADDED / DELETED.
+//! * Faults per instance: [`Emulator::stop`] / [`Emulator::resume`] (same
+//!   port and data), [`Emulator::set_hang`], [`Emulator::set_error_rate`]
+//!   (503s), [`Emulator::set_latency`], [`Emulator::drop_watches`].
+//! * Seeding from YAML ([`Emulator::seed_paths`]), as `kubectl apply -f`
+//!   plus status.
+//!
+//! ## What it does not do (compared with kube-apiserver)
+//! * No admission (mutating or validating webhooks, built-in admission
+//!   plugins), no RBAC or other authorization: the one token may do
+//!   anything; no authentication other than that bearer token.
+//! * No CEL validation rules (`x-kubernetes-validations`), no `format`
+//!   checks, no list-type/map-type semantics, no validation of built-in
+//!   kinds (a Service with a bad port is stored as given).
+//! * Defaulting only from CRD `default`s, plus a Service `clusterIP` and a
+//!   Namespace `status.phase`; no other built-in defaulting.
+//! * Strategic merge patch is a JSON merge patch (lists are replaced, not
+//!   merged by key); server-side apply is create-or-merge: it records the
+//!   field manager in `managedFields` but tracks no field ownership and
+//!   reports no conflicts.
+//! * No version conversion between CRD versions (objects are shared and
+//!   relabelled); `resourceVersionMatch=Exact` and list at an old
+//!   resourceVersion return the current state.
+//! * POST ignores `status` where a status subresource exists (as the real
+//!   server); [`Emulator::seed_paths`] writes it afterwards through `/status`.
+//! * No aggregation layer, no OpenAPI documents (`kubectl apply` needs
+//!   `--validate=false`), no protobuf, no Table output, no
+//!   `dryRun` semantics beyond echoing the object, no namespace
+//!   `Terminating` phase (deleting a namespace deletes its objects at once).
+
+mod api;
+mod emulator;
+mod faults;
+mod resources;
+mod schema;
+mod seed;
+mod selectors;
+mod status;
+mod store;
+mod tls;
+
+use std::path::PathBuf;
+
+pub use emulator::{Emulator, EmulatorConfig, EmulatorError};
+pub use resources::ResourceInfo;
+pub use seed::{SeedError, SeedReport};
+pub use status::ApiError;
+pub use store::{Filter, PatchKind, Store, Target};
+
+impl Emulator {
+    /// Seeds from YAML files or folders (multi-document files and `List`s
+    /// understood; CRDs, then Namespaces, then the rest; missing namespaces
+    /// are created). Kinds not served are skipped and listed.
+    ///
+    /// # Errors
+    /// A malformed file (with file and line) stops the seed before any
+    /// object is written; a rejected object stops it at that object.
+    pub fn seed_paths(&self, paths: &[PathBuf]) -> Result<SeedReport, SeedError> {
+        seed::seed_paths(self.store(), paths)
+    }
+
+    /// Seeds from YAML text (`origin` names it in errors).
+    ///
+    /// # Errors
+    /// As [`Emulator::seed_paths`].
+    pub fn seed_yaml(&self, origin: &str, text: &str) -> Result<SeedReport, SeedError> {
+        seed::seed_text(self.store(), origin, text)
+    }
+}

@@ -1,0 +1,251 @@
+//! CRD structural schemas, applied to custom resources the way the real
+//! API server does: prune unknown fields, apply `default`s, then validate
+//! (types, enums, patterns, bounds) with field paths in the errors.
+//!
+//! Not done (see the crate docs): CEL rules (`x-kubernetes-validations`),
+//! `format` checks, list-type and map-type semantics.
+
+use serde_json::{Map, Value};
+
+/// A compiled `openAPIV3Schema`.
+pub struct CrdSchema {
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for CrdSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CrdSchema").finish_non_exhaustive()
+    }
+}
+
+impl CrdSchema {
+    /// Compiles a CRD version's `openAPIV3Schema`.
+    ///
+    /// # Errors
+    /// The schema is not a valid JSON schema once OpenAPI's `nullable` and
+    /// `x-kubernetes-int-or-string` are translated.
+    pub fn new(schema: Value) -> Result<Self, String> {
+        let mut json_schema = schema.clone();
+        translate(&mut json_schema);
+        let validator = jsonschema::options()
+            .should_validate_formats(false)
+            .build(&json_schema)
+            .map_err(|e| format!("openAPIV3Schema does not compile: {e}"))?;
+        Ok(CrdSchema { schema, validator })
+    }
+
+    /// Prunes unknown fields and applies defaults, in place. `apiVersion`,
+    /// `kind` and `metadata` at the top are never pruned.
+    pub fn prune_and_default(&self, object: &mut Value) {
+        prune(object, &self.schema, true);
+        apply_defaults(object, &self.schema);
+    }
+
+    /// Validation failures as (field path, message), e.g.
+    /// `("spec.recordTTL", "0 is less than the minimum of 1")`.
+    pub fn validate(&self, object: &Value) -> Vec<(String, String)> {
+        self.validator
+            .iter_errors(object)
+            .map(|e| (field_path(&e.instance_path().to_string()), e.to_string()))
+            .collect()
+    }
+}
+
+/// OpenAPI v3 → JSON Schema: `nullable: true` allows null;
+/// `x-kubernetes-int-or-string` drops the type.
+fn translate(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if map.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        map.remove("type");
+        map.insert(
+            "anyOf".into(),
+            serde_json::json!([{"type": "integer"}, {"type": "string"}]),
+        );
+    }
+    if map.get("nullable") == Some(&Value::Bool(true)) {
+        if let Some(Value::String(t)) = map.get("type").cloned() {
+            map.insert("type".into(), serde_json::json!([t, "null"]));
+        }
+        if let Some(Value::Array(values)) = map.get_mut("enum") {
+            values.push(Value::Null);
+        }
+    }
+    for (_, child) in map.iter_mut() {
+        match child {
+            Value::Object(_) => translate(child),
+            Value::Array(items) => items.iter_mut().for_each(translate),
+            _ => {}
+        }
+    }
+    if let Some(Value::Object(properties)) = map.get_mut("properties") {
+        properties.values_mut().for_each(translate);
+    }
+}
+
+fn preserves_unknown(schema: &Value) -> bool {
+    schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
+        || schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true))
+}
+
+fn prune(value: &mut Value, schema: &Value, root: bool) {
+    if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties");
+            let keep_unknown = preserves_unknown(schema) || additional == Some(&Value::Bool(true));
+            let keys: Vec<String> = map.keys().cloned().collect();
+            for key in keys {
+                if root && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let child_schema = properties
+                    .and_then(|p| p.get(&key))
+                    .or_else(|| additional.filter(|a| a.is_object()));
+                match child_schema {
+                    Some(child_schema) => {
+                        if let Some(child) = map.get_mut(&key) {
+                            prune(child, child_schema, false);
+                        }
+                    }
+                    None if keep_unknown => {}
+                    None => {
+                        map.remove(&key);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    prune(item, item_schema, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn apply_defaults(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (key, child_schema) in properties {
+                    if !map.contains_key(key) {
+                        if let Some(default) = child_schema.get("default") {
+                            map.insert(key.clone(), default.clone());
+                        }
+                    }
+                    if let Some(child) = map.get_mut(key) {
+                        apply_defaults(child, child_schema);
+                    }
+                }
+            }
+            if let Some(additional) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                let known: Map<String, Value> = schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                for (key, child) in map.iter_mut() {
+                    if !known.contains_key(key) {
+                        apply_defaults(child, additional);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    apply_defaults(item, item_schema);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `/spec/endpoints/0/targets` → `spec.endpoints[0].targets`.
+fn field_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for segment in pointer.split('/').filter(|s| !s.is_empty()) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        if segment.chars().all(|c| c.is_ascii_digit()) {
+            out.push_str(&format!("[{segment}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&segment);
+        }
+    }
+    if out.is_empty() {
+        "<root>".into()
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> CrdSchema {
+        CrdSchema::new(json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "ttl": {"type": "integer", "minimum": 1, "default": 30},
+                        "name": {"type": "string", "pattern": "^[a-z]+$", "nullable": true},
+                        "mode": {"type": "string", "enum": ["A", "B"]},
+                        "items": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "string"}}}},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "port": {"x-kubernetes-int-or-string": true},
+                    },
+                    "required": ["mode"],
+                },
+                "status": {"type": "object", "nullable": true, "properties": {"ok": {"type": "boolean"}}},
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn prunes_unknown_fields_and_defaults() {
+        let s = schema();
+        let mut o = json!({
+            "apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a", "extra": 1},
+            "spec": {"mode": "A", "bogus": 1, "items": [{"x": "1", "y": 2}], "free": {"any": {"thing": 1}},
+                     "labels": {"a": "b"}, "port": "http", "name": null},
+            "junk": true,
+        });
+        s.prune_and_default(&mut o);
+        assert_eq!(o["metadata"]["extra"], 1, "metadata is not pruned");
+        assert!(o.get("junk").is_none());
+        assert!(o["spec"].get("bogus").is_none());
+        assert_eq!(o["spec"]["items"][0], json!({"x": "1"}));
+        assert_eq!(o["spec"]["free"]["any"]["thing"], 1);
+        assert_eq!(o["spec"]["ttl"], 30);
+        assert!(s.validate(&o).is_empty(), "{:?}", s.validate(&o));
+    }
+
+    #[test]
+    fn reports_field_paths() {
+        let s = schema();
+        let o = json!({"spec": {"mode": "C", "ttl": 0, "name": "UP", "items": [{"x": 1}]}});
+        let errors = s.validate(&o);
+        let fields: Vec<&str> = errors.iter().map(|(f, _)| f.as_str()).collect();
+        for expected in ["spec.mode", "spec.ttl", "spec.name", "spec.items[0].x"] {
+            assert!(fields.contains(&expected), "{expected} missing from {errors:?}");
+        }
+        let missing = s.validate(&json!({"spec": {}}));
+        assert!(missing.iter().any(|(_, m)| m.contains("mode")), "{missing:?}");
+    }
+}
