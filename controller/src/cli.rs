@@ -73,8 +73,18 @@ pub struct DnsServerArgs {
     pub listen: Vec<SocketAddr>,
     /// Serve the Domain and DNSEndpoint objects in these YAML files (a file
     /// or a folder) instead of watching a cluster.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "kubeconfig")]
     pub manifests: Option<PathBuf>,
+    /// Kubeconfig of the host cluster to watch (default: in-cluster config,
+    /// else $KUBECONFIG or ~/.kube/config).
+    #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Namespace of the Domain objects (the controller namespace).
+    #[arg(long, value_name = "NAMESPACE", default_value = "fedns-system")]
+    pub namespace: String,
+    /// Do not write DNSEndpoint/Domain status or Events (extra replicas).
+    #[arg(long)]
+    pub read_only: bool,
     /// UDP worker threads per address (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub udp_workers: Option<usize>,

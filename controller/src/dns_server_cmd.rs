@@ -5,27 +5,13 @@ use anyhow::Context;
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::desired::desired_zones;
 use fedns_providers::embedded::EmbeddedSink;
+use fedns_providers::kube_source::{self, SourceConfig, SourceState};
 use prometheus_client::registry::Registry;
 
 use crate::cli::DnsServerArgs;
 use crate::http::{self, HttpState};
 
-/// Runs until SIGTERM/Ctrl-C.
-///
-/// # Errors
-/// Bad manifests, or an address that cannot be bound.
-pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
-    let store = ZoneStore::new();
-    let sink = EmbeddedSink::new(store.clone());
-    let metrics = DnsMetrics::new();
-    metrics.watch_store(store.clone());
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(metrics.clone()));
-    let state = HttpState::new(registry);
-
-    let Some(path) = &args.manifests else {
-        anyhow::bail!("a source is required: --manifests PATH (the Kubernetes source, --kubeconfig, is not built yet)");
-    };
+fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result<()> {
     let manifests = fedns_providers::manifests::load(path)?;
     for skipped in &manifests.skipped {
         tracing::warn!(document = %skipped, "skipping a document that is neither Domain nor DNSEndpoint");
@@ -44,12 +30,41 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     let outcome = sink.apply(&desired);
     tracing::info!(
         zones = outcome.zones.len(),
-        rrsets = store.load().rrset_count(),
+        rrsets = sink.store().load().rrset_count(),
         "loaded manifests from {}",
         path.display()
     );
-    // The snapshot holds everything the server needs from here on.
-    drop((manifests, desired, outcome));
+    Ok(())
+}
+
+/// Runs until SIGTERM/Ctrl-C.
+///
+/// # Errors
+/// Bad manifests, or an address that cannot be bound.
+pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
+    let store = ZoneStore::new();
+    let sink = EmbeddedSink::new(store.clone());
+    let metrics = DnsMetrics::new();
+    metrics.watch_store(store.clone());
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(metrics.clone()));
+    let state = HttpState::new(registry);
+
+    let mut source_state = None;
+    if let Some(path) = &args.manifests {
+        load_manifests(path, &sink)?;
+        state.set_ready(true);
+    } else {
+        let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
+        let (tx, rx) = tokio::sync::watch::channel(SourceState::default());
+        let config = SourceConfig {
+            domain_namespace: Some(args.namespace.clone()),
+            write_status: !args.read_only,
+            ..SourceConfig::default()
+        };
+        tokio::spawn(kube_source::run(client, config, sink.clone(), tx));
+        source_state = Some(rx);
+    }
 
     let config = ServerConfig {
         listen: args.listen.clone(),
@@ -68,7 +83,15 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("binding the HTTP endpoint {addr}"))?;
     }
-    state.set_ready(true);
+    if let Some(mut rx) = source_state {
+        // Ready once the first complete state is published.
+        let state = state.clone();
+        tokio::spawn(async move {
+            if rx.wait_for(|s| s.publishes > 0).await.is_ok() {
+                state.set_ready(true);
+            }
+        });
+    }
     http::shutdown_signal().await;
     tracing::info!("shutting down");
     server.shutdown().await;

@@ -8,4 +8,5 @@ pub mod cli;
 pub mod crds_cmd;
 pub mod dns_server_cmd;
 pub mod http;
+pub mod kube_client;
 pub mod logging;

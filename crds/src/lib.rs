@@ -54,30 +54,4 @@ pub const MIN_TTL: i64 = 1;
 /// Largest TTL any fedns object accepts, in seconds (one day).
 pub const MAX_TTL: i64 = 86_400;
 
-/// Condition types and reasons shared by the controller and the publishers.
-pub mod conditions {
-    /// The `Ready` condition type.
-    pub const READY: &str = "Ready";
-    /// The `Published` condition type, one per provider on a DNSEndpoint.
-    pub const PUBLISHED: &str = "Published";
-
-    /// MemberCluster: the API server answers its health probes.
-    pub const CLUSTER_READY: &str = "ClusterReady";
-    /// MemberCluster: the API server cannot be reached.
-    pub const CLUSTER_NOT_REACHABLE: &str = "ClusterNotReachable";
-    /// MemberCluster: reachable, but its readiness probe fails.
-    pub const CLUSTER_NOT_READY: &str = "ClusterNotReady";
-    /// MemberCluster: `spec.cordoned` is true.
-    pub const CORDONED: &str = "Cordoned";
-    /// MemberCluster: credentials were rejected or could not be built.
-    pub const AUTH_FAILED: &str = "AuthFailed";
-
-    /// Record: `spec.domainRef` names no Domain.
-    pub const DOMAIN_NOT_FOUND: &str = "DomainNotFound";
-    /// Record: no healthy cluster has an address for it.
-    pub const NO_HEALTHY_ENDPOINTS: &str = "NoHealthyEndpoints";
-    /// Record or DNSEndpoint: a value was skipped because it is invalid.
-    pub const INVALID_INPUT: &str = "InvalidInput";
-    /// DNSEndpoint: a desired record collides with one fedns does not own.
-    pub const CONFLICT: &str = "Conflict";
-}
+pub mod conditions;

@@ -150,3 +150,39 @@ fn generated_packets_keep_every_invariant() {
         }
     }
 }
+
+/// Listeners on IPv6 loopback answer over UDP and TCP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_ipv6_listeners() {
+    let store = ZoneStore::new();
+    store.publish(fixture_zones());
+    let config = ServerConfig {
+        listen: vec!["[::1]:0".parse().unwrap()],
+        udp_workers: 2,
+        ..ServerConfig::default()
+    };
+    let server = match DnsServer::start(config, store, DnsMetrics::new()).await {
+        Ok(server) => server,
+        Err(e) if std::net::UdpSocket::bind("[::1]:0").is_err() => {
+            println!("skipped: no IPv6 loopback on this machine ({e})");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let (udp, tcp) = (server.udp_addrs()[0], server.tcp_addrs()[0]);
+    tokio::task::spawn_blocking(move || {
+        let packet = simple_query("nginx.ns.myfed.svc.example.com.", RecordType::AAAA, None);
+        let socket = UdpSocket::bind("[::1]:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        socket.send_to(&packet, udp).unwrap();
+        let mut buf = [0u8; 1500];
+        let (len, _) = socket.recv_from(&mut buf).unwrap();
+        let m = fedns_dnsserver::hickory_proto::op::Message::from_vec(&buf[..len]).unwrap();
+        assert_eq!(rrs(&m.answers).len(), 1);
+        let m = query_tcp(tcp, &packet).unwrap();
+        assert_eq!(rrs(&m.answers).len(), 1);
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+}

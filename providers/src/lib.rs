@@ -7,4 +7,5 @@
 
 pub mod desired;
 pub mod embedded;
+pub mod kube_source;
 pub mod manifests;

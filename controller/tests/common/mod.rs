@@ -1,0 +1,159 @@
+//! Helpers for tests that run the `fedns` binary against emulated clusters.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fedns_sandbox::Emulator;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+/// A loopback port free for both UDP and TCP right now.
+pub fn free_port() -> u16 {
+    for _ in 0..50 {
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port");
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fedns-{tag}-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub async fn client_of(emulator: &Emulator) -> Client {
+    let kubeconfig = Kubeconfig::from_yaml(&emulator.kubeconfig_yaml()).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+/// Installs the fedns CRDs and the namespaces given.
+pub async fn install_crds(client: &Client, namespaces: &[&str]) {
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for file in fedns_api::crd::all() {
+        crds.create(&PostParams::default(), &file.crd).await.unwrap();
+    }
+    let api: Api<Namespace> = Api::all(client.clone());
+    for ns in namespaces {
+        let _ = api
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+            )
+            .await;
+    }
+}
+
+/// A child process killed on drop.
+pub struct Process(pub Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn spawn_fedns(args: &[&str]) -> Process {
+    let child = Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args(args)
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "info,kube=warn".into()),
+        )
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start fedns");
+    Process(child)
+}
+
+/// `dig +short` answers (sorted), over UDP or TCP.
+pub fn dig(port: u16, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
+    let mut command = Command::new("dig");
+    command.args([
+        "+short",
+        "+time=1",
+        "+tries=1",
+        "-p",
+        &port.to_string(),
+        "@127.0.0.1",
+        name,
+        rtype,
+    ]);
+    if tcp {
+        command.arg("+tcp");
+    }
+    let out = command.output().expect("dig (Debian bind9-dnsutils) must be installed");
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty() && !l.starts_with(";;"))
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The RCODE `dig` reports (`NOERROR`, `NXDOMAIN`, ...), or "" on timeout.
+pub fn dig_status(port: u16, name: &str, rtype: &str) -> String {
+    let out = Command::new("dig")
+        .args([
+            "+time=1",
+            "+tries=1",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            name,
+            rtype,
+        ])
+        .output()
+        .expect("dig");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.split("status: ").nth(1))
+        .map(|s| s.split(',').next().unwrap_or_default().to_owned())
+        .unwrap_or_default()
+}
+
+/// Polls `check` until it holds (30 s at most), printing the time taken.
+pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) -> Duration {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        if check() {
+            let took = started.elapsed();
+            println!("{what}: after {took:?}");
+            return took;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what}: not within 30 s");
+}
+
+pub fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+}
+
+/// GET `url` (plain HTTP on loopback) and return (status, body).
+pub async fn http_get(url: &str) -> (u16, String) {
+    use http_body_util::BodyExt;
+    let client: hyper_util::client::legacy::Client<_, http_body_util::Empty<bytes::Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+    let response = client.get(url.parse().unwrap()).await.expect("HTTP GET");
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}

@@ -1,0 +1,113 @@
+//! Condition types and reasons shared by the controller and the
+//! publishers, and [`set`], which updates a `status.conditions` list the
+//! way the Kubernetes API conventions ask (`lastTransitionTime` changes
+//! only when `status` flips).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+/// The `Ready` condition type.
+pub const READY: &str = "Ready";
+/// Suffix of the per-provider publishing condition: `<provider>/Published`,
+/// e.g. `embedded/Published` (a prefixed type, as the conventions allow).
+pub const PUBLISHED: &str = "Published";
+
+/// MemberCluster: the API server answers its health probes.
+pub const CLUSTER_READY: &str = "ClusterReady";
+/// MemberCluster: the API server cannot be reached.
+pub const CLUSTER_NOT_REACHABLE: &str = "ClusterNotReachable";
+/// MemberCluster: reachable, but its readiness probe fails.
+pub const CLUSTER_NOT_READY: &str = "ClusterNotReady";
+/// MemberCluster: `spec.cordoned` is true.
+pub const CORDONED: &str = "Cordoned";
+/// MemberCluster: credentials were rejected or could not be built.
+pub const AUTH_FAILED: &str = "AuthFailed";
+
+/// Record: `spec.domainRef` names no Domain.
+pub const DOMAIN_NOT_FOUND: &str = "DomainNotFound";
+/// Record: no healthy cluster has an address for it.
+pub const NO_HEALTHY_ENDPOINTS: &str = "NoHealthyEndpoints";
+/// Record or DNSEndpoint: a value was skipped because it is invalid.
+pub const INVALID_INPUT: &str = "InvalidInput";
+/// DNSEndpoint: a desired record collides with one fedns does not own.
+pub const CONFLICT: &str = "Conflict";
+
+/// The condition type of `provider`'s publishing state.
+pub fn published_type(provider: &str) -> String {
+    format!("{provider}/{PUBLISHED}")
+}
+
+/// Sets condition `type_` in `conditions`; returns whether anything but
+/// the timestamp changed. `lastTransitionTime` is now when the status
+/// flips (or the condition is new), else kept.
+pub fn set(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    observed_generation: Option<i64>,
+) -> bool {
+    let status = if status { "True" } else { "False" };
+    let message: String = message.chars().take(32 * 1024).collect();
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(existing) => {
+            let changed = existing.status != status
+                || existing.reason != reason
+                || existing.message != message
+                || existing.observed_generation != observed_generation;
+            if existing.status != status {
+                existing.last_transition_time = now();
+            }
+            existing.status = status.to_owned();
+            existing.reason = reason.to_owned();
+            existing.message = message;
+            existing.observed_generation = observed_generation;
+            changed
+        }
+        None => {
+            conditions.push(Condition {
+                type_: type_.to_owned(),
+                status: status.to_owned(),
+                reason: reason.to_owned(),
+                message,
+                observed_generation,
+                last_transition_time: now(),
+            });
+            true
+        }
+    }
+}
+
+/// Finds condition `type_`.
+pub fn get<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Is condition `type_` present with status `True`?
+pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
+    get(conditions, type_).is_some_and(|c| c.status == "True")
+}
+
+fn now() -> Time {
+    Time(jiff::Timestamp::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transition_time_moves_only_when_status_flips() {
+        let mut conditions = Vec::new();
+        assert!(set(&mut conditions, READY, true, "A", "m", Some(1)));
+        let first = conditions[0].last_transition_time.clone();
+        assert!(!set(&mut conditions, READY, true, "A", "m", Some(1)));
+        assert!(set(&mut conditions, READY, true, "B", "other", Some(2)));
+        assert_eq!(conditions[0].last_transition_time, first);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(set(&mut conditions, READY, false, "B", "other", Some(2)));
+        assert_ne!(conditions[0].last_transition_time, first);
+        assert!(!is_true(&conditions, READY));
+        assert_eq!(published_type("embedded"), "embedded/Published");
+    }
+}

@@ -1,0 +1,277 @@
+//! The pipeline's Kubernetes source: reflectors of Domains and
+//! DNSEndpoints; every change (debounced) recomputes the desired zones,
+//! hands them to the sink, and reports back on the objects:
+//! `DNSEndpoint.status` (`<provider>/Published`, `observedGeneration`),
+//! `Domain.status` (`Ready`, `serial`, `recordCount`), and a Warning
+//! Event when an endpoint's problems change.
+//!
+//! While the API server is unreachable the reflectors retry with backoff
+//! and nothing is republished, so the sink keeps serving the last good
+//! state; a reflector swaps its contents only once a relist is complete,
+//! so a restart never publishes a half-listed state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fedns_api::conditions;
+use fedns_api::{DNSEndpoint, Domain};
+use futures::StreamExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::json;
+use tokio::sync::{watch, Notify};
+
+use crate::desired::{desired_zones, DesiredZones};
+use crate::embedded::EmbeddedSink;
+
+/// Settings of the Kubernetes source.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// Namespace of the Domain objects (the controller namespace);
+    /// None: all namespaces.
+    pub domain_namespace: Option<String>,
+    /// Wait this long after a change for more changes before publishing.
+    pub debounce: Duration,
+    /// Write status and Events back (off for read-only replicas).
+    pub write_status: bool,
+    /// Name in conditions (`<provider>/Published`) and Event reporter.
+    pub provider: String,
+}
+
+impl Default for SourceConfig {
+    fn default() -> Self {
+        SourceConfig {
+            domain_namespace: Some("fedns-system".into()),
+            debounce: Duration::from_millis(20),
+            write_status: true,
+            provider: "embedded".into(),
+        }
+    }
+}
+
+/// Publishing progress, for readiness and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceState {
+    /// Publishes done since start.
+    pub publishes: u64,
+}
+
+/// Runs the source until the process ends. `state` reports each publish.
+pub async fn run(client: Client, config: SourceConfig, sink: EmbeddedSink, state: watch::Sender<SourceState>) {
+    let domains_api: Api<Domain> = match &config.domain_namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let endpoints_api: Api<DNSEndpoint> = Api::all(client.clone());
+    let changed = Arc::new(Notify::new());
+    let (domains, domain_writer) = reflector::store();
+    let (endpoints, endpoint_writer) = reflector::store();
+    spawn_reflector(domains_api, domain_writer, changed.clone(), "Domain");
+    spawn_reflector(endpoints_api, endpoint_writer, changed.clone(), "DNSEndpoint");
+    if domains.wait_until_ready().await.is_err() || endpoints.wait_until_ready().await.is_err() {
+        return;
+    }
+    tracing::info!("Domain and DNSEndpoint caches ready");
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: format!("fedns-{}", config.provider),
+            instance: std::env::var("POD_NAME").ok(),
+        },
+    );
+    let mut reported: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    loop {
+        let desired = publish(&domains, &endpoints, &sink);
+        state.send_modify(|s| s.publishes += 1);
+        if config.write_status {
+            write_statuses(
+                &client,
+                &config,
+                &recorder,
+                &domains,
+                &endpoints,
+                &desired,
+                &sink,
+                &mut reported,
+            )
+            .await;
+        }
+        changed.notified().await;
+        // Coalesce bursts (a controller writing many DNSEndpoints at once).
+        tokio::time::sleep(config.debounce).await;
+    }
+}
+
+fn spawn_reflector<K>(api: Api<K>, writer: reflector::store::Writer<K>, changed: Arc<Notify>, kind: &'static str)
+where
+    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(_) => changed.notify_one(),
+                Err(e) => {
+                    tracing::warn!(kind, error = %e, "watch failed; retrying with backoff (serving the last state)")
+                }
+            }
+        }
+    });
+}
+
+fn publish(domains: &Store<Domain>, endpoints: &Store<DNSEndpoint>, sink: &EmbeddedSink) -> DesiredZones {
+    let domains: Vec<Domain> = domains.state().iter().map(|d| (**d).clone()).collect();
+    let endpoints: Vec<DNSEndpoint> = endpoints.state().iter().map(|e| (**e).clone()).collect();
+    let desired = desired_zones(&domains, &endpoints);
+    sink.apply(&desired);
+    desired
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn write_statuses(
+    client: &Client,
+    config: &SourceConfig,
+    recorder: &Recorder,
+    domains: &Store<Domain>,
+    endpoints: &Store<DNSEndpoint>,
+    desired: &DesiredZones,
+    sink: &EmbeddedSink,
+    reported: &mut BTreeMap<String, Vec<String>>,
+) {
+    let condition_type = conditions::published_type(&config.provider);
+    for endpoint in endpoints.state() {
+        let namespace = endpoint.namespace().unwrap_or_default();
+        let name = endpoint.name_any();
+        let problems: Vec<String> = desired
+            .problems_of(&namespace, &name)
+            .map(|p| format!("{}: {}", p.dns_name, p.message))
+            .collect();
+        let mut status = endpoint.status.clone().unwrap_or_default();
+        let generation = endpoint.metadata.generation;
+        let (ok, reason, message) = if problems.is_empty() {
+            (
+                true,
+                "Published",
+                format!("all {} endpoints are served", endpoint.spec.endpoints.len()),
+            )
+        } else {
+            (
+                false,
+                conditions::INVALID_INPUT,
+                format!(
+                    "{} problem(s), the rest is served: {}",
+                    problems.len(),
+                    problems.join("; ")
+                ),
+            )
+        };
+        let changed = conditions::set(
+            &mut status.conditions,
+            &condition_type,
+            ok,
+            reason,
+            &message,
+            generation,
+        ) | (status.observed_generation != generation);
+        status.observed_generation = generation;
+        let key = format!("{namespace}/{name}");
+        if reported.get(&key) != Some(&problems) {
+            if !problems.is_empty() {
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: conditions::INVALID_INPUT.into(),
+                    note: Some(message.chars().take(1000).collect()),
+                    action: "Publish".into(),
+                    secondary: None,
+                };
+                if let Err(e) = recorder.publish(&event, &endpoint.object_ref(&())).await {
+                    tracing::debug!(error = %e, dnsendpoint = %key, "could not record an Event");
+                }
+                for problem in &problems {
+                    tracing::warn!(dnsendpoint = %key, "{problem}");
+                }
+            }
+            reported.insert(key.clone(), problems);
+        }
+        if changed {
+            let api: Api<DNSEndpoint> = Api::namespaced(client.clone(), &namespace);
+            let patch = json!({"status": status});
+            if let Err(e) = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::warn!(dnsendpoint = %key, error = %e, "status update failed (retried on the next change)");
+            }
+        }
+    }
+    reported.retain(|key, _| {
+        endpoints
+            .state()
+            .iter()
+            .any(|e| format!("{}/{}", e.namespace().unwrap_or_default(), e.name_any()) == *key)
+    });
+
+    let served = sink.store().load().zones();
+    for domain in domains.state() {
+        let namespace = domain.namespace().unwrap_or_default();
+        let name = domain.name_any();
+        let problem = desired
+            .domain_problems
+            .iter()
+            .find(|p| p.namespace == namespace && p.name == name);
+        let apex = format!("{}.", domain.spec.domain.trim_end_matches('.').to_ascii_lowercase());
+        let summary = served.iter().find(|z| z.apex == apex);
+        let mut status = domain.status.clone().unwrap_or_default();
+        let generation = domain.metadata.generation;
+        let mut changed = match (problem, summary) {
+            (Some(p), _) => conditions::set(
+                &mut status.conditions,
+                conditions::READY,
+                false,
+                conditions::INVALID_INPUT,
+                &p.message,
+                generation,
+            ),
+            (None, Some(z)) => conditions::set(
+                &mut status.conditions,
+                conditions::READY,
+                true,
+                "Serving",
+                &format!("zone {} served with serial {}", z.apex, z.serial),
+                generation,
+            ),
+            (None, None) => conditions::set(
+                &mut status.conditions,
+                conditions::READY,
+                false,
+                "NotServed",
+                "the zone is not served yet",
+                generation,
+            ),
+        };
+        let serial = summary.map(|z| i64::from(z.serial));
+        let count = summary.map(|z| z.rrset_count as i64);
+        changed |= status.serial != serial || status.record_count != count || status.observed_generation != generation;
+        status.serial = serial;
+        status.record_count = count;
+        status.observed_generation = generation;
+        if changed {
+            let api: Api<Domain> = Api::namespaced(client.clone(), &namespace);
+            let patch = json!({"status": status});
+            if let Err(e) = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                tracing::warn!(domain = %format!("{namespace}/{name}"), error = %e, "status update failed (retried on the next change)");
+            }
+        }
+    }
+}
