@@ -32,7 +32,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controller (member health, records, DNSEndpoints, publishing).
-    Controller,
+    Controller(ControllerArgs),
     /// Run only the embedded authoritative DNS server.
     DnsServer(DnsServerArgs),
     /// Print the CustomResourceDefinitions as multi-document YAML.
@@ -47,7 +47,7 @@ impl Command {
     /// The subcommand as typed, for messages.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::Controller => "controller",
+            Command::Controller(_) => "controller",
             Command::DnsServer(_) => "dns-server",
             Command::Crds(_) => "crds",
             Command::Join => "join",
@@ -101,4 +101,47 @@ pub struct DnsServerArgs {
     /// Serve /metrics, /healthz and /readyz here (omit to disable).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_addr: Option<SocketAddr>,
+}
+
+/// Where desired records are published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Provider {
+    /// fedns's own authoritative DNS server, in the controller process.
+    Embedded,
+}
+
+/// Arguments of `fedns controller`.
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// Kubeconfig of the host cluster (default: in-cluster config, else
+    /// $KUBECONFIG or ~/.kube/config).
+    #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The controller namespace: MemberClusters, their Secrets, Domains, the Lease.
+    #[arg(long, value_name = "NAMESPACE", default_value = "fedns-system")]
+    pub namespace: String,
+    /// Publishing sinks (repeatable).
+    #[arg(long, value_enum, default_values_t = [Provider::Embedded])]
+    pub provider: Vec<Provider>,
+    /// DNS listen address of the embedded server (repeatable).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:53")]
+    pub dns_listen: Vec<SocketAddr>,
+    /// UDP worker threads per DNS address (default: one per CPU).
+    #[arg(long, value_name = "N")]
+    pub udp_workers: Option<usize>,
+    /// /metrics, /healthz and /readyz.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+    /// DNS server resolving load balancer host names (default: the system's resolvers).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub resolver: Option<SocketAddr>,
+    /// Elect a leader through the Lease fedns-controller (only it writes).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub leader_elect: bool,
+    /// Seconds between full resyncs of every record.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub resync_interval: u64,
+    /// Records reconciled at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub workers: usize,
 }

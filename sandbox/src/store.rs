@@ -375,6 +375,7 @@ impl Store {
 
     fn builtin_create_hooks(&self, inner: &mut Inner, info: &ResourceInfo, object: &mut Value) -> Result<(), ApiError> {
         match (info.group.as_str(), info.plural.as_str()) {
+            ("", "secrets") => normalize_secret(object),
             ("", "namespaces") => object["status"] = json!({"phase": "Active"}),
             ("", "services") => {
                 let kind = object
@@ -641,6 +642,9 @@ impl Store {
             }
         }
         set_meta(&mut new, "name", json!(name));
+        if info.group.is_empty() && info.plural == "secrets" {
+            normalize_secret(&mut new);
+        }
         Self::validate_custom(info, &mut new)?;
         set_meta(&mut new, "resourceVersion", old["metadata"]["resourceVersion"].clone());
         if new == *old {
@@ -897,6 +901,22 @@ pub fn filter_event(info: &ResourceInfo, filter: &Filter, event: &Event) -> Opti
         _ => return None,
     };
     Some((kind, Arc::new(Store::with_version(info, &event.object))))
+}
+
+/// As the real server: `stringData` is merged into `data` (base64) and
+/// never stored.
+fn normalize_secret(object: &mut Value) {
+    use base64::Engine;
+    let Some(Value::Object(strings)) = object.as_object_mut().and_then(|o| o.remove("stringData")) else {
+        return;
+    };
+    if !object.get("data").is_some_and(Value::is_object) {
+        object["data"] = json!({});
+    }
+    for (key, value) in strings {
+        let text = value.as_str().unwrap_or_default();
+        object["data"][key] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+    }
 }
 
 fn add_managed_fields(object: &mut Value, manager: Option<&str>, api_version: &str) {

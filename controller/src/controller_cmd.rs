@@ -1,0 +1,271 @@
+//! `fedns controller`: member registry and health, record reconcilers,
+//! DNSEndpoint builder, leader election, and (by default) the embedded
+//! DNS server, all in one process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
+use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
+use fedns_providers::embedded::EmbeddedSink;
+use fedns_providers::kube_source::{self, SourceConfig, SourceState};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Resource, ResourceExt};
+use prometheus_client::registry::Registry as MetricsRegistry;
+use tokio::sync::{watch, Notify};
+
+use crate::cli::{ControllerArgs, Provider};
+use crate::http::{self, HttpState};
+use crate::members::Registry;
+use crate::metrics::ControllerMetrics;
+use crate::queue::{Queue, RecordKey};
+use crate::records::{self, RecordContext};
+use crate::resolver::HostnameResolver;
+
+/// Runs until SIGTERM/Ctrl-C, then releases the lease and stops.
+///
+/// # Errors
+/// The host cluster cannot be reached at start, or an address cannot be bound.
+pub async fn run(args: &ControllerArgs) -> anyhow::Result<()> {
+    let host = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
+    let namespace = args.namespace.clone();
+    let mut metrics_registry = MetricsRegistry::default();
+    let metrics = Arc::new(ControllerMetrics::new(&mut metrics_registry));
+    let dns_metrics = DnsMetrics::new();
+    let zones = ZoneStore::new();
+    dns_metrics.watch_store(zones.clone());
+    metrics_registry.register_collector(Box::new(dns_metrics.clone()));
+    let state = HttpState::new(metrics_registry);
+    http::serve(args.metrics_addr, state.clone())
+        .await
+        .with_context(|| format!("binding the HTTP endpoint {}", args.metrics_addr))?;
+
+    // Leader election: only the leader writes; every replica serves DNS.
+    let identity = std::env::var("POD_NAME").unwrap_or_else(|_| format!("fedns-{}", std::process::id()));
+    let (leader, lease_task) = if args.leader_elect {
+        let manager = kube_lease_manager::LeaseManagerBuilder::new(host.clone(), "fedns-controller")
+            .with_namespace(&namespace)
+            .with_identity(&identity)
+            .with_duration(15)
+            .with_grace(5)
+            .build()
+            .await
+            .context("setting up leader election (Lease fedns-controller)")?;
+        let (rx, task) = manager.watch().await;
+        (rx, Some(task))
+    } else {
+        let (tx, rx) = watch::channel(true);
+        std::mem::forget(tx); // always leader
+        (rx, None)
+    };
+
+    let queue = Queue::default();
+    let recorder = Recorder::new(
+        host.clone(),
+        Reporter {
+            controller: "fedns-controller".into(),
+            instance: Some(identity.clone()),
+        },
+    );
+    let registry = Registry::new(
+        host.clone(),
+        namespace.clone(),
+        queue.clone(),
+        leader.clone(),
+        recorder.clone(),
+        metrics.clone(),
+    );
+
+    // Host caches.
+    let members_changed = Arc::new(Notify::new());
+    let clusters = reflect(Api::<MemberCluster>::namespaced(host.clone(), &namespace), {
+        let changed = members_changed.clone();
+        move |_: &MemberCluster| changed.notify_one()
+    });
+    let secrets = reflect(Api::<Secret>::namespaced(host.clone(), &namespace), {
+        let changed = members_changed.clone();
+        move |_: &Secret| changed.notify_one()
+    });
+    let services = reflect(Api::<ServiceDNSRecord>::all(host.clone()), {
+        let queue = queue.clone();
+        move |r: &ServiceDNSRecord| queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()))
+    });
+    let ingresses = reflect(Api::<IngressDNSRecord>::all(host.clone()), {
+        let queue = queue.clone();
+        move |r: &IngressDNSRecord| queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()))
+    });
+    let domains = reflect(Api::<Domain>::namespaced(host.clone(), &namespace), {
+        let queue = queue.clone();
+        move |_: &Domain| queue.push_all()
+    });
+    let endpoints = reflect(Api::<DNSEndpoint>::all(host.clone()), {
+        // A DNSEndpoint edited by hand is put back by its record.
+        let queue = queue.clone();
+        move |e: &DNSEndpoint| {
+            let ns = e.namespace().unwrap_or_default();
+            for owner in e.owner_references() {
+                match owner.kind.as_str() {
+                    "ServiceDNSRecord" => queue.push(RecordKey::Service(ns.clone(), owner.name.clone())),
+                    "IngressDNSRecord" => queue.push(RecordKey::Ingress(ns.clone(), owner.name.clone())),
+                    _ => {}
+                }
+            }
+        }
+    });
+    clusters.wait().await;
+    secrets.wait().await;
+    services.wait().await;
+    ingresses.wait().await;
+    domains.wait().await;
+    endpoints.wait().await;
+    tracing::info!("host cluster caches ready");
+    tokio::spawn(
+        registry
+            .clone()
+            .run(clusters.store.clone(), secrets.store.clone(), members_changed),
+    );
+
+    let (resolver_tx, mut resolver_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let resolver = HostnameResolver::new(args.resolver, resolver_tx).context("setting up the hostname resolver")?;
+    {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            while let Some(id) = resolver_rx.recv().await {
+                if let Some(key) = RecordKey::from_id(&id) {
+                    queue.push(key);
+                }
+            }
+        });
+    }
+    let ctx = Arc::new(RecordContext {
+        host: host.clone(),
+        namespace: namespace.clone(),
+        registry,
+        services: services.store,
+        ingresses: ingresses.store,
+        domains: domains.store,
+        endpoints: endpoints.store,
+        clusters: clusters.store,
+        resolver,
+        leader: leader.clone(),
+        metrics,
+        recorder,
+        reported: Default::default(),
+    });
+    tokio::spawn(records::run_workers(ctx, queue.clone(), args.workers));
+    {
+        // Periodic full resync, and a full pass whenever leadership is won.
+        let queue = queue.clone();
+        let mut leader = leader.clone();
+        let interval = Duration::from_secs(args.resync_interval.max(1));
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            loop {
+                tokio::select! {
+                    _ = ticker.tick() => queue.push_all(),
+                    changed = leader.changed() => {
+                        if changed.is_err() { return; }
+                        if *leader.borrow() {
+                            tracing::info!("became the leader");
+                            queue.push_all();
+                        } else {
+                            tracing::warn!("lost leadership; not writing until it is won back");
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    // The embedded DNS sink, in this process.
+    let mut server = None;
+    if args.provider.contains(&Provider::Embedded) {
+        let (tx, mut rx) = watch::channel(SourceState::default());
+        let config = SourceConfig {
+            domain_namespace: Some(namespace.clone()),
+            ..SourceConfig::default()
+        };
+        tokio::spawn(kube_source::run(
+            host.clone(),
+            config,
+            EmbeddedSink::new(zones.clone()),
+            tx,
+        ));
+        let config = ServerConfig {
+            listen: args.dns_listen.clone(),
+            udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),
+            answer: AnswerConfig::default(),
+            ..ServerConfig::default()
+        };
+        server = Some(
+            DnsServer::start(config, zones, dns_metrics)
+                .await
+                .context("starting the DNS listeners")?,
+        );
+        let state = state.clone();
+        tokio::spawn(async move {
+            if rx.wait_for(|s| s.publishes > 0).await.is_ok() {
+                state.set_ready(true);
+            }
+        });
+    } else {
+        state.set_ready(true);
+    }
+    tracing::info!(namespace = %namespace, leader_elect = args.leader_elect, "controller running");
+
+    http::shutdown_signal().await;
+    tracing::info!("shutting down");
+    drop(leader);
+    if let Some(task) = lease_task {
+        // Closing our receivers makes the lease manager release the lease.
+        match tokio::time::timeout(Duration::from_secs(5), task).await {
+            Ok(Ok(Ok(_))) => tracing::info!("lease released"),
+            other => tracing::warn!(?other, "lease not released cleanly"),
+        }
+    }
+    if let Some(server) = server {
+        server.shutdown().await;
+    }
+    Ok(())
+}
+
+/// A reflector's store and a future that resolves once it has listed.
+struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+}
+
+impl<K> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    async fn wait(&self) {
+        let _ = self.store.wait_until_ready().await;
+    }
+}
+
+fn reflect<K>(api: Api<K>, on_change: impl Fn(&K) + Send + 'static) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(object) => on_change(&object),
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
+            }
+        }
+    });
+    Reflected { store }
+}

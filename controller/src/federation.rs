@@ -1,0 +1,150 @@
+//! An emulated federation on loopback: one host cluster with the fedns
+//! CRDs and several member clusters, each a `fedns-sandbox` emulator with
+//! its own port, CA and token, and a kubeconfig written per cluster.
+//! Used by `fedns sandbox` and by the end-to-end tests.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use base64::Engine;
+use fedns_sandbox::{Emulator, EmulatorConfig};
+use serde_json::json;
+
+/// The running clusters.
+#[derive(Debug, Clone)]
+pub struct Federation {
+    /// The host cluster (fedns CRDs, MemberClusters, Domains, records).
+    pub host: Emulator,
+    /// Member clusters by name.
+    pub members: BTreeMap<String, Emulator>,
+    /// Where kubeconfigs are written (`<name>.kubeconfig`).
+    pub state_dir: PathBuf,
+    /// The controller namespace in the host cluster.
+    pub namespace: String,
+}
+
+impl Federation {
+    /// Starts a host and one emulator per member name, installs the fedns
+    /// CRDs and `namespace` in the host, and writes
+    /// `<state_dir>/<cluster>.kubeconfig` for each (`host` for the host).
+    ///
+    /// # Errors
+    /// An emulator cannot start or a file cannot be written.
+    pub async fn start(state_dir: &Path, namespace: &str, members: &[&str]) -> anyhow::Result<Federation> {
+        std::fs::create_dir_all(state_dir).with_context(|| format!("creating {}", state_dir.display()))?;
+        let host = Emulator::start_with(EmulatorConfig {
+            name: "host".into(),
+            ..EmulatorConfig::default()
+        })
+        .await?;
+        host.write_kubeconfig(&state_dir.join("host.kubeconfig"))?;
+        let crds = fedns_api::crd::crds_yaml()?;
+        host.seed_yaml("fedns crds", &crds)?;
+        host.seed_yaml(
+            "namespace",
+            &format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"),
+        )?;
+        let mut federation = Federation {
+            host,
+            members: BTreeMap::new(),
+            state_dir: state_dir.to_owned(),
+            namespace: namespace.to_owned(),
+        };
+        for name in members {
+            federation.add_member(name).await?;
+        }
+        Ok(federation)
+    }
+
+    /// Starts one more member emulator (not yet registered).
+    ///
+    /// # Errors
+    /// The emulator cannot start or its kubeconfig cannot be written.
+    pub async fn add_member(&mut self, name: &str) -> anyhow::Result<Emulator> {
+        let member = Emulator::start_with(EmulatorConfig {
+            name: name.into(),
+            ..EmulatorConfig::default()
+        })
+        .await?;
+        member.write_kubeconfig(&self.state_dir.join(format!("{name}.kubeconfig")))?;
+        self.members.insert(name.to_owned(), member.clone());
+        Ok(member)
+    }
+
+    /// The member emulator `name`.
+    ///
+    /// # Errors
+    /// No such member.
+    pub fn member(&self, name: &str) -> anyhow::Result<&Emulator> {
+        self.members
+            .get(name)
+            .with_context(|| format!("no member cluster named {name}"))
+    }
+
+    /// Replaces `{{url:NAME}}`, `{{ca:NAME}}` (base64 PEM) and
+    /// `{{token:NAME}}` in manifest text with member NAME's values.
+    pub fn render(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (name, member) in &self.members {
+            let ca = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
+            out = out
+                .replace(&format!("{{{{url:{name}}}}}"), &member.url())
+                .replace(&format!("{{{{ca:{name}}}}}"), &ca)
+                .replace(&format!("{{{{token:{name}}}}}"), member.token());
+        }
+        out
+    }
+
+    /// Registers member `name` in the host: a token Secret and a
+    /// MemberCluster pointing at the emulator (CA bundle and token).
+    ///
+    /// # Errors
+    /// The host rejects the objects.
+    pub fn register(&self, name: &str, extra_spec: serde_json::Value) -> anyhow::Result<()> {
+        let member = self.member(name)?;
+        let ca = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
+        let mut spec = json!({
+            "apiEndpoint": member.url(),
+            "caBundle": ca,
+            "secretRef": {"name": format!("{name}-token")},
+        });
+        json_merge(&mut spec, &extra_spec);
+        let objects = json!({
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [
+                {
+                    "apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": format!("{name}-token"), "namespace": self.namespace},
+                    "type": "Opaque",
+                    "stringData": {"token": member.token()},
+                },
+                {
+                    "apiVersion": "core.fedns.io/v1alpha1", "kind": "MemberCluster",
+                    "metadata": {"name": name, "namespace": self.namespace},
+                    "spec": spec,
+                },
+            ],
+        });
+        self.host
+            .seed_yaml(&format!("member {name}"), &serde_json::to_string(&objects)?)?;
+        Ok(())
+    }
+
+    /// Stops every emulator.
+    pub fn stop(&self) {
+        for member in self.members.values() {
+            member.stop();
+        }
+        self.host.stop();
+    }
+}
+
+fn json_merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    if let (Some(t), Some(p)) = (target.as_object_mut(), patch.as_object()) {
+        for (k, v) in p {
+            t.insert(k.clone(), v.clone());
+        }
+    }
+}

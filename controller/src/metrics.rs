@@ -1,0 +1,114 @@
+//! Controller metrics (prometheus-client).
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterLabel {
+    cluster: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabel {
+    kind: &'static str,
+    result: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+}
+
+/// Every controller metric.
+#[derive(Debug)]
+pub struct ControllerMetrics {
+    members: Family<StateLabel, Gauge>,
+    probe_seconds: Family<ClusterLabel, Histogram, fn() -> Histogram>,
+    reconciles: Family<ReconcileLabel, Counter>,
+    dnsendpoint_writes: Counter,
+    change_to_write: Histogram,
+}
+
+impl ControllerMetrics {
+    /// Creates the metrics and registers them in `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let metrics = ControllerMetrics {
+            members: Family::default(),
+            probe_seconds: Family::new_with_constructor(latency_histogram),
+            reconciles: Family::default(),
+            dnsendpoint_writes: Counter::default(),
+            change_to_write: latency_histogram(),
+        };
+        registry.register(
+            "fedns_member_clusters",
+            "Member clusters by state (ready, not_ready)",
+            metrics.members.clone(),
+        );
+        registry.register(
+            "fedns_member_probe_duration_seconds",
+            "Duration of member health probes, in seconds",
+            metrics.probe_seconds.clone(),
+        );
+        registry.register(
+            "fedns_reconciles",
+            "Record reconciles by kind and result",
+            metrics.reconciles.clone(),
+        );
+        registry.register(
+            "fedns_dnsendpoint_writes",
+            "DNSEndpoint objects written",
+            metrics.dnsendpoint_writes.clone(),
+        );
+        registry.register(
+            "fedns_change_to_dnsendpoint_write_seconds",
+            "Time from a member change being seen to its DNSEndpoint being written, in seconds",
+            metrics.change_to_write.clone(),
+        );
+        metrics
+    }
+
+    /// Sets the member gauges.
+    pub fn set_members(&self, ready: usize, not_ready: usize) {
+        self.members
+            .get_or_create(&StateLabel { state: "ready" })
+            .set(ready as i64);
+        self.members
+            .get_or_create(&StateLabel { state: "not_ready" })
+            .set(not_ready as i64);
+    }
+
+    /// Records one probe.
+    pub fn observe_probe(&self, cluster: &str, elapsed: Duration) {
+        self.probe_seconds
+            .get_or_create(&ClusterLabel {
+                cluster: cluster.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one reconcile.
+    pub fn reconciled(&self, kind: &'static str, ok: bool) {
+        self.reconciles
+            .get_or_create(&ReconcileLabel {
+                kind,
+                result: if ok { "success" } else { "error" },
+            })
+            .inc();
+    }
+
+    /// Counts one DNSEndpoint write, `since` the change that caused it.
+    pub fn dnsendpoint_written(&self, since: Duration) {
+        self.dnsendpoint_writes.inc();
+        self.change_to_write.observe(since.as_secs_f64());
+    }
+}
