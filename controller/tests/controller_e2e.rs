@@ -338,3 +338,318 @@ async fn publishes_and_fails_over() {
     }
     s.federation.stop();
 }
+
+/// Bad member configurations and bad load balancer values are reported
+/// while every other record keeps being served; host names resolve through
+/// `--resolver`; Ingress records, `externalName` and
+/// `allowServiceWithoutEndpoints` work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_inputs_and_other_record_shapes() {
+    use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
+    use fedns_dnsserver::{DnsMetrics, DnsServer, ServerConfig, ZoneContent, ZoneStore};
+
+    // A resolver on loopback that knows the ELB-style name.
+    let zones = ZoneStore::new();
+    let mut net = ZoneContent::new(Name::from_ascii("example.net.").unwrap());
+    net.records.push(Record::from_rdata(
+        Name::from_ascii("elb-1.example.net.").unwrap(),
+        5,
+        RData::A("192.0.2.7".parse::<std::net::Ipv4Addr>().unwrap().into()),
+    ));
+    zones.publish(vec![net]);
+    let resolver = DnsServer::start(
+        ServerConfig {
+            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            udp_workers: 1,
+            ..ServerConfig::default()
+        },
+        zones,
+        DnsMetrics::new(),
+    )
+    .await
+    .unwrap();
+
+    let dir = temp_dir("bad-inputs");
+    let mut federation = Federation::start(&dir, "fedns-system", &["good", "wrong-token"])
+        .await
+        .unwrap();
+    federation
+        .member("good")
+        .unwrap()
+        .seed_yaml(
+            "good",
+            r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {topology.kubernetes.io/region: us-east-1, topology.kubernetes.io/zone: us-east-1a}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nginx, namespace: ns}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: not-an-ip}, {ip: 203.0.113.10}, {hostname: elb-1.example.net}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: nginx-1, namespace: ns, labels: {kubernetes.io/service-name: nginx}}
+addressType: IPv4
+endpoints: [{addresses: [10.0.0.1]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: noeps, namespace: ns}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 203.0.113.30}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: noeps-strict, namespace: ns}
+spec: {type: LoadBalancer}
+status: {loadBalancer: {ingress: [{ip: 203.0.113.31}]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop, namespace: ns}
+spec: {rules: [{host: shop.example.com}]}
+status: {loadBalancer: {ingress: [{ip: 203.0.113.50}, {ip: "2001:db8::50"}]}}
+"#,
+        )
+        .unwrap();
+    federation.register("good", json!({})).unwrap();
+    // Bad members: a wrong token, an unreachable endpoint, a garbage CA, a missing Secret.
+    federation.register("wrong-token", json!({})).unwrap();
+    let host_ns = "fedns-system";
+    federation
+        .host
+        .seed_yaml(
+            "bad members",
+            &format!(
+                r#"
+apiVersion: v1
+kind: Secret
+metadata: {{name: wrong-token-token, namespace: {host_ns}}}
+stringData: {{token: not-the-token}}
+---
+apiVersion: core.fedns.io/v1alpha1
+kind: MemberCluster
+metadata: {{name: unreachable, namespace: {host_ns}}}
+spec: {{apiEndpoint: "https://127.0.0.1:{port}", insecureSkipTLSVerify: true, healthCheck: {{failureThreshold: 1}}}}
+---
+apiVersion: core.fedns.io/v1alpha1
+kind: MemberCluster
+metadata: {{name: garbage-ca, namespace: {host_ns}}}
+spec: {{apiEndpoint: "https://127.0.0.1:{port}", caBundle: "bm90IGEgY2VydGlmaWNhdGU=", secretRef: {{name: good-token}}}}
+---
+apiVersion: core.fedns.io/v1alpha1
+kind: MemberCluster
+metadata: {{name: no-secret, namespace: {host_ns}}}
+spec: {{apiEndpoint: "https://127.0.0.1:{port}", secretRef: {{name: missing}}}}
+"#,
+                port = free_port()
+            ),
+        )
+        .unwrap();
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec: {domainRef: myfed, externalName: web}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: noeps, namespace: ns}
+spec: {domainRef: myfed, allowServiceWithoutEndpoints: true}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: noeps-strict, namespace: ns}
+spec: {domainRef: myfed}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: orphan, namespace: ns}
+spec: {domainRef: no-such-domain}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: IngressDNSRecord
+metadata: {name: shop, namespace: ns}
+spec: {hosts: [shop.example.com], recordTTL: 60}
+"#,
+        )
+        .unwrap();
+    let dns_port = free_port();
+    let _controller = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        dir.join("host.kubeconfig").to_str().unwrap(),
+        "--dns-listen",
+        &format!("127.0.0.1:{dns_port}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+        "--resolver",
+        &resolver.udp_addrs()[0].to_string(),
+        "--leader-elect=false",
+    ]);
+    let port = dns_port;
+    eventually("externalName and a resolved ELB host name", || {
+        dig(port, "web.ns.myfed.svc.example.com", "A", false) == ["192.0.2.7", "203.0.113.10"]
+    })
+    .await;
+    eventually("allowServiceWithoutEndpoints publishes", || {
+        dig(port, "noeps.ns.myfed.svc.example.com", "A", false) == ["203.0.113.30"]
+    })
+    .await;
+    eventually("the Ingress hosts", || {
+        dig(port, "shop.example.com", "AAAA", false) == ["2001:db8::50"]
+    })
+    .await;
+    assert_eq!(dig(port, "shop.example.com", "A", false), ["203.0.113.50"]);
+    assert_eq!(
+        dig_status(port, "noeps-strict.ns.myfed.svc.example.com", "A"),
+        "NXDOMAIN"
+    );
+    assert_eq!(
+        dig_status(port, "nginx.ns.myfed.svc.example.com", "A"),
+        "NXDOMAIN",
+        "externalName replaces the name"
+    );
+
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let condition = |record: &ServiceDNSRecord, t: &str| {
+        record
+            .status
+            .as_ref()
+            .and_then(|s| fedns_api::conditions::get(&s.conditions, t).cloned())
+    };
+    let mut checked = false;
+    for _ in 0..300 {
+        let nginx = records.get("nginx").await.unwrap();
+        let strict = records.get("noeps-strict").await.unwrap();
+        let orphan = records.get("orphan").await.unwrap();
+        if let (Some(input), Some(strict_ready), Some(orphan_ready)) = (
+            condition(&nginx, "InputValid"),
+            condition(&strict, "Ready"),
+            condition(&orphan, "Ready"),
+        ) {
+            assert_eq!(input.status, "False");
+            assert!(input.message.contains("not-an-ip"), "{}", input.message);
+            assert_eq!(strict_ready.reason, "NoHealthyEndpoints");
+            assert_eq!(orphan_ready.reason, "DomainNotFound");
+            checked = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(checked, "record conditions not written");
+
+    let clusters: Api<MemberCluster> = Api::namespaced(host.clone(), "fedns-system");
+    let expect = [
+        ("wrong-token", "AuthFailed", "401"),
+        ("unreachable", "ClusterNotReachable", ""),
+        ("garbage-ca", "AuthFailed", "caBundle"),
+        ("no-secret", "AuthFailed", "not found"),
+    ];
+    for (name, reason, fragment) in expect {
+        let mut seen = String::new();
+        for _ in 0..300 {
+            let cluster = clusters.get(name).await.unwrap();
+            if let Some(ready) = cluster
+                .status
+                .as_ref()
+                .and_then(|s| fedns_api::conditions::get(&s.conditions, "Ready").cloned())
+            {
+                seen = format!("{} {}: {}", ready.status, ready.reason, ready.message);
+                if ready.status == "False" && ready.reason == reason && ready.message.contains(fragment) {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(seen.contains(reason) && seen.contains(fragment), "{name}: {seen}");
+        println!("{name}: {seen}");
+    }
+    // Still serving after all of that.
+    assert_eq!(
+        dig(port, "web.ns.myfed.svc.example.com", "A", false),
+        ["192.0.2.7", "203.0.113.10"]
+    );
+    let _ = &mut federation;
+    federation.stop();
+    resolver.shutdown().await;
+}
+
+/// Restarting the controller never empties the answers, and rewrites no
+/// DNSEndpoint when nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_rewrites_nothing() {
+    let mut s = setup(&[]).await;
+    let port = s.dns_port;
+    eventually("first answers", || dig(port, GLOBAL, "A", false).len() == 3).await;
+    let host = client_of(&s.federation.host).await;
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(host.clone(), "ns");
+    // Let status writes settle, then remember the version.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = endpoints.get("service-nginx").await.unwrap().metadata.resource_version;
+    // A read-only DNS replica watching the same host.
+    let replica_port = free_port();
+    let _replica = spawn_fedns(&[
+        "dns-server",
+        "--kubeconfig",
+        s.federation.state_dir.join("host.kubeconfig").to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{replica_port}"),
+        "--read-only",
+    ]);
+    eventually("the replica answers", || {
+        dig(replica_port, GLOBAL, "A", false).len() == 3
+    })
+    .await;
+
+    drop(std::mem::replace(&mut s._controller, spawn_fedns(&["--version"])));
+    let controller = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        s.federation.state_dir.join("host.kubeconfig").to_str().unwrap(),
+        "--dns-listen",
+        &format!("127.0.0.1:{port}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+        "--udp-workers",
+        "1",
+    ]);
+    // For 6 s after the restart, no answer may be partial or empty.
+    let started = std::time::Instant::now();
+    let mut controller_answers = 0;
+    while started.elapsed() < Duration::from_secs(6) {
+        assert_eq!(
+            dig(replica_port, GLOBAL, "A", false).len(),
+            3,
+            "the replica lost answers during the restart"
+        );
+        let answer = dig(port, GLOBAL, "A", false);
+        if !answer.is_empty() {
+            assert_eq!(
+                answer.len(),
+                3,
+                "the restarted controller served a partial answer: {answer:?}"
+            );
+            controller_answers += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(controller_answers > 0, "the restarted controller never answered");
+    let after = endpoints.get("service-nginx").await.unwrap().metadata.resource_version;
+    assert_eq!(before, after, "the restart rewrote DNSEndpoint service-nginx");
+    drop(controller);
+    s.federation.stop();
+}
