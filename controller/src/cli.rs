@@ -40,7 +40,7 @@ pub enum Command {
     /// Register a member cluster with the federation.
     Join,
     /// Run a whole federation on this machine (emulated clusters, controller, DNS).
-    Sandbox,
+    Sandbox(SandboxArgs),
 }
 
 impl Command {
@@ -51,7 +51,7 @@ impl Command {
             Command::DnsServer(_) => "dns-server",
             Command::Crds(_) => "crds",
             Command::Join => "join",
-            Command::Sandbox => "sandbox",
+            Command::Sandbox(_) => "sandbox",
         }
     }
 }
@@ -144,4 +144,64 @@ pub struct ControllerArgs {
     /// Records reconciled at once.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub workers: usize,
+}
+
+/// Arguments of `fedns sandbox`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SandboxArgs {
+    /// What to do with a running sandbox (none: start one).
+    #[command(subcommand)]
+    pub action: Option<SandboxAction>,
+    /// Where kubeconfigs (one per cluster) and the control address are written.
+    #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+    pub state_dir: PathBuf,
+    /// DNS listen address of the embedded server.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:5353")]
+    pub dns_listen: SocketAddr,
+    /// /metrics, /healthz and /readyz of the controller.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:0")]
+    pub metrics_addr: SocketAddr,
+    /// Instead of the built-in seed: one member per sub-folder, each from
+    /// manifests exported from a real cluster
+    /// (`kubectl get nodes,svc,endpointslices,ingress -A -o yaml > DIR/<name>/state.yaml`).
+    #[arg(long, value_name = "DIR")]
+    pub members_from: Option<PathBuf>,
+}
+
+/// Actions on a running sandbox, found through its state dir.
+#[derive(Debug, Subcommand)]
+pub enum SandboxAction {
+    /// Stop a member's API server (it leaves DNS).
+    Fail {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Restart a member's API server (it comes back).
+    Recover {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Set `cordoned: true` on a member (drained from DNS on purpose).
+    Cordon {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Set `cordoned: false` again.
+    Uncordon {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
 }

@@ -33,6 +33,14 @@ use crate::resolver::HostnameResolver;
 /// # Errors
 /// The host cluster cannot be reached at start, or an address cannot be bound.
 pub async fn run(args: &ControllerArgs) -> anyhow::Result<()> {
+    run_until(args, http::shutdown_signal()).await
+}
+
+/// Runs until `shutdown` resolves (used by `fedns sandbox`).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
     let host = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
     let namespace = args.namespace.clone();
     let mut metrics_registry = MetricsRegistry::default();
@@ -219,7 +227,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<()> {
     }
     tracing::info!(namespace = %namespace, leader_elect = args.leader_elect, "controller running");
 
-    http::shutdown_signal().await;
+    shutdown.await;
     tracing::info!("shutting down");
     drop(leader);
     if let Some(task) = lease_task {

@@ -18,3 +18,4 @@ pub mod metrics;
 pub mod queue;
 pub mod records;
 pub mod resolver;
+pub mod sandbox_cmd;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use fedns_controller::cli::{Cli, Command};
-use fedns_controller::{controller_cmd, crds_cmd, dns_server_cmd, logging};
+use fedns_controller::{controller_cmd, crds_cmd, dns_server_cmd, logging, sandbox_cmd};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -17,7 +17,8 @@ fn main() -> ExitCode {
         Command::Crds(args) => crds_cmd::run(args),
         Command::DnsServer(args) => run_async(dns_server_cmd::run(args)),
         Command::Controller(args) => run_async(controller_cmd::run(args)),
-        Command::Join | Command::Sandbox => {
+        Command::Sandbox(args) => run_async(sandbox_cmd::run(args)),
+        Command::Join => {
             eprintln!("fedns {}: not implemented yet", cli.command.name());
             return ExitCode::from(2);
         }

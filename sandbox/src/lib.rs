@@ -77,6 +77,15 @@ mod tls;
 use std::path::PathBuf;
 
 pub use emulator::{Emulator, EmulatorConfig, EmulatorError};
+
+/// Reads and parses every manifest under `paths` without applying any:
+/// the check `fedns sandbox --members-from` runs before starting.
+///
+/// # Errors
+/// The first unreadable file or malformed document, with file and line.
+pub fn check_manifests(paths: &[PathBuf]) -> Result<usize, SeedError> {
+    seed::parse_paths(paths)
+}
 pub use resources::ResourceInfo;
 pub use seed::{SeedError, SeedReport};
 pub use status::ApiError;

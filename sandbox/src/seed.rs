@@ -61,9 +61,12 @@ struct Document {
     object: Value,
 }
 
-/// Reads every document first (so a malformed file stops the seed before
-/// anything is written), then applies CRDs, then Namespaces, then the rest.
-pub(crate) fn seed_paths(store: &Store, paths: &[PathBuf]) -> Result<SeedReport, SeedError> {
+/// Parses every document under `paths`; returns how many.
+pub(crate) fn parse_paths(paths: &[PathBuf]) -> Result<usize, SeedError> {
+    Ok(read_documents(paths)?.len())
+}
+
+fn read_documents(paths: &[PathBuf]) -> Result<Vec<Document>, SeedError> {
     let mut documents = Vec::new();
     for path in paths {
         let mut files = Vec::new();
@@ -76,6 +79,13 @@ pub(crate) fn seed_paths(store: &Store, paths: &[PathBuf]) -> Result<SeedReport,
             parse_documents(&file, &text, &mut documents)?;
         }
     }
+    Ok(documents)
+}
+
+/// Reads every document first (so a malformed file stops the seed before
+/// anything is written), then applies CRDs, then Namespaces, then the rest.
+pub(crate) fn seed_paths(store: &Store, paths: &[PathBuf]) -> Result<SeedReport, SeedError> {
+    let documents = read_documents(paths)?;
     apply_documents(store, documents)
 }
 

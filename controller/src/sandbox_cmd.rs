@@ -1,0 +1,503 @@
+//! `fedns sandbox`: a whole federation on this machine. A host cluster and
+//! member clusters (Kubernetes API emulators on loopback), seeded from
+//! `examples/sandbox/` (compiled in) or from a user's exported cluster
+//! state (`--members-from`), the controller and the embedded DNS server in
+//! this process, one printed line per published DNS change, and a local
+//! control endpoint for `fedns sandbox fail|recover|cordon|uncordon`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::Router;
+use fedns_api::DNSEndpoint;
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::{watcher, WatchStreamExt};
+use serde_json::json;
+use tokio::sync::Notify;
+
+use crate::cli::{ControllerArgs, Provider, SandboxAction, SandboxArgs};
+use crate::federation::Federation;
+
+/// Controller namespace in the sandbox host.
+const NAMESPACE: &str = "fedns-system";
+/// File in the state dir holding the control endpoint's address.
+const CONTROL_FILE: &str = "control.addr";
+
+/// The built-in seed, compiled in so the binary works from any folder.
+const HOST_SEED: [(&str, &str); 2] = [
+    (
+        "examples/sandbox/host/10-federation.yaml",
+        include_str!("../../examples/sandbox/host/10-federation.yaml"),
+    ),
+    (
+        "examples/sandbox/host/20-memberclusters.yaml",
+        include_str!("../../examples/sandbox/host/20-memberclusters.yaml"),
+    ),
+];
+const MEMBER_SEED: [(&str, &str); 3] = [
+    (
+        "us-east-1",
+        include_str!("../../examples/sandbox/members/us-east-1/state.yaml"),
+    ),
+    (
+        "us-west-2",
+        include_str!("../../examples/sandbox/members/us-west-2/state.yaml"),
+    ),
+    (
+        "eu-west-1",
+        include_str!("../../examples/sandbox/members/eu-west-1/state.yaml"),
+    ),
+];
+
+/// Dispatches `fedns sandbox [ACTION]`.
+///
+/// # Errors
+/// Startup failures, or a control request the running sandbox refused.
+pub async fn run(args: &SandboxArgs) -> anyhow::Result<()> {
+    match &args.action {
+        None => {
+            let running = start(args).await?;
+            running.print_intro();
+            crate::http::shutdown_signal().await;
+            running.shutdown().await;
+            Ok(())
+        }
+        Some(SandboxAction::Fail { cluster, state_dir }) => control(state_dir, "fail", cluster).await,
+        Some(SandboxAction::Recover { cluster, state_dir }) => control(state_dir, "recover", cluster).await,
+        Some(SandboxAction::Cordon { cluster, state_dir }) => control(state_dir, "cordon", cluster).await,
+        Some(SandboxAction::Uncordon { cluster, state_dir }) => control(state_dir, "uncordon", cluster).await,
+    }
+}
+
+/// A running sandbox.
+pub struct Running {
+    /// The clusters.
+    pub federation: Federation,
+    /// Where DNS answers.
+    pub dns_addr: SocketAddr,
+    /// The control endpoint.
+    pub control_addr: SocketAddr,
+    stop: Arc<Notify>,
+    controller: tokio::task::JoinHandle<anyhow::Result<()>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+struct Seed {
+    members: Vec<(String, Vec<PathBuf>, Option<String>)>,
+}
+
+fn member_seed(args: &SandboxArgs) -> anyhow::Result<Seed> {
+    let Some(dir) = &args.members_from else {
+        return Ok(Seed {
+            members: MEMBER_SEED
+                .iter()
+                .map(|(name, text)| (name.to_string(), Vec::new(), Some(text.to_string())))
+                .collect(),
+        });
+    };
+    let mut members = Vec::new();
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let mut folders: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    for folder in folders {
+        let name = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        fedns_api::names::validate_label(&name)
+            .with_context(|| format!("{}: a member folder name must be a DNS label", folder.display()))?;
+        members.push((name, vec![folder], None));
+    }
+    anyhow::ensure!(!members.is_empty(), "{} has no member sub-folders", dir.display());
+    // Read every file before starting anything: a malformed one stops here,
+    // with file and line.
+    for (_, paths, _) in &members {
+        fedns_sandbox::check_manifests(paths)?;
+    }
+    Ok(Seed { members })
+}
+
+/// Starts the federation, the controller and the printers.
+///
+/// # Errors
+/// A seed that does not parse (file:line), or a port that cannot be bound.
+pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
+    let seed = member_seed(args)?;
+    let names: Vec<&str> = seed.members.iter().map(|(n, _, _)| n.as_str()).collect();
+    let federation = Federation::start(&args.state_dir, NAMESPACE, &names).await?;
+    for (name, paths, text) in &seed.members {
+        let member = federation.member(name)?;
+        let report = match text {
+            Some(text) => member.seed_yaml(&format!("examples/sandbox/members/{name}/state.yaml"), text)?,
+            None => member.seed_paths(paths)?,
+        };
+        for skipped in &report.skipped {
+            tracing::warn!(member = %name, "skipped (kind not emulated): {skipped}");
+        }
+    }
+    if args.members_from.is_some() {
+        seed_host_for_exported_state(&federation)?;
+    } else {
+        for (origin, text) in HOST_SEED {
+            federation.host.seed_yaml(origin, &federation.render(text))?;
+        }
+    }
+
+    let stop = Arc::new(Notify::new());
+    let controller_args = ControllerArgs {
+        kubeconfig: Some(args.state_dir.join("host.kubeconfig")),
+        namespace: NAMESPACE.into(),
+        provider: vec![Provider::Embedded],
+        dns_listen: vec![args.dns_listen],
+        udp_workers: Some(1),
+        metrics_addr: args.metrics_addr,
+        resolver: None,
+        leader_elect: false,
+        resync_interval: 60,
+        workers: 8,
+    };
+    let controller = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            crate::controller_cmd::run_until(&controller_args, async move { stop.notified().await }).await
+        })
+    };
+    let mut tasks = vec![tokio::spawn(print_changes(federation.clone()))];
+    let (control_addr, control_task) = serve_control(federation.clone()).await?;
+    tasks.push(control_task);
+    std::fs::write(args.state_dir.join(CONTROL_FILE), control_addr.to_string())
+        .with_context(|| format!("writing {}", args.state_dir.join(CONTROL_FILE).display()))?;
+    Ok(Running {
+        federation,
+        dns_addr: args.dns_listen,
+        control_addr,
+        stop,
+        controller,
+        tasks,
+    })
+}
+
+impl Running {
+    fn print_intro(&self) {
+        let dir = self.federation.state_dir.display();
+        let (ip, port) = (self.dns_addr.ip(), self.dns_addr.port());
+        println!(
+            "fedns sandbox: a host and {} member clusters on loopback",
+            self.federation.members.len()
+        );
+        for (name, member) in &self.federation.members {
+            println!("  {name:<10} {}   kubeconfig {dir}/{name}.kubeconfig", member.url());
+        }
+        println!(
+            "  host       {}   kubeconfig {dir}/host.kubeconfig",
+            self.federation.host.url()
+        );
+        println!("DNS on {ip} port {port} (UDP and TCP). Try:");
+        println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.example.com");
+        println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2.example.com");
+        println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com");
+        println!("  dig @{ip} -p {port} shop.example.com");
+        println!("Make a cluster fail, and bring it back:");
+        println!("  fedns sandbox fail us-west-2 --state-dir {dir}");
+        println!("  fedns sandbox recover us-west-2 --state-dir {dir}");
+        println!("  fedns sandbox cordon us-east-1 --state-dir {dir}   (uncordon to undo)");
+        println!("Change a member live:");
+        println!(
+            "  kubectl --kubeconfig {dir}/eu-west-1.kubeconfig -n ns patch service nginx --subresource=status --type=merge \\\n      -p '{{\"status\":{{\"loadBalancer\":{{\"ingress\":[{{\"ip\":\"198.51.100.21\"}}]}}}}}}'"
+        );
+        println!("  kubectl --kubeconfig {dir}/host.kubeconfig -n ns get dnsendpoints -o yaml");
+        println!("Published changes follow (+ added, - removed). Ctrl-C stops everything.");
+    }
+
+    /// Stops the controller, the emulators and the control endpoint.
+    pub async fn shutdown(self) {
+        self.stop.notify_one();
+        match tokio::time::timeout(std::time::Duration::from_secs(10), self.controller).await {
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "controller stopped with an error"),
+            Err(_) => tracing::warn!("controller did not stop within 10 s"),
+            _ => {}
+        }
+        for task in self.tasks {
+            task.abort();
+        }
+        self.federation.stop();
+        let _ = std::fs::remove_file(self.federation.state_dir.join(CONTROL_FILE));
+        println!("fedns sandbox stopped");
+    }
+}
+
+/// For `--members-from`: a Domain `myfed` for example.com with a
+/// ServiceDNSRecord per LoadBalancer Service found, and a Domain plus an
+/// IngressDNSRecord per Ingress host, so every name fedns would publish for
+/// the exported clusters is published.
+fn seed_host_for_exported_state(federation: &Federation) -> anyhow::Result<()> {
+    let mut services: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut ingresses: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for member in federation.members.values() {
+        let store = member.store();
+        if let Some(info) = store.resource("", "v1", "services") {
+            let list = store.list(&info, &Default::default(), None, None)?;
+            for svc in list["items"].as_array().into_iter().flatten() {
+                if svc.pointer("/spec/type").and_then(|t| t.as_str()) == Some("LoadBalancer") {
+                    let ns = svc
+                        .pointer("/metadata/namespace")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or_default();
+                    let name = svc
+                        .pointer("/metadata/name")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or_default();
+                    services.insert((ns.into(), name.into()));
+                }
+            }
+        }
+        if let Some(info) = store.resource("networking.k8s.io", "v1", "ingresses") {
+            let list = store.list(&info, &Default::default(), None, None)?;
+            for ing in list["items"].as_array().into_iter().flatten() {
+                let ns = ing
+                    .pointer("/metadata/namespace")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                let name = ing
+                    .pointer("/metadata/name")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                let hosts = ingresses.entry((ns.into(), name.into())).or_default();
+                for rule in ing
+                    .pointer("/spec/rules")
+                    .and_then(|r| r.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(host) = rule.get("host").and_then(|h| h.as_str()) {
+                        if let Ok(host) = fedns_api::names::normalize_hostname(host) {
+                            hosts.insert(host);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut docs = vec![
+        json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+               "metadata": {"name": "myfed", "namespace": NAMESPACE},
+               "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"]}}),
+    ];
+    let mut zones: BTreeSet<String> = BTreeSet::new();
+    for (ns, name) in &services {
+        docs.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+        docs.push(
+            json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "ServiceDNSRecord",
+                         "metadata": {"name": name, "namespace": ns}, "spec": {"domainRef": "myfed"}}),
+        );
+    }
+    for ((ns, name), hosts) in &ingresses {
+        if hosts.is_empty() {
+            continue;
+        }
+        for host in hosts {
+            if let Some((_, parent)) = host.split_once('.') {
+                if parent.contains('.') && parent != "example.com" {
+                    zones.insert(parent.to_owned());
+                }
+            }
+        }
+        docs.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+        docs.push(
+            json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "IngressDNSRecord",
+                         "metadata": {"name": name, "namespace": ns}, "spec": {"hosts": hosts}}),
+        );
+    }
+    for zone in zones {
+        docs.push(
+            json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                         "metadata": {"name": format!("zone-{}", zone.replace('.', "-")), "namespace": NAMESPACE},
+                         "spec": {"domain": zone}}),
+        );
+    }
+    for name in federation.members.keys() {
+        federation.register(name, json!({}))?;
+    }
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": docs});
+    federation
+        .host
+        .seed_yaml("generated from --members-from", &serde_json::to_string(&list)?)?;
+    Ok(())
+}
+
+/// Which cluster each load balancer address belongs to, for the change lines.
+fn address_owners(federation: &Federation) -> BTreeMap<String, String> {
+    let mut owners = BTreeMap::new();
+    for (name, member) in &federation.members {
+        let store = member.store();
+        for (group, plural) in [("", "services"), ("networking.k8s.io", "ingresses")] {
+            let Some(info) = store.resource(group, "v1", plural) else {
+                continue;
+            };
+            let Ok(list) = store.list(&info, &Default::default(), None, None) else {
+                continue;
+            };
+            for item in list["items"].as_array().into_iter().flatten() {
+                for ingress in item
+                    .pointer("/status/loadBalancer/ingress")
+                    .and_then(|i| i.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(ip) = ingress.get("ip").and_then(|i| i.as_str()) {
+                        owners.insert(ip.to_owned(), name.clone());
+                    }
+                }
+            }
+        }
+    }
+    owners
+}
+
+/// Prints `+ name TYPE target (cluster)` / `- ...` for every change of the
+/// published records (the DNSEndpoints), as they happen.
+async fn print_changes(federation: Federation) {
+    let Ok(client) = crate::kube_client::client(Some(&federation.state_dir.join("host.kubeconfig"))).await else {
+        return;
+    };
+    let (reader, writer) = kube::runtime::reflector::store();
+    let stream = kube::runtime::reflector(
+        writer,
+        watcher(Api::<DNSEndpoint>::all(client), watcher::Config::default()),
+    )
+    .default_backoff()
+    .touched_objects();
+    futures::pin_mut!(stream);
+    let mut shown: BTreeSet<(String, String, String)> = BTreeSet::new();
+    while stream.next().await.is_some() {
+        // Let a burst of writes land before diffing.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now: BTreeSet<(String, String, String)> = reader
+            .state()
+            .iter()
+            .flat_map(|e| e.spec.endpoints.clone())
+            .flat_map(|e| {
+                let t = e.record_type.to_string();
+                e.targets
+                    .into_iter()
+                    .map(move |target| (e.dns_name.clone(), t.clone(), target))
+            })
+            .collect();
+        let owners = address_owners(&federation);
+        let label = |target: &str| owners.get(target).map(|c| format!(" ({c})")).unwrap_or_default();
+        for (name, rtype, target) in shown.difference(&now) {
+            println!("- {name} {rtype} {target}{}", label(target));
+        }
+        for (name, rtype, target) in now.difference(&shown) {
+            println!("+ {name} {rtype} {target}{}", label(target));
+        }
+        shown = now;
+    }
+}
+
+async fn serve_control(federation: Federation) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = Router::new()
+        .route("/{action}/{cluster}", post(handle_control))
+        .with_state(Arc::new(federation));
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "sandbox control endpoint stopped");
+        }
+    });
+    Ok((addr, task))
+}
+
+async fn handle_control(
+    State(federation): State<Arc<Federation>>,
+    UrlPath((action, cluster)): UrlPath<(String, String)>,
+) -> (StatusCode, String) {
+    let Ok(member) = federation.member(&cluster) else {
+        let known: Vec<&String> = federation.members.keys().collect();
+        return (
+            StatusCode::NOT_FOUND,
+            format!("no member cluster {cluster}; the sandbox has {known:?}\n"),
+        );
+    };
+    let result = match action.as_str() {
+        "fail" => {
+            member.stop();
+            Ok(format!(
+                "{cluster}: API server stopped; it leaves DNS after the health check notices (about 3 s)\n"
+            ))
+        }
+        "recover" => member
+            .resume()
+            .await
+            .map(|_| format!("{cluster}: API server serving again; it returns after 2 successful probes\n"))
+            .map_err(|e| e.to_string()),
+        "cordon" | "uncordon" => {
+            let cordoned = action == "cordon";
+            let store = federation.host.store();
+            match store.resource("core.fedns.io", "v1alpha1", "memberclusters") {
+                Some(info) => store
+                    .patch(
+                        &info,
+                        Some(NAMESPACE),
+                        &cluster,
+                        fedns_sandbox::PatchKind::Merge,
+                        json!({"spec": {"cordoned": cordoned}}),
+                        None,
+                        fedns_sandbox::Target::Main,
+                    )
+                    .map(|_| format!("{cluster}: spec.cordoned = {cordoned}\n"))
+                    .map_err(|e| e.to_string()),
+                None => Err("the MemberCluster CRD is not installed".into()),
+            }
+        }
+        other => Err(format!("unknown action {other}; use fail, recover, cordon or uncordon")),
+    };
+    match result {
+        Ok(message) => {
+            print!("{message}");
+            (StatusCode::OK, message)
+        }
+        Err(message) => (StatusCode::BAD_REQUEST, format!("{message}\n")),
+    }
+}
+
+/// Sends `action` for `cluster` to the sandbox running with `state_dir`.
+///
+/// # Errors
+/// No sandbox runs there, or it refused the request.
+pub async fn control(state_dir: &Path, action: &str, cluster: &str) -> anyhow::Result<()> {
+    use http_body_util::BodyExt;
+    let file = state_dir.join(CONTROL_FILE);
+    let addr = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "no running sandbox found ({} is missing; start one with `fedns sandbox`)",
+            file.display()
+        )
+    })?;
+    let uri: http::Uri = format!("http://{}/{action}/{cluster}", addr.trim()).parse()?;
+    let client: hyper_util::client::legacy::Client<_, http_body_util::Empty<bytes::Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+    let request = http::Request::post(uri).body(http_body_util::Empty::new())?;
+    let response = client
+        .request(request)
+        .await
+        .with_context(|| format!("the sandbox at {} does not answer (is it still running?)", addr.trim()))?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    anyhow::ensure!(status.is_success(), "{}", text.trim());
+    print!("{text}");
+    Ok(())
+}
