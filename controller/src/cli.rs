@@ -38,7 +38,7 @@ pub enum Command {
     /// Print the CustomResourceDefinitions as multi-document YAML.
     Crds(CrdsArgs),
     /// Register a member cluster with the federation.
-    Join,
+    Join(JoinArgs),
     /// Run a whole federation on this machine (emulated clusters, controller, DNS).
     Sandbox(SandboxArgs),
 }
@@ -50,7 +50,7 @@ impl Command {
             Command::Controller(_) => "controller",
             Command::DnsServer(_) => "dns-server",
             Command::Crds(_) => "crds",
-            Command::Join => "join",
+            Command::Join(_) => "join",
             Command::Sandbox(_) => "sandbox",
         }
     }
@@ -204,4 +204,35 @@ pub enum SandboxAction {
         #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
         state_dir: PathBuf,
     },
+}
+
+/// Arguments of `fedns join`.
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// Name of the MemberCluster (a DNS label).
+    pub name: String,
+    /// Kubeconfig of the member cluster.
+    #[arg(long, value_name = "PATH")]
+    pub member_kubeconfig: PathBuf,
+    /// Context of the member kubeconfig (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    pub member_context: Option<String>,
+    /// Kubeconfig of the host cluster (default: in-cluster, else $KUBECONFIG).
+    #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The controller namespace in the host cluster.
+    #[arg(long, value_name = "NAMESPACE", default_value = "fedns-system")]
+    pub namespace: String,
+    /// Region override (default: the member's Node labels).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// Zone overrides (repeatable; default: the member's Node labels).
+    #[arg(long, value_name = "ZONE")]
+    pub zone: Vec<String>,
+    /// Do not verify the member's certificate (tests only).
+    #[arg(long)]
+    pub insecure_skip_tls_verify: bool,
+    /// Register even if the member does not answer now.
+    #[arg(long)]
+    pub skip_check: bool,
 }

@@ -11,6 +11,7 @@ pub mod crds_cmd;
 pub mod dns_server_cmd;
 pub mod federation;
 pub mod http;
+pub mod join_cmd;
 pub mod kube_client;
 pub mod logging;
 pub mod members;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use fedns_controller::cli::{Cli, Command};
-use fedns_controller::{controller_cmd, crds_cmd, dns_server_cmd, logging, sandbox_cmd};
+use fedns_controller::{controller_cmd, crds_cmd, dns_server_cmd, join_cmd, logging, sandbox_cmd};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -18,10 +18,7 @@ fn main() -> ExitCode {
         Command::DnsServer(args) => run_async(dns_server_cmd::run(args)),
         Command::Controller(args) => run_async(controller_cmd::run(args)),
         Command::Sandbox(args) => run_async(sandbox_cmd::run(args)),
-        Command::Join => {
-            eprintln!("fedns {}: not implemented yet", cli.command.name());
-            return ExitCode::from(2);
-        }
+        Command::Join(args) => run_async(join_cmd::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

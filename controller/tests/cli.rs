@@ -80,14 +80,28 @@ fn json_log_format_is_accepted() {
     assert!(out.status.success());
 }
 
-/// Subcommands not built yet exit non-zero with one line and no panic.
-/// Remove a name from the list when its subcommand lands.
+/// Bad arguments get a clear one-line error and a non-zero exit, no panic.
 #[test]
-fn unbuilt_subcommands_say_so_in_one_line() {
-    for sub in ["join"] {
-        let out = fedns().arg(sub).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{sub}");
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(stderr, format!("fedns {sub}: not implemented yet\n"));
-    }
+fn bad_arguments_are_clear_errors() {
+    let out = fedns()
+        .args(["join", "Not_A_Label", "--member-kubeconfig", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("fedns join: cluster name"), "{stderr}");
+    assert!(!stderr.contains("panicked"));
+    let out = fedns()
+        .args([
+            "dns-server",
+            "--manifests",
+            "/nonexistent/x.yaml",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("/nonexistent/x.yaml"), "{stderr}");
 }

@@ -653,3 +653,42 @@ async fn restart_rewrites_nothing() {
     drop(controller);
     s.federation.stop();
 }
+
+/// `fedns join` registers a member from its kubeconfig (token + CA).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_registers_a_member() {
+    let dir = temp_dir("join");
+    let federation = Federation::start(&dir, "fedns-system", &["joined"]).await.unwrap();
+    let joined = federation.member("joined").unwrap().clone();
+    let out = tokio::task::spawn_blocking({
+        let dir = dir.clone();
+        move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+                .args(["join", "joined", "--region", "eu-north-1", "--member-kubeconfig"])
+                .arg(dir.join("joined.kubeconfig"))
+                .arg("--kubeconfig")
+                .arg(dir.join("host.kubeconfig"))
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("answers: Kubernetes"), "{stdout}");
+    let host = client_of(&federation.host).await;
+    let clusters: Api<MemberCluster> = Api::namespaced(host.clone(), "fedns-system");
+    let cluster = clusters.get("joined").await.unwrap();
+    assert_eq!(cluster.spec.api_endpoint, joined.url());
+    assert_eq!(cluster.spec.region.as_deref(), Some("eu-north-1"));
+    assert!(cluster.spec.ca_bundle.is_some());
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(host, "fedns-system");
+    let secret = secrets.get("joined-credentials").await.unwrap();
+    assert_eq!(secret.data.unwrap()["token"].0, joined.token().as_bytes());
+    federation.stop();
+}
