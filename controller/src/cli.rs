@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(name = "fedns", version)]
 pub struct Cli {
     /// Log line format on standard error. The level comes from `RUST_LOG`
-    /// (default `info`), e.g. `RUST_LOG=fedns=debug,kube=warn`.
+    /// (default `info,kube_client=off`), e.g. `RUST_LOG=fedns=debug,kube=warn`.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 

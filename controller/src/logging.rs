@@ -1,4 +1,5 @@
-//! tracing setup: text or JSON lines on standard error, level from `RUST_LOG`.
+//! tracing setup: text or JSON lines on standard error, level from `RUST_LOG`
+//! (default `info,kube_client=off`).
 
 use tracing_subscriber::EnvFilter;
 
@@ -13,7 +14,9 @@ pub fn init(format: LogFormat) -> anyhow::Result<()> {
         Ok(spec) if !spec.is_empty() => {
             EnvFilter::try_new(&spec).map_err(|e| anyhow::anyhow!("RUST_LOG={spec:?} does not parse: {e}"))?
         }
-        _ => EnvFilter::new("info"),
+        // kube-client logs every failed connection at ERROR; fedns reports
+        // those failures itself, once, with the cluster they concern.
+        _ => EnvFilter::new("info,kube_client=off"),
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

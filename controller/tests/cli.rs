@@ -105,3 +105,45 @@ fn bad_arguments_are_clear_errors() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("/nonexistent/x.yaml"), "{stderr}");
 }
+
+/// deploy/: every manifest parses and every kustomization entry exists
+/// (no image is built or deployed here: these machines run no Docker engine
+/// or cluster).
+#[test]
+fn deploy_manifests_parse_and_kustomizations_resolve() {
+    use serde::Deserialize;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let mut stack = vec![root.clone()];
+    let mut checked = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+                let value = serde_json::Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                if path.file_name().is_some_and(|n| n == "kustomization.yaml") {
+                    for resource in value["resources"].as_array().unwrap() {
+                        let target = dir.join(resource.as_str().unwrap());
+                        assert!(
+                            target.exists(),
+                            "{}: {} does not exist",
+                            path.display(),
+                            target.display()
+                        );
+                    }
+                } else if !value.is_null() {
+                    assert!(value["kind"].is_string(), "{}: a document without kind", path.display());
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} documents under deploy/");
+}

@@ -317,11 +317,23 @@ async fn publishes_and_fails_over() {
     .await;
 
     // 5. A member deleted.
+    // (after it: 6. the record deleted takes its DNSEndpoint and names away)
     clusters.delete("west", &DeleteParams::default()).await.unwrap();
     eventually("a deleted member leaves", || {
         dig(port, GLOBAL, "A", false) == ["203.0.113.10", "203.0.113.20"]
     })
     .await;
+
+    // 6. Deleting the record deletes its DNSEndpoint and its names.
+    records.delete("nginx", &DeleteParams::default()).await.unwrap();
+    eventually("a deleted record's names disappear", || {
+        dig_status(port, GLOBAL, "A") == "NXDOMAIN"
+    })
+    .await;
+    assert!(
+        endpoints.get("service-nginx").await.is_err(),
+        "DNSEndpoint service-nginx still exists"
+    );
 
     // Metrics.
     let (code, body) = http_get(&format!("http://127.0.0.1:{}/metrics", s.metrics_port)).await;

@@ -890,6 +890,15 @@ async fn bad_requests_get_status_errors() {
         .await;
         assert_eq!(code, 413);
     }
+    // Malformed YAML in a server-side apply body.
+    let (code, _) = send(
+        "PATCH",
+        format!("/api/v1/namespaces/{ns}/configmaps/y?fieldManager=t"),
+        "application/apply-patch+yaml",
+        b"metadata: {name: [unclosed\n".to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400);
     // A watch client that disconnects mid-stream leaves the server healthy.
     for _ in 0..5 {
         let api = t.configmaps();
@@ -1004,4 +1013,55 @@ metadata:
         other => panic!("{other:?}"),
     }
     emulator.stop();
+}
+
+#[tokio::test]
+async fn deletecollection_and_watch_timeout() {
+    let t = target().await;
+    let api = t.configmaps();
+    for i in 0..6 {
+        let tier = if i % 2 == 0 { "a" } else { "b" };
+        api.create(
+            &PostParams::default(),
+            &configmap(&format!("dc{i}"), &[("tier", tier)], &[]),
+        )
+        .await
+        .unwrap();
+    }
+    api.delete_collection(&DeleteParams::default(), &ListParams::default().labels("tier=a"))
+        .await
+        .unwrap();
+    let left: Vec<String> = api
+        .list(&ListParams::default().labels("tier"))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    assert_eq!(left.len(), 3);
+    assert!(
+        left.iter().all(|n| ["dc1", "dc3", "dc5"].contains(&n.as_str())),
+        "{left:?}"
+    );
+    // timeoutSeconds ends the stream.
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let started = Instant::now();
+    let stream = api.watch(&WatchParams::default().timeout(1), &rv).await.unwrap();
+    let events: Vec<_> = tokio::time::timeout(Duration::from_secs(20), stream.collect::<Vec<_>>())
+        .await
+        .unwrap();
+    // Only BOOKMARKs (kube asks for them) may arrive before the stream ends.
+    assert!(
+        events.iter().all(|e| matches!(e, Ok(WatchEvent::Bookmark(_)))),
+        "{events:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+    t.cleanup().await;
 }

@@ -1,0 +1,323 @@
+//! Controller benchmark (not a test; prints figures):
+//! 1. time from a load-balancer address change in a member to the changed
+//!    answer from the embedded DNS server, p50/p99 over 100 changes
+//!    (target p99 < 1 s);
+//! 2. failover time after a member's API server stops, default health
+//!    settings (target < 5 s);
+//! 3. scale: MEMBERS members × SERVICES Services (default 20 × 2,000 =
+//!    40,000 shards): time to converge from a cold start and the
+//!    controller's peak RSS (targets < 30 s, < 512 MiB).
+//!
+//! Run: `cargo bench -p fedns-controller --bench federation`
+//! (env: MEMBERS, SERVICES, CHANGES).
+
+use std::net::UdpSocket;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fedns_controller::federation::Federation;
+use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
+use fedns_dnsserver::hickory_proto::rr::{Name, RecordType};
+use serde_json::json;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn free_port() -> u16 {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap().port()
+}
+
+/// The A records of `name`, sorted (empty on NXDOMAIN or timeout).
+fn query_a(port: u16, name: &str) -> Vec<String> {
+    let mut message = Message::new(1, MessageType::Query, OpCode::Query);
+    message.add_query(Query::query(
+        Name::from_ascii(format!("{name}.")).unwrap(),
+        RecordType::A,
+    ));
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    socket.send_to(&message.to_vec().unwrap(), ("127.0.0.1", port)).unwrap();
+    let mut buf = [0u8; 4096];
+    let Ok((len, _)) = socket.recv_from(&mut buf) else {
+        return Vec::new();
+    };
+    let Ok(response) = Message::from_vec(&buf[..len]) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = response
+        .answers
+        .iter()
+        .filter(|r| r.record_type() == RecordType::A)
+        .map(|r| r.data.to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+fn wait_for(deadline: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < deadline {
+        if check() {
+            return Some(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
+}
+
+fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+        .map_or(f64::NAN, |kib| kib / 1024.0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+struct Controller(Child);
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_controller(federation: &Federation, dns_port: u16) -> Controller {
+    Controller(
+        Command::new(env!("CARGO_BIN_EXE_fedns"))
+            .args([
+                "controller",
+                "--leader-elect=false",
+                "--udp-workers",
+                "1",
+                "--kubeconfig",
+            ])
+            .arg(federation.state_dir.join("host.kubeconfig"))
+            .args([
+                "--dns-listen",
+                &format!("127.0.0.1:{dns_port}"),
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+            .env("RUST_LOG", "error,kube_client=off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start fedns controller"),
+    )
+}
+
+fn member_objects(region: &str, zone: &str, services: usize, ip_of: impl Fn(usize) -> String) -> String {
+    let mut items = vec![json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": format!("node-{zone}"), "labels": {"topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone}},
+    })];
+    for i in 0..services {
+        items.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("svc{i}"), "namespace": "ns"},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": ip_of(i)}]}},
+        }));
+        items.push(json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": format!("svc{i}-abcde"), "namespace": "ns", "labels": {"kubernetes.io/service-name": format!("svc{i}")}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}],
+        }));
+    }
+    serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()
+}
+
+fn host_objects(services: usize) -> String {
+    let mut items = vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+        json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+               "metadata": {"name": "myfed", "namespace": "fedns-system"}, "spec": {"domain": "example.com"}}),
+    ];
+    for i in 0..services {
+        items.push(
+            json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "ServiceDNSRecord",
+                          "metadata": {"name": format!("svc{i}"), "namespace": "ns"}, "spec": {"domainRef": "myfed"}}),
+        );
+    }
+    serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()
+}
+
+fn latency_and_failover(runtime: &tokio::runtime::Runtime) {
+    let changes = env("CHANGES", 100);
+    let dir = std::env::temp_dir().join(format!("fedns-bench-latency-{}", std::process::id()));
+    let names = ["east", "west", "eu"];
+    let federation = runtime
+        .block_on(Federation::start(&dir, "fedns-system", &names))
+        .unwrap();
+    for (i, (name, region)) in names.iter().zip(["us-east-1", "us-west-2", "eu-west-1"]).enumerate() {
+        let member = federation.member(name).unwrap();
+        member
+            .seed_yaml(
+                name,
+                &member_objects(region, &format!("{region}a"), 1, |_| format!("203.0.113.{}", 10 + i)),
+            )
+            .unwrap();
+        federation.register(name, json!({})).unwrap();
+    }
+    federation.host.seed_yaml("host", &host_objects(1)).unwrap();
+    let port = free_port();
+    let controller = start_controller(&federation, port);
+    let global = "svc0.ns.myfed.svc.example.com";
+    wait_for(Duration::from_secs(60), || query_a(port, global).len() == 3).expect("the federation did not converge");
+
+    // 1. LB address change → answer.
+    let east = federation.member("east").unwrap();
+    let info = east.store().resource("", "v1", "services").unwrap();
+    let mut samples = Vec::new();
+    for n in 0..changes {
+        let ip = format!("198.51.100.{}", 1 + n % 200);
+        east.store()
+            .patch(
+                &info,
+                Some("ns"),
+                "svc0",
+                fedns_sandbox::PatchKind::Merge,
+                json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}),
+                None,
+                fedns_sandbox::Target::Status,
+            )
+            .unwrap();
+        let took = wait_for(Duration::from_secs(30), || query_a(port, global).contains(&ip))
+            .expect("change not served within 30 s");
+        samples.push(took);
+    }
+    samples.sort();
+    println!(
+        "LB change → DNS answer over {changes} changes: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (target p99 < 1000 ms)",
+        percentile(&samples, 0.5).as_secs_f64() * 1e3,
+        percentile(&samples, 0.99).as_secs_f64() * 1e3,
+        samples.last().unwrap().as_secs_f64() * 1e3,
+    );
+
+    // 2. Failover: stop west's API server.
+    let west = federation.member("west").unwrap();
+    let before = query_a(port, global);
+    west.stop();
+    let failover = wait_for(Duration::from_secs(30), || {
+        let now = query_a(port, global);
+        now.len() == 2 && !now.contains(&"203.0.113.11".to_string())
+    })
+    .expect("no failover within 30 s");
+    println!(
+        "failover after a member API server stops (default health check): {:.2} s (target < 5 s); before {before:?}",
+        failover.as_secs_f64()
+    );
+    runtime.block_on(west.resume()).unwrap();
+    let recovery =
+        wait_for(Duration::from_secs(30), || query_a(port, global).len() == 3).expect("no recovery within 30 s");
+    println!("recovery after it restarts: {:.2} s", recovery.as_secs_f64());
+    drop(controller);
+    federation.stop();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn scale(runtime: &tokio::runtime::Runtime) {
+    let members = env("MEMBERS", 20);
+    let services = env("SERVICES", 2000);
+    let dir = std::env::temp_dir().join(format!("fedns-bench-scale-{}", std::process::id()));
+    let names: Vec<String> = (0..members).map(|m| format!("m{m}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let seeded = Instant::now();
+    let federation = runtime
+        .block_on(Federation::start(&dir, "fedns-system", &refs))
+        .unwrap();
+    for (m, name) in names.iter().enumerate() {
+        let region = format!("region-{}", m % 4);
+        let zone = format!("{region}{}", ["a", "b", "c"][m % 3]);
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(
+                name,
+                &member_objects(&region, &zone, services, |i| {
+                    format!("10.{m}.{}.{}", i / 250, i % 250 + 1)
+                }),
+            )
+            .unwrap();
+        federation.register(name, json!({})).unwrap();
+    }
+    federation.host.seed_yaml("host", &host_objects(services)).unwrap();
+    println!(
+        "scale: {members} members × {services} Services = {} shards, seeded in {:.1} s",
+        members * services,
+        seeded.elapsed().as_secs_f64()
+    );
+    let port = free_port();
+    let started = Instant::now();
+    let controller = start_controller(&federation, port);
+    let pid = controller.0.id();
+    // Converged when every record's DNSEndpoint holds every member's address.
+    let store = federation.host.store().clone();
+    let info = store
+        .resource("multiclusterdns.fedns.io", "v1alpha1", "dnsendpoints")
+        .unwrap();
+    let converged = wait_for(Duration::from_secs(300), || {
+        let Ok(list) = store.list(&info, &Default::default(), None, None) else {
+            return false;
+        };
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        items.len() == services
+            && items.iter().all(|e| {
+                let global = format!(
+                    "{}.ns.myfed.svc.example.com",
+                    e["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .trim_start_matches("service-")
+                );
+                e["spec"]["endpoints"]
+                    .as_array()
+                    .and_then(|eps| {
+                        eps.iter()
+                            .find(|ep| ep["recordType"] == "A" && ep["dnsName"] == global.as_str())
+                    })
+                    .and_then(|ep| ep["targets"].as_array().map(|t| t.len()))
+                    == Some(members)
+            })
+    });
+    let served = wait_for(Duration::from_secs(120), || {
+        query_a(port, &format!("svc{}.ns.myfed.svc.example.com", services - 1)).len() == members
+    });
+    match (converged, served) {
+        (Some(_), Some(_)) => println!(
+            "scale: converged from a cold start in {:.1} s (target < 30 s); controller peak RSS {:.0} MiB (target < 512 MiB)",
+            started.elapsed().as_secs_f64(),
+            peak_rss_mib(pid)
+        ),
+        _ => println!(
+            "scale: NOT converged after {:.0} s; controller peak RSS {:.0} MiB",
+            started.elapsed().as_secs_f64(),
+            peak_rss_mib(pid)
+        ),
+    }
+    drop(controller);
+    federation.stop();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing to run.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let _guard = runtime.enter();
+    latency_and_failover(&runtime);
+    scale(&runtime);
+}
