@@ -106,6 +106,9 @@ pub struct Member {
     /// Its Nodes.
     pub nodes: Store<Node>,
     healthy: AtomicBool,
+    /// EndpointSlices with a ready endpoint, by Service: (namespace,
+    /// service) → ready slice names. Kept from the watch events.
+    ready_slices: Arc<RwLock<SliceIndex>>,
     synced: Arc<[AtomicBool; 4]>,
     watches: Arc<Mutex<[WatchHealth; 4]>>,
     settings: watch::Sender<Settings>,
@@ -129,7 +132,57 @@ impl Drop for Member {
     }
 }
 
+/// Ready EndpointSlices per Service, and each slice's Service (to undo it).
+#[derive(Debug, Default)]
+pub struct SliceIndex {
+    ready: std::collections::HashMap<(String, String), BTreeSet<String>>,
+    owner: std::collections::HashMap<(String, String), String>,
+}
+
+impl SliceIndex {
+    fn apply(&mut self, slice: &EndpointSlice) -> Option<(String, String)> {
+        let namespace = slice.metadata.namespace.clone().unwrap_or_default();
+        let name = slice.metadata.name.clone().unwrap_or_default();
+        self.remove(&namespace, &name);
+        let service = slice.labels().get(SERVICE_NAME_LABEL)?.clone();
+        let ready = slice
+            .endpoints
+            .iter()
+            .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true));
+        self.owner.insert((namespace.clone(), name.clone()), service.clone());
+        if ready {
+            self.ready
+                .entry((namespace.clone(), service.clone()))
+                .or_default()
+                .insert(name);
+        }
+        Some((namespace, service))
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) -> Option<(String, String)> {
+        let service = self.owner.remove(&(namespace.to_owned(), name.to_owned()))?;
+        let key = (namespace.to_owned(), service);
+        if let Some(set) = self.ready.get_mut(&key) {
+            set.remove(name);
+            if set.is_empty() {
+                self.ready.remove(&key);
+            }
+        }
+        Some(key)
+    }
+}
+
 impl Member {
+    /// Does Service `namespace/service` have an EndpointSlice with a ready
+    /// endpoint (a missing `ready` condition means ready, per the API)?
+    pub fn has_ready_endpoints(&self, namespace: &str, service: &str) -> bool {
+        self.ready_slices
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .ready
+            .contains_key(&(namespace.to_owned(), service.to_owned()))
+    }
+
     /// Ready and not cordoned: its shards go into DNS.
     pub fn is_healthy(&self) -> bool {
         self.healthy.load(Ordering::Relaxed)
@@ -375,26 +428,36 @@ impl Registry {
             synced: synced.clone(),
             watches: watches.clone(),
         };
-        tasks.push(ctx.spawn(0, Api::<Service>::all(client.clone()), services_writer, {
-            let queue = queue.clone();
-            move |svc: &Service| queue.push(RecordKey::Service(svc.namespace().unwrap_or_default(), svc.name_any()))
-        }));
-        tasks.push(ctx.spawn(1, Api::<EndpointSlice>::all(client.clone()), slices_writer, {
-            let queue = queue.clone();
-            move |slice: &EndpointSlice| {
-                if let Some(service) = slice.labels().get(SERVICE_NAME_LABEL) {
-                    queue.push(RecordKey::Service(
-                        slice.namespace().unwrap_or_default(),
-                        service.clone(),
-                    ));
-                }
-            }
-        }));
-        tasks.push(ctx.spawn(2, Api::<Ingress>::all(client.clone()), ingresses_writer, {
-            let queue = queue.clone();
-            move |ing: &Ingress| queue.push(RecordKey::Ingress(ing.namespace().unwrap_or_default(), ing.name_any()))
-        }));
-        tasks.push(ctx.spawn(3, Api::<Node>::all(client.clone()), nodes_writer, |_: &Node| {}));
+        tasks.push(
+            ctx.spawn(0, Api::<Service>::all(client.clone()), services_writer, slim_service, {
+                let queue = queue.clone();
+                move |svc: &Service| queue.push(RecordKey::Service(svc.namespace().unwrap_or_default(), svc.name_any()))
+            }),
+        );
+        let ready_slices: Arc<RwLock<SliceIndex>> = Arc::default();
+        tasks.push(ctx.spawn_slices(
+            Api::<EndpointSlice>::all(client.clone()),
+            slices_writer,
+            ready_slices.clone(),
+            queue.clone(),
+        ));
+        tasks.push(ctx.spawn(
+            2,
+            Api::<Ingress>::all(client.clone()),
+            ingresses_writer,
+            slim_ingress,
+            {
+                let queue = queue.clone();
+                move |ing: &Ingress| queue.push(RecordKey::Ingress(ing.namespace().unwrap_or_default(), ing.name_any()))
+            },
+        ));
+        tasks.push(ctx.spawn(
+            3,
+            Api::<Node>::all(client.clone()),
+            nodes_writer,
+            slim_node,
+            |_: &Node| {},
+        ));
 
         // Start from the last persisted state, so a controller restart
         // does not take healthy clusters out of DNS while probes warm up.
@@ -411,6 +474,7 @@ impl Registry {
             ingresses,
             nodes,
             healthy: AtomicBool::new(persisted_ready && !settings.cordoned),
+            ready_slices,
             synced,
             watches,
             settings: settings_tx,
@@ -428,6 +492,130 @@ impl Registry {
     }
 }
 
+// What the controller reads of each kind; the rest is dropped on arrival.
+fn slim_service(service: &mut Service) {
+    service.spec = None;
+    service.metadata.labels = None;
+}
+
+fn slim_slice(slice: &mut EndpointSlice) {
+    slice.ports = None;
+    for endpoint in &mut slice.endpoints {
+        endpoint.addresses.clear();
+        endpoint.target_ref = None;
+        endpoint.hints = None;
+        endpoint.deprecated_topology = None;
+    }
+    // Readiness is all that counts: one ready endpoint stands for the slice.
+    let ready = slice
+        .endpoints
+        .iter()
+        .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true));
+    slice.endpoints.truncate(1);
+    if let Some(first) = slice.endpoints.first_mut() {
+        let conditions = first.conditions.get_or_insert_with(Default::default);
+        conditions.ready = Some(ready);
+    }
+}
+
+fn slim_ingress(ingress: &mut Ingress) {
+    ingress.spec = None;
+    ingress.metadata.labels = None;
+}
+
+fn slim_node(node: &mut Node) {
+    node.spec = None;
+    node.status = None;
+}
+
+impl WatchCtx {
+    /// EndpointSlices: a reflector plus the ready-slice index, kept from
+    /// the raw watch events (a relist builds a new index and swaps it in).
+    fn spawn_slices(
+        &self,
+        api: Api<EndpointSlice>,
+        writer: reflector::store::Writer<EndpointSlice>,
+        index: Arc<RwLock<SliceIndex>>,
+        queue: Queue,
+    ) -> JoinHandle<()> {
+        const SLOT: usize = 1;
+        let member = self.member.clone();
+        let synced = self.synced.clone();
+        let watches = self.watches.clone();
+        tokio::spawn(async move {
+            let stream = reflector::reflector(
+                writer,
+                watcher(api, watcher::Config::default()).modify(|slice: &mut EndpointSlice| {
+                    slice.metadata.managed_fields = None;
+                    slice.metadata.annotations = None;
+                    slice.metadata.owner_references = None;
+                    slim_slice(slice);
+                }),
+            )
+            .backoff(member_backoff());
+            futures::pin_mut!(stream);
+            let mut pending: Option<SliceIndex> = None;
+            while let Some(item) = stream.next().await {
+                let event = match item {
+                    Ok(event) => {
+                        watches.lock().unwrap_or_else(|e| e.into_inner())[SLOT].last_ok = Some(Instant::now());
+                        event
+                    }
+                    Err(e) => {
+                        watches.lock().unwrap_or_else(|e| e.into_inner())[SLOT].last_error = Some(Instant::now());
+                        tracing::debug!(member = %member, error = %e, "member watch failed; retrying");
+                        continue;
+                    }
+                };
+                match event {
+                    watcher::Event::Init => pending = Some(SliceIndex::default()),
+                    watcher::Event::InitApply(slice) => {
+                        if let Some(p) = pending.as_mut() {
+                            p.apply(&slice);
+                        }
+                    }
+                    watcher::Event::InitDone => {
+                        if let Some(p) = pending.take() {
+                            let services: BTreeSet<(String, String)> =
+                                p.owner.iter().map(|((ns, _), svc)| (ns.clone(), svc.clone())).collect();
+                            *index.write().unwrap_or_else(|e| e.into_inner()) = p;
+                            synced[SLOT].store(true, Ordering::Relaxed);
+                            for (ns, svc) in services {
+                                queue.push(RecordKey::Service(ns, svc));
+                            }
+                        }
+                    }
+                    watcher::Event::Apply(slice) => {
+                        if let Some((ns, svc)) = index.write().unwrap_or_else(|e| e.into_inner()).apply(&slice) {
+                            queue.push(RecordKey::Service(ns, svc));
+                        }
+                    }
+                    watcher::Event::Delete(slice) => {
+                        let ns = slice.metadata.namespace.clone().unwrap_or_default();
+                        let name = slice.metadata.name.clone().unwrap_or_default();
+                        if let Some((ns, svc)) = index.write().unwrap_or_else(|e| e.into_inner()).remove(&ns, &name) {
+                            queue.push(RecordKey::Service(ns, svc));
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Member API servers are often close by: retry within 2 s, so a
+/// recovered cluster is watched again before its probes pass.
+fn member_backoff() -> kube::runtime::watcher::ExponentialBackoff {
+    kube::runtime::watcher::ExponentialBackoff::from(
+        backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(2))
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times(),
+    )
+}
+
 /// Reflector wiring for one resource of one member.
 struct WatchCtx {
     member: String,
@@ -441,6 +629,7 @@ impl WatchCtx {
         index: usize,
         api: Api<K>,
         writer: reflector::store::Writer<K>,
+        slim: fn(&mut K),
         on_change: impl Fn(&K) + Send + 'static,
     ) -> JoinHandle<()>
     where
@@ -458,21 +647,19 @@ impl WatchCtx {
                     ready_flag[index].store(true, Ordering::Relaxed);
                 }
             });
-            // Memory proportional to what is watched: drop managedFields.
+            // Memory proportional to what is used: keep only the fields the
+            // controller reads (at 40,000 shards whole objects cost GiBs).
             let stream = reflector::reflector(
                 writer,
-                watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
+                watcher(api, watcher::Config::default()).modify(move |o: &mut K| {
+                    let meta = o.meta_mut();
+                    meta.managed_fields = None;
+                    meta.annotations = None;
+                    meta.owner_references = None;
+                    slim(o);
+                }),
             )
-            // Member API servers are often close by: retry within 2 s, so a
-            // recovered cluster is watched again before its probes pass.
-            .backoff(kube::runtime::watcher::ExponentialBackoff::from(
-                backon::ExponentialBuilder::default()
-                    .with_min_delay(Duration::from_millis(100))
-                    .with_max_delay(Duration::from_secs(2))
-                    .with_factor(2.0)
-                    .with_jitter()
-                    .without_max_times(),
-            ))
+            .backoff(member_backoff())
             .touched_objects();
             futures::pin_mut!(stream);
             while let Some(item) = stream.next().await {

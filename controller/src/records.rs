@@ -32,7 +32,6 @@ use crate::resolver::HostnameResolver;
 pub const FIELD_MANAGER: &str = "fedns-controller";
 /// Condition saying whether every input value was usable.
 pub const INPUT_VALID: &str = "InputValid";
-const ENDPOINT_SLICE_SERVICE_LABEL: &str = "kubernetes.io/service-name";
 
 /// Everything the reconcilers read and write.
 pub struct RecordContext {
@@ -257,19 +256,6 @@ fn has_lb_address(lb: &LoadBalancerStatus) -> bool {
     })
 }
 
-/// At least one ready endpoint in the Service's EndpointSlices (a missing
-/// `ready` condition means ready, per the EndpointSlice API).
-fn has_ready_endpoints(member: &Member, namespace: &str, service: &str) -> bool {
-    member.slices.state().iter().any(|slice| {
-        slice.metadata.namespace.as_deref() == Some(namespace)
-            && slice.labels().get(ENDPOINT_SLICE_SERVICE_LABEL).map(String::as_str) == Some(service)
-            && slice
-                .endpoints
-                .iter()
-                .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
-    })
-}
-
 fn set_input_condition(
     conditions_list: &mut Vec<Condition>,
     problems: &[BuildProblem],
@@ -375,7 +361,7 @@ async fn reconcile_service(
         if !has_lb_address(&lb) {
             continue;
         }
-        if !record.spec.allow_service_without_endpoints && !has_ready_endpoints(&member, namespace, name) {
+        if !record.spec.allow_service_without_endpoints && !member.has_ready_endpoints(namespace, name) {
             continue;
         }
         let (region, zones) = member.topology();
