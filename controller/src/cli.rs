@@ -108,6 +108,33 @@ pub struct DnsServerArgs {
 pub enum Provider {
     /// fedns's own authoritative DNS server, in the controller process.
     Embedded,
+    /// CoreDNS through its etcd plugin (etcd v3).
+    CorednsEtcd,
+}
+
+/// Settings of the coredns-etcd provider.
+#[derive(Debug, Clone, Args)]
+pub struct EtcdArgs {
+    /// etcd client URLs (repeatable or comma-separated).
+    #[arg(
+        long = "etcd-endpoints",
+        value_name = "URL",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:2379"
+    )]
+    pub endpoints: Vec<String>,
+    /// Key prefix CoreDNS reads (`path` of its etcd plugin).
+    #[arg(long = "etcd-prefix", value_name = "PREFIX", default_value = "/skydns")]
+    pub prefix: String,
+    /// CA certificate (PEM) for etcd's TLS.
+    #[arg(long = "etcd-ca-file", value_name = "PATH")]
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) for etcd's TLS.
+    #[arg(long = "etcd-cert-file", value_name = "PATH")]
+    pub cert_file: Option<PathBuf>,
+    /// Client key (PEM) for etcd's TLS.
+    #[arg(long = "etcd-key-file", value_name = "PATH")]
+    pub key_file: Option<PathBuf>,
 }
 
 /// Arguments of `fedns controller`.
@@ -123,6 +150,13 @@ pub struct ControllerArgs {
     /// Publishing sinks (repeatable).
     #[arg(long, value_enum, default_values_t = [Provider::Embedded])]
     pub provider: Vec<Provider>,
+    /// Owner id recorded with every record fedns writes to an external
+    /// provider; records of other owners are never changed.
+    #[arg(long, value_name = "ID", default_value = "fedns")]
+    pub owner_id: String,
+    /// coredns-etcd settings.
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
     /// DNS listen address of the embedded server (repeatable).
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:53")]
     pub dns_listen: Vec<SocketAddr>,
@@ -138,7 +172,7 @@ pub struct ControllerArgs {
     /// Elect a leader through the Lease fedns-controller (only it writes).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub leader_elect: bool,
-    /// Seconds between full resyncs of every record.
+    /// Seconds between full resyncs of every record and of external providers.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub resync_interval: u64,
     /// Records reconciled at once.

@@ -8,8 +8,9 @@ use std::time::Duration;
 use anyhow::Context;
 use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
+use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig, EtcdTls};
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::kube_source::{self, SourceConfig, SourceState};
+use fedns_providers::kube_source::{self, Sinks, SourceConfig, SourceState};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
@@ -191,20 +192,51 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         });
     }
 
-    // The embedded DNS sink, in this process.
-    let mut server = None;
+    // The publishing pipeline and its sinks, in this process.
+    let mut sinks = Sinks::default();
     if args.provider.contains(&Provider::Embedded) {
-        let (tx, mut rx) = watch::channel(SourceState::default());
-        let config = SourceConfig {
-            domain_namespace: Some(namespace.clone()),
-            ..SourceConfig::default()
+        sinks.embedded = Some(EmbeddedSink::new(zones.clone()));
+    }
+    if args.provider.contains(&Provider::CorednsEtcd) {
+        let tls = if args.etcd.ca_file.is_some() || args.etcd.cert_file.is_some() {
+            let identity = match (&args.etcd.cert_file, &args.etcd.key_file) {
+                (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+                (None, None) => None,
+                _ => anyhow::bail!("--etcd-cert-file and --etcd-key-file go together"),
+            };
+            Some(EtcdTls {
+                ca_file: args.etcd.ca_file.clone(),
+                identity,
+            })
+        } else {
+            None
         };
-        tokio::spawn(kube_source::run(
-            host.clone(),
-            config,
-            EmbeddedSink::new(zones.clone()),
-            tx,
-        ));
+        sinks.coredns_etcd = Some(Arc::new(CorednsEtcd::new(EtcdConfig {
+            endpoints: args.etcd.endpoints.clone(),
+            prefix: args.etcd.prefix.clone(),
+            owner_id: args.owner_id.clone(),
+            tls,
+            ..EtcdConfig::default()
+        })));
+    }
+    let (tx, mut rx) = watch::channel(SourceState::default());
+    let source_config = SourceConfig {
+        domain_namespace: Some(namespace.clone()),
+        resync_interval: Duration::from_secs(args.resync_interval.max(1)),
+        ..SourceConfig::default()
+    };
+    let serve_dns = sinks.embedded.is_some();
+    tokio::spawn(kube_source::run(host.clone(), source_config, sinks, tx));
+    {
+        let state = state.clone();
+        tokio::spawn(async move {
+            if rx.wait_for(|s| s.publishes > 0).await.is_ok() {
+                state.set_ready(true);
+            }
+        });
+    }
+    let mut server = None;
+    if serve_dns {
         let config = ServerConfig {
             listen: args.dns_listen.clone(),
             udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),
@@ -216,14 +248,6 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                 .await
                 .context("starting the DNS listeners")?,
         );
-        let state = state.clone();
-        tokio::spawn(async move {
-            if rx.wait_for(|s| s.publishes > 0).await.is_ok() {
-                state.set_ready(true);
-            }
-        });
-    } else {
-        state.set_ready(true);
     }
     tracing::info!(namespace = %namespace, leader_elect = args.leader_elect, "controller running");
 

@@ -5,7 +5,7 @@ use anyhow::Context;
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::desired::desired_zones;
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::kube_source::{self, SourceConfig, SourceState};
+use fedns_providers::kube_source::{self, Sinks, SourceConfig, SourceState};
 use prometheus_client::registry::Registry;
 
 use crate::cli::DnsServerArgs;
@@ -62,7 +62,11 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
             write_status: !args.read_only,
             ..SourceConfig::default()
         };
-        tokio::spawn(kube_source::run(client, config, sink.clone(), tx));
+        let sinks = Sinks {
+            embedded: Some(sink.clone()),
+            coredns_etcd: None,
+        };
+        tokio::spawn(kube_source::run(client, config, sinks, tx));
         source_state = Some(rx);
     }
 

@@ -25,6 +25,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
+use crate::coredns_etcd::{CorednsEtcd, SyncReport};
 use crate::desired::{desired_zones, DesiredZones};
 use crate::embedded::EmbeddedSink;
 
@@ -38,8 +39,8 @@ pub struct SourceConfig {
     pub debounce: Duration,
     /// Write status and Events back (off for read-only replicas).
     pub write_status: bool,
-    /// Name in conditions (`<provider>/Published`) and Event reporter.
-    pub provider: String,
+    /// Full resync of external providers (repairs drift, retries errors).
+    pub resync_interval: Duration,
 }
 
 impl Default for SourceConfig {
@@ -48,7 +49,7 @@ impl Default for SourceConfig {
             domain_namespace: Some("fedns-system".into()),
             debounce: Duration::from_millis(20),
             write_status: true,
-            provider: "embedded".into(),
+            resync_interval: Duration::from_secs(60),
         }
     }
 }
@@ -60,8 +61,21 @@ pub struct SourceState {
     pub publishes: u64,
 }
 
+/// Where the pipeline publishes.
+#[derive(Debug, Clone, Default)]
+pub struct Sinks {
+    /// fedns's own DNS server.
+    pub embedded: Option<EmbeddedSink>,
+    /// CoreDNS through etcd.
+    pub coredns_etcd: Option<Arc<CorednsEtcd>>,
+}
+
+/// Per provider: its name, and per DNSEndpoint (`namespace/name`) the
+/// problems it had publishing it.
+type ProviderResults = Vec<(&'static str, BTreeMap<String, Vec<String>>)>;
+
 /// Runs the source until the process ends. `state` reports each publish.
-pub async fn run(client: Client, config: SourceConfig, sink: EmbeddedSink, state: watch::Sender<SourceState>) {
+pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watch::Sender<SourceState>) {
     let domains_api: Api<Domain> = match &config.domain_namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
@@ -79,31 +93,121 @@ pub async fn run(client: Client, config: SourceConfig, sink: EmbeddedSink, state
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
-            controller: format!("fedns-{}", config.provider),
+            controller: "fedns-publisher".into(),
             instance: std::env::var("POD_NAME").ok(),
         },
     );
     let mut reported: BTreeMap<String, Vec<String>> = BTreeMap::new();
     loop {
-        let desired = publish(&domains, &endpoints, &sink);
+        let desired = {
+            let domains: Vec<Domain> = domains.state().iter().map(|d| (**d).clone()).collect();
+            let endpoints: Vec<DNSEndpoint> = endpoints.state().iter().map(|e| (**e).clone()).collect();
+            desired_zones(&domains, &endpoints)
+        };
+        let invalid = by_source(desired.problems.iter().map(|p| {
+            (
+                format!("{}/{}", p.namespace, p.name),
+                format!("{}: {}", p.dns_name, p.message),
+            )
+        }));
+        let mut results: ProviderResults = Vec::new();
+        if let Some(sink) = &sinks.embedded {
+            sink.apply(&desired);
+            results.push(("embedded", invalid.clone()));
+        }
+        let mut failing = false;
+        if let Some(etcd) = &sinks.coredns_etcd {
+            let report = etcd.sync(&desired).await;
+            for (what, error) in &report.errors {
+                tracing::warn!(provider = "coredns-etcd", %what, "{error}");
+            }
+            failing |= !report.errors.is_empty();
+            results.push(("coredns-etcd", etcd_problems(&desired, &report, &invalid)));
+        }
         state.send_modify(|s| s.publishes += 1);
         if config.write_status {
+            let served = sinks.embedded.as_ref().map(|e| e.store().load().zones());
             write_statuses(
                 &client,
-                &config,
                 &recorder,
                 &domains,
                 &endpoints,
                 &desired,
-                &sink,
+                &results,
+                served,
                 &mut reported,
             )
             .await;
         }
-        changed.notified().await;
+        // Wait for a change, or resync external providers (sooner after errors).
+        let resync = if failing {
+            Duration::from_secs(5)
+        } else {
+            config.resync_interval
+        };
+        tokio::select! {
+            _ = changed.notified() => {}
+            _ = tokio::time::sleep(resync), if sinks.coredns_etcd.is_some() => {}
+        }
         // Coalesce bursts (a controller writing many DNSEndpoints at once).
         tokio::time::sleep(config.debounce).await;
     }
+}
+
+fn by_source(items: impl Iterator<Item = (String, String)>) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (source, message) in items {
+        out.entry(source).or_default().push(message);
+    }
+    out
+}
+
+/// Conflicts, nested names and errors of a coredns-etcd sync, by DNSEndpoint.
+fn etcd_problems(
+    desired: &DesiredZones,
+    report: &SyncReport,
+    invalid: &BTreeMap<String, Vec<String>>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut out = invalid.clone();
+    let mut add = |sources: &std::collections::BTreeSet<String>, message: String| {
+        for source in sources {
+            out.entry(source.clone()).or_default().push(message.clone());
+        }
+    };
+    for (rrset, holder) in &report.conflicts {
+        add(
+            &rrset.sources,
+            format!(
+                "{} {}: the name is held by {holder} in etcd; not published there",
+                rrset.name, rrset.record_type
+            ),
+        );
+    }
+    for (inner, outer) in &report.nested {
+        for zone in &desired.zones {
+            for rrset in zone.rrsets.iter().filter(|r| &r.name == inner || &r.name == outer) {
+                add(
+                    &rrset.sources,
+                    format!("{inner} is nested under {outer}: CoreDNS answers {outer} with {inner}'s records too"),
+                );
+            }
+        }
+    }
+    for (zone_or_name, error) in &report.errors {
+        for zone in &desired.zones {
+            let apex = zone.content.apex.to_ascii();
+            if zone_or_name == "etcd" || apex.trim_end_matches('.') == zone_or_name {
+                for rrset in &zone.rrsets {
+                    add(&rrset.sources, format!("etcd: {error}"));
+                }
+            }
+        }
+    }
+    for messages in out.values_mut() {
+        messages.sort();
+        messages.dedup();
+    }
+    out
 }
 
 fn spawn_reflector<K>(api: Api<K>, writer: reflector::store::Writer<K>, changed: Arc<Notify>, kind: &'static str)
@@ -127,62 +231,63 @@ where
     });
 }
 
-fn publish(domains: &Store<Domain>, endpoints: &Store<DNSEndpoint>, sink: &EmbeddedSink) -> DesiredZones {
-    let domains: Vec<Domain> = domains.state().iter().map(|d| (**d).clone()).collect();
-    let endpoints: Vec<DNSEndpoint> = endpoints.state().iter().map(|e| (**e).clone()).collect();
-    let desired = desired_zones(&domains, &endpoints);
-    sink.apply(&desired);
-    desired
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn write_statuses(
     client: &Client,
-    config: &SourceConfig,
     recorder: &Recorder,
     domains: &Store<Domain>,
     endpoints: &Store<DNSEndpoint>,
     desired: &DesiredZones,
-    sink: &EmbeddedSink,
+    results: &ProviderResults,
+    served: Option<Vec<fedns_dnsserver::ZoneSummary>>,
     reported: &mut BTreeMap<String, Vec<String>>,
 ) {
-    let condition_type = conditions::published_type(&config.provider);
     for endpoint in endpoints.state() {
         let namespace = endpoint.namespace().unwrap_or_default();
         let name = endpoint.name_any();
-        let problems: Vec<String> = desired
-            .problems_of(&namespace, &name)
-            .map(|p| format!("{}: {}", p.dns_name, p.message))
-            .collect();
+        let key = format!("{namespace}/{name}");
         let mut status = endpoint.status.clone().unwrap_or_default();
         let generation = endpoint.metadata.generation;
-        let (ok, reason, message) = if problems.is_empty() {
-            (
-                true,
-                "Published",
-                format!("all {} endpoints are served", endpoint.spec.endpoints.len()),
-            )
-        } else {
-            (
-                false,
-                conditions::INVALID_INPUT,
-                format!(
-                    "{} problem(s), the rest is served: {}",
-                    problems.len(),
-                    problems.join("; ")
-                ),
-            )
-        };
-        let changed = conditions::set(
-            &mut status.conditions,
-            &condition_type,
-            ok,
-            reason,
-            &message,
-            generation,
-        ) | (status.observed_generation != generation);
+        let mut changed = status.observed_generation != generation;
+        let mut problems: Vec<String> = Vec::new();
+        for (provider, by_endpoint) in results {
+            let mine = by_endpoint.get(&key).cloned().unwrap_or_default();
+            let (ok, reason, message) = if mine.is_empty() {
+                (
+                    true,
+                    "Published",
+                    format!("all {} endpoints are published", endpoint.spec.endpoints.len()),
+                )
+            } else {
+                let reason = if mine.iter().any(|m| m.starts_with("etcd:")) {
+                    "ProviderError"
+                } else if mine.iter().any(|m| m.contains("is held by")) {
+                    conditions::CONFLICT
+                } else {
+                    conditions::INVALID_INPUT
+                };
+                (
+                    false,
+                    reason,
+                    format!("{} problem(s), the rest is published: {}", mine.len(), mine.join("; ")),
+                )
+            };
+            changed |= conditions::set(
+                &mut status.conditions,
+                &conditions::published_type(provider),
+                ok,
+                reason,
+                &message,
+                generation,
+            );
+            for m in mine {
+                if !problems.contains(&m) {
+                    problems.push(m);
+                }
+            }
+        }
+        let message = problems.join("; ");
         status.observed_generation = generation;
-        let key = format!("{namespace}/{name}");
         if reported.get(&key) != Some(&problems) {
             if !problems.is_empty() {
                 let event = Event {
@@ -219,7 +324,7 @@ async fn write_statuses(
             .any(|e| format!("{}/{}", e.namespace().unwrap_or_default(), e.name_any()) == *key)
     });
 
-    let served = sink.store().load().zones();
+    let Some(served) = served else { return };
     for domain in domains.state() {
         let namespace = domain.namespace().unwrap_or_default();
         let name = domain.name_any();

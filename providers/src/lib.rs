@@ -3,9 +3,12 @@
 //! The publishing pipeline (external-dns's shape): Domain and DNSEndpoint
 //! objects → [`desired::DesiredZones`] (validated, merged RRsets per zone)
 //! → sinks. This crate holds the pure pipeline and the `embedded` sink,
-//! which feeds the `fedns-dnsserver` store.
+//! which feeds the `fedns-dnsserver` store, the provider-neutral
+//! [`plan`]ner (ownership, conflicts), and the `coredns-etcd` provider.
 
+pub mod coredns_etcd;
 pub mod desired;
 pub mod embedded;
 pub mod kube_source;
 pub mod manifests;
+pub mod plan;

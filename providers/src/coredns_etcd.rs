@@ -1,0 +1,401 @@
+//! The `coredns-etcd` provider: publishes RRsets in the format CoreDNS's
+//! etcd plugin reads (etcd v3, <https://coredns.io/plugins/etcd/>).
+//!
+//! * A name's keys live under its labels reversed:
+//!   `nginx.ns.myfed.svc.example.com` → `/skydns/com/example/svc/myfed/ns/nginx/`;
+//! * one key per target, with a stable id: `<path>/fedns-<16 hex digits>`;
+//! * the value is the plugin's JSON (`host`, `ttl`; `text` for TXT;
+//!   `port`/`priority`/`weight` for SRV; `priority`/`mail` for MX) plus
+//!   `owner` = the owner id, which CoreDNS ignores and fedns uses to never
+//!   touch keys it did not write;
+//! * each name's keys change in one etcd transaction; nothing is written
+//!   when nothing changed.
+//!
+//! CoreDNS answers a name with every record *below* its path too, so a
+//! published name nested under another published name is reported, and a
+//! foreign key at or below a desired name is a conflict.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use etcd_client::{Client, ConnectOptions, GetOptions, TlsOptions, Txn, TxnOp};
+use fedns_api::RecordType;
+use serde_json::{json, Value};
+use tokio::sync::Mutex;
+
+use crate::desired::{DesiredRRset, DesiredZones};
+use crate::plan::{self, CurrentRRset};
+
+/// Connection and layout settings.
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    /// Client URLs, e.g. `http://127.0.0.1:2379`.
+    pub endpoints: Vec<String>,
+    /// Key prefix CoreDNS is configured with (`path` in the Corefile).
+    pub prefix: String,
+    /// Owner id written into every value.
+    pub owner_id: String,
+    /// TLS settings; None: plain HTTP.
+    pub tls: Option<EtcdTls>,
+    /// Connect and request timeout.
+    pub timeout: Duration,
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            prefix: "/skydns".into(),
+            owner_id: "fedns".into(),
+            tls: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// TLS to etcd: a CA to trust and/or a client identity (PEM files).
+#[derive(Debug, Clone, Default)]
+pub struct EtcdTls {
+    /// CA certificate.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// Client certificate and key.
+    pub identity: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+/// What one sync did and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Transactions written (0 when idle).
+    pub transactions: usize,
+    /// RRset changes applied.
+    pub changes: usize,
+    /// Desired RRsets held back: (rrset, who holds the name).
+    pub conflicts: Vec<(DesiredRRset, String)>,
+    /// Names nested under another published name: (inner, outer).
+    pub nested: Vec<(String, String)>,
+    /// Errors: (zone or name, message). Non-empty: retry later.
+    pub errors: Vec<(String, String)>,
+}
+
+/// The provider; one etcd client, connected lazily and rebuilt after
+/// failures (etcd restarts).
+pub struct CorednsEtcd {
+    config: EtcdConfig,
+    client: Mutex<Option<Client>>,
+}
+
+impl std::fmt::Debug for CorednsEtcd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CorednsEtcd")
+            .field("endpoints", &self.config.endpoints)
+            .finish_non_exhaustive()
+    }
+}
+
+/// FNV-1a (64-bit): a fixed, dependency-free hash, so key ids stay the
+/// same across releases and machines.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+impl CorednsEtcd {
+    /// A provider for `config` (no connection yet).
+    pub fn new(config: EtcdConfig) -> Self {
+        CorednsEtcd {
+            config,
+            client: Mutex::new(None),
+        }
+    }
+
+    /// The key path of a name: the prefix, then its labels reversed.
+    pub fn name_path(&self, name: &str) -> String {
+        let mut path = self.config.prefix.trim_end_matches('/').to_owned();
+        for label in name.trim_end_matches('.').split('.').rev() {
+            path.push('/');
+            path.push_str(&label.to_ascii_lowercase());
+        }
+        path
+    }
+
+    /// The key of one target of `name`: `<path>/fedns-<id>`, the id a hash
+    /// of the type and target, so the same record keeps the same key.
+    pub fn record_key(&self, name: &str, record_type: RecordType, target: &str) -> String {
+        format!(
+            "{}/fedns-{:016x}",
+            self.name_path(name),
+            fnv1a(format!("{record_type} {target}").as_bytes())
+        )
+    }
+
+    /// The value CoreDNS reads for one target (plus `owner`).
+    ///
+    /// # Errors
+    /// A type the etcd plugin cannot express, or a malformed target.
+    pub fn record_value(&self, record_type: RecordType, target: &str, ttl: u32) -> Result<String, String> {
+        let owner = &self.config.owner_id;
+        let fields: Vec<&str> = target.split_whitespace().collect();
+        let number = |s: &str| {
+            s.parse::<u16>()
+                .map_err(|_| format!("{record_type} target {target:?}: {s:?} is not a number"))
+        };
+        let value = match record_type {
+            RecordType::A | RecordType::AAAA | RecordType::CNAME => json!({"host": target, "ttl": ttl, "owner": owner}),
+            RecordType::TXT => json!({"text": target, "ttl": ttl, "owner": owner}),
+            RecordType::SRV => match fields.as_slice() {
+                [priority, weight, port, host] => json!({
+                    "host": host, "port": number(port)?, "priority": number(priority)?, "weight": number(weight)?,
+                    "ttl": ttl, "owner": owner,
+                }),
+                _ => return Err(format!("SRV target {target:?} is not \"priority weight port host\"")),
+            },
+            RecordType::MX => match fields.as_slice() {
+                [preference, host] => {
+                    json!({"host": host, "priority": number(preference)?, "mail": true, "ttl": ttl, "owner": owner})
+                }
+                _ => return Err(format!("MX target {target:?} is not \"preference host\"")),
+            },
+            other => return Err(format!("the CoreDNS etcd plugin cannot serve {other} records")),
+        };
+        Ok(value.to_string())
+    }
+
+    async fn client(&self) -> Result<Client, String> {
+        let mut guard = self.client.lock().await;
+        if let Some(client) = guard.as_ref() {
+            return Ok(client.clone());
+        }
+        let mut options = ConnectOptions::new()
+            .with_connect_timeout(self.config.timeout)
+            .with_timeout(self.config.timeout);
+        if let Some(EtcdTls { ca_file: ca, identity }) = &self.config.tls {
+            let mut tls = TlsOptions::new();
+            if let Some(ca) = ca {
+                let pem = std::fs::read(ca).map_err(|e| format!("reading --etcd-ca-file {}: {e}", ca.display()))?;
+                tls = tls.ca_certificate(etcd_client::Certificate::from_pem(pem));
+            }
+            if let Some((cert, key)) = identity {
+                let cert =
+                    std::fs::read(cert).map_err(|e| format!("reading --etcd-cert-file {}: {e}", cert.display()))?;
+                let key = std::fs::read(key).map_err(|e| format!("reading --etcd-key-file {}: {e}", key.display()))?;
+                tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
+            }
+            options = options.with_tls(tls);
+        }
+        let client = Client::connect(&self.config.endpoints, Some(options))
+            .await
+            .map_err(|e| format!("connecting to etcd {:?}: {e}", self.config.endpoints))?;
+        *guard = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn forget_client(&self) {
+        *self.client.lock().await = None;
+    }
+
+    /// Every key under the zone: ours grouped into RRsets, and the paths
+    /// of keys with another (or no) owner.
+    async fn read_zone(
+        &self,
+        client: &mut Client,
+        zone: &str,
+    ) -> Result<
+        (
+            Vec<CurrentRRset>,
+            BTreeMap<String, String>,
+            BTreeMap<String, Vec<String>>,
+        ),
+        String,
+    > {
+        let zone_path = format!("{}/", self.name_path(zone));
+        let response = client
+            .get(zone_path.clone(), Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(|e| format!("reading {zone_path}: {e}"))?;
+        let mut ours: BTreeMap<(String, RecordType), CurrentRRset> = BTreeMap::new();
+        let mut foreign: BTreeMap<String, String> = BTreeMap::new();
+        let mut owned_keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for kv in response.kvs() {
+            let key = String::from_utf8_lossy(kv.key()).into_owned();
+            let value: Value = serde_json::from_slice(kv.value()).unwrap_or(Value::Null);
+            let owner = value.get("owner").and_then(Value::as_str).map(str::to_owned);
+            if owner.as_deref() != Some(self.config.owner_id.as_str()) {
+                foreign.insert(key, owner.unwrap_or_else(|| "no owner".into()));
+                continue;
+            }
+            let Some((path, _id)) = key.rsplit_once('/') else {
+                continue;
+            };
+            let name = self.path_name(path);
+            let (record_type, target) = decode(&value);
+            let ttl = value.get("ttl").and_then(Value::as_u64).unwrap_or(0) as u32;
+            owned_keys.entry(name.clone()).or_default().push(key);
+            let entry = ours.entry((name.clone(), record_type)).or_insert(CurrentRRset {
+                name,
+                record_type,
+                ttl,
+                targets: Vec::new(),
+                owner: Some(self.config.owner_id.clone()),
+            });
+            entry.targets.push(target);
+            entry.targets.sort();
+            entry.ttl = entry.ttl.min(ttl);
+        }
+        Ok((ours.into_values().collect(), foreign, owned_keys))
+    }
+
+    /// `/skydns/com/example/www` → `www.example.com`.
+    fn path_name(&self, path: &str) -> String {
+        let prefix = self.config.prefix.trim_end_matches('/');
+        let rest = path.strip_prefix(prefix).unwrap_or(path).trim_start_matches('/');
+        let mut labels: Vec<&str> = rest.split('/').filter(|l| !l.is_empty()).collect();
+        labels.reverse();
+        labels.join(".")
+    }
+
+    /// Brings etcd in line with `desired`, zone by zone.
+    pub async fn sync(&self, desired: &DesiredZones) -> SyncReport {
+        let mut report = SyncReport::default();
+        let mut client = match self.client().await {
+            Ok(client) => client,
+            Err(e) => {
+                report.errors.push(("etcd".into(), e));
+                return report;
+            }
+        };
+        for zone in &desired.zones {
+            let apex = zone.content.apex.to_ascii().trim_end_matches('.').to_owned();
+            if let Err(e) = self.sync_zone(&mut client, &apex, &zone.rrsets, &mut report).await {
+                report.errors.push((apex, e));
+                // A failed call may mean etcd restarted: reconnect next time.
+                self.forget_client().await;
+            }
+        }
+        report
+    }
+
+    async fn sync_zone(
+        &self,
+        client: &mut Client,
+        zone: &str,
+        desired: &[DesiredRRset],
+        report: &mut SyncReport,
+    ) -> Result<(), String> {
+        let (current, foreign, owned_keys) = self.read_zone(client, zone).await?;
+        // A foreign key at or below a desired name would be answered with it.
+        let mut allowed = Vec::new();
+        for rrset in desired {
+            let path = self.name_path(&rrset.name);
+            let holder = foreign
+                .iter()
+                .find(|(key, _)| key.as_str() == path || key.starts_with(&format!("{path}/")))
+                .map(|(_, owner)| owner.clone());
+            match holder {
+                Some(holder) => report.conflicts.push((rrset.clone(), holder)),
+                None => allowed.push(rrset.clone()),
+            }
+        }
+        // Published names nested under other published names.
+        let names: BTreeSet<&str> = allowed.iter().map(|r| r.name.as_str()).collect();
+        for inner in &names {
+            for outer in &names {
+                if inner != outer && inner.ends_with(&format!(".{outer}")) {
+                    report.nested.push(((*inner).to_owned(), (*outer).to_owned()));
+                }
+            }
+        }
+        let plan = plan::plan(&allowed, &current, &self.config.owner_id);
+        let changed: BTreeSet<String> = plan.changes.iter().map(|c| c.name().to_owned()).collect();
+        for name in changed {
+            let mut want: BTreeMap<String, String> = BTreeMap::new();
+            for rrset in allowed.iter().filter(|r| r.name == name) {
+                for target in &rrset.targets {
+                    let value = self
+                        .record_value(rrset.record_type, target, rrset.ttl)
+                        .map_err(|e| format!("{name}: {e}"))?;
+                    want.insert(self.record_key(&name, rrset.record_type, target), value);
+                }
+            }
+            let mut ops: Vec<TxnOp> = owned_keys
+                .get(&name)
+                .into_iter()
+                .flatten()
+                .filter(|key| !want.contains_key(*key))
+                .map(|key| TxnOp::delete(key.clone(), None))
+                .collect();
+            ops.extend(want.into_iter().map(|(key, value)| TxnOp::put(key, value, None)));
+            if ops.is_empty() {
+                continue;
+            }
+            client
+                .txn(Txn::new().and_then(ops))
+                .await
+                .map_err(|e| format!("writing {name}: {e}"))?;
+            report.transactions += 1;
+            report.changes += plan.changes.iter().filter(|c| c.name() == name).count();
+        }
+        Ok(())
+    }
+}
+
+/// The record type and target a plugin value stands for.
+fn decode(value: &Value) -> (RecordType, String) {
+    let text = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let number = |k: &str| value.get(k).and_then(Value::as_u64).unwrap_or(0);
+    if value.get("text").is_some() {
+        return (RecordType::TXT, text("text"));
+    }
+    if value.get("mail").and_then(Value::as_bool) == Some(true) {
+        return (RecordType::MX, format!("{} {}", number("priority"), text("host")));
+    }
+    if number("port") > 0 {
+        return (
+            RecordType::SRV,
+            format!(
+                "{} {} {} {}",
+                number("priority"),
+                number("weight"),
+                number("port"),
+                text("host")
+            ),
+        );
+    }
+    let host = text("host");
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => (RecordType::A, host),
+        Ok(std::net::IpAddr::V6(_)) => (RecordType::AAAA, host),
+        Err(_) => (RecordType::CNAME, host),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_values_in_the_plugin_format() {
+        let p = CorednsEtcd::new(EtcdConfig::default());
+        assert_eq!(
+            p.name_path("nginx.ns.myfed.svc.example.com"),
+            "/skydns/com/example/svc/myfed/ns/nginx"
+        );
+        let key = p.record_key("nginx.ns.myfed.svc.example.com", RecordType::A, "203.0.113.10");
+        assert!(key.starts_with("/skydns/com/example/svc/myfed/ns/nginx/fedns-"));
+        assert_eq!(
+            key,
+            p.record_key("NGINX.ns.myfed.svc.example.com.", RecordType::A, "203.0.113.10"),
+            "stable id"
+        );
+        let value: Value = serde_json::from_str(&p.record_value(RecordType::A, "203.0.113.10", 30).unwrap()).unwrap();
+        assert_eq!(value, json!({"host": "203.0.113.10", "ttl": 30, "owner": "fedns"}));
+        let srv: Value =
+            serde_json::from_str(&p.record_value(RecordType::SRV, "0 50 443 web.example.com", 30).unwrap()).unwrap();
+        assert_eq!(decode(&srv), (RecordType::SRV, "0 50 443 web.example.com".into()));
+        assert!(p.record_value(RecordType::CAA, "0 issue \"x\"", 30).is_err());
+        assert_eq!(p.path_name("/skydns/com/example/www"), "www.example.com");
+    }
+}

@@ -1,0 +1,320 @@
+//! The coredns-etcd provider against a real etcd (Debian `etcd-server`,
+//! started here on loopback ports with a temporary data dir).
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, GetOptions};
+use fedns_api::{DNSEndpoint, Domain};
+use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig};
+use fedns_providers::desired::{desired_zones, DesiredZones};
+use serde_json::{json, Value};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn etcd_binary() -> PathBuf {
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
+        let path = Path::new(dir).join("etcd");
+        if path.exists() {
+            return path;
+        }
+    }
+    panic!("etcd not found: install Debian package etcd-server (./scripts/test.sh does)");
+}
+
+/// An etcd member on loopback; restartable on the same ports and data.
+struct Etcd {
+    dir: PathBuf,
+    client_port: u16,
+    peer_port: u16,
+    child: Option<Child>,
+}
+
+impl Etcd {
+    fn start() -> Etcd {
+        let dir = std::env::temp_dir().join(format!("fedns-etcd-{}-{}", std::process::id(), free_port()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut etcd = Etcd {
+            dir,
+            client_port: free_port(),
+            peer_port: free_port(),
+            child: None,
+        };
+        etcd.resume();
+        etcd
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn resume(&mut self) {
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let child = Command::new(etcd_binary())
+            .args(["--name", "fedns-test", "--data-dir"])
+            .arg(self.dir.join("data"))
+            .args([
+                "--listen-client-urls",
+                &self.url(),
+                "--advertise-client-urls",
+                &self.url(),
+            ])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args([
+                "--initial-cluster",
+                &format!("fedns-test={peer}"),
+                "--log-level",
+                "error",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start etcd");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
+            assert!(Instant::now() < deadline, "etcd did not start within 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn desired(endpoints: Value) -> DesiredZones {
+    let domain: Domain = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+        "metadata": {"name": "myfed", "namespace": "fedns-system"},
+        "spec": {"domain": "example.com"},
+    }))
+    .unwrap();
+    let endpoint: DNSEndpoint = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+        "metadata": {"name": "service-nginx", "namespace": "ns"},
+        "spec": {"endpoints": endpoints},
+    }))
+    .unwrap();
+    desired_zones(&[domain], &[endpoint])
+}
+
+fn fixture() -> DesiredZones {
+    desired(json!([
+        {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10", "198.51.100.20"]},
+        {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "AAAA", "recordTTL": 30, "targets": ["2001:db8::10"]},
+        {"dnsName": "nginx.ns.myfed.svc.us-west-2.example.com", "recordType": "CNAME", "recordTTL": 30, "targets": ["nginx.ns.myfed.svc.example.com"]},
+        {"dnsName": "info.example.com", "recordType": "TXT", "recordTTL": 60, "targets": ["hello"]},
+        {"dnsName": "taken.example.com", "recordType": "A", "targets": ["203.0.113.99"]},
+    ]))
+}
+
+async fn dump(client: &mut Client, prefix: &str) -> BTreeMap<String, Value> {
+    let response = client.get(prefix, Some(GetOptions::new().with_prefix())).await.unwrap();
+    response
+        .kvs()
+        .iter()
+        .map(|kv| {
+            (
+                String::from_utf8_lossy(kv.key()).into_owned(),
+                serde_json::from_slice(kv.value()).unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+/// What CoreDNS's etcd plugin answers for `name`: every value at or below
+/// the name's path (https://coredns.io/plugins/etcd/), as "TYPE target".
+async fn coredns_answers(client: &mut Client, name: &str) -> Vec<String> {
+    let mut path = "/skydns".to_owned();
+    for label in name.split('.').rev() {
+        path.push('/');
+        path.push_str(label);
+    }
+    let mut out = Vec::new();
+    for (key, value) in dump(client, &path).await {
+        if key != path && !key.starts_with(&format!("{path}/")) {
+            continue; // a sibling sharing the prefix text, e.g. nginx2
+        }
+        let host = value["host"].as_str().unwrap_or_default();
+        let record = if let Some(text) = value["text"].as_str() {
+            format!("TXT {text}")
+        } else if host.parse::<std::net::Ipv4Addr>().is_ok() {
+            format!("A {host}")
+        } else if host.parse::<std::net::Ipv6Addr>().is_ok() {
+            format!("AAAA {host}")
+        } else {
+            format!("CNAME {host}")
+        };
+        out.push(record);
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishes_in_the_coredns_format_with_ownership() {
+    let mut etcd = Etcd::start();
+    let mut client = Client::connect([etcd.url()], None).await.unwrap();
+    // Records someone else owns: one on a name we want, one elsewhere.
+    client
+        .put(
+            "/skydns/com/example/taken/x1",
+            json!({"host": "192.0.2.1", "ttl": 300, "owner": "external-dns"}).to_string(),
+            None,
+        )
+        .await
+        .unwrap();
+    client
+        .put(
+            "/skydns/com/example/other/x1",
+            json!({"host": "192.0.2.2", "ttl": 300}).to_string(),
+            None,
+        )
+        .await
+        .unwrap();
+    let provider = CorednsEtcd::new(EtcdConfig {
+        endpoints: vec![etcd.url()],
+        ..EtcdConfig::default()
+    });
+
+    let report = provider.sync(&fixture()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.conflicts.len(), 1);
+    assert_eq!(report.conflicts[0].0.name, "taken.example.com");
+    assert_eq!(report.conflicts[0].1, "external-dns");
+
+    // Exact keys and values.
+    let keys = dump(&mut client, "/skydns/").await;
+    let a_key = provider.record_key(
+        "nginx.ns.myfed.svc.example.com",
+        fedns_api::RecordType::A,
+        "203.0.113.10",
+    );
+    assert_eq!(
+        keys[&a_key],
+        json!({"host": "203.0.113.10", "ttl": 30, "owner": "fedns"})
+    );
+    let cname_key = provider.record_key(
+        "nginx.ns.myfed.svc.us-west-2.example.com",
+        fedns_api::RecordType::CNAME,
+        "nginx.ns.myfed.svc.example.com",
+    );
+    assert!(cname_key.starts_with("/skydns/com/example/us-west-2/svc/myfed/ns/nginx/fedns-"));
+    assert_eq!(
+        keys[&cname_key],
+        json!({"host": "nginx.ns.myfed.svc.example.com", "ttl": 30, "owner": "fedns"})
+    );
+    let ours: Vec<&String> = keys.keys().filter(|k| keys[*k]["owner"] == "fedns").collect();
+    assert_eq!(ours.len(), 5, "{keys:#?}");
+    assert_eq!(
+        keys["/skydns/com/example/taken/x1"]["owner"], "external-dns",
+        "foreign record untouched"
+    );
+    assert_eq!(keys["/skydns/com/example/other/x1"]["host"], "192.0.2.2");
+
+    // What CoreDNS would answer.
+    assert_eq!(
+        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        ["A 198.51.100.20", "A 203.0.113.10", "AAAA 2001:db8::10"]
+    );
+    assert_eq!(
+        coredns_answers(&mut client, "nginx.ns.myfed.svc.us-west-2.example.com").await,
+        ["CNAME nginx.ns.myfed.svc.example.com"]
+    );
+    assert_eq!(coredns_answers(&mut client, "info.example.com").await, ["TXT hello"]);
+
+    // Idle: no write, the revision does not move.
+    let revision = client.get("x", None).await.unwrap().header().unwrap().revision();
+    let idle = provider.sync(&fixture()).await;
+    assert_eq!(idle.transactions, 0, "{idle:?}");
+    assert_eq!(
+        client.get("x", None).await.unwrap().header().unwrap().revision(),
+        revision
+    );
+
+    // A change replaces the name's keys in one transaction; stale keys go.
+    let changed = desired(json!([
+        {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.11"]},
+    ]));
+    let report = provider.sync(&changed).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(
+        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        ["A 203.0.113.11"]
+    );
+    assert!(
+        coredns_answers(&mut client, "info.example.com").await.is_empty(),
+        "stale owned key removed"
+    );
+    assert_eq!(
+        dump(&mut client, "/skydns/com/example/other").await.len(),
+        1,
+        "foreign record untouched"
+    );
+
+    // etcd stops: the sync reports it and changes nothing; after the
+    // restart the next sync repairs everything.
+    etcd.stop();
+    let down = provider.sync(&fixture()).await;
+    assert!(
+        !down.errors.is_empty(),
+        "a sync against a stopped etcd must report an error"
+    );
+    etcd.resume();
+    let mut repaired = provider.sync(&fixture()).await;
+    for _ in 0..50 {
+        if repaired.errors.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        repaired = provider.sync(&fixture()).await;
+    }
+    assert!(repaired.errors.is_empty(), "{:?}", repaired.errors);
+    let mut client = Client::connect([etcd.url()], None).await.unwrap();
+    assert_eq!(
+        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        ["A 198.51.100.20", "A 203.0.113.10", "AAAA 2001:db8::10"]
+    );
+    assert_eq!(coredns_answers(&mut client, "info.example.com").await, ["TXT hello"]);
+    let owned = dump(&mut client, "/skydns/")
+        .await
+        .values()
+        .filter(|v| v["owner"] == "fedns")
+        .count();
+    assert_eq!(owned, 5, "no stale keys after the restart");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_names_are_reported() {
+    let etcd = Etcd::start();
+    let provider = CorednsEtcd::new(EtcdConfig {
+        endpoints: vec![etcd.url()],
+        ..EtcdConfig::default()
+    });
+    let report = provider
+        .sync(&desired(json!([
+            {"dnsName": "app.example.com", "recordType": "A", "targets": ["203.0.113.1"]},
+            {"dnsName": "api.app.example.com", "recordType": "A", "targets": ["203.0.113.2"]},
+        ])))
+        .await;
+    assert_eq!(
+        report.nested,
+        vec![("api.app.example.com".to_owned(), "app.example.com".to_owned())]
+    );
+}
