@@ -11,6 +11,7 @@ use libfuzzer_sys::fuzz_target;
 fn snapshot() -> &'static Snapshot {
     static STORE: OnceLock<std::sync::Arc<Snapshot>> = OnceLock::new();
     STORE.get_or_init(|| {
+        // The fixture below is constant and valid: these cannot fail.
         let name = |s: &str| Name::from_ascii(s).expect("fixture name");
         let rr = |owner: &str, t: RecordType, data: &str| {
             Record::from_rdata(name(owner), 30, RData::try_from_str(t, data).expect("fixture rdata"))

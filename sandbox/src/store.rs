@@ -194,6 +194,7 @@ impl Store {
             events,
         });
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            // Cannot fail: namespaces are in the built-in registry.
             let info = store.resource("", "v1", "namespaces").expect("namespaces are built in");
             let _ = store.create(&info, None, json!({"metadata": {"name": ns}}));
         }

@@ -2,101 +2,14 @@
 //! started here on loopback ports with a temporary data dir).
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcd_client::{Client, GetOptions};
 use fedns_api::{DNSEndpoint, Domain};
+use fedns_e2e::Etcd;
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig};
 use fedns_providers::desired::{desired_zones, DesiredZones};
 use serde_json::{json, Value};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn etcd_binary() -> PathBuf {
-    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
-        let path = Path::new(dir).join("etcd");
-        if path.exists() {
-            return path;
-        }
-    }
-    panic!("etcd not found: install Debian package etcd-server (./scripts/test.sh does)");
-}
-
-/// An etcd member on loopback; restartable on the same ports and data.
-struct Etcd {
-    dir: PathBuf,
-    client_port: u16,
-    peer_port: u16,
-    child: Option<Child>,
-}
-
-impl Etcd {
-    fn start() -> Etcd {
-        let dir = std::env::temp_dir().join(format!("fedns-etcd-{}-{}", std::process::id(), free_port()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut etcd = Etcd {
-            dir,
-            client_port: free_port(),
-            peer_port: free_port(),
-            child: None,
-        };
-        etcd.resume();
-        etcd
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
-    }
-
-    fn resume(&mut self) {
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let child = Command::new(etcd_binary())
-            .args(["--name", "fedns-test", "--data-dir"])
-            .arg(self.dir.join("data"))
-            .args([
-                "--listen-client-urls",
-                &self.url(),
-                "--advertise-client-urls",
-                &self.url(),
-            ])
-            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
-            .args([
-                "--initial-cluster",
-                &format!("fedns-test={peer}"),
-                "--log-level",
-                "error",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start etcd");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
-            assert!(Instant::now() < deadline, "etcd did not start within 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn desired(endpoints: Value) -> DesiredZones {
     let domain: Domain = serde_json::from_value(json!({
