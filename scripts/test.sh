@@ -16,6 +16,7 @@ declare -A PACKAGES=(
   [knotd]=knot                # the peer authoritative server
   [dnsperf]=dnsperf           # bench/
   [protoc]=protobuf-compiler  # etcd-client compiles etcd's protos
+  [kubectl]=kubernetes-client # the emulator's kubeconfig must work for kubectl
 )
 missing=()
 for cmd in "${!PACKAGES[@]}"; do

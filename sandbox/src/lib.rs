@@ -59,7 +59,10 @@
 //! * POST ignores `status` where a status subresource exists (as the real
 //!   server); [`Emulator::seed_paths`] writes it afterwards through `/status`.
 //! * No aggregation layer, no OpenAPI documents (`kubectl apply` needs
-//!   `--validate=false`), no protobuf, no Table output, no
+//!   `--validate=false`; `--server-side` apply then works), no
+//!   protobuf (so `kubectl create` of built-in kinds gets 415; kubectl get,
+//!   patch, delete and server-side apply work), no Table output (kubectl
+//!   prints NAME and AGE only), no
 //!   `dryRun` semantics beyond echoing the object, no namespace
 //!   `Terminating` phase (deleting a namespace deletes its objects at once).
 
