@@ -57,7 +57,8 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
 
     // Leader election: only the leader writes; every replica serves DNS.
     let identity = std::env::var("POD_NAME").unwrap_or_else(|_| format!("fedns-{}", std::process::id()));
-    let (leader, lease_task) = if args.leader_elect {
+    let (leader_tx, leader) = watch::channel(!args.leader_elect);
+    let lease = if args.leader_elect {
         let manager = kube_lease_manager::LeaseManagerBuilder::new(host.clone(), "fedns-controller")
             .with_namespace(&namespace)
             .with_identity(&identity)
@@ -66,12 +67,29 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             .build()
             .await
             .context("setting up leader election (Lease fedns-controller)")?;
-        let (rx, task) = manager.watch().await;
-        (rx, Some(task))
+        let manager = Arc::new(manager);
+        let campaign = {
+            let manager = manager.clone();
+            tokio::spawn(async move {
+                loop {
+                    match manager.changed().await {
+                        Ok(is_leader) => {
+                            leader_tx.send_replace(is_leader);
+                        }
+                        Err(e) => {
+                            // Lost contact: stop writing until the lease is confirmed again.
+                            leader_tx.send_replace(false);
+                            tracing::warn!(error = %e, "leader election: cannot reach the Lease; retrying");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }
+            })
+        };
+        Some((manager, campaign))
     } else {
-        let (tx, rx) = watch::channel(true);
-        std::mem::forget(tx); // always leader
-        (rx, None)
+        drop(leader_tx); // the receiver keeps the last value: always leader
+        None
     };
 
     let queue = Queue::default();
@@ -253,12 +271,14 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
 
     shutdown.await;
     tracing::info!("shutting down");
-    drop(leader);
-    if let Some(task) = lease_task {
-        // Closing our receivers makes the lease manager release the lease.
-        match tokio::time::timeout(Duration::from_secs(5), task).await {
-            Ok(Ok(Ok(_))) => tracing::info!("lease released"),
-            other => tracing::warn!(?other, "lease not released cleanly"),
+    if let Some((manager, campaign)) = lease {
+        // Stop renewing, then hand the lease back so another replica takes
+        // over at once instead of after the lease duration.
+        campaign.abort();
+        match tokio::time::timeout(Duration::from_secs(5), manager.release()).await {
+            Ok(Ok(())) => tracing::info!("lease released"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "lease not released"),
+            Err(_) => tracing::warn!("lease not released within 5 s"),
         }
     }
     if let Some(server) = server {

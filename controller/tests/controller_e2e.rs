@@ -704,3 +704,84 @@ async fn join_registers_a_member() {
     assert_eq!(secret.data.unwrap()["token"].0, joined.token().as_bytes());
     federation.stop();
 }
+
+/// Two replicas: one holds the Lease; on SIGTERM it releases it (the
+/// holder is cleared at once) and the other takes over. (The follower
+/// notices when its cached lease would expire: kube-lease-manager's
+/// behaviour.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_election_hands_over_on_sigterm() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let s = setup(&[]).await;
+    let host = client_of(&s.federation.host).await;
+    let leases: Api<Lease> = Api::namespaced(host, "fedns-system");
+    let holder = || {
+        let leases = leases.clone();
+        async move {
+            leases
+                .get("fedns-controller")
+                .await
+                .ok()
+                .and_then(|l| l.spec.and_then(|s| s.holder_identity))
+        }
+    };
+    // The controller from setup() runs without POD_NAME: identity fedns-<pid>.
+    let first = s._controller.0.id();
+    let first_identity = format!("fedns-{first}");
+    let mut current = None;
+    for _ in 0..300 {
+        current = holder().await;
+        if current.as_deref() == Some(first_identity.as_str()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(current.as_deref(), Some(first_identity.as_str()));
+
+    let second = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        s.federation.state_dir.join("host.kubeconfig").to_str().unwrap(),
+        "--dns-listen",
+        &format!("127.0.0.1:{}", free_port()),
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+    ]);
+    let second_identity = format!("fedns-{}", second.0.id());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        holder().await.as_deref(),
+        Some(first_identity.as_str()),
+        "the second replica must not take the lease"
+    );
+
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    let mut released = false;
+    while started.elapsed() < Duration::from_secs(5) {
+        if holder().await.as_deref() != Some(first_identity.as_str()) {
+            released = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(released, "SIGTERM did not release the lease within 5 s");
+    println!("lease released {:?} after SIGTERM", started.elapsed());
+    let mut now = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        now = holder().await;
+        if now.as_deref() == Some(second_identity.as_str()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("lease handed over after {:?}", started.elapsed());
+    assert_eq!(now.as_deref(), Some(second_identity.as_str()));
+    assert!(started.elapsed() < Duration::from_secs(25));
+    drop(second);
+    s.federation.stop();
+}

@@ -186,3 +186,74 @@ async fn serves_ipv6_listeners() {
     .unwrap();
     server.shutdown().await;
 }
+
+/// TCP (RFC 7766): several pipelined queries on one connection are all
+/// answered in order; an idle connection is closed; connections beyond the
+/// cap are closed at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_pipelining_idle_timeout_and_cap() {
+    use std::io::Read;
+    let store = ZoneStore::new();
+    store.publish(fixture_zones());
+    let config = ServerConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        udp_workers: 1,
+        tcp_idle_timeout: Duration::from_millis(500),
+        max_tcp_connections: 2,
+        ..ServerConfig::default()
+    };
+    let server = DnsServer::start(config, store, DnsMetrics::new()).await.unwrap();
+    let tcp = server.tcp_addrs()[0];
+    tokio::task::spawn_blocking(move || {
+        // Three queries written at once, three answers back in order.
+        let mut stream = TcpStream::connect(tcp).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let names = [
+            "nginx.ns.myfed.svc.example.com.",
+            "www.example.com.",
+            "nothing.example.com.",
+        ];
+        let mut burst = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let mut packet = simple_query(name, RecordType::A, None);
+            packet[1] = i as u8;
+            burst.extend_from_slice(&(packet.len() as u16).to_be_bytes());
+            burst.extend_from_slice(&packet);
+        }
+        stream.write_all(&burst).unwrap();
+        for i in 0..3 {
+            let mut len = [0u8; 2];
+            stream.read_exact(&mut len).unwrap();
+            let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
+            stream.read_exact(&mut body).unwrap();
+            let m = fedns_dnsserver::hickory_proto::op::Message::from_vec(&body).unwrap();
+            assert_eq!(m.metadata.id & 0xff, i as u16);
+            assert_eq!(m.queries[0].name.to_ascii(), names[i as usize]);
+        }
+        // Idle: closed by the server after the timeout (read returns 0).
+        let started = Instant::now();
+        let mut buf = [0u8; 1];
+        assert_eq!(stream.read(&mut buf).unwrap_or(0), 0);
+        let idle = started.elapsed();
+        assert!(
+            idle >= Duration::from_millis(400) && idle < Duration::from_secs(2),
+            "closed after {idle:?}"
+        );
+
+        // Cap of 2: a third concurrent connection is closed at once.
+        let _a = TcpStream::connect(tcp).unwrap();
+        let _b = TcpStream::connect(tcp).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let mut c = TcpStream::connect(tcp).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let started = Instant::now();
+        assert_eq!(c.read(&mut buf).unwrap_or(0), 0);
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "the third connection was not refused promptly"
+        );
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+}
