@@ -147,8 +147,8 @@ fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
     }
     socket.set_reuse_port(true)?;
     socket.set_read_timeout(Some(UDP_WAKE))?;
-    // Room for bursts while a worker is busy: 4 MiB asked, the kernel caps it.
-    let _ = socket.set_recv_buffer_size(4 << 20);
+    // The kernel's default receive buffer, as Knot: a deeper queue only
+    // turns a stall into seconds of late answers instead of a few drops.
     socket.bind(&addr.into())?;
     Ok(socket.into())
 }
