@@ -237,6 +237,49 @@ impl RecordContext {
     }
 }
 
+/// The shards of healthy members: `fresh` for members whose caches are
+/// synced, the previous shard for those still listing (so a restart or a
+/// relist never drops a cluster from DNS).
+fn healthy_shards<T: Clone>(
+    registry: &Registry,
+    previous: &[T],
+    cluster_of: impl Fn(&T) -> &String,
+    fresh: impl Fn(&Member) -> Option<T>,
+) -> Vec<T> {
+    let mut shards = Vec::new();
+    for member in registry.members() {
+        if !member.is_healthy() {
+            continue;
+        }
+        if member.is_synced() {
+            shards.extend(fresh(&member));
+        } else if let Some(prev) = previous.iter().find(|p| *cluster_of(p) == member.name) {
+            shards.push(prev.clone());
+        }
+    }
+    shards
+}
+
+impl RecordContext {
+    /// Registers the host names in `lbs` for record `key` (re-resolved
+    /// every `ttl` seconds), drops those it no longer uses, and returns
+    /// what is resolved now.
+    fn resolve_lb_hostnames<'a>(
+        &self,
+        key: &str,
+        lbs: impl Iterator<Item = &'a LoadBalancerStatus>,
+        ttl: i64,
+    ) -> crate::resolver::Resolved {
+        let ttl = Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(30));
+        let hostnames: BTreeSet<String> = lbs.flat_map(builder::lb_hostnames).collect();
+        for host in &hostnames {
+            self.resolver.want(host, ttl, key);
+        }
+        self.resolver.forget(key, &hostnames);
+        self.resolver.snapshot()
+    }
+}
+
 fn owner_of<K: Resource<DynamicType = ()>>(object: &K) -> OwnerReference {
     OwnerReference {
         api_version: K::api_version(&()).into_owned(),
@@ -337,53 +380,35 @@ async fn reconcile_service(
     };
     let zone = names::normalize_hostname(&domain.spec.domain).unwrap_or_else(|_| domain.spec.domain.clone());
 
-    // Healthy shards; a member still listing keeps its previous shard.
-    let previous: BTreeMap<&str, &ClusterDNS> = old_status.dns.iter().map(|d| (d.cluster.as_str(), d)).collect();
-    let mut shards = Vec::new();
-    for member in ctx.registry.members() {
-        if !member.is_healthy() {
-            continue;
-        }
-        if !member.is_synced() {
-            if let Some(prev) = previous.get(member.name.as_str()) {
-                shards.push((*prev).clone());
+    let mut shards = healthy_shards(
+        &ctx.registry,
+        &old_status.dns,
+        |d| &d.cluster,
+        |member| {
+            let service = member.services.get(&ObjectRef::new(name).within(namespace))?;
+            let lb = service
+                .status
+                .as_ref()
+                .and_then(|s| s.load_balancer.clone())
+                .unwrap_or_default();
+            if !has_lb_address(&lb) {
+                return None;
             }
-            continue;
-        }
-        let Some(service) = member.services.get(&ObjectRef::new(name).within(namespace)) else {
-            continue;
-        };
-        let lb = service
-            .status
-            .as_ref()
-            .and_then(|s| s.load_balancer.clone())
-            .unwrap_or_default();
-        if !has_lb_address(&lb) {
-            continue;
-        }
-        if !record.spec.allow_service_without_endpoints && !member.has_ready_endpoints(namespace, name) {
-            continue;
-        }
-        let (region, zones) = member.topology();
-        shards.push(ClusterDNS {
-            cluster: member.name.clone(),
-            region,
-            zones,
-            load_balancer: lb,
-        });
-    }
+            if !record.spec.allow_service_without_endpoints && !member.has_ready_endpoints(namespace, name) {
+                return None;
+            }
+            let (region, zones) = member.topology();
+            Some(ClusterDNS {
+                cluster: member.name.clone(),
+                region,
+                zones,
+                load_balancer: lb,
+            })
+        },
+    );
     shards.sort_by(|a, b| a.cluster.cmp(&b.cluster));
 
-    let ttl = Duration::from_secs(u64::try_from(record.spec.record_ttl.max(1)).unwrap_or(30));
-    let hostnames: BTreeSet<String> = shards
-        .iter()
-        .flat_map(|s| builder::lb_hostnames(&s.load_balancer))
-        .collect();
-    for host in &hostnames {
-        ctx.resolver.want(host, ttl, &key);
-    }
-    ctx.resolver.forget(&key, &hostnames);
-    let resolved = ctx.resolver.snapshot();
+    let resolved = ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), record.spec.record_ttl);
     let service_label = record.spec.external_name.clone().unwrap_or_else(|| name.to_owned());
     let names_in = ServiceNames {
         service: &service_label,
@@ -455,56 +480,38 @@ async fn reconcile_ingress(
     let generation = record.metadata.generation;
     let old_status = record.status.clone().unwrap_or_default();
     let mut status = old_status.clone();
-    let previous: BTreeMap<&str, &IngressClusterDNS> = old_status.dns.iter().map(|d| (d.cluster.as_str(), d)).collect();
-    let mut shards = Vec::new();
-    for member in ctx.registry.members() {
-        if !member.is_healthy() {
-            continue;
-        }
-        if !member.is_synced() {
-            if let Some(prev) = previous.get(member.name.as_str()) {
-                shards.push((*prev).clone());
-            }
-            continue;
-        }
-        let Some(ingress) = member.ingresses.get(&ObjectRef::new(name).within(namespace)) else {
-            continue;
-        };
-        let lb = ingress
-            .status
-            .as_ref()
-            .and_then(|s| s.load_balancer.as_ref())
-            .map(|lb| LoadBalancerStatus {
-                ingress: lb.ingress.as_ref().map(|items| {
-                    items
-                        .iter()
-                        .map(|i| k8s_openapi::api::core::v1::LoadBalancerIngress {
-                            ip: i.ip.clone(),
-                            hostname: i.hostname.clone(),
-                            ..Default::default()
-                        })
-                        .collect()
-                }),
-            })
-            .unwrap_or_default();
-        if has_lb_address(&lb) {
-            shards.push(IngressClusterDNS {
+    let mut shards = healthy_shards(
+        &ctx.registry,
+        &old_status.dns,
+        |d| &d.cluster,
+        |member| {
+            let ingress = member.ingresses.get(&ObjectRef::new(name).within(namespace))?;
+            // networking/v1 IngressLoadBalancerStatus, kept in core/v1's shape.
+            let lb = ingress
+                .status
+                .as_ref()
+                .and_then(|s| s.load_balancer.as_ref())
+                .map(|lb| LoadBalancerStatus {
+                    ingress: lb.ingress.as_ref().map(|items| {
+                        items
+                            .iter()
+                            .map(|i| k8s_openapi::api::core::v1::LoadBalancerIngress {
+                                ip: i.ip.clone(),
+                                hostname: i.hostname.clone(),
+                                ..Default::default()
+                            })
+                            .collect()
+                    }),
+                })
+                .unwrap_or_default();
+            has_lb_address(&lb).then(|| IngressClusterDNS {
                 cluster: member.name.clone(),
                 load_balancer: lb,
-            });
-        }
-    }
+            })
+        },
+    );
     shards.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-    let ttl = Duration::from_secs(u64::try_from(record.spec.record_ttl.max(1)).unwrap_or(30));
-    let hostnames: BTreeSet<String> = shards
-        .iter()
-        .flat_map(|s| builder::lb_hostnames(&s.load_balancer))
-        .collect();
-    for host in &hostnames {
-        ctx.resolver.want(host, ttl, &key);
-    }
-    ctx.resolver.forget(&key, &hostnames);
-    let resolved = ctx.resolver.snapshot();
+    let resolved = ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), record.spec.record_ttl);
     let pairs: Vec<(String, LoadBalancerStatus)> = shards
         .iter()
         .map(|s| (s.cluster.clone(), s.load_balancer.clone()))
