@@ -299,6 +299,38 @@ fn has_lb_address(lb: &LoadBalancerStatus) -> bool {
     })
 }
 
+/// A record's `Ready` (from how many healthy shards it has) and
+/// `InputValid` (from the problems building its endpoints); returns
+/// whether either changed.
+fn set_record_conditions(
+    conditions_list: &mut Vec<Condition>,
+    healthy: usize,
+    none_message: &str,
+    problems: &[BuildProblem],
+    generation: Option<i64>,
+) -> bool {
+    let changed = if healthy == 0 {
+        conditions::set(
+            conditions_list,
+            conditions::READY,
+            false,
+            conditions::NO_HEALTHY_ENDPOINTS,
+            none_message,
+            generation,
+        )
+    } else {
+        conditions::set(
+            conditions_list,
+            conditions::READY,
+            true,
+            "Published",
+            &format!("{healthy} healthy cluster(s)"),
+            generation,
+        )
+    };
+    changed | set_input_condition(conditions_list, problems, generation)
+}
+
 fn set_input_condition(
     conditions_list: &mut Vec<Condition>,
     problems: &[BuildProblem],
@@ -423,24 +455,13 @@ async fn reconcile_service(
     problems.sort();
     problems.dedup();
 
-    let (ready, reason, message) = if shards.is_empty() {
-        (
-            false,
-            conditions::NO_HEALTHY_ENDPOINTS,
-            "no healthy member cluster has a load balancer address with ready endpoints".to_owned(),
-        )
-    } else {
-        (true, "Published", format!("{} healthy cluster(s)", shards.len()))
-    };
-    let mut changed = conditions::set(
+    let mut changed = set_record_conditions(
         &mut status.conditions,
-        conditions::READY,
-        ready,
-        reason,
-        &message,
+        shards.len(),
+        "no healthy member cluster has a load balancer address with ready endpoints",
+        &problems,
         generation,
     );
-    changed |= set_input_condition(&mut status.conditions, &problems, generation);
     changed |= status.domain.as_deref() != Some(zone.as_str())
         || status.dns != shards
         || status.observed_generation != generation;
@@ -524,24 +545,13 @@ async fn reconcile_ingress(
         &resolved,
         &mut problems,
     );
-    let (ready, reason, message) = if shards.is_empty() {
-        (
-            false,
-            conditions::NO_HEALTHY_ENDPOINTS,
-            "no healthy member cluster has an Ingress load balancer address".to_owned(),
-        )
-    } else {
-        (true, "Published", format!("{} healthy cluster(s)", shards.len()))
-    };
-    let mut changed = conditions::set(
+    let mut changed = set_record_conditions(
         &mut status.conditions,
-        conditions::READY,
-        ready,
-        reason,
-        &message,
+        shards.len(),
+        "no healthy member cluster has an Ingress load balancer address",
+        &problems,
         generation,
     );
-    changed |= set_input_condition(&mut status.conditions, &problems, generation);
     changed |= status.dns != shards || status.observed_generation != generation;
     status.dns = shards;
     status.observed_generation = generation;

@@ -261,6 +261,23 @@ impl Store {
         object
     }
 
+    /// The stored object at `namespace/name`, with its key, or 404.
+    fn existing(
+        inner: &Inner,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(Key, Arc<Value>), ApiError> {
+        let key = (namespace.unwrap_or_default().to_owned(), name.to_owned());
+        let object = inner
+            .collections
+            .get(&info.collection())
+            .and_then(|c| c.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+        Ok((key, object))
+    }
+
     fn check_namespace(inner: &Inner, info: &ResourceInfo, namespace: Option<&str>) -> Result<(), ApiError> {
         if !info.namespaced {
             return Ok(());
@@ -578,13 +595,7 @@ impl Store {
         if !body.is_object() {
             return Err(ApiError::bad_request("the body must be a JSON object"));
         }
-        let key = (namespace.unwrap_or_default().to_owned(), name.to_owned());
-        let old = inner
-            .collections
-            .get(&info.collection())
-            .and_then(|c| c.get(&key))
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+        let (key, old) = Self::existing(inner, info, namespace, name)?;
         let wanted_rv = expected_rv
             .or_else(|| meta(&body, "resourceVersion"))
             .filter(|rv| !rv.is_empty());
@@ -695,13 +706,7 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Value, ApiError> {
-        let key = (namespace.unwrap_or_default().to_owned(), name.to_owned());
-        let old = inner
-            .collections
-            .get(&info.collection())
-            .and_then(|c| c.get(&key))
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+        let (key, old) = Self::existing(inner, info, namespace, name)?;
         let has_finalizers = old
             .pointer("/metadata/finalizers")
             .and_then(Value::as_array)
