@@ -32,7 +32,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controller (member health, records, DNSEndpoints, publishing).
-    Controller(ControllerArgs),
+    Controller(Box<ControllerArgs>),
     /// Run only the embedded authoritative DNS server.
     DnsServer(DnsServerArgs),
     /// Print the CustomResourceDefinitions as multi-document YAML.
@@ -110,6 +110,44 @@ pub enum Provider {
     Embedded,
     /// CoreDNS through its etcd plugin (etcd v3).
     CorednsEtcd,
+    /// AWS Route53 hosted zones.
+    Route53,
+}
+
+/// Settings of the route53 provider. Credentials and region come from the
+/// standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE,
+/// web identity, container or instance metadata).
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct Route53Args {
+    /// Hosted zones to publish in, by id (repeatable or comma-separated);
+    /// default: the hosted zone named like each Domain.
+    #[arg(long = "route53-zone-id", value_name = "ID", value_delimiter = ',')]
+    pub zone_ids: Vec<String>,
+    /// Route53 API endpoint URL (a proxy, or an emulator such as moto).
+    #[arg(long = "route53-endpoint", value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Signing region (default: from the AWS chain, else us-east-1).
+    #[arg(long = "route53-region", value_name = "REGION")]
+    pub region: Option<String>,
+    /// Route53 requests per second at most (AWS allows 5 per account).
+    #[arg(long = "route53-rps", value_name = "N", default_value_t = 4.0)]
+    pub requests_per_second: f64,
+    /// Attempts per request on throttling and 5xx, the first included.
+    #[arg(long = "route53-max-attempts", value_name = "N", default_value_t = 5)]
+    pub max_attempts: u32,
+}
+
+impl Default for Route53Args {
+    /// The command line's defaults (checked by a test).
+    fn default() -> Self {
+        Route53Args {
+            zone_ids: Vec::new(),
+            endpoint: None,
+            region: None,
+            requests_per_second: 4.0,
+            max_attempts: 5,
+        }
+    }
 }
 
 /// Settings of the coredns-etcd provider.
@@ -157,6 +195,9 @@ pub struct ControllerArgs {
     /// coredns-etcd settings.
     #[command(flatten)]
     pub etcd: EtcdArgs,
+    /// route53 settings.
+    #[command(flatten)]
+    pub route53: Route53Args,
     /// DNS listen address of the embedded server (repeatable).
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:53")]
     pub dns_listen: Vec<SocketAddr>,
@@ -269,4 +310,38 @@ pub struct JoinArgs {
     /// Register even if the member does not answer now.
     #[arg(long)]
     pub skip_check: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn route53_defaults_match_the_command_line() {
+        let cli = Cli::try_parse_from(["fedns", "controller"]).expect("parses");
+        let Command::Controller(args) = cli.command else {
+            panic!("not the controller")
+        };
+        assert_eq!(args.route53, Route53Args::default());
+        let cli = Cli::try_parse_from([
+            "fedns",
+            "controller",
+            "--provider",
+            "route53",
+            "--provider",
+            "embedded",
+            "--route53-zone-id",
+            "Z1,Z2",
+            "--route53-rps",
+            "2.5",
+        ])
+        .expect("parses");
+        let Command::Controller(args) = cli.command else {
+            panic!("not the controller")
+        };
+        assert_eq!(args.provider, vec![Provider::Route53, Provider::Embedded]);
+        assert_eq!(args.route53.zone_ids, vec!["Z1", "Z2"]);
+        assert_eq!(args.route53.requests_per_second, 2.5);
+    }
 }

@@ -11,6 +11,8 @@ use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneSto
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig, EtcdTls};
 use fedns_providers::embedded::EmbeddedSink;
 use fedns_providers::kube_source::{self, Sinks, SourceConfig, SourceState};
+use fedns_providers::provider::ProviderMetrics;
+use fedns_providers::route53::{Route53, Route53Config};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
@@ -46,6 +48,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let namespace = args.namespace.clone();
     let mut metrics_registry = MetricsRegistry::default();
     let metrics = Arc::new(ControllerMetrics::new(&mut metrics_registry));
+    let provider_metrics = ProviderMetrics::new(&mut metrics_registry);
     let dns_metrics = DnsMetrics::new();
     let zones = ZoneStore::new();
     dns_metrics.watch_store(zones.clone());
@@ -229,13 +232,31 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         } else {
             None
         };
-        sinks.coredns_etcd = Some(Arc::new(CorednsEtcd::new(EtcdConfig {
-            endpoints: args.etcd.endpoints.clone(),
-            prefix: args.etcd.prefix.clone(),
-            owner_id: args.owner_id.clone(),
-            tls,
-            ..EtcdConfig::default()
-        })));
+        sinks.providers.push(Arc::new(CorednsEtcd::new(
+            EtcdConfig {
+                endpoints: args.etcd.endpoints.clone(),
+                prefix: args.etcd.prefix.clone(),
+                owner_id: args.owner_id.clone(),
+                tls,
+                ..EtcdConfig::default()
+            },
+            provider_metrics.clone(),
+        )));
+    }
+    if args.provider.contains(&Provider::Route53) {
+        let route53 = &args.route53;
+        sinks.providers.push(Arc::new(Route53::new(
+            Route53Config {
+                owner_id: args.owner_id.clone(),
+                zone_ids: route53.zone_ids.clone(),
+                endpoint: route53.endpoint.clone(),
+                region: route53.region.clone(),
+                requests_per_second: route53.requests_per_second,
+                max_attempts: route53.max_attempts,
+                ..Route53Config::default()
+            },
+            provider_metrics.clone(),
+        )));
     }
     let (tx, mut rx) = watch::channel(SourceState::default());
     let source_config = SourceConfig {

@@ -64,7 +64,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         };
         let sinks = Sinks {
             embedded: Some(sink.clone()),
-            coredns_etcd: None,
+            providers: Vec::new(),
         };
         tokio::spawn(kube_source::run(client, config, sinks, tx));
         source_state = Some(rx);

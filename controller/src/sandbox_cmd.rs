@@ -167,6 +167,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
             cert_file: None,
             key_file: None,
         },
+        route53: Default::default(),
         dns_listen: vec![args.dns_listen],
         udp_workers: Some(1),
         metrics_addr: args.metrics_addr,

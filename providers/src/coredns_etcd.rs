@@ -23,8 +23,14 @@ use fedns_api::RecordType;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use futures::future::BoxFuture;
+
 use crate::desired::{DesiredRRset, DesiredZones};
 use crate::plan::{self, CurrentRRset};
+use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, SyncMode, SyncReport};
+
+/// The provider's name in conditions, metrics and logs.
+pub const NAME: &str = "coredns-etcd";
 
 /// Connection and layout settings.
 #[derive(Debug, Clone)]
@@ -62,26 +68,13 @@ pub struct EtcdTls {
     pub identity: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
-/// What one sync did and found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SyncReport {
-    /// Transactions written (0 when idle).
-    pub transactions: usize,
-    /// RRset changes applied.
-    pub changes: usize,
-    /// Desired RRsets held back: (rrset, who holds the name).
-    pub conflicts: Vec<(DesiredRRset, String)>,
-    /// Names nested under another published name: (inner, outer).
-    pub nested: Vec<(String, String)>,
-    /// Errors: (zone or name, message). Non-empty: retry later.
-    pub errors: Vec<(String, String)>,
-}
-
 /// The provider; one etcd client, connected lazily and rebuilt after
 /// failures (etcd restarts).
 pub struct CorednsEtcd {
     config: EtcdConfig,
     client: Mutex<Option<Client>>,
+    applied: AppliedCache,
+    metrics: ProviderMetrics,
 }
 
 impl std::fmt::Debug for CorednsEtcd {
@@ -104,12 +97,19 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 impl CorednsEtcd {
-    /// A provider for `config` (no connection yet).
-    pub fn new(config: EtcdConfig) -> Self {
+    /// A provider for `config`, counting into `metrics` (no connection yet).
+    pub fn new(config: EtcdConfig, metrics: ProviderMetrics) -> Self {
         CorednsEtcd {
             config,
             client: Mutex::new(None),
+            applied: AppliedCache::default(),
+            metrics,
         }
+    }
+
+    /// The metrics this provider counts into.
+    pub fn metrics(&self) -> &ProviderMetrics {
+        &self.metrics
     }
 
     /// The key path of a name: the prefix, then its labels reversed.
@@ -214,8 +214,9 @@ impl CorednsEtcd {
         let zone_path = format!("{}/", self.name_path(zone));
         let response = client
             .get(zone_path.clone(), Some(GetOptions::new().with_prefix()))
-            .await
-            .map_err(|e| format!("reading {zone_path}: {e}"))?;
+            .await;
+        self.metrics.api_call(NAME, "get", response.is_ok());
+        let response = response.map_err(|e| format!("reading {zone_path}: {e}"))?;
         let mut ours: BTreeMap<(String, RecordType), CurrentRRset> = BTreeMap::new();
         let mut foreign: BTreeMap<String, String> = BTreeMap::new();
         let mut owned_keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -257,24 +258,45 @@ impl CorednsEtcd {
         labels.join(".")
     }
 
-    /// Brings etcd in line with `desired`, zone by zone.
-    pub async fn sync(&self, desired: &DesiredZones) -> SyncReport {
+    /// Brings etcd in line with `desired`, zone by zone. A
+    /// [`SyncMode::Changed`] sync skips zones whose desired RRsets did not
+    /// change since their last clean sync.
+    pub async fn sync_all(&self, desired: &DesiredZones, mode: SyncMode) -> SyncReport {
+        let started = std::time::Instant::now();
         let mut report = SyncReport::default();
-        let mut client = match self.client().await {
-            Ok(client) => client,
-            Err(e) => {
-                report.errors.push(("etcd".into(), e));
-                return report;
-            }
-        };
+        let mut apexes = Vec::new();
+        let mut client = None;
         for zone in &desired.zones {
             let apex = zone.content.apex.to_ascii().trim_end_matches('.').to_owned();
-            if let Err(e) = self.sync_zone(&mut client, &apex, &zone.rrsets, &mut report).await {
-                report.errors.push((apex, e));
-                // A failed call may mean etcd restarted: reconnect next time.
-                self.forget_client().await;
+            apexes.push(apex.clone());
+            if self.applied.replay(&apex, &zone.rrsets, mode, &mut report) {
+                continue;
             }
+            if client.is_none() {
+                match self.client().await {
+                    Ok(c) => client = Some(c),
+                    Err(e) => {
+                        report.errors.push((ErrorScope::Provider, e));
+                        self.applied.clear();
+                        break;
+                    }
+                }
+            }
+            let Some(client) = client.as_mut() else { break };
+            let mut outcome = SyncReport::default();
+            match self.sync_zone(client, &apex, &zone.rrsets, &mut outcome).await {
+                Ok(()) => self.applied.applied(&apex, &zone.rrsets, &outcome),
+                Err(e) => {
+                    outcome.errors.push((ErrorScope::Zone(apex.clone()), e));
+                    self.applied.forget(&apex);
+                    // A failed call may mean etcd restarted: reconnect next time.
+                    self.forget_client().await;
+                }
+            }
+            report.merge(outcome);
         }
+        self.applied.retain(&apexes);
+        self.metrics.sync_duration(NAME, started);
         report
     }
 
@@ -309,6 +331,7 @@ impl CorednsEtcd {
             }
         }
         let plan = plan::plan(&allowed, &current, &self.config.owner_id);
+        self.metrics.records_owned(NAME, zone, current.len());
         let changed: BTreeSet<String> = plan.changes.iter().map(|c| c.name().to_owned()).collect();
         for name in changed {
             let mut want: BTreeMap<String, String> = BTreeMap::new();
@@ -331,14 +354,25 @@ impl CorednsEtcd {
             if ops.is_empty() {
                 continue;
             }
-            client
-                .txn(Txn::new().and_then(ops))
-                .await
-                .map_err(|e| format!("writing {name}: {e}"))?;
-            report.transactions += 1;
-            report.changes += plan.changes.iter().filter(|c| c.name() == name).count();
+            let written = client.txn(Txn::new().and_then(ops)).await;
+            self.metrics.api_call(NAME, "txn", written.is_ok());
+            written.map_err(|e| format!("writing {name}: {e}"))?;
+            let changes = plan.changes.iter().filter(|c| c.name() == name).count();
+            report.writes += 1;
+            report.changes += changes;
+            self.metrics.changes_applied(NAME, zone, changes);
         }
         Ok(())
+    }
+}
+
+impl Provider for CorednsEtcd {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn sync<'a>(&'a self, desired: &'a DesiredZones, mode: SyncMode) -> BoxFuture<'a, SyncReport> {
+        Box::pin(self.sync_all(desired, mode))
     }
 }
 
@@ -378,7 +412,7 @@ mod tests {
 
     #[test]
     fn keys_and_values_in_the_plugin_format() {
-        let p = CorednsEtcd::new(EtcdConfig::default());
+        let p = CorednsEtcd::new(EtcdConfig::default(), ProviderMetrics::default());
         assert_eq!(
             p.name_path("nginx.ns.myfed.svc.example.com"),
             "/skydns/com/example/svc/myfed/ns/nginx"

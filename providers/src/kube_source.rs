@@ -25,9 +25,9 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
-use crate::coredns_etcd::{CorednsEtcd, SyncReport};
 use crate::desired::{desired_zones, DesiredZones};
 use crate::embedded::EmbeddedSink;
+use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
 
 /// Settings of the Kubernetes source.
 #[derive(Debug, Clone)]
@@ -66,13 +66,25 @@ pub struct SourceState {
 pub struct Sinks {
     /// fedns's own DNS server.
     pub embedded: Option<EmbeddedSink>,
-    /// CoreDNS through etcd.
-    pub coredns_etcd: Option<Arc<CorednsEtcd>>,
+    /// External providers (Route53, CoreDNS through etcd), synced in turn.
+    pub providers: Vec<Arc<dyn Provider>>,
+}
+
+/// One thing a provider could not publish for a DNSEndpoint.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Problem {
+    /// Condition reason: `InvalidInput`, `Conflict` or `ProviderError`.
+    reason: &'static str,
+    /// One line.
+    message: String,
 }
 
 /// Per provider: its name, and per DNSEndpoint (`namespace/name`) the
 /// problems it had publishing it.
-type ProviderResults = Vec<(&'static str, BTreeMap<String, Vec<String>>)>;
+type ProviderResults = Vec<(&'static str, BTreeMap<String, Vec<Problem>>)>;
+
+/// Condition reason for a provider's failure.
+const PROVIDER_ERROR: &str = "ProviderError";
 
 /// Runs the source until the process ends. `state` reports each publish.
 pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watch::Sender<SourceState>) {
@@ -98,6 +110,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         },
     );
     let mut reported: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut mode = SyncMode::Full;
     loop {
         let desired = {
             let domains: Vec<Domain> = domains.state().iter().map(|d| (**d).clone()).collect();
@@ -107,7 +120,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         let invalid = by_source(desired.problems.iter().map(|p| {
             (
                 format!("{}/{}", p.namespace, p.name),
-                format!("{}: {}", p.dns_name, p.message),
+                Problem {
+                    reason: conditions::INVALID_INPUT,
+                    message: format!("{}: {}", p.dns_name, p.message),
+                },
             )
         }));
         let mut results: ProviderResults = Vec::new();
@@ -116,13 +132,16 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             results.push(("embedded", invalid.clone()));
         }
         let mut failing = false;
-        if let Some(etcd) = &sinks.coredns_etcd {
-            let report = etcd.sync(&desired).await;
-            for (what, error) in &report.errors {
-                tracing::warn!(provider = "coredns-etcd", %what, "{error}");
+        for provider in &sinks.providers {
+            let report = provider.sync(&desired, mode).await;
+            for (scope, error) in &report.errors {
+                tracing::warn!(provider = provider.name(), ?scope, "{error}");
             }
-            failing |= !report.errors.is_empty();
-            results.push(("coredns-etcd", etcd_problems(&desired, &report, &invalid)));
+            failing |= report.failed();
+            results.push((
+                provider.name(),
+                provider_problems(provider.name(), &desired, &report, &invalid),
+            ));
         }
         state.send_modify(|s| s.publishes += 1);
         if config.write_status {
@@ -145,67 +164,88 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         } else {
             config.resync_interval
         };
-        tokio::select! {
-            _ = changed.notified() => {}
-            _ = tokio::time::sleep(resync), if sinks.coredns_etcd.is_some() => {}
-        }
+        mode = tokio::select! {
+            _ = changed.notified() => SyncMode::Changed,
+            _ = tokio::time::sleep(resync), if !sinks.providers.is_empty() => {
+                if failing { SyncMode::Changed } else { SyncMode::Full }
+            }
+        };
         // Coalesce bursts (a controller writing many DNSEndpoints at once).
         tokio::time::sleep(config.debounce).await;
     }
 }
 
-fn by_source(items: impl Iterator<Item = (String, String)>) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (source, message) in items {
-        out.entry(source).or_default().push(message);
+fn by_source(items: impl Iterator<Item = (String, Problem)>) -> BTreeMap<String, Vec<Problem>> {
+    let mut out: BTreeMap<String, Vec<Problem>> = BTreeMap::new();
+    for (source, problem) in items {
+        out.entry(source).or_default().push(problem);
     }
     out
 }
 
-/// Conflicts, nested names and errors of a coredns-etcd sync, by DNSEndpoint.
-fn etcd_problems(
+/// Conflicts, nested names, refused changes and errors of a provider's
+/// sync, by DNSEndpoint, on top of the endpoints' own invalid data.
+fn provider_problems(
+    provider: &str,
     desired: &DesiredZones,
     report: &SyncReport,
-    invalid: &BTreeMap<String, Vec<String>>,
-) -> BTreeMap<String, Vec<String>> {
+    invalid: &BTreeMap<String, Vec<Problem>>,
+) -> BTreeMap<String, Vec<Problem>> {
     let mut out = invalid.clone();
-    let mut add = |sources: &std::collections::BTreeSet<String>, message: String| {
+    let mut add = |sources: &std::collections::BTreeSet<String>, reason: &'static str, message: String| {
         for source in sources {
-            out.entry(source.clone()).or_default().push(message.clone());
+            out.entry(source.clone()).or_default().push(Problem {
+                reason,
+                message: message.clone(),
+            });
         }
     };
+    let rrsets = || desired.zones.iter().flat_map(|z| z.rrsets.iter());
     for (rrset, holder) in &report.conflicts {
         add(
             &rrset.sources,
+            conditions::CONFLICT,
             format!(
-                "{} {}: the name is held by {holder} in etcd; not published there",
+                "{} {}: the name is held by {holder} in {provider}; not published there",
                 rrset.name, rrset.record_type
             ),
         );
     }
     for (inner, outer) in &report.nested {
-        for zone in &desired.zones {
-            for rrset in zone.rrsets.iter().filter(|r| &r.name == inner || &r.name == outer) {
-                add(
-                    &rrset.sources,
-                    format!("{inner} is nested under {outer}: CoreDNS answers {outer} with {inner}'s records too"),
-                );
-            }
+        for rrset in rrsets().filter(|r| &r.name == inner || &r.name == outer) {
+            add(
+                &rrset.sources,
+                conditions::CONFLICT,
+                format!("{inner} is nested under {outer}: CoreDNS answers {outer} with {inner}'s records too"),
+            );
         }
     }
-    for (zone_or_name, error) in &report.errors {
+    for (name, record_type, message) in &report.rejected {
+        for rrset in rrsets().filter(|r| &r.name == name) {
+            add(
+                &rrset.sources,
+                PROVIDER_ERROR,
+                format!("{name} {record_type}: {provider} refused it: {message}"),
+            );
+        }
+    }
+    for (scope, error) in &report.errors {
         for zone in &desired.zones {
             let apex = zone.content.apex.to_ascii();
-            if zone_or_name == "etcd" || apex.trim_end_matches('.') == zone_or_name {
+            let hit = match scope {
+                ErrorScope::Provider => true,
+                ErrorScope::Zone(z) => apex.trim_end_matches('.') == z,
+            };
+            if hit {
                 for rrset in &zone.rrsets {
-                    add(&rrset.sources, format!("etcd: {error}"));
+                    add(&rrset.sources, PROVIDER_ERROR, format!("{provider}: {error}"));
                 }
             }
         }
     }
-    for messages in out.values_mut() {
-        messages.sort();
-        messages.dedup();
+    for problems in out.values_mut() {
+        problems.sort();
+        problems.dedup();
     }
     out
 }
@@ -259,17 +299,20 @@ async fn write_statuses(
                     format!("all {} endpoints are published", endpoint.spec.endpoints.len()),
                 )
             } else {
-                let reason = if mine.iter().any(|m| m.starts_with("etcd:")) {
-                    "ProviderError"
-                } else if mine.iter().any(|m| m.contains("is held by")) {
-                    conditions::CONFLICT
-                } else {
-                    conditions::INVALID_INPUT
-                };
+                // The most serious reason names the condition.
+                let reason = [PROVIDER_ERROR, conditions::CONFLICT]
+                    .into_iter()
+                    .find(|r| mine.iter().any(|p| p.reason == *r))
+                    .unwrap_or(conditions::INVALID_INPUT);
+                let messages: Vec<&str> = mine.iter().map(|p| p.message.as_str()).collect();
                 (
                     false,
                     reason,
-                    format!("{} problem(s), the rest is published: {}", mine.len(), mine.join("; ")),
+                    format!(
+                        "{} problem(s), the rest is published: {}",
+                        mine.len(),
+                        messages.join("; ")
+                    ),
                 )
             };
             changed |= conditions::set(
@@ -280,9 +323,9 @@ async fn write_statuses(
                 &message,
                 generation,
             );
-            for m in mine {
-                if !problems.contains(&m) {
-                    problems.push(m);
+            for p in mine {
+                if !problems.contains(&p.message) {
+                    problems.push(p.message);
                 }
             }
         }

@@ -4,7 +4,8 @@
 //! objects → [`desired::DesiredZones`] (validated, merged RRsets per zone)
 //! → sinks. This crate holds the pure pipeline and the `embedded` sink,
 //! which feeds the `fedns-dnsserver` store, the provider-neutral
-//! [`plan`]ner (ownership, conflicts), and the `coredns-etcd` provider.
+//! [`plan`]ner (ownership, conflicts), the [`provider::Provider`] trait,
+//! and the external providers: [`route53`] and [`coredns_etcd`].
 
 pub mod coredns_etcd;
 pub mod desired;
@@ -12,3 +13,5 @@ pub mod embedded;
 pub mod kube_source;
 pub mod manifests;
 pub mod plan;
+pub mod provider;
+pub mod route53;

@@ -104,6 +104,7 @@ async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
             cert_file: None,
             key_file: None,
         },
+        route53: Default::default(),
         dns_listen: vec![format!("127.0.0.1:{}", free_port()).parse().unwrap()],
         udp_workers: Some(1),
         metrics_addr: "127.0.0.1:0".parse().unwrap(),

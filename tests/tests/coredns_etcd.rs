@@ -9,6 +9,7 @@ use fedns_api::{DNSEndpoint, Domain};
 use fedns_e2e::Etcd;
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig};
 use fedns_providers::desired::{desired_zones, DesiredZones};
+use fedns_providers::provider::{ProviderMetrics, SyncMode};
 use serde_json::{json, Value};
 
 fn desired(endpoints: Value) -> DesiredZones {
@@ -101,12 +102,15 @@ async fn publishes_in_the_coredns_format_with_ownership() {
         )
         .await
         .unwrap();
-    let provider = CorednsEtcd::new(EtcdConfig {
-        endpoints: vec![etcd.url()],
-        ..EtcdConfig::default()
-    });
+    let provider = CorednsEtcd::new(
+        EtcdConfig {
+            endpoints: vec![etcd.url()],
+            ..EtcdConfig::default()
+        },
+        ProviderMetrics::default(),
+    );
 
-    let report = provider.sync(&fixture()).await;
+    let report = provider.sync_all(&fixture(), SyncMode::Changed).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.conflicts.len(), 1);
     assert_eq!(report.conflicts[0].0.name, "taken.example.com");
@@ -154,8 +158,18 @@ async fn publishes_in_the_coredns_format_with_ownership() {
 
     // Idle: no write, the revision does not move.
     let revision = client.get("x", None).await.unwrap().header().unwrap().revision();
-    let idle = provider.sync(&fixture()).await;
-    assert_eq!(idle.transactions, 0, "{idle:?}");
+    let calls = provider.metrics().api_calls_total("coredns-etcd");
+    let idle = provider.sync_all(&fixture(), SyncMode::Changed).await;
+    assert_eq!(idle.writes, 0, "{idle:?}");
+    assert_eq!(
+        provider.metrics().api_calls_total("coredns-etcd"),
+        calls,
+        "an idle sync makes no etcd call at all"
+    );
+    // A full resync reads, finds nothing to change, and writes nothing.
+    let full = provider.sync_all(&fixture(), SyncMode::Full).await;
+    assert_eq!((full.writes, full.errors.len()), (0, 0), "{full:?}");
+    assert!(provider.metrics().api_calls_total("coredns-etcd") > calls);
     assert_eq!(
         client.get("x", None).await.unwrap().header().unwrap().revision(),
         revision
@@ -165,7 +179,7 @@ async fn publishes_in_the_coredns_format_with_ownership() {
     let changed = desired(json!([
         {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.11"]},
     ]));
-    let report = provider.sync(&changed).await;
+    let report = provider.sync_all(&changed, SyncMode::Changed).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(
         coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
@@ -181,22 +195,40 @@ async fn publishes_in_the_coredns_format_with_ownership() {
         "foreign record untouched"
     );
 
+    // Drift (an owned key deleted behind fedns's back) is repaired by the
+    // periodic full resync, not by change-driven syncs.
+    client
+        .delete(
+            "/skydns/com/example/svc/myfed/ns/nginx/",
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+    let report = provider.sync_all(&changed, SyncMode::Changed).await;
+    assert_eq!(report.writes, 0, "{report:?}");
+    let report = provider.sync_all(&changed, SyncMode::Full).await;
+    assert_eq!((report.writes, report.errors.len()), (1, 0), "{report:?}");
+    assert_eq!(
+        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        ["A 203.0.113.11"]
+    );
+
     // etcd stops: the sync reports it and changes nothing; after the
     // restart the next sync repairs everything.
     etcd.stop();
-    let down = provider.sync(&fixture()).await;
+    let down = provider.sync_all(&fixture(), SyncMode::Full).await;
     assert!(
         !down.errors.is_empty(),
         "a sync against a stopped etcd must report an error"
     );
     etcd.resume();
-    let mut repaired = provider.sync(&fixture()).await;
+    let mut repaired = provider.sync_all(&fixture(), SyncMode::Changed).await;
     for _ in 0..50 {
         if repaired.errors.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        repaired = provider.sync(&fixture()).await;
+        repaired = provider.sync_all(&fixture(), SyncMode::Changed).await;
     }
     assert!(repaired.errors.is_empty(), "{:?}", repaired.errors);
     let mut client = Client::connect([etcd.url()], None).await.unwrap();
@@ -216,15 +248,21 @@ async fn publishes_in_the_coredns_format_with_ownership() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nested_names_are_reported() {
     let etcd = Etcd::start();
-    let provider = CorednsEtcd::new(EtcdConfig {
-        endpoints: vec![etcd.url()],
-        ..EtcdConfig::default()
-    });
+    let provider = CorednsEtcd::new(
+        EtcdConfig {
+            endpoints: vec![etcd.url()],
+            ..EtcdConfig::default()
+        },
+        ProviderMetrics::default(),
+    );
     let report = provider
-        .sync(&desired(json!([
-            {"dnsName": "app.example.com", "recordType": "A", "targets": ["203.0.113.1"]},
-            {"dnsName": "api.app.example.com", "recordType": "A", "targets": ["203.0.113.2"]},
-        ])))
+        .sync_all(
+            &desired(json!([
+                {"dnsName": "app.example.com", "recordType": "A", "targets": ["203.0.113.1"]},
+                {"dnsName": "api.app.example.com", "recordType": "A", "targets": ["203.0.113.2"]},
+            ])),
+            SyncMode::Changed,
+        )
         .await;
     assert_eq!(
         report.nested,

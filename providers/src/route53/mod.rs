@@ -1,0 +1,672 @@
+//! The `route53` provider (aws-sdk-route53): publishes each Domain's RRsets
+//! in the Route53 hosted zone of the same name (or one of
+//! `--route53-zone-id`), sharing the zone safely with other tools.
+//!
+//! * Ownership: every RRset fedns writes gets an external-dns TXT registry
+//!   record ([`registry`]); RRsets without one of fedns's owner id are never
+//!   changed or deleted, and a desired RRset colliding with them is a
+//!   conflict.
+//! * Writes: CREATE for new RRsets (so a record that appeared meanwhile is
+//!   refused, never overwritten), UPSERT for updates, DELETE with the exact
+//!   values read; packed into requests within Route53's quotas ([`batch`]);
+//!   a request refused as a whole (`InvalidChangeBatch`, `InvalidInput`) is
+//!   halved until the refused changes stand alone, so one bad RRset never
+//!   blocks the rest.
+//! * Retries: the SDK's standard retry strategy (exponential backoff with
+//!   full jitter, at most `max_attempts` attempts) on throttling
+//!   (`Throttling`, `PriorRequestNotComplete`), HTTP 429 and 5xx, and
+//!   transport errors; requests are spaced to `requests_per_second`.
+//! * Idle: a zone whose desired RRsets did not change since its last clean
+//!   sync costs no API call; a full resync reads and repairs every zone.
+
+pub mod batch;
+pub mod records;
+pub mod registry;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use aws_config::BehaviorVersion;
+use aws_sdk_route53::config::retry::RetryConfig;
+use aws_sdk_route53::config::timeout::TimeoutConfig;
+use aws_sdk_route53::config::{Credentials, Region};
+use aws_sdk_route53::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsError;
+use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, ResourceRecordSet, RrType};
+use aws_sdk_route53::Client;
+use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+use aws_smithy_runtime::client::retries::classifiers::HttpStatusCodeClassifier;
+use fedns_api::RecordType;
+use futures::future::BoxFuture;
+
+use crate::desired::{DesiredRRset, DesiredZones};
+use crate::plan::{self, CurrentRRset};
+use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, RateLimit, SyncMode, SyncReport};
+use batch::{BatchLimits, Unit};
+use records::Held;
+
+/// The provider's name in conditions, metrics and logs.
+pub const NAME: &str = "route53";
+
+/// HTTP statuses retried besides throttling error codes: 429 and the
+/// transient 5xx.
+const RETRIED_STATUSES: [u16; 5] = [429, 500, 502, 503, 504];
+
+/// TTL of registry TXT records of ALIAS records, which have no TTL.
+const ALIAS_REGISTRY_TTL: u32 = 300;
+
+/// Settings of the Route53 provider.
+#[derive(Debug, Clone)]
+pub struct Route53Config {
+    /// Owner id written into registry records.
+    pub owner_id: String,
+    /// Hosted zones to use, by id (`Z…`); empty: find each Domain's zone by
+    /// name.
+    pub zone_ids: Vec<String>,
+    /// API endpoint URL (moto, a proxy); None: AWS's.
+    pub endpoint: Option<String>,
+    /// Signing region; None: from the AWS chain, else `us-east-1`
+    /// (Route53 is global).
+    pub region: Option<String>,
+    /// Explicit access key id and secret; None: the standard AWS chain
+    /// (environment, profile, web identity, container, instance metadata).
+    pub static_credentials: Option<(String, String)>,
+    /// Requests per second at most (Route53 allows 5 per account).
+    pub requests_per_second: f64,
+    /// Attempts per request, first included (SDK standard retry strategy).
+    pub max_attempts: u32,
+    /// First retry delay; doubles per attempt, with full jitter.
+    pub initial_backoff: Duration,
+    /// Longest retry delay.
+    pub max_backoff: Duration,
+    /// Timeout of one attempt.
+    pub attempt_timeout: Duration,
+    /// Quotas of one change request.
+    pub batch_limits: BatchLimits,
+}
+
+impl Default for Route53Config {
+    fn default() -> Self {
+        Route53Config {
+            owner_id: "fedns".into(),
+            zone_ids: Vec::new(),
+            endpoint: None,
+            region: None,
+            static_credentials: None,
+            requests_per_second: 4.0,
+            max_attempts: 5,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(20),
+            attempt_timeout: Duration::from_secs(30),
+            batch_limits: BatchLimits::default(),
+        }
+    }
+}
+
+/// The planned work for one zone.
+#[derive(Debug, Default)]
+pub struct ZonePlan {
+    /// Logical changes, in order.
+    pub units: Vec<Unit>,
+    /// Desired RRsets held back: (RRset, holder).
+    pub conflicts: Vec<(DesiredRRset, String)>,
+    /// Desired RRsets fedns cannot express in Route53: (name, type, why).
+    pub rejected: Vec<(String, RecordType, String)>,
+    /// RRsets owned by fedns now.
+    pub owned: usize,
+}
+
+/// The provider.
+pub struct Route53 {
+    config: Route53Config,
+    client: tokio::sync::OnceCell<Client>,
+    zone_ids: Mutex<BTreeMap<String, String>>,
+    limit: RateLimit,
+    applied: AppliedCache,
+    metrics: ProviderMetrics,
+}
+
+impl std::fmt::Debug for Route53 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Route53")
+            .field("endpoint", &self.config.endpoint)
+            .field("zone_ids", &self.config.zone_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a change request failed.
+enum WriteError {
+    /// Route53 refused the batch's content: split it.
+    Refused(String),
+    /// Anything else (retries exhausted, access denied): stop the zone.
+    Failed(String),
+}
+
+impl Route53 {
+    /// A provider for `config`, counting into `metrics` (no connection yet).
+    pub fn new(config: Route53Config, metrics: ProviderMetrics) -> Self {
+        Route53 {
+            limit: RateLimit::new(config.requests_per_second),
+            config,
+            client: tokio::sync::OnceCell::new(),
+            zone_ids: Mutex::new(BTreeMap::new()),
+            applied: AppliedCache::default(),
+            metrics,
+        }
+    }
+
+    /// The metrics this provider counts into.
+    pub fn metrics(&self) -> &ProviderMetrics {
+        &self.metrics
+    }
+
+    async fn client(&self) -> Client {
+        self.client
+            .get_or_init(|| async {
+                let http = aws_smithy_http_client::Builder::new()
+                    .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+                    .build_https();
+                let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(http);
+                if let Some(region) = &self.config.region {
+                    loader = loader.region(Region::new(region.clone()));
+                }
+                if let Some((key, secret)) = &self.config.static_credentials {
+                    loader = loader.credentials_provider(Credentials::new(key, secret, None, None, "fedns-static"));
+                }
+                let shared = loader.load().await;
+                let mut builder = aws_sdk_route53::config::Builder::from(&shared)
+                    .retry_config(
+                        RetryConfig::standard()
+                            .with_max_attempts(self.config.max_attempts.max(1))
+                            .with_initial_backoff(self.config.initial_backoff)
+                            .with_max_backoff(self.config.max_backoff),
+                    )
+                    .retry_classifier(HttpStatusCodeClassifier::new_from_codes(RETRIED_STATUSES.to_vec()))
+                    .timeout_config(
+                        TimeoutConfig::builder()
+                            .operation_attempt_timeout(self.config.attempt_timeout)
+                            .connect_timeout(Duration::from_secs(5))
+                            .build(),
+                    );
+                if shared.region().is_none() {
+                    builder = builder.region(Region::new("us-east-1"));
+                }
+                if let Some(endpoint) = &self.config.endpoint {
+                    builder = builder.endpoint_url(endpoint);
+                }
+                Client::from_conf(builder.build())
+            })
+            .await
+            .clone()
+    }
+
+    fn cached_zone_id(&self, apex: &str) -> Option<String> {
+        self.zone_ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(apex)
+            .cloned()
+    }
+
+    /// The id of the hosted zone serving `apex`.
+    async fn zone_id(&self, client: &Client, apex: &str) -> Result<String, String> {
+        if let Some(id) = self.cached_zone_id(apex) {
+            return Ok(id);
+        }
+        let strip = |id: &str| id.trim_start_matches("/hostedzone/").to_owned();
+        let id = if self.config.zone_ids.is_empty() {
+            self.limit.acquire().await;
+            let response = client
+                .list_hosted_zones_by_name()
+                .dns_name(format!("{apex}."))
+                .max_items(10)
+                .send()
+                .await;
+            self.metrics.api_call(NAME, "list_zones", response.is_ok());
+            let response = response.map_err(|e| format!("listing hosted zones: {}", DisplayErrorContext(&e)))?;
+            let ids: Vec<String> = response
+                .hosted_zones()
+                .iter()
+                .filter(|z| records::decode_name(z.name()) == apex)
+                .map(|z| strip(z.id()))
+                .collect();
+            match ids.as_slice() {
+                [id] => id.clone(),
+                [] => {
+                    return Err(format!(
+                        "no Route53 hosted zone is named {apex}; create it or set --route53-zone-id"
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "{} hosted zones are named {apex} ({}); choose one with --route53-zone-id",
+                        ids.len(),
+                        ids.join(", ")
+                    ))
+                }
+            }
+        } else {
+            let mut found = None;
+            for id in &self.config.zone_ids {
+                self.limit.acquire().await;
+                let response = client.get_hosted_zone().id(id).send().await;
+                self.metrics.api_call(NAME, "get_zone", response.is_ok());
+                let response =
+                    response.map_err(|e| format!("reading hosted zone {id}: {}", DisplayErrorContext(&e)))?;
+                if response
+                    .hosted_zone()
+                    .is_some_and(|z| records::decode_name(z.name()) == apex)
+                {
+                    found = Some(strip(id));
+                    break;
+                }
+            }
+            found.ok_or_else(|| format!("none of the hosted zones given with --route53-zone-id is {apex}"))?
+        };
+        self.zone_ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(apex.to_owned(), id.clone());
+        Ok(id)
+    }
+
+    /// Every RRset of the zone, following pagination.
+    async fn read_zone(&self, client: &Client, zone_id: &str) -> Result<Vec<ResourceRecordSet>, String> {
+        let mut out = Vec::new();
+        let mut start: Option<(String, Option<RrType>, Option<String>)> = None;
+        loop {
+            self.limit.acquire().await;
+            let mut request = client
+                .list_resource_record_sets()
+                .hosted_zone_id(zone_id)
+                .max_items(300);
+            if let Some((name, record_type, identifier)) = &start {
+                request = request
+                    .start_record_name(name)
+                    .set_start_record_type(record_type.clone())
+                    .set_start_record_identifier(identifier.clone());
+            }
+            let response = request.send().await;
+            self.metrics.api_call(NAME, "list_records", response.is_ok());
+            let response =
+                response.map_err(|e| format!("listing records of zone {zone_id}: {}", DisplayErrorContext(&e)))?;
+            out.extend(response.resource_record_sets().iter().cloned());
+            match response.next_record_name() {
+                Some(next) if response.is_truncated() => {
+                    start = Some((
+                        next.to_owned(),
+                        response.next_record_type().cloned(),
+                        response.next_record_identifier().map(str::to_owned),
+                    ))
+                }
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Plans one zone: `held` is everything Route53 holds in it.
+    pub fn plan_zone(
+        &self,
+        apex: &str,
+        zone_id: &str,
+        desired: &[DesiredRRset],
+        held: &[ResourceRecordSet],
+    ) -> ZonePlan {
+        plan_zone(&self.config.owner_id, apex, zone_id, desired, held)
+    }
+
+    /// Sends one change request.
+    async fn write(&self, client: &Client, zone_id: &str, units: &[Unit]) -> Result<(), WriteError> {
+        let changes: Vec<Change> = units.iter().flat_map(|u| u.changes.iter().cloned()).collect();
+        let batch = ChangeBatch::builder()
+            .comment("fedns")
+            .set_changes(Some(changes))
+            .build()
+            .map_err(|e| WriteError::Failed(e.to_string()))?;
+        self.limit.acquire().await;
+        let response = client
+            .change_resource_record_sets()
+            .hosted_zone_id(zone_id)
+            .change_batch(batch)
+            .send()
+            .await;
+        self.metrics.api_call(NAME, "change_records", response.is_ok());
+        let Err(error) = response else { return Ok(()) };
+        let refused = match error.as_service_error() {
+            Some(ChangeResourceRecordSetsError::InvalidChangeBatch(e)) => {
+                let mut messages = e.messages().to_vec();
+                messages.extend(e.message().map(str::to_owned));
+                Some(messages.join("; "))
+            }
+            Some(e @ ChangeResourceRecordSetsError::InvalidInput(_)) => {
+                Some(e.message().unwrap_or("invalid input").into())
+            }
+            _ => None,
+        };
+        Err(match refused {
+            Some(message) => WriteError::Refused(message),
+            None => WriteError::Failed(format!("changing records: {}", DisplayErrorContext(&error))),
+        })
+    }
+
+    /// Applies `units` in batches; refused batches are halved down to the
+    /// single refused units, which go into `report.rejected`.
+    async fn apply(
+        &self,
+        client: &Client,
+        apex: &str,
+        zone_id: &str,
+        units: Vec<Unit>,
+        report: &mut SyncReport,
+    ) -> Result<(), String> {
+        let mut pending: Vec<Vec<Unit>> = batch::pack(units, self.config.batch_limits);
+        pending.reverse();
+        while let Some(batch) = pending.pop() {
+            match self.write(client, zone_id, &batch).await {
+                Ok(()) => {
+                    report.writes += 1;
+                    report.changes += batch.len();
+                    self.metrics.changes_applied(NAME, apex, batch.len());
+                }
+                Err(WriteError::Refused(message)) if batch.len() == 1 => {
+                    let unit = &batch[0];
+                    tracing::warn!(provider = NAME, zone = apex, name = %unit.name, record_type = %unit.record_type, "Route53 refused the change: {message}");
+                    report.rejected.push((unit.name.clone(), unit.record_type, message));
+                }
+                Err(WriteError::Refused(message)) => {
+                    tracing::info!(
+                        provider = NAME,
+                        zone = apex,
+                        changes = batch.len(),
+                        "Route53 refused a batch ({message}); splitting it"
+                    );
+                    let mut first = batch;
+                    let second = first.split_off(first.len() / 2);
+                    pending.push(second);
+                    pending.push(first);
+                }
+                Err(WriteError::Failed(message)) => return Err(message),
+            }
+        }
+        Ok(())
+    }
+
+    async fn sync_zone(
+        &self,
+        client: &Client,
+        apex: &str,
+        desired: &[DesiredRRset],
+        report: &mut SyncReport,
+    ) -> Result<(), String> {
+        let zone_id = self.zone_id(client, apex).await?;
+        let held = self.read_zone(client, &zone_id).await?;
+        let plan = self.plan_zone(apex, &zone_id, desired, &held);
+        self.metrics.records_owned(NAME, apex, plan.owned);
+        report.conflicts.extend(plan.conflicts);
+        report.rejected.extend(plan.rejected);
+        if plan.units.is_empty() {
+            return Ok(());
+        }
+        let (writes, changes) = (report.writes, report.changes);
+        let result = self.apply(client, apex, &zone_id, plan.units, report).await;
+        tracing::info!(
+            provider = NAME,
+            zone = apex,
+            zone_id = %zone_id,
+            requests = report.writes - writes,
+            changes = report.changes - changes,
+            "applied changes"
+        );
+        result
+    }
+
+    /// Brings Route53 in line with `desired`, zone by zone.
+    pub async fn sync_all(&self, desired: &DesiredZones, mode: SyncMode) -> SyncReport {
+        let started = Instant::now();
+        let mut report = SyncReport::default();
+        if mode == SyncMode::Full {
+            // Zones may have been recreated: look their ids up again.
+            self.zone_ids
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clear();
+        }
+        let client = self.client().await;
+        let mut apexes = Vec::new();
+        for zone in &desired.zones {
+            let apex = zone.content.apex.to_ascii().trim_end_matches('.').to_owned();
+            apexes.push(apex.clone());
+            if self.applied.replay(&apex, &zone.rrsets, mode, &mut report) {
+                continue;
+            }
+            let mut outcome = SyncReport::default();
+            match self.sync_zone(&client, &apex, &zone.rrsets, &mut outcome).await {
+                Ok(()) => self.applied.applied(&apex, &zone.rrsets, &outcome),
+                Err(e) => {
+                    tracing::warn!(provider = NAME, zone = %apex, "sync failed (retried soon): {e}");
+                    self.applied.forget(&apex);
+                    outcome.errors.push((ErrorScope::Zone(apex.clone()), e));
+                }
+            }
+            report.merge(outcome);
+        }
+        self.applied.retain(&apexes);
+        self.metrics.sync_duration(NAME, started);
+        report
+    }
+}
+
+impl Provider for Route53 {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn sync<'a>(&'a self, desired: &'a DesiredZones, mode: SyncMode) -> BoxFuture<'a, SyncReport> {
+        Box::pin(self.sync_all(desired, mode))
+    }
+}
+
+/// Ownership as the registry records of a zone state it.
+#[derive(Debug, Default)]
+struct Ownership {
+    /// New-format registry records: (name, type) → (owner, the TXT).
+    typed: BTreeMap<(String, RecordType), (String, Held)>,
+    /// Legacy registry records: name → owner.
+    legacy: BTreeMap<String, String>,
+}
+
+impl Ownership {
+    fn owner(&self, name: &str, record_type: RecordType) -> Option<String> {
+        self.typed
+            .get(&(name.to_owned(), record_type))
+            .map(|(owner, _)| owner.clone())
+            .or_else(|| self.legacy.get(name).cloned())
+    }
+}
+
+/// The plan for one zone (see [`Route53::plan_zone`]).
+fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], held: &[ResourceRecordSet]) -> ZonePlan {
+    let mut out = ZonePlan::default();
+    let mut ownership = Ownership::default();
+    let mut records: Vec<Held> = Vec::new();
+    for raw in held {
+        let held = records::decode(raw);
+        let registry_owner = (held.record_type == Some(RecordType::TXT))
+            .then(|| held.targets.iter().find_map(|t| registry::parse_value(t)))
+            .flatten();
+        match registry_owner {
+            Some((record_owner, _)) => {
+                let (typed, legacy) = registry::covered(&held.name);
+                if let Some(key) = typed {
+                    ownership.typed.insert(key, (record_owner.clone(), held.clone()));
+                }
+                // Our own registry records are always new-format: never
+                // read them as legacy claims on a name.
+                if record_owner != owner {
+                    ownership.legacy.insert(legacy, record_owner);
+                }
+            }
+            None => records.push(held),
+        }
+    }
+
+    // What Route53 holds, as the planner sees it.
+    let mut current: Vec<CurrentRRset> = Vec::new();
+    let mut raw_of: BTreeMap<(String, RecordType), Held> = BTreeMap::new();
+    let mut other_names: BTreeMap<String, String> = BTreeMap::new();
+    for held in records {
+        match held.record_type {
+            Some(record_type) if !held.has_set_identifier => {
+                let record_owner = ownership.owner(&held.name, record_type);
+                current.push(CurrentRRset {
+                    name: held.name.clone(),
+                    record_type,
+                    ttl: held.ttl,
+                    targets: held.targets.clone(),
+                    owner: record_owner,
+                });
+                raw_of.insert((held.name.clone(), record_type), held);
+            }
+            _ => {
+                let what = format!("a {} record", held.raw.r#type().as_str());
+                other_names.insert(held.name.clone(), what);
+            }
+        }
+    }
+    // A foreign registry record whose RRset is gone still claims it.
+    for ((name, record_type), (record_owner, _)) in &ownership.typed {
+        if record_owner != owner && !raw_of.contains_key(&(name.clone(), *record_type)) {
+            current.push(CurrentRRset {
+                name: name.clone(),
+                record_type: *record_type,
+                ttl: 0,
+                targets: Vec::new(),
+                owner: Some(record_owner.clone()),
+            });
+        }
+    }
+    out.owned = current.iter().filter(|c| c.owner.as_deref() == Some(owner)).count();
+
+    // What fedns wants, in Route53's terms.
+    let mut allowed: Vec<DesiredRRset> = Vec::new();
+    for rrset in desired {
+        let txt_name = registry::txt_name(&rrset.name, rrset.record_type);
+        if !txt_name.ends_with(&format!(".{apex}")) {
+            out.rejected.push((
+                rrset.name.clone(),
+                rrset.record_type,
+                format!("its ownership record {txt_name} would fall outside the zone {apex}; records at the apex are not published to Route53"),
+            ));
+            continue;
+        }
+        // external-dns reads a legacy registry record as owning every type
+        // at its name, and would delete our RRsets there.
+        if let Some(holder) = ownership.legacy.get(&rrset.name) {
+            out.conflicts.push((rrset.clone(), format!("owner {holder:?}")));
+            continue;
+        }
+        match records::for_route53(rrset, apex, zone_id) {
+            Ok(rrset) => match other_names.get(&rrset.name) {
+                Some(what) if rrset.record_type == RecordType::CNAME => out.conflicts.push((rrset, what.clone())),
+                _ => allowed.push(rrset),
+            },
+            Err(e) => out.rejected.push((rrset.name.clone(), rrset.record_type, e)),
+        }
+    }
+
+    let plan = plan::plan(&allowed, &current, owner);
+    out.conflicts.extend(plan.conflicts.into_iter().map(|c| {
+        (
+            c.desired,
+            c.holder
+                .map_or_else(|| "a record with no owner".into(), |h| format!("owner {h:?}")),
+        )
+    }));
+
+    let mut built = |units: &mut Vec<Unit>,
+                     name: &str,
+                     record_type: RecordType,
+                     changes: Result<Vec<Change>, String>| {
+        match changes {
+            Ok(changes) => units.push(Unit {
+                name: name.to_owned(),
+                record_type,
+                changes,
+            }),
+            Err(e) => out.rejected.push((name.to_owned(), record_type, e)),
+        }
+    };
+    let mut units = Vec::new();
+    let mut touched: BTreeSet<(String, RecordType)> = BTreeSet::new();
+    for change in plan.changes {
+        match change {
+            plan::Change::Create(d) | plan::Change::Update { desired: d, .. } => {
+                let action = if raw_of.contains_key(&(d.name.clone(), d.record_type)) {
+                    ChangeAction::Upsert
+                } else {
+                    ChangeAction::Create
+                };
+                let changes = records::build_rrset(&d.name, d.record_type, d.ttl, &d.targets).and_then(|record| {
+                    Ok(vec![
+                        change_of(action, record)?,
+                        change_of(ChangeAction::Upsert, registry_rrset(owner, &d)?)?,
+                    ])
+                });
+                touched.insert((d.name.clone(), d.record_type));
+                built(&mut units, &d.name, d.record_type, changes);
+            }
+            plan::Change::Delete(c) => {
+                let key = (c.name.clone(), c.record_type);
+                let mut changes = Vec::new();
+                if let Some(held) = raw_of.get(&key) {
+                    changes.push(change_of(ChangeAction::Delete, held.raw.clone()));
+                }
+                if let Some((_, txt)) = ownership.typed.get(&key) {
+                    changes.push(change_of(ChangeAction::Delete, txt.raw.clone()));
+                }
+                touched.insert(key);
+                built(&mut units, &c.name, c.record_type, changes.into_iter().collect());
+            }
+        }
+    }
+    // Our registry records whose RRset is gone and not wanted: clean up.
+    for ((name, record_type), (record_owner, txt)) in &ownership.typed {
+        let key = (name.clone(), *record_type);
+        if record_owner == owner && !raw_of.contains_key(&key) && !touched.contains(&key) {
+            built(
+                &mut units,
+                name,
+                *record_type,
+                change_of(ChangeAction::Delete, txt.raw.clone()).map(|c| vec![c]),
+            );
+        }
+    }
+    out.units = units;
+    out
+}
+
+fn change_of(action: ChangeAction, rrset: ResourceRecordSet) -> Result<Change, String> {
+    Change::builder()
+        .action(action)
+        .resource_record_set(rrset)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The registry TXT RRset of a desired RRset.
+fn registry_rrset(owner: &str, rrset: &DesiredRRset) -> Result<ResourceRecordSet, String> {
+    let resource = rrset.sources.iter().next().map(|s| registry::resource_of(s));
+    let ttl = if rrset.ttl == 0 { ALIAS_REGISTRY_TTL } else { rrset.ttl };
+    records::build_rrset(
+        &registry::txt_name(&rrset.name, rrset.record_type),
+        RecordType::TXT,
+        ttl,
+        &[registry::txt_value(owner, resource.as_deref())],
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,252 @@
+//! Planning against hand-built zone contents (no API calls).
+
+use std::collections::BTreeSet;
+
+use aws_sdk_route53::types::{ChangeAction, ResourceRecord, ResourceRecordSet, RrType};
+use fedns_api::RecordType;
+
+use super::*;
+
+fn held(name: &str, rr_type: &str, ttl: i64, values: &[&str]) -> ResourceRecordSet {
+    ResourceRecordSet::builder()
+        .name(name)
+        .r#type(RrType::from(rr_type))
+        .ttl(ttl)
+        .set_resource_records(Some(
+            values
+                .iter()
+                .map(|v| ResourceRecord::builder().value(*v).build().unwrap())
+                .collect(),
+        ))
+        .build()
+        .unwrap()
+}
+
+fn registry(name: &str, owner: &str) -> ResourceRecordSet {
+    held(
+        name,
+        "TXT",
+        300,
+        &[&format!(
+            "\"heritage=external-dns,external-dns/owner={owner},external-dns/resource=crd/ns/x\""
+        )],
+    )
+}
+
+fn want(name: &str, t: RecordType, targets: &[&str]) -> DesiredRRset {
+    DesiredRRset {
+        name: name.into(),
+        record_type: t,
+        ttl: 60,
+        targets: targets.iter().map(|s| s.to_string()).collect(),
+        provider_specific: vec![],
+        sources: BTreeSet::from(["ns/web".to_owned()]),
+    }
+}
+
+fn apex_records() -> Vec<ResourceRecordSet> {
+    vec![
+        held(
+            "example.com.",
+            "SOA",
+            900,
+            &["ns-1.awsdns.com. hostmaster.example.com. 1 7200 900 1209600 86400"],
+        ),
+        held("example.com.", "NS", 172800, &["ns-1.awsdns.com."]),
+    ]
+}
+
+/// (action, type, name) of every change, in order.
+fn summary(plan: &ZonePlan) -> Vec<(String, String, String)> {
+    plan.units
+        .iter()
+        .flat_map(|u| u.changes.iter())
+        .map(|c| {
+            let rrset = c.resource_record_set().unwrap();
+            (
+                c.action().as_str().to_owned(),
+                rrset.r#type().as_str().to_owned(),
+                rrset.name().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn row(action: &str, t: &str, name: &str) -> (String, String, String) {
+    (action.into(), t.into(), name.into())
+}
+
+#[test]
+fn creates_records_with_their_registry_records() {
+    let desired = vec![
+        want("www.example.com", RecordType::A, &["192.0.2.1", "192.0.2.2"]),
+        want("alias.example.com", RecordType::CNAME, &["www.example.com"]),
+    ];
+    let plan = plan_zone("fedns", "example.com", "Z1", &desired, &apex_records());
+    assert!(plan.conflicts.is_empty() && plan.rejected.is_empty(), "{plan:?}");
+    assert_eq!(
+        summary(&plan),
+        vec![
+            row("CREATE", "CNAME", "alias.example.com."),
+            row("UPSERT", "TXT", "cname-alias.example.com."),
+            row("CREATE", "A", "www.example.com."),
+            row("UPSERT", "TXT", "a-www.example.com."),
+        ]
+    );
+    let txt = plan.units[0].changes[1].resource_record_set().unwrap();
+    assert_eq!(
+        txt.resource_records()[0].value(),
+        "\"heritage=external-dns,external-dns/owner=fedns,external-dns/resource=crd/ns/web\""
+    );
+    let cname = plan.units[0].changes[0].resource_record_set().unwrap();
+    assert_eq!(cname.resource_records()[0].value(), "www.example.com.");
+    assert_eq!(plan.owned, 0);
+}
+
+#[test]
+fn owned_records_are_updated_and_deleted_exactly() {
+    let mut zone = apex_records();
+    zone.push(held("www.example.com.", "A", 60, &["192.0.2.1"]));
+    zone.push(registry("a-www.example.com.", "fedns"));
+    zone.push(held("old.example.com.", "AAAA", 60, &["2001:db8::1"]));
+    zone.push(registry("aaaa-old.example.com.", "fedns"));
+    zone.push(held("same.example.com.", "CNAME", 60, &["WWW.Example.com."]));
+    zone.push(registry("cname-same.example.com.", "fedns"));
+    let desired = vec![
+        want("same.example.com", RecordType::CNAME, &["www.example.com"]),
+        want("www.example.com", RecordType::A, &["192.0.2.9"]),
+    ];
+    let plan = plan_zone("fedns", "example.com", "Z1", &desired, &zone);
+    assert_eq!(plan.owned, 3);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            row("DELETE", "AAAA", "old.example.com."),
+            row("DELETE", "TXT", "aaaa-old.example.com."),
+            row("UPSERT", "A", "www.example.com."),
+            row("UPSERT", "TXT", "a-www.example.com."),
+        ],
+        "same.example.com differs only in spelling: no change"
+    );
+    // A DELETE carries the values exactly as read.
+    let deleted = plan.units[0].changes[0].resource_record_set().unwrap();
+    assert_eq!(deleted.resource_records()[0].value(), "2001:db8::1");
+    assert_eq!(deleted.ttl(), Some(60));
+}
+
+#[test]
+fn records_of_other_owners_are_never_touched() {
+    let mut zone = apex_records();
+    // external-dns's record, new format.
+    zone.push(held("app.example.com.", "A", 300, &["198.51.100.1"]));
+    zone.push(registry("a-app.example.com.", "cluster-b"));
+    // A record made by hand (no registry record).
+    zone.push(held("manual.example.com.", "CNAME", 300, &["elsewhere.example.net."]));
+    // A legacy-format registry record claims every type at its name.
+    zone.push(held("legacy.example.com.", "A", 300, &["198.51.100.2"]));
+    zone.push(registry("legacy.example.com.", "old-tool"));
+    // A registry record whose RRset is gone still claims it.
+    zone.push(registry("a-claimed.example.com.", "cluster-b"));
+    // A weighted record (routing policy) is never fedns's.
+    let weighted = ResourceRecordSet::builder()
+        .name("weighted.example.com.")
+        .r#type(RrType::A)
+        .set_identifier("blue")
+        .weight(10)
+        .ttl(60)
+        .resource_records(ResourceRecord::builder().value("198.51.100.3").build().unwrap())
+        .build()
+        .unwrap();
+    zone.push(weighted);
+    let desired = vec![
+        want("app.example.com", RecordType::A, &["192.0.2.1"]),
+        want("manual.example.com", RecordType::A, &["192.0.2.2"]),
+        want("legacy.example.com", RecordType::AAAA, &["2001:db8::2"]),
+        want("claimed.example.com", RecordType::A, &["192.0.2.3"]),
+        want("weighted.example.com", RecordType::CNAME, &["www.example.com"]),
+        want("free.example.com", RecordType::A, &["192.0.2.4"]),
+    ];
+    let plan = plan_zone("fedns", "example.com", "Z1", &desired, &zone);
+    let mut conflicts: Vec<(String, String)> = plan
+        .conflicts
+        .iter()
+        .map(|(r, holder)| (r.name.clone(), holder.clone()))
+        .collect();
+    conflicts.sort();
+    assert_eq!(
+        conflicts,
+        vec![
+            ("app.example.com".into(), "owner \"cluster-b\"".into()),
+            ("claimed.example.com".into(), "owner \"cluster-b\"".into()),
+            ("legacy.example.com".into(), "owner \"old-tool\"".into()),
+            ("manual.example.com".into(), "a record with no owner".into()),
+            ("weighted.example.com".into(), "a A record".into()),
+        ]
+    );
+    assert_eq!(
+        summary(&plan),
+        vec![
+            row("CREATE", "A", "free.example.com."),
+            row("UPSERT", "TXT", "a-free.example.com."),
+        ],
+        "only the free name is written"
+    );
+    assert_eq!(plan.owned, 0);
+}
+
+#[test]
+fn orphaned_registry_records_are_cleaned_and_apex_records_refused() {
+    let mut zone = apex_records();
+    zone.push(registry("a-gone.example.com.", "fedns"));
+    zone.push(registry("a-back.example.com.", "fedns"));
+    let desired = vec![
+        want("back.example.com", RecordType::A, &["192.0.2.1"]),
+        want("example.com", RecordType::A, &["192.0.2.2"]),
+    ];
+    let plan = plan_zone("fedns", "example.com", "Z1", &desired, &zone);
+    assert_eq!(
+        summary(&plan),
+        vec![
+            row("CREATE", "A", "back.example.com."),
+            row("UPSERT", "TXT", "a-back.example.com."),
+            row("DELETE", "TXT", "a-gone.example.com."),
+        ]
+    );
+    assert_eq!(plan.rejected.len(), 1);
+    assert!(plan.rejected[0].2.contains("outside the zone"), "{:?}", plan.rejected);
+}
+
+#[test]
+fn alias_records_plan_as_a_records() {
+    let mut alias = want(
+        "lb.example.com",
+        RecordType::CNAME,
+        &["my-lb-1.eu-west-1.elb.amazonaws.com"],
+    );
+    alias.provider_specific = vec![("alias".into(), "true".into())];
+    let plan = plan_zone(
+        "fedns",
+        "example.com",
+        "Z1",
+        std::slice::from_ref(&alias),
+        &apex_records(),
+    );
+    assert_eq!(
+        summary(&plan),
+        vec![
+            row("CREATE", "A", "lb.example.com."),
+            row("UPSERT", "TXT", "a-lb.example.com."),
+        ]
+    );
+    let record = plan.units[0].changes[0].resource_record_set().unwrap().clone();
+    assert_eq!(record.alias_target().unwrap().hosted_zone_id(), "Z32O12XQLNTSW2");
+    assert_eq!(*plan.units[0].changes[0].action(), ChangeAction::Create);
+
+    // Once held (and owned), the same alias is no change.
+    let mut zone = apex_records();
+    zone.push(record);
+    zone.push(registry("a-lb.example.com.", "fedns"));
+    let plan = plan_zone("fedns", "example.com", "Z1", &[alias], &zone);
+    assert!(plan.units.is_empty(), "{:?}", summary(&plan));
+    assert_eq!(plan.owned, 1);
+}
