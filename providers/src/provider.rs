@@ -319,3 +319,44 @@ impl RateLimit {
         tokio::time::sleep_until(at).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn rate_limit_spaces_calls() {
+        let limit = RateLimit::new(20.0);
+        let started = Instant::now();
+        for _ in 0..5 {
+            limit.acquire().await;
+        }
+        // Five calls at 20 per second: the first at once, then 50 ms apart.
+        assert!(started.elapsed() >= Duration::from_millis(200), "{:?}", started.elapsed());
+        let unlimited = RateLimit::new(0.0);
+        let started = Instant::now();
+        for _ in 0..1000 {
+            unlimited.acquire().await;
+        }
+        println!("1000 unlimited acquires: {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn applied_cache_replays_findings_until_the_zone_changes() {
+        let cache = AppliedCache::default();
+        let rrsets = vec![];
+        let mut report = SyncReport::default();
+        assert!(!cache.replay("example.com", &rrsets, SyncMode::Changed, &mut report));
+        let outcome = SyncReport {
+            writes: 3,
+            nested: vec![("a.b.example.com".into(), "b.example.com".into())],
+            ..SyncReport::default()
+        };
+        cache.applied("example.com", &rrsets, &outcome);
+        assert!(cache.replay("example.com", &rrsets, SyncMode::Changed, &mut report));
+        assert_eq!((report.writes, report.nested.len()), (0, 1));
+        assert!(!cache.replay("example.com", &rrsets, SyncMode::Full, &mut report));
+        cache.forget("example.com");
+        assert!(!cache.replay("example.com", &rrsets, SyncMode::Changed, &mut report));
+    }
+}

@@ -1,12 +1,34 @@
 //! # fedns-e2e
 //!
 //! End-to-end tests across crates (`tests/`), and helpers that start real
-//! components on loopback for them.
+//! components on loopback for them: etcd ([`Etcd`]), moto's Route53 API
+//! ([`moto`]) and a proxy that injects Route53's failures ([`fault_proxy`]).
+
+pub mod fault_proxy;
+pub mod moto;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The desired zones of one Domain for `apex` and one DNSEndpoint
+/// (`ns/service-nginx`) with `endpoints` (external-dns's `spec.endpoints`).
+pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::desired::DesiredZones {
+    let domain: fedns_api::Domain = serde_json::from_value(serde_json::json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+        "metadata": {"name": "myfed", "namespace": "fedns-system"},
+        "spec": {"domain": apex},
+    }))
+    .expect("a valid Domain");
+    let endpoint: fedns_api::DNSEndpoint = serde_json::from_value(serde_json::json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+        "metadata": {"name": "service-nginx", "namespace": "ns"},
+        "spec": {"endpoints": endpoints},
+    }))
+    .expect("a valid DNSEndpoint");
+    fedns_providers::desired::desired_zones(&[domain], &[endpoint])
+}
 
 /// A free TCP port on 127.0.0.1 right now.
 pub fn free_port() -> u16 {

@@ -5,27 +5,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use etcd_client::{Client, GetOptions};
-use fedns_api::{DNSEndpoint, Domain};
 use fedns_e2e::Etcd;
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig};
-use fedns_providers::desired::{desired_zones, DesiredZones};
+use fedns_providers::desired::DesiredZones;
 use fedns_providers::provider::{ProviderMetrics, SyncMode};
 use serde_json::{json, Value};
 
 fn desired(endpoints: Value) -> DesiredZones {
-    let domain: Domain = serde_json::from_value(json!({
-        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-        "metadata": {"name": "myfed", "namespace": "fedns-system"},
-        "spec": {"domain": "example.com"},
-    }))
-    .unwrap();
-    let endpoint: DNSEndpoint = serde_json::from_value(json!({
-        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
-        "metadata": {"name": "service-nginx", "namespace": "ns"},
-        "spec": {"endpoints": endpoints},
-    }))
-    .unwrap();
-    desired_zones(&[domain], &[endpoint])
+    fedns_e2e::desired("example.com", endpoints)
 }
 
 fn fixture() -> DesiredZones {

@@ -31,7 +31,7 @@ use aws_config::BehaviorVersion;
 use aws_sdk_route53::config::retry::RetryConfig;
 use aws_sdk_route53::config::timeout::TimeoutConfig;
 use aws_sdk_route53::config::{Credentials, Region};
-use aws_sdk_route53::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_route53::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_route53::operation::change_resource_record_sets::ChangeResourceRecordSetsError;
 use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, ResourceRecordSet, RrType};
 use aws_sdk_route53::Client;
@@ -136,6 +136,26 @@ impl std::fmt::Debug for Route53 {
     }
 }
 
+/// One line for an SDK error: the service's code and message, or the
+/// transport error with its causes (timeouts, refused connections).
+fn describe<E, R>(error: &SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match error {
+        SdkError::ServiceError(service) => {
+            let e = service.err();
+            format!(
+                "{}: {}",
+                e.code().unwrap_or("error"),
+                e.message().unwrap_or("no message")
+            )
+        }
+        other => DisplayErrorContext(other).to_string(),
+    }
+}
+
 /// Why a change request failed.
 enum WriteError {
     /// Route53 refused the batch's content: split it.
@@ -225,7 +245,7 @@ impl Route53 {
                 .send()
                 .await;
             self.metrics.api_call(NAME, "list_zones", response.is_ok());
-            let response = response.map_err(|e| format!("listing hosted zones: {}", DisplayErrorContext(&e)))?;
+            let response = response.map_err(|e| format!("listing hosted zones: {}", describe(&e)))?;
             let ids: Vec<String> = response
                 .hosted_zones()
                 .iter()
@@ -253,8 +273,7 @@ impl Route53 {
                 self.limit.acquire().await;
                 let response = client.get_hosted_zone().id(id).send().await;
                 self.metrics.api_call(NAME, "get_zone", response.is_ok());
-                let response =
-                    response.map_err(|e| format!("reading hosted zone {id}: {}", DisplayErrorContext(&e)))?;
+                let response = response.map_err(|e| format!("reading hosted zone {id}: {}", describe(&e)))?;
                 if response
                     .hosted_zone()
                     .is_some_and(|z| records::decode_name(z.name()) == apex)
@@ -290,8 +309,7 @@ impl Route53 {
             }
             let response = request.send().await;
             self.metrics.api_call(NAME, "list_records", response.is_ok());
-            let response =
-                response.map_err(|e| format!("listing records of zone {zone_id}: {}", DisplayErrorContext(&e)))?;
+            let response = response.map_err(|e| format!("listing records of zone {zone_id}: {}", describe(&e)))?;
             out.extend(response.resource_record_sets().iter().cloned());
             match response.next_record_name() {
                 Some(next) if response.is_truncated() => {
@@ -348,7 +366,7 @@ impl Route53 {
         };
         Err(match refused {
             Some(message) => WriteError::Refused(message),
-            None => WriteError::Failed(format!("changing records: {}", DisplayErrorContext(&error))),
+            None => WriteError::Failed(format!("changing records: {}", describe(&error))),
         })
     }
 
