@@ -332,13 +332,40 @@ mod tests {
             limit.acquire().await;
         }
         // Five calls at 20 per second: the first at once, then 50 ms apart.
-        assert!(started.elapsed() >= Duration::from_millis(200), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            started.elapsed()
+        );
         let unlimited = RateLimit::new(0.0);
         let started = Instant::now();
         for _ in 0..1000 {
             unlimited.acquire().await;
         }
         println!("1000 unlimited acquires: {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn metrics_are_exposed_under_their_names() {
+        let mut registry = Registry::default();
+        let metrics = ProviderMetrics::new(&mut registry);
+        metrics.api_call("route53", "change_records", true);
+        metrics.api_call("route53", "list_records", false);
+        metrics.changes_applied("route53", "example.com", 3);
+        metrics.records_owned("route53", "example.com", 7);
+        metrics.sync_duration("route53", Instant::now());
+        assert_eq!(metrics.api_calls_total("route53"), 2);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            "fedns_provider_api_calls_total{provider=\"route53\",operation=\"change_records\",result=\"ok\"} 1",
+            "fedns_provider_api_calls_total{provider=\"route53\",operation=\"list_records\",result=\"error\"} 1",
+            "fedns_provider_changes_applied_total{provider=\"route53\",zone=\"example.com\"} 3",
+            "fedns_provider_records_owned{provider=\"route53\",zone=\"example.com\"} 7",
+            "fedns_provider_sync_duration_seconds_count{provider=\"route53\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
     }
 
     #[test]

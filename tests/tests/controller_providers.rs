@@ -1,16 +1,19 @@
-//! `fedns controller --provider embedded --provider coredns-etcd`, run
-//! in-process against an emulated federation and a real etcd: the names
-//! land in etcd in CoreDNS's format, each provider reports its own
-//! `<provider>/Published` condition, and a name another owner holds in
-//! etcd is a Conflict there while the embedded server still serves it.
+//! `fedns controller --provider embedded --provider coredns-etcd
+//! --provider route53`, run in-process against an emulated federation, a
+//! real etcd and moto's Route53: the names land in etcd in CoreDNS's format
+//! and in the Route53 hosted zone with external-dns ownership records, each
+//! provider reports its own `<provider>/Published` condition, and a name
+//! another owner holds in etcd or Route53 is a Conflict there while the
+//! embedded server still serves it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, GetOptions};
 use fedns_api::DNSEndpoint;
-use fedns_controller::cli::{ControllerArgs, EtcdArgs, Provider};
+use fedns_controller::cli::{ControllerArgs, EtcdArgs, Provider, Route53Args};
 use fedns_controller::federation::Federation;
+use fedns_e2e::moto::{self, Moto};
 use fedns_e2e::{free_port, Etcd};
 use kube::api::Api;
 use serde_json::{json, Value};
@@ -73,7 +76,35 @@ fn condition(endpoint: &DNSEndpoint, t: &str) -> Option<(String, String, String)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
+async fn publishes_to_every_provider_at_once() {
+    // The standard AWS chain reads these (set before anything runs).
+    std::env::set_var("AWS_ACCESS_KEY_ID", moto::ACCESS_KEY);
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", moto::SECRET_KEY);
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    let moto = Moto::start();
+    let admin = moto::client(&moto.url());
+    let zone = moto::create_zone(&admin, "example.com").await;
+    // external-dns of another cluster already publishes www.example.com.
+    admin
+        .change_resource_record_sets()
+        .hosted_zone_id(&zone)
+        .change_batch(
+            aws_sdk_route53::types::ChangeBatch::builder()
+                .set_changes(Some(vec![
+                    change("www.example.com", "A", "192.0.2.99"),
+                    change(
+                        "a-www.example.com",
+                        "TXT",
+                        "\"heritage=external-dns,external-dns/owner=cluster-b,external-dns/resource=service/default/www\"",
+                    ),
+                ]))
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+
     let etcd = Etcd::start();
     let mut client = Client::connect([etcd.url()], None).await.unwrap();
     // Someone else already publishes www.example.com through this etcd.
@@ -95,7 +126,7 @@ async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
     let args = ControllerArgs {
         kubeconfig: Some(dir.join("host.kubeconfig")),
         namespace: "fedns-system".into(),
-        provider: vec![Provider::Embedded, Provider::CorednsEtcd],
+        provider: vec![Provider::Embedded, Provider::CorednsEtcd, Provider::Route53],
         owner_id: "fedns".into(),
         etcd: EtcdArgs {
             endpoints: vec![etcd.url()],
@@ -104,7 +135,12 @@ async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
             cert_file: None,
             key_file: None,
         },
-        route53: Default::default(),
+        route53: Route53Args {
+            endpoint: Some(moto.url()),
+            region: Some("us-east-1".into()),
+            requests_per_second: 50.0,
+            ..Route53Args::default()
+        },
         dns_listen: vec![format!("127.0.0.1:{}", free_port()).parse().unwrap()],
         udp_workers: Some(1),
         metrics_addr: "127.0.0.1:0".parse().unwrap(),
@@ -139,6 +175,28 @@ async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
         ["203.0.113.10"]
     );
 
+    let started = Instant::now();
+    loop {
+        let records = moto::records(&admin, &zone).await;
+        let nginx: Vec<_> = records
+            .iter()
+            .filter(|r| r.0 == "nginx.ns.myfed.svc.example.com" || r.0 == "a-nginx.ns.myfed.svc.example.com")
+            .map(|r| (r.1.clone(), r.3.clone()))
+            .collect();
+        if nginx.len() == 2 {
+            println!("published to Route53 after {:?}", started.elapsed());
+            // Sorted by name: the registry record a-nginx… first.
+            assert!(nginx[0].1[0].contains("external-dns/owner=fedns"), "{nginx:?}");
+            assert_eq!(nginx[1], ("A".to_owned(), vec!["203.0.113.10".to_owned()]));
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not in Route53 within 30 s: {records:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     let host = {
         let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("host.kubeconfig")).unwrap();
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
@@ -148,14 +206,15 @@ async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
     };
     let endpoints: Api<DNSEndpoint> = Api::namespaced(host, "ns");
     let started = Instant::now();
-    let (embedded, etcd_condition) = loop {
+    let (embedded, etcd_condition, route53_condition) = loop {
         let endpoint = endpoints.get("service-nginx").await.unwrap();
-        if let (Some(e), Some(c)) = (
+        if let (Some(e), Some(c), Some(r)) = (
             condition(&endpoint, "embedded/Published"),
             condition(&endpoint, "coredns-etcd/Published"),
+            condition(&endpoint, "route53/Published"),
         ) {
-            if c.0 == "False" {
-                break (e, c);
+            if c.0 == "False" && r.0 == "False" {
+                break (e, c, r);
             }
         }
         assert!(
@@ -170,6 +229,18 @@ async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
         etcd_condition.2.contains("www.example.com") && etcd_condition.2.contains("external-dns"),
         "{etcd_condition:?}"
     );
+    assert_eq!(route53_condition.1, "Conflict", "{route53_condition:?}");
+    assert!(
+        route53_condition.2.contains("www.example.com") && route53_condition.2.contains("cluster-b"),
+        "{route53_condition:?}"
+    );
+    let www: Vec<_> = moto::records(&admin, &zone)
+        .await
+        .into_iter()
+        .filter(|r| r.0 == "www.example.com")
+        .collect();
+    assert_eq!(www.len(), 1);
+    assert_eq!(www[0].3, ["192.0.2.99"], "another owner's record is untouched");
     // The foreign record is untouched.
     let foreign = client.get("/skydns/com/example/www/x1", None).await.unwrap();
     let value: Value = serde_json::from_slice(foreign.kvs()[0].value()).unwrap();
@@ -179,4 +250,20 @@ async fn publishes_to_coredns_etcd_beside_the_embedded_server() {
     let _ = tokio::time::timeout(Duration::from_secs(10), controller).await;
     federation.stop();
     let _ = std::fs::remove_dir_all(dir);
+}
+
+fn change(name: &str, t: &str, value: &str) -> aws_sdk_route53::types::Change {
+    use aws_sdk_route53::types::{Change, ChangeAction, ResourceRecord, ResourceRecordSet, RrType};
+    let rrset = ResourceRecordSet::builder()
+        .name(name)
+        .r#type(RrType::from(t))
+        .ttl(300)
+        .resource_records(ResourceRecord::builder().value(value).build().unwrap())
+        .build()
+        .unwrap();
+    Change::builder()
+        .action(ChangeAction::Create)
+        .resource_record_set(rrset)
+        .build()
+        .unwrap()
 }
