@@ -106,6 +106,24 @@ pub enum RecordType {
 }
 
 impl RecordType {
+    /// Every type, in declaration order.
+    pub const ALL: [RecordType; 9] = [
+        RecordType::A,
+        RecordType::AAAA,
+        RecordType::CNAME,
+        RecordType::TXT,
+        RecordType::SRV,
+        RecordType::NS,
+        RecordType::MX,
+        RecordType::PTR,
+        RecordType::CAA,
+    ];
+
+    /// The type with mnemonic `mnemonic` (exact, upper case), if any.
+    pub fn from_mnemonic(mnemonic: &str) -> Option<RecordType> {
+        RecordType::ALL.into_iter().find(|t| t.as_str() == mnemonic)
+    }
+
     /// The mnemonic, e.g. `"AAAA"`.
     pub fn as_str(self) -> &'static str {
         match self {

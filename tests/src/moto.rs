@@ -98,6 +98,41 @@ pub async fn create_zone(client: &Client, name: &str) -> String {
     id.trim_start_matches("/hostedzone/").to_owned()
 }
 
+/// Creates RRsets of one value each, TTL 300, as another tool would:
+/// `(name, type, value in Route53's form)`.
+pub async fn create_records(client: &Client, zone_id: &str, records: &[(&str, &str, &str)]) {
+    use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, RrType};
+    let mut changes = Vec::new();
+    for (name, t, value) in records {
+        let rrset = ResourceRecordSet::builder()
+            .name(*name)
+            .r#type(RrType::from(*t))
+            .ttl(300)
+            .resource_records(ResourceRecord::builder().value(*value).build().expect("a record"))
+            .build()
+            .expect("an RRset");
+        changes.push(
+            Change::builder()
+                .action(ChangeAction::Create)
+                .resource_record_set(rrset)
+                .build()
+                .expect("a change"),
+        );
+    }
+    client
+        .change_resource_record_sets()
+        .hosted_zone_id(zone_id)
+        .change_batch(
+            ChangeBatch::builder()
+                .set_changes(Some(changes))
+                .build()
+                .expect("a batch"),
+        )
+        .send()
+        .await
+        .expect("create records");
+}
+
 /// Every RRset of a zone as (name without trailing dot, type, TTL, sorted
 /// values; an ALIAS as `ALIAS <dns name> <zone id>`), sorted.
 pub async fn records(client: &Client, zone_id: &str) -> Vec<(String, String, i64, Vec<String>)> {

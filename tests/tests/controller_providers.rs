@@ -85,25 +85,19 @@ async fn publishes_to_every_provider_at_once() {
     let admin = moto::client(&moto.url());
     let zone = moto::create_zone(&admin, "example.com").await;
     // external-dns of another cluster already publishes www.example.com.
-    admin
-        .change_resource_record_sets()
-        .hosted_zone_id(&zone)
-        .change_batch(
-            aws_sdk_route53::types::ChangeBatch::builder()
-                .set_changes(Some(vec![
-                    change("www.example.com", "A", "192.0.2.99"),
-                    change(
-                        "a-www.example.com",
-                        "TXT",
-                        "\"heritage=external-dns,external-dns/owner=cluster-b,external-dns/resource=service/default/www\"",
-                    ),
-                ]))
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
+    moto::create_records(
+        &admin,
+        &zone,
+        &[
+            ("www.example.com", "A", "192.0.2.99"),
+            (
+                "a-www.example.com",
+                "TXT",
+                "\"heritage=external-dns,external-dns/owner=cluster-b,external-dns/resource=service/default/www\"",
+            ),
+        ],
+    )
+    .await;
 
     let etcd = Etcd::start();
     let mut client = Client::connect([etcd.url()], None).await.unwrap();
@@ -250,20 +244,4 @@ async fn publishes_to_every_provider_at_once() {
     let _ = tokio::time::timeout(Duration::from_secs(10), controller).await;
     federation.stop();
     let _ = std::fs::remove_dir_all(dir);
-}
-
-fn change(name: &str, t: &str, value: &str) -> aws_sdk_route53::types::Change {
-    use aws_sdk_route53::types::{Change, ChangeAction, ResourceRecord, ResourceRecordSet, RrType};
-    let rrset = ResourceRecordSet::builder()
-        .name(name)
-        .r#type(RrType::from(t))
-        .ttl(300)
-        .resource_records(ResourceRecord::builder().value(value).build().unwrap())
-        .build()
-        .unwrap();
-    Change::builder()
-        .action(ChangeAction::Create)
-        .resource_record_set(rrset)
-        .build()
-        .unwrap()
 }

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, RrType};
+use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, RrType};
 use fedns_e2e::fault_proxy::{FaultProxy, Faults};
 use fedns_e2e::moto::{self, Moto, ACCESS_KEY, SECRET_KEY};
 use fedns_providers::desired::DesiredZones;
@@ -30,34 +30,6 @@ fn provider(endpoint: &str, tweak: impl FnOnce(&mut Route53Config)) -> Route53 {
 
 fn desired(endpoints: Value) -> DesiredZones {
     fedns_e2e::desired("example.com", endpoints)
-}
-
-/// Records another tool made, by hand through the API.
-async fn create_foreign(admin: &aws_sdk_route53::Client, zone: &str, records: &[(&str, &str, &str)]) {
-    let changes = records
-        .iter()
-        .map(|(name, t, value)| {
-            let rrset = ResourceRecordSet::builder()
-                .name(*name)
-                .r#type(RrType::from(*t))
-                .ttl(300)
-                .resource_records(ResourceRecord::builder().value(*value).build().unwrap())
-                .build()
-                .unwrap();
-            Change::builder()
-                .action(ChangeAction::Create)
-                .resource_record_set(rrset)
-                .build()
-                .unwrap()
-        })
-        .collect();
-    admin
-        .change_resource_record_sets()
-        .hosted_zone_id(zone)
-        .change_batch(ChangeBatch::builder().set_changes(Some(changes)).build().unwrap())
-        .send()
-        .await
-        .expect("create foreign records");
 }
 
 /// Values of one RRset in the zone (empty: absent).
@@ -86,7 +58,7 @@ async fn round_trips_beside_records_of_other_owners() {
     let proxy = FaultProxy::start(&moto.url()).await;
     let admin = moto::client(&moto.url());
     let zone = moto::create_zone(&admin, "example.com").await;
-    create_foreign(
+    moto::create_records(
         &admin,
         &zone,
         &[

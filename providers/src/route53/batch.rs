@@ -86,21 +86,10 @@ pub fn pack(units: Vec<Unit>, limits: BatchLimits) -> Vec<Vec<Unit>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_route53::types::{ResourceRecord, ResourceRecordSet, RrType};
+    use crate::route53::tests::held;
 
     fn unit(name: &str, action: ChangeAction, values: &[&str]) -> Unit {
-        let rrset = ResourceRecordSet::builder()
-            .name(name)
-            .r#type(RrType::A)
-            .ttl(60)
-            .set_resource_records(Some(
-                values
-                    .iter()
-                    .map(|v| ResourceRecord::builder().value(*v).build().unwrap())
-                    .collect(),
-            ))
-            .build()
-            .unwrap();
+        let rrset = held(name, "A", 60, values);
         Unit {
             name: name.into(),
             record_type: RecordType::A,

@@ -11,19 +11,6 @@ use fedns_api::RecordType;
 
 use crate::desired::{canonical_target, parse_target, DesiredRRset};
 
-/// Record types fedns publishes, by mnemonic.
-const KNOWN: [RecordType; 9] = [
-    RecordType::A,
-    RecordType::AAAA,
-    RecordType::CNAME,
-    RecordType::TXT,
-    RecordType::SRV,
-    RecordType::MX,
-    RecordType::NS,
-    RecordType::PTR,
-    RecordType::CAA,
-];
-
 /// Canonical ELB hosted zone ids by host name suffix, for ALIAS targets
 /// (AWS General Reference, "Elastic Load Balancing endpoints and quotas";
 /// the same table external-dns uses). Other targets need
@@ -57,7 +44,7 @@ pub const TARGET_HOSTED_ZONE: &str = "aws/target-hosted-zone";
 
 /// The mnemonic's type, if fedns publishes it.
 pub fn record_type(rr_type: &RrType) -> Option<RecordType> {
-    KNOWN.iter().copied().find(|t| t.as_str() == rr_type.as_str())
+    RecordType::from_mnemonic(rr_type.as_str())
 }
 
 /// Route53's spelling of a name (`\052` for `*`, octal escapes for other

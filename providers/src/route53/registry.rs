@@ -21,20 +21,6 @@ const OWNER_LABEL: &str = "external-dns/owner";
 /// Label holding the source object.
 const RESOURCE_LABEL: &str = "external-dns/resource";
 
-/// Record types external-dns names registry records after (the ones fedns
-/// can publish).
-const TYPES: [RecordType; 9] = [
-    RecordType::A,
-    RecordType::AAAA,
-    RecordType::CNAME,
-    RecordType::TXT,
-    RecordType::SRV,
-    RecordType::MX,
-    RecordType::NS,
-    RecordType::PTR,
-    RecordType::CAA,
-];
-
 /// Owner name of the registry TXT RRset for the `record_type` RRset at
 /// `name` (normalised: lower case, no trailing dot).
 pub fn txt_name(name: &str, record_type: RecordType) -> String {
@@ -74,7 +60,7 @@ pub fn parse_value(text: &str) -> Option<(String, Option<String>)> {
 /// (name, type) it names, if its first label has a type prefix, and always
 /// the legacy reading (the name itself, any type).
 pub fn covered(txt_name: &str) -> (Option<(String, RecordType)>, String) {
-    let typed = TYPES.iter().find_map(|t| {
+    let typed = RecordType::ALL.iter().find_map(|t| {
         let prefix = format!("{}-", t.to_string().to_ascii_lowercase());
         txt_name
             .strip_prefix(&prefix)

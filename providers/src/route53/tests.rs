@@ -7,7 +7,8 @@ use fedns_api::RecordType;
 
 use super::*;
 
-fn held(name: &str, rr_type: &str, ttl: i64, values: &[&str]) -> ResourceRecordSet {
+/// An RRset as Route53 would hold it.
+pub(crate) fn held(name: &str, rr_type: &str, ttl: i64, values: &[&str]) -> ResourceRecordSet {
     ResourceRecordSet::builder()
         .name(name)
         .r#type(RrType::from(rr_type))
