@@ -77,11 +77,11 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                 loop {
                     match manager.changed().await {
                         Ok(is_leader) => {
-                            leader_tx.send_replace(is_leader);
+                            set_leader(&leader_tx, is_leader);
                         }
                         Err(e) => {
                             // Lost contact: stop writing until the lease is confirmed again.
-                            leader_tx.send_replace(false);
+                            set_leader(&leader_tx, false);
                             tracing::warn!(error = %e, "leader election: cannot reach the Lease; retrying");
                             tokio::time::sleep(Duration::from_secs(1)).await;
                         }
@@ -262,6 +262,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let source_config = SourceConfig {
         domain_namespace: Some(namespace.clone()),
         resync_interval: Duration::from_secs(args.resync_interval.max(1)),
+        leader: Some(leader.clone()),
         ..SourceConfig::default()
     };
     let serve_dns = sinks.embedded.is_some();
@@ -341,4 +342,9 @@ where
         }
     });
     Reflected { store }
+}
+
+/// Publishes leadership, waking watchers only when it actually changes.
+fn set_leader(leader: &watch::Sender<bool>, is_leader: bool) {
+    leader.send_if_modified(|current| std::mem::replace(current, is_leader) != is_leader);
 }

@@ -41,6 +41,11 @@ pub struct SourceConfig {
     pub write_status: bool,
     /// Full resync of external providers (repairs drift, retries errors).
     pub resync_interval: Duration,
+    /// Leadership (true: this replica leads). While it does not, external
+    /// providers are not synced and nothing is written back, so replicas
+    /// never race each other's writes; on winning, a full sync runs.
+    /// None: always lead.
+    pub leader: Option<watch::Receiver<bool>>,
 }
 
 impl Default for SourceConfig {
@@ -50,6 +55,7 @@ impl Default for SourceConfig {
             debounce: Duration::from_millis(20),
             write_status: true,
             resync_interval: Duration::from_secs(60),
+            leader: None,
         }
     }
 }
@@ -111,7 +117,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     );
     let mut reported: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut mode = SyncMode::Full;
+    let mut leader = config.leader.clone();
+    let mut leadership_open = leader.is_some();
     loop {
+        let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let desired = {
             let domains: Vec<Domain> = domains.state().iter().map(|d| (**d).clone()).collect();
             let endpoints: Vec<DNSEndpoint> = endpoints.state().iter().map(|e| (**e).clone()).collect();
@@ -132,7 +141,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             results.push(("embedded", invalid.clone()));
         }
         let mut failing = false;
-        for provider in &sinks.providers {
+        for provider in sinks.providers.iter().filter(|_| leading) {
             let report = provider.sync(&desired, mode).await;
             for (scope, error) in &report.errors {
                 tracing::warn!(provider = provider.name(), ?scope, "{error}");
@@ -144,7 +153,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             ));
         }
         state.send_modify(|s| s.publishes += 1);
-        if config.write_status {
+        if config.write_status && leading {
             let served = sinks.embedded.as_ref().map(|e| e.store().load().zones());
             write_statuses(
                 &client,
@@ -169,9 +178,22 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             _ = tokio::time::sleep(resync), if !sinks.providers.is_empty() => {
                 if failing { SyncMode::Changed } else { SyncMode::Full }
             }
+            result = leadership_change(&mut leader), if leadership_open => {
+                // A closed channel keeps its last value for good.
+                leadership_open = result.is_ok();
+                SyncMode::Full
+            }
         };
         // Coalesce bursts (a controller writing many DNSEndpoints at once).
         tokio::time::sleep(config.debounce).await;
+    }
+}
+
+/// Waits for the next change of leadership; pending forever without one.
+async fn leadership_change(leader: &mut Option<watch::Receiver<bool>>) -> Result<(), watch::error::RecvError> {
+    match leader.as_mut() {
+        Some(leader) => leader.changed().await,
+        None => std::future::pending().await,
     }
 }
 

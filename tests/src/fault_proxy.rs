@@ -20,6 +20,8 @@ use tokio::net::TcpListener;
 pub struct Faults {
     /// Answer this many next requests with `Throttling`.
     pub throttle_next: usize,
+    /// Then this many with `PriorRequestNotComplete` (HTTP 400).
+    pub prior_request_next: usize,
     /// Answer the next requests with these HTTP statuses, one each.
     pub fail_next: Vec<u16>,
     /// Throttle every request until cleared.
@@ -35,7 +37,7 @@ pub struct Seen {
     /// `get_zone`, `create_zone` or `other`.
     pub operation: &'static str,
     /// What the proxy did instead of forwarding, if anything: `throttled`,
-    /// `failed`, `refused`.
+    /// `prior-request`, `failed`, `refused`.
     pub injected: Option<&'static str>,
 }
 
@@ -152,6 +154,9 @@ async fn handle(
         } else if faults.throttle_next > 0 {
             faults.throttle_next -= 1;
             Some("throttled")
+        } else if faults.prior_request_next > 0 {
+            faults.prior_request_next -= 1;
+            Some("prior-request")
         } else if !faults.fail_next.is_empty() {
             status = faults.fail_next.remove(0);
             Some("failed")
@@ -173,6 +178,13 @@ async fn handle(
     };
     match injected {
         Some("throttled") => return error_response(StatusCode::BAD_REQUEST, "Throttling", "Rate exceeded"),
+        Some("prior-request") => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "PriorRequestNotComplete",
+                "The request was rejected because Route 53 was still processing a prior request.",
+            )
+        }
         Some("failed") => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
             return error_response(status, "InjectedFailure", "try again");

@@ -280,7 +280,7 @@ async fn throttling_and_server_errors_are_retried_with_bounds_and_nothing_is_los
     let proxy = FaultProxy::start(&moto.url()).await;
     let admin = moto::client(&moto.url());
     let zone = moto::create_zone(&admin, "example.com").await;
-    let route53 = provider(&proxy.url(), |c| c.max_attempts = 5);
+    let route53 = provider(&proxy.url(), |c| c.max_attempts = 6);
     let fixture = |n: usize| {
         desired(Value::Array(
             (0..n)
@@ -289,10 +289,11 @@ async fn throttling_and_server_errors_are_retried_with_bounds_and_nothing_is_los
         ))
     };
 
-    // Four failures in a row (throttling, 429, 503, 500) are absorbed by
-    // the fifth attempt.
+    // Five failures in a row (Throttling, PriorRequestNotComplete, 429,
+    // 503, 500) are absorbed by the sixth attempt.
     proxy.set_faults(Faults {
         throttle_next: 1,
+        prior_request_next: 1,
         fail_next: vec![429, 503, 500],
         ..Faults::default()
     });
@@ -301,7 +302,7 @@ async fn throttling_and_server_errors_are_retried_with_bounds_and_nothing_is_los
     let injected = proxy.seen().iter().filter(|s| s.injected.is_some()).count();
     println!("sync through {injected} injected failures took {:?}", started.elapsed());
     assert!(report.errors.is_empty(), "{report:?}");
-    assert_eq!(injected, 4);
+    assert_eq!(injected, 5);
     assert_eq!(report.changes, 10);
 
     // Throttled for good: each request gives up after max_attempts, the
@@ -314,7 +315,7 @@ async fn throttling_and_server_errors_are_retried_with_bounds_and_nothing_is_los
     let report = route53.sync_all(&fixture(20), SyncMode::Changed).await;
     assert_eq!(report.errors.len(), 1, "{report:?}");
     assert!(report.errors[0].1.contains("Throttling"), "{report:?}");
-    assert_eq!(proxy.count() - seen, 5, "attempts of the one request tried");
+    assert_eq!(proxy.count() - seen, 6, "attempts of the one request tried");
 
     // Once the throttling stops, the next sync applies every change.
     proxy.set_faults(Faults::default());

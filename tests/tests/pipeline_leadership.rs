@@ -1,0 +1,133 @@
+//! The publishing pipeline drives any `Provider`, and only while it leads:
+//! a replica that is not the leader never syncs external providers (two
+//! replicas would race each other's writes), and winning leadership starts
+//! a full sync at once.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fedns_controller::federation::Federation;
+use fedns_e2e::free_port;
+use fedns_providers::desired::DesiredZones;
+use fedns_providers::kube_source::{self, Sinks, SourceConfig};
+use fedns_providers::provider::{Provider, SyncMode, SyncReport};
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+/// Records each sync's mode and the names it was asked to publish.
+#[derive(Debug, Default)]
+struct Recording {
+    syncs: Mutex<Vec<(SyncMode, Vec<String>)>>,
+}
+
+impl Provider for Recording {
+    fn name(&self) -> &'static str {
+        "recording"
+    }
+
+    fn sync<'a>(&'a self, desired: &'a DesiredZones, mode: SyncMode) -> BoxFuture<'a, SyncReport> {
+        let names = desired
+            .zones
+            .iter()
+            .flat_map(|z| z.rrsets.iter().map(|r| r.name.clone()))
+            .collect();
+        self.syncs.lock().unwrap().push((mode, names));
+        Box::pin(async { SyncReport::default() })
+    }
+}
+
+const HOST: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: www, namespace: ns}
+spec:
+  endpoints:
+  - {dnsName: www.example.com, recordType: A, targets: [192.0.2.1]}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn providers_sync_only_while_leading() {
+    let dir = std::env::temp_dir().join(format!("fedns-e2e-leader-{}-{}", std::process::id(), free_port()));
+    let federation = Federation::start(&dir, "fedns-system", &[]).await.unwrap();
+    federation.host.seed_yaml("host", HOST).unwrap();
+    let client = {
+        let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("host.kubeconfig")).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    };
+
+    let recording = Arc::new(Recording::default());
+    let (leader_tx, leader) = watch::channel(false);
+    let (state_tx, mut state) = watch::channel(Default::default());
+    let config = SourceConfig {
+        leader: Some(leader),
+        ..SourceConfig::default()
+    };
+    let sinks = Sinks {
+        embedded: None,
+        providers: vec![recording.clone()],
+    };
+    let pipeline = tokio::spawn(kube_source::run(client, config, sinks, state_tx));
+
+    // Published (desired computed) without leading: no provider sync.
+    tokio::time::timeout(Duration::from_secs(30), state.wait_for(|s| s.publishes > 0))
+        .await
+        .expect("the pipeline runs within 30 s")
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(recording.syncs.lock().unwrap().is_empty(), "synced while not leading");
+
+    // Winning leadership: a full sync at once, with the desired names.
+    let won = Instant::now();
+    leader_tx.send_replace(true);
+    loop {
+        if let Some((mode, names)) = recording.syncs.lock().unwrap().first().cloned() {
+            println!("full sync {:?} after winning leadership", won.elapsed());
+            assert_eq!(mode, SyncMode::Full);
+            assert_eq!(names, ["www.example.com"]);
+            break;
+        }
+        assert!(
+            won.elapsed() < Duration::from_secs(30),
+            "no sync within 30 s of leading"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Losing it: no more syncs, even when the desired state changes.
+    leader_tx.send_replace(false);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = recording.syncs.lock().unwrap().len();
+    federation
+        .host
+        .seed_yaml(
+            "more",
+            "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: api, namespace: ns}\nspec:\n  endpoints:\n  - {dnsName: api.example.com, recordType: A, targets: [192.0.2.2]}\n",
+        )
+        .unwrap();
+    let publishes = state.borrow().publishes;
+    tokio::time::timeout(Duration::from_secs(30), state.wait_for(|s| s.publishes > publishes))
+        .await
+        .expect("the change is seen within 30 s")
+        .unwrap();
+    assert_eq!(
+        recording.syncs.lock().unwrap().len(),
+        before,
+        "synced after losing leadership"
+    );
+
+    pipeline.abort();
+    federation.stop();
+    let _ = std::fs::remove_dir_all(dir);
+}
