@@ -140,6 +140,21 @@ fn deploy_manifests_parse_and_kustomizations_resolve() {
                     }
                 } else if !value.is_null() {
                     assert!(value["kind"].is_string(), "{}: a document without kind", path.display());
+                    // Every fedns command line in a Deployment parses.
+                    for container in value["spec"]["template"]["spec"]["containers"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                    {
+                        let Some(args) = container["args"].as_array() else {
+                            continue;
+                        };
+                        let args = args.iter().map(|a| a.as_str().unwrap_or_default());
+                        let parsed = <fedns_controller::cli::Cli as clap::Parser>::try_parse_from(
+                            std::iter::once("fedns").chain(args),
+                        );
+                        assert!(parsed.is_ok(), "{}: {}", path.display(), parsed.unwrap_err());
+                    }
                 }
                 checked += 1;
             }
