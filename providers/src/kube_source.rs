@@ -189,6 +189,15 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     }
 }
 
+/// The most serious of `reasons`: a provider error, then a conflict, else
+/// invalid input.
+fn worst_reason(reasons: &[&'static str]) -> &'static str {
+    [PROVIDER_ERROR, conditions::CONFLICT]
+        .into_iter()
+        .find(|r| reasons.contains(r))
+        .unwrap_or(conditions::INVALID_INPUT)
+}
+
 /// Waits for the next change of leadership; pending forever without one.
 async fn leadership_change(leader: &mut Option<watch::Receiver<bool>>) -> Result<(), watch::error::RecvError> {
     match leader.as_mut() {
@@ -312,6 +321,7 @@ async fn write_statuses(
         let generation = endpoint.metadata.generation;
         let mut changed = status.observed_generation != generation;
         let mut problems: Vec<String> = Vec::new();
+        let mut reasons: Vec<&'static str> = Vec::new();
         for (provider, by_endpoint) in results {
             let mine = by_endpoint.get(&key).cloned().unwrap_or_default();
             let (ok, reason, message) = if mine.is_empty() {
@@ -322,10 +332,7 @@ async fn write_statuses(
                 )
             } else {
                 // The most serious reason names the condition.
-                let reason = [PROVIDER_ERROR, conditions::CONFLICT]
-                    .into_iter()
-                    .find(|r| mine.iter().any(|p| p.reason == *r))
-                    .unwrap_or(conditions::INVALID_INPUT);
+                let reason = worst_reason(&mine.iter().map(|p| p.reason).collect::<Vec<_>>());
                 let messages: Vec<&str> = mine.iter().map(|p| p.message.as_str()).collect();
                 (
                     false,
@@ -346,6 +353,7 @@ async fn write_statuses(
                 generation,
             );
             for p in mine {
+                reasons.push(p.reason);
                 if !problems.contains(&p.message) {
                     problems.push(p.message);
                 }
@@ -357,7 +365,7 @@ async fn write_statuses(
             if !problems.is_empty() {
                 let event = Event {
                     type_: EventType::Warning,
-                    reason: conditions::INVALID_INPUT.into(),
+                    reason: worst_reason(&reasons).into(),
                     note: Some(message.chars().take(1000).collect()),
                     action: "Publish".into(),
                     secondary: None,
@@ -443,5 +451,23 @@ async fn write_statuses(
                 tracing::warn!(domain = %format!("{namespace}/{name}"), error = %e, "status update failed (retried on the next change)");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_serious_reason_names_conditions_and_events() {
+        assert_eq!(worst_reason(&[]), conditions::INVALID_INPUT);
+        assert_eq!(
+            worst_reason(&[conditions::INVALID_INPUT, conditions::CONFLICT]),
+            conditions::CONFLICT
+        );
+        assert_eq!(
+            worst_reason(&[conditions::CONFLICT, PROVIDER_ERROR, conditions::INVALID_INPUT]),
+            PROVIDER_ERROR
+        );
     }
 }
