@@ -191,13 +191,9 @@ async fn publishes_to_every_provider_at_once() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    let host = {
-        let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("host.kubeconfig")).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
-    };
+    let host = fedns_controller::kube_client::client(Some(&dir.join("host.kubeconfig")))
+        .await
+        .unwrap();
     let endpoints: Api<DNSEndpoint> = Api::namespaced(host, "ns");
     let started = Instant::now();
     let (embedded, etcd_condition, route53_condition) = loop {

@@ -59,13 +59,9 @@ async fn providers_sync_only_while_leading() {
     let dir = std::env::temp_dir().join(format!("fedns-e2e-leader-{}-{}", std::process::id(), free_port()));
     let federation = Federation::start(&dir, "fedns-system", &[]).await.unwrap();
     federation.host.seed_yaml("host", HOST).unwrap();
-    let client = {
-        let kubeconfig = kube::config::Kubeconfig::read_from(dir.join("host.kubeconfig")).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
-    };
+    let client = fedns_controller::kube_client::client(Some(&dir.join("host.kubeconfig")))
+        .await
+        .unwrap();
 
     let recording = Arc::new(Recording::default());
     let (leader_tx, leader) = watch::channel(false);
