@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '== %s\n' "$*" >&2; }
+# Disk is the scarce resource on CI machines: say what there was and what
+# the build took, so a "No space left on device" is easy to read.
+disk() { log "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free; target/ $(du -sh target 2>/dev/null | cut -f1)"; }
+disk
+trap disk EXIT
 
 # --- system packages the tests start or drive -------------------------------
 # command -> Debian package
@@ -38,7 +43,7 @@ if [ ! -x "$VENV/bin/moto_server" ]; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get install -y -q python3-venv && python3 -m venv "$VENV"
   }
-  "$VENV/bin/pip" install -q --disable-pip-version-check 'moto[server]'
+  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check 'moto[server]'
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
 
