@@ -1,7 +1,7 @@
 //! Test helpers: a fixture zone, Knot DNS started on loopback with the same
 //! records, our server, and a raw DNS client built on hickory-proto.
 
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)] // each test module uses a different subset
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};

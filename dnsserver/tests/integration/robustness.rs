@@ -1,13 +1,11 @@
 //! 100,000 random and truncated packets over UDP and TCP to a running
 //! server; afterwards it still answers correctly.
 
-mod common;
-
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use fedns_dnsserver::hickory_proto::op::ResponseCode;
 use fedns_dnsserver::hickory_proto::rr::RecordType;
 use fedns_dnsserver::{DnsMetrics, DnsServer, ServerConfig, ZoneStore};

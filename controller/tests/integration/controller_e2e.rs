@@ -4,11 +4,9 @@
 //! deadline and prints the time it took (the target, measured in bench/,
 //! is under 5 s).
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fedns_api::{DNSEndpoint, MemberCluster, ServiceDNSRecord};
 use fedns_controller::federation::Federation;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};

@@ -1,10 +1,8 @@
 //! The query path and the store through the public API, without sockets.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use fedns_dnsserver::hickory_proto::op::{Message, ResponseCode};
 use fedns_dnsserver::hickory_proto::rr::{RData, Record, RecordType};
 use fedns_dnsserver::{answer, AnswerConfig, Transport, ZoneContent, ZoneStore};

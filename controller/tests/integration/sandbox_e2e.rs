@@ -3,13 +3,11 @@
 //! (dig and hickory-proto), failover through `fail`/`recover`, `cordon`,
 //! and `--members-from` with real `kubectl get -o yaml` output.
 
-mod common;
-
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fedns_controller::cli::SandboxArgs;
 use fedns_controller::sandbox_cmd;
 use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};

@@ -4,11 +4,9 @@
 //! RRsets must match. TTLs are compared too. Every remaining difference is
 //! listed in `EXPECTED_DIFFERENCES` with the RFC section that allows it.
 
-mod common;
-
 use std::net::SocketAddr;
 
-use common::*;
+use crate::common::*;
 use fedns_dnsserver::hickory_proto::op::Message;
 use fedns_dnsserver::hickory_proto::rr::RecordType;
 use fedns_dnsserver::{DnsMetrics, DnsServer, ServerConfig, ZoneStore};

@@ -2,11 +2,9 @@
 //! Domains and DNSEndpoints there, reports status, follows changes, and
 //! keeps answering while the API server is down.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fedns_api::{DNSEndpoint, Domain};
 use fedns_sandbox::Emulator;
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -1,6 +1,6 @@
 //! Helpers for tests that run the `fedns` binary against emulated clusters.
 
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)] // each test module uses a different subset
 
 use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};

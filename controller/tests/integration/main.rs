@@ -1,0 +1,10 @@
+//! The controller crate's integration tests, linked into one test binary:
+//! each file was its own binary of ~100 MB, and linking them all cost CI
+//! disk and minutes. Filter by module, e.g. `cargo test --test integration sandbox_e2e::`.
+
+mod common;
+
+mod cli;
+mod controller_e2e;
+mod dns_server;
+mod sandbox_e2e;

@@ -1,0 +1,9 @@
+//! The DNS server's integration tests, linked into one test binary (one
+//! binary per file cost CI disk and link time). Filter by module, e.g.
+//! `cargo test -p fedns-dnsserver --test integration knot_differential::`.
+
+mod common;
+
+mod answer_path;
+mod knot_differential;
+mod robustness;
