@@ -263,6 +263,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         domain_namespace: Some(namespace.clone()),
         resync_interval: Duration::from_secs(args.resync_interval.max(1)),
         leader: Some(leader.clone()),
+        domain_finalizer: true,
         ..SourceConfig::default()
     };
     let serve_dns = sinks.embedded.is_some();

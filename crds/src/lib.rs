@@ -47,6 +47,12 @@ pub const DNS_GROUP: &str = "multiclusterdns.fedns.io";
 /// The one served and stored version.
 pub const VERSION: &str = "v1alpha1";
 
+/// Finalizer the controller puts on a [`Domain`] while external providers
+/// (Route53, CoreDNS through etcd) may hold its records: when the Domain is
+/// deleted, the records fedns owns there are removed first, then this
+/// finalizer, so a deleted Domain leaves nothing behind.
+pub const PROVIDER_RECORDS_FINALIZER: &str = "multiclusterdns.fedns.io/provider-records";
+
 /// Default `recordTTL` of ServiceDNSRecord and IngressDNSRecord, in seconds.
 pub const DEFAULT_RECORD_TTL: i64 = 30;
 /// Smallest TTL any fedns object accepts, in seconds.

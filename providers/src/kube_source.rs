@@ -26,6 +26,7 @@ use serde_json::json;
 use tokio::sync::{watch, Notify};
 
 use crate::desired::{desired_zones, DesiredZones};
+use crate::domain_finalizer;
 use crate::embedded::EmbeddedSink;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
 
@@ -46,6 +47,12 @@ pub struct SourceConfig {
     /// never race each other's writes; on winning, a full sync runs.
     /// None: always lead.
     pub leader: Option<watch::Receiver<bool>>,
+    /// Manage [`fedns_api::PROVIDER_RECORDS_FINALIZER`] on Domains: add it
+    /// while external providers are configured, and on deletion remove a
+    /// Domain's records from them before releasing it. Set by the
+    /// controller; never by `fedns dns-server`, which syncs no provider and
+    /// would release Domains before their records are gone.
+    pub domain_finalizer: bool,
 }
 
 impl Default for SourceConfig {
@@ -56,6 +63,7 @@ impl Default for SourceConfig {
             write_status: true,
             resync_interval: Duration::from_secs(60),
             leader: None,
+            domain_finalizer: false,
         }
     }
 }
@@ -116,13 +124,20 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         },
     );
     let mut reported: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut reported_releases: BTreeMap<String, String> = BTreeMap::new();
     let mut mode = SyncMode::Full;
     let mut leader = config.leader.clone();
     let mut leadership_open = leader.is_some();
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
+        let domain_state = domains.state();
+        let manage_finalizer = config.domain_finalizer && config.write_status && leading;
+        if manage_finalizer && !sinks.providers.is_empty() {
+            // Before publishing, so no record reaches a provider unguarded.
+            domain_finalizer::guard(&client, &domain_state).await;
+        }
         let desired = {
-            let domains: Vec<Domain> = domains.state().iter().map(|d| (**d).clone()).collect();
+            let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
             let endpoints: Vec<DNSEndpoint> = endpoints.state().iter().map(|e| (**e).clone()).collect();
             desired_zones(&domains, &endpoints)
         };
@@ -141,16 +156,22 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             results.push(("embedded", invalid.clone()));
         }
         let mut failing = false;
+        let mut errors = Vec::new();
+        let provider_desired = domain_finalizer::for_providers(&desired, &domain_state);
         for provider in sinks.providers.iter().filter(|_| leading) {
-            let report = provider.sync(&desired, mode).await;
+            let report = provider.sync(&provider_desired, mode).await;
             for (scope, error) in &report.errors {
                 tracing::warn!(provider = provider.name(), ?scope, "{error}");
             }
             failing |= report.failed();
             results.push((
                 provider.name(),
-                provider_problems(provider.name(), &desired, &report, &invalid),
+                provider_problems(provider.name(), &provider_desired, &report, &invalid),
             ));
+            errors.push((provider.name(), report.errors));
+        }
+        if manage_finalizer {
+            domain_finalizer::release(&client, &recorder, &domain_state, &errors, &mut reported_releases).await;
         }
         state.send_modify(|s| s.publishes += 1);
         if config.write_status && leading {
@@ -405,7 +426,7 @@ async fn write_statuses(
             .domain_problems
             .iter()
             .find(|p| p.namespace == namespace && p.name == name);
-        let apex = format!("{}.", domain.spec.domain.trim_end_matches('.').to_ascii_lowercase());
+        let apex = domain_finalizer::apex_of(&domain);
         let summary = served.iter().find(|z| z.apex == apex);
         let mut status = domain.status.clone().unwrap_or_default();
         let generation = domain.metadata.generation;

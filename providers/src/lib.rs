@@ -9,6 +9,7 @@
 
 pub mod coredns_etcd;
 pub mod desired;
+mod domain_finalizer;
 pub mod embedded;
 pub mod kube_source;
 pub mod manifests;

@@ -4,18 +4,20 @@
 //! and in the Route53 hosted zone with external-dns ownership records, each
 //! provider reports its own `<provider>/Published` condition, and a name
 //! another owner holds in etcd or Route53 is a Conflict there while the
-//! embedded server still serves it.
+//! embedded server still serves it. Deleting the Domain then removes
+//! fedns's records from etcd and Route53, and only then the Domain.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, GetOptions};
-use fedns_api::DNSEndpoint;
+use fedns_api::{DNSEndpoint, Domain, PROVIDER_RECORDS_FINALIZER};
 use fedns_controller::cli::{ControllerArgs, EtcdArgs, Provider, Route53Args};
 use fedns_controller::federation::Federation;
 use fedns_e2e::moto::{self, Moto};
 use fedns_e2e::{free_port, Etcd};
-use kube::api::Api;
+use kube::api::{Api, DeleteParams};
+use kube::ResourceExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -235,6 +237,43 @@ async fn publishes_to_every_provider_at_once() {
     let foreign = client.get("/skydns/com/example/www/x1", None).await.unwrap();
     let value: Value = serde_json::from_slice(foreign.kvs()[0].value()).unwrap();
     assert_eq!(value["host"], "192.0.2.99");
+
+    // Deleting the Domain removes fedns's records from both providers
+    // (another owner's stay) before the Domain itself goes.
+    let host_client = fedns_controller::kube_client::client(Some(&dir.join("host.kubeconfig")))
+        .await
+        .unwrap();
+    let domains: Api<Domain> = Api::namespaced(host_client, "fedns-system");
+    let domain = domains.get("myfed").await.unwrap();
+    assert!(
+        domain.finalizers().iter().any(|f| f == PROVIDER_RECORDS_FINALIZER),
+        "{:?}",
+        domain.metadata.finalizers
+    );
+    domains.delete("myfed", &DeleteParams::default()).await.unwrap();
+    let started = Instant::now();
+    loop {
+        let gone = domains.get_opt("myfed").await.unwrap().is_none();
+        let ours = etcd_hosts(&mut client, "/skydns/com/example").await;
+        let mut names: Vec<String> = moto::records(&admin, &zone)
+            .await
+            .into_iter()
+            .filter(|r| r.1 != "SOA" && r.1 != "NS")
+            .map(|r| r.0)
+            .collect();
+        names.sort();
+        if gone && ours.is_empty() && names == ["a-www.example.com", "www.example.com"] {
+            println!("Domain deleted and its records removed after {:?}", started.elapsed());
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "after 30 s: Domain gone {gone}, fedns keys in etcd {ours:?}, Route53 names {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let foreign = client.get("/skydns/com/example/www/x1", None).await.unwrap();
+    assert_eq!(foreign.kvs().len(), 1, "another owner's key stays");
 
     stop.notify_one();
     let _ = tokio::time::timeout(Duration::from_secs(10), controller).await;

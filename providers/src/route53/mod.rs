@@ -230,10 +230,11 @@ impl Route53 {
             .cloned()
     }
 
-    /// The id of the hosted zone serving `apex`.
-    async fn zone_id(&self, client: &Client, apex: &str) -> Result<String, String> {
+    /// The id of the hosted zone serving `apex`; None when no hosted zone
+    /// (of those given with `--route53-zone-id`, if any) is named `apex`.
+    async fn zone_id(&self, client: &Client, apex: &str) -> Result<Option<String>, String> {
         if let Some(id) = self.cached_zone_id(apex) {
-            return Ok(id);
+            return Ok(Some(id));
         }
         let strip = |id: &str| id.trim_start_matches("/hostedzone/").to_owned();
         let id = if self.config.zone_ids.is_empty() {
@@ -254,11 +255,7 @@ impl Route53 {
                 .collect();
             match ids.as_slice() {
                 [id] => id.clone(),
-                [] => {
-                    return Err(format!(
-                        "no Route53 hosted zone is named {apex}; create it or set --route53-zone-id"
-                    ))
-                }
+                [] => return Ok(None),
                 _ => {
                     return Err(format!(
                         "{} hosted zones are named {apex} ({}); choose one with --route53-zone-id",
@@ -282,13 +279,16 @@ impl Route53 {
                     break;
                 }
             }
-            found.ok_or_else(|| format!("none of the hosted zones given with --route53-zone-id is {apex}"))?
+            match found {
+                Some(id) => id,
+                None => return Ok(None),
+            }
         };
         self.zone_ids
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(apex.to_owned(), id.clone());
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// Every RRset of the zone, following pagination.
@@ -419,7 +419,18 @@ impl Route53 {
         desired: &[DesiredRRset],
         report: &mut SyncReport,
     ) -> Result<(), String> {
-        let zone_id = self.zone_id(client, apex).await?;
+        let Some(zone_id) = self.zone_id(client, apex).await? else {
+            if desired.is_empty() {
+                // Nothing to publish and no zone that could hold anything
+                // of ours (a deleted Domain whose hosted zone is gone too).
+                return Ok(());
+            }
+            return Err(if self.config.zone_ids.is_empty() {
+                format!("no Route53 hosted zone is named {apex}; create it or set --route53-zone-id")
+            } else {
+                format!("none of the hosted zones given with --route53-zone-id is {apex}")
+            });
+        };
         let held = self.read_zone(client, &zone_id).await?;
         let plan = self.plan_zone(apex, &zone_id, desired, &held);
         self.metrics.records_owned(NAME, apex, plan.owned);

@@ -341,6 +341,11 @@ async fn hosted_zones_are_found_by_name_or_given_by_id() {
             .contains("no Route53 hosted zone is named example.com"),
         "{report:?}"
     );
+    // With nothing to publish there (a deleted Domain's zone), a missing
+    // hosted zone holds nothing of ours: no error, so the Domain can go.
+    let empty = desired(json!([]));
+    let report = provider(&moto.url(), |_| {}).sync_all(&empty, SyncMode::Changed).await;
+    assert!(report.errors.is_empty(), "{report:?}");
 
     // Two zones of that name (say public and private): ambiguous by name.
     let first = moto::create_zone(&admin, "example.com").await;
