@@ -120,6 +120,15 @@ fn clamp_u32(v: i64, min: u32) -> u32 {
 }
 
 /// Builds the zone of one Domain (no records yet).
+/// The apex of the zone `domain` serves, as [`DesiredZone`] contents render
+/// it (`example.com.`: lower case, trailing dot); None when `spec.domain`
+/// is not a valid host name (such a Domain serves no zone).
+pub fn zone_apex(domain: &Domain) -> Option<String> {
+    names::normalize_hostname(&domain.spec.domain)
+        .ok()
+        .map(|apex| format!("{apex}."))
+}
+
 fn zone_of(domain: &Domain) -> Result<(String, ZoneContent), String> {
     let apex = names::normalize_hostname(&domain.spec.domain).map_err(|e| format!("spec.domain: {e}"))?;
     let apex_name = to_name(&apex).ok_or_else(|| format!("spec.domain {apex:?} is not a DNS name"))?;

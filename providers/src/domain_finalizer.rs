@@ -23,14 +23,8 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::desired::DesiredZones;
+use crate::desired::{zone_apex, DesiredZones};
 use crate::provider::ErrorScope;
-
-/// The apex of `domain`'s zone as [`DesiredZones`] renders it: lower case,
-/// with the trailing dot (`example.com.`).
-pub(crate) fn apex_of(domain: &Domain) -> String {
-    format!("{}.", domain.spec.domain.trim_end_matches('.').to_ascii_lowercase())
-}
 
 /// Whether `domain` is being deleted.
 fn deleting(domain: &Domain) -> bool {
@@ -47,11 +41,15 @@ fn guarded(domain: &Domain) -> bool {
 /// unless another Domain, not being deleted, names the same zone.
 /// Borrowed unchanged when no zone is emptied.
 pub(crate) fn for_providers<'a>(desired: &'a DesiredZones, domains: &[Arc<Domain>]) -> Cow<'a, DesiredZones> {
-    let live: Vec<String> = domains.iter().filter(|d| !deleting(d)).map(|d| apex_of(d)).collect();
+    let live: Vec<String> = domains
+        .iter()
+        .filter(|d| !deleting(d))
+        .filter_map(|d| zone_apex(d))
+        .collect();
     let deleted: Vec<String> = domains
         .iter()
         .filter(|d| deleting(d))
-        .map(|d| apex_of(d))
+        .filter_map(|d| zone_apex(d))
         .filter(|apex| !live.contains(apex))
         .collect();
     if !desired
@@ -97,7 +95,8 @@ pub(crate) async fn release(
 ) {
     for domain in domains.iter().filter(|d| deleting(d) && guarded(d)) {
         let key = format!("{}/{}", domain.namespace().unwrap_or_default(), domain.name_any());
-        let apex = apex_of(domain);
+        // A Domain serving no zone (invalid spec.domain) has nothing to remove.
+        let apex = zone_apex(domain).unwrap_or_default();
         let apex = apex.trim_end_matches('.');
         let failures: Vec<String> = errors
             .iter()

@@ -25,7 +25,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
-use crate::desired::{desired_zones, DesiredZones};
+use crate::desired::{desired_zones, zone_apex, DesiredZones};
 use crate::domain_finalizer;
 use crate::embedded::EmbeddedSink;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
@@ -426,8 +426,8 @@ async fn write_statuses(
             .domain_problems
             .iter()
             .find(|p| p.namespace == namespace && p.name == name);
-        let apex = domain_finalizer::apex_of(&domain);
-        let summary = served.iter().find(|z| z.apex == apex);
+        let apex = zone_apex(&domain);
+        let summary = served.iter().find(|z| Some(&z.apex) == apex.as_ref());
         let mut status = domain.status.clone().unwrap_or_default();
         let generation = domain.metadata.generation;
         let mut changed = match (problem, summary) {
