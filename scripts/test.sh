@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # The one test command (README "Tests"; .ci/run calls exactly this).
-# Installs what is missing on a Debian machine, then runs
-# cargo fmt --check, cargo clippy -D warnings and cargo test for the workspace.
+#
+# 1. Checks every capability the tests need of the machine, by what the
+#    tests use (a version, a flag, a module), not by a command's name;
+#    installs what is missing on Debian/Ubuntu (apt-get, as root or with
+#    sudo) and elsewhere says what to install, then stops.
+# 2. Installs moto (Route53 API) into a virtualenv under target/.
+# 3. Runs cargo fmt --check, cargo clippy -D warnings and cargo test.
+#
+# Usage: scripts/test.sh [--deps-only]   (--deps-only: steps 1 and 2 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,40 +19,100 @@ disk() { log "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free; target
 disk
 trap disk EXIT
 
-# --- system packages the tests start or drive -------------------------------
-# command -> Debian package
-declare -A PACKAGES=(
-  [etcd]=etcd-server          # CoreDNS-etcd provider tests
-  [dig]=bind9-dnsutils        # DNS answers as a user sees them
-  [kdig]=knot-dnsutils        # differential tests against Knot
-  [knotd]=knot                # the peer authoritative server
-  [dnsperf]=dnsperf           # bench/
-  [protoc]=protobuf-compiler  # etcd-client compiles etcd's protos
-  [kubectl]=kubernetes-client # the emulator's kubeconfig must work for kubectl
+# Daemons live in /usr/sbin, which a non-root PATH may lack.
+export PATH="$PATH:/usr/sbin:/sbin"
+
+# version_at_least HAVE WANT: HAVE >= WANT in version order.
+version_at_least() { [ -n "$1" ] && printf '%s\n%s\n' "$2" "$1" | sort -V -C; }
+# first_version TEXT: the first dotted version number in TEXT.
+first_version() { grep -oE '[0-9]+(\.[0-9]+)+' <<<"$1" | head -n1; }
+# version_of COMMAND ARGS...: the first version number the command prints.
+version_of() { first_version "$("$@" 2>&1 || true)"; }
+
+rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+
+# Each capability: a check function, the Debian package that brings it,
+# and what the tests use it for.
+has_rust() { version_at_least "$(version_of rustc --version)" "$rust_version"; }
+has_cc() { echo 'int main(void){return 0;}' | cc -x c -o /dev/null - >/dev/null 2>&1; }
+has_etcd() { version_at_least "$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')" 3.4; }
+has_dig() { version_at_least "$(version_of dig -v)" 9.16; }
+has_kdig() { version_at_least "$(version_of kdig --version)" 3.0; }
+has_knotd() { version_at_least "$(version_of knotd --version)" 3.0; }
+has_kubectl() {
+  local v
+  v=$(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: v\{0,1\}//p')
+  [ -z "$v" ] && v=$(kubectl version --client --short 2>/dev/null | sed -n 's/^Client Version: v\{0,1\}//p')
+  version_at_least "$(first_version "$v")" 1.20
+}
+has_script() { script -qfec true /dev/null >/dev/null 2>&1; }
+has_venv() {
+  local probe
+  probe=$(mktemp -d)
+  python3 -m venv "$probe/venv" >/dev/null 2>&1 && [ -x "$probe/venv/bin/pip" ]
+  local ok=$?
+  rm -rf "$probe"
+  return $ok
+}
+has_dnsperf() { grep -q 'transport mode: udp, tcp' <<<"$(dnsperf -h 2>&1 || true)"; }
+
+# name | check | Debian package | what needs it
+CAPABILITIES=(
+  "rustc >= $rust_version|has_rust||the workspace's rust-version (install with rustup)"
+  "a C compiler|has_cc|gcc|ring (TLS) compiles C"
+  "etcd >= 3.4|has_etcd|etcd-server|CoreDNS-etcd tests (its v3 JSON gateway)"
+  "dig >= 9.16|has_dig|bind9-dnsutils|answers as a user sees them"
+  "kdig >= 3.0|has_kdig|knot-dnsutils|differential tests against Knot"
+  "knotd >= 3.0|has_knotd|knot|the peer authoritative server"
+  "kubectl >= 1.20 (server-side apply)|has_kubectl|kubernetes-client|kubectl against the emulator"
+  "script with -e -f -c|has_script|bsdutils|log colours on a terminal"
+  "python3 -m venv with pip|has_venv|python3-venv|moto's virtualenv"
+  "dnsperf with -m (udp/tcp)|has_dnsperf|dnsperf|bench/ (dns-qps.sh)"
 )
-missing=()
-for cmd in "${!PACKAGES[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${PACKAGES[$cmd]}")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  log "installing ${missing[*]}"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+missing() {
+  local entry name check package purpose
+  for entry in "${CAPABILITIES[@]}"; do
+    IFS='|' read -r name check package purpose <<<"$entry"
+    "$check" || printf '%s|%s|%s\n' "$name" "$package" "$purpose"
+  done
+}
+
+gaps=$(missing)
+if [ -n "$gaps" ]; then
+  packages=$(cut -d'|' -f2 <<<"$gaps" | grep -v '^$' | sort -u | tr '\n' ' ')
+  log "missing capabilities:"
+  while IFS='|' read -r name package purpose; do log "  $name ($purpose)${package:+: Debian package $package}"; done <<<"$gaps"
+  if [ -n "$packages" ] && command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    log "installing $packages"
+    $SUDO apt-get update -q
+    # shellcheck disable=SC2086 # a list of package names
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $packages
+    gaps=$(missing)
+  fi
+  if [ -n "$gaps" ]; then
+    log "still missing; install these and run again:"
+    while IFS='|' read -r name package purpose; do log "  $name ($purpose)${package:+: Debian package $package}"; done <<<"$gaps"
+    exit 1
+  fi
 fi
 
 # --- moto (Route53 API) in a virtualenv under target/ ------------------------
 VENV=target/venv
-if [ ! -x "$VENV/bin/moto_server" ]; then
-  log "installing moto[server] into $VENV"
-  python3 -m venv "$VENV" 2>/dev/null || {
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get install -y -q python3-venv && python3 -m venv "$VENV"
-  }
-  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check 'moto[server]'
+has_moto() { "$VENV/bin/python" -c 'import moto, moto.server; assert int(moto.__version__.split(".")[0]) >= 5' 2>/dev/null; }
+if ! has_moto; then
+  log "installing moto[server] >= 5 into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check 'moto[server]>=5'
+  has_moto || { log "moto >= 5 did not install into $VENV"; exit 1; }
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
+if [ "${1:-}" = --deps-only ]; then
+  log "every capability the tests need is here"
+  exit 0
+fi
 
 # --- Rust checks --------------------------------------------------------------
 log "cargo fmt --check"

@@ -173,6 +173,20 @@ pub struct EtcdArgs {
     /// Client key (PEM) for etcd's TLS.
     #[arg(long = "etcd-key-file", value_name = "PATH")]
     pub key_file: Option<PathBuf>,
+    /// User name for etcd's auth (needs the password too); unset when
+    /// etcd runs without auth.
+    #[arg(long = "etcd-username", value_name = "NAME", requires = "password")]
+    pub username: Option<String>,
+    /// Password for `--etcd-username`. A hidden flag: give it in the
+    /// environment (e.g. from a Secret) so it stays out of process listings.
+    #[arg(
+        long = "etcd-password",
+        env = "FEDNS_ETCD_PASSWORD",
+        hide_env_values = true,
+        hide = true,
+        requires = "username"
+    )]
+    pub password: Option<String>,
 }
 
 /// Arguments of `fedns controller`.

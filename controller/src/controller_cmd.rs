@@ -238,6 +238,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                 prefix: args.etcd.prefix.clone(),
                 owner_id: args.owner_id.clone(),
                 tls,
+                credentials: args.etcd.username.clone().zip(args.etcd.password.clone()),
                 ..EtcdConfig::default()
             },
             provider_metrics.clone(),

@@ -1,5 +1,9 @@
 //! tracing setup: text or JSON lines on standard error, level from `RUST_LOG`
-//! (default `info,kube_client=off`).
+//! (default `info,kube_client=off`). Text lines carry ANSI colours only
+//! when standard error is a terminal and `NO_COLOR` is unset or empty
+//! (<https://no-color.org>), so logs sent to a file or a pipe stay plain.
+
+use std::io::IsTerminal as _;
 
 use tracing_subscriber::EnvFilter;
 
@@ -18,12 +22,33 @@ pub fn init(format: LogFormat) -> anyhow::Result<()> {
         // those failures itself, once, with the cluster they concern.
         _ => EnvFilter::new("info,kube_client=off"),
     };
+    let colour = use_colour(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     let result = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
     result.map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Whether log lines get ANSI colours: only on a terminal, and not when
+/// `NO_COLOR` is set to a non-empty value (no-color.org's rule).
+pub fn use_colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|value| value.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::use_colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, Some("".into())), "an empty NO_COLOR does not count");
+        assert!(!use_colour(true, Some("1".into())));
+        assert!(!use_colour(false, None), "a file or a pipe gets no colour");
+    }
 }

@@ -166,6 +166,8 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
             ca_file: None,
             cert_file: None,
             key_file: None,
+            username: None,
+            password: None,
         },
         route53: Default::default(),
         dns_listen: vec![args.dns_listen],

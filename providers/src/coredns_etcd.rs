@@ -8,8 +8,12 @@
 //!   `port`/`priority`/`weight` for SRV; `priority`/`mail` for MX) plus
 //!   `owner` = the owner id, which CoreDNS ignores and fedns uses to never
 //!   touch keys it did not write;
-//! * each name's keys change in one etcd transaction; nothing is written
-//!   when nothing changed.
+//! * each name's keys change in one etcd transaction, guarded so that it
+//!   applies only if none of those keys changed since they were read (a
+//!   concurrent writer makes it fail, and the next sync reads again);
+//!   nothing is written when nothing changed.
+//!
+//! etcd is reached through its JSON gateway ([`crate::etcd`]).
 //!
 //! CoreDNS answers a name with every record *below* its path too, so a
 //! published name nested under another published name is reported, and a
@@ -18,7 +22,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, GetOptions, TlsOptions, Txn, TxnOp};
 use fedns_api::RecordType;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
@@ -26,6 +29,8 @@ use tokio::sync::Mutex;
 use futures::future::BoxFuture;
 
 use crate::desired::{DesiredRRset, DesiredZones};
+pub use crate::etcd::EtcdTls;
+use crate::etcd::{EtcdClient, EtcdClientConfig, TxnGuard, TxnOp};
 use crate::plan::{self, CurrentRRset};
 use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, SyncMode, SyncReport};
 
@@ -41,8 +46,10 @@ pub struct EtcdConfig {
     pub prefix: String,
     /// Owner id written into every value.
     pub owner_id: String,
-    /// TLS settings; None: plain HTTP.
+    /// TLS settings for `https://` endpoints; None: the system's roots.
     pub tls: Option<EtcdTls>,
+    /// etcd auth user name and password; None when etcd's auth is off.
+    pub credentials: Option<(String, String)>,
     /// Connect and request timeout.
     pub timeout: Duration,
 }
@@ -54,25 +61,17 @@ impl Default for EtcdConfig {
             prefix: "/skydns".into(),
             owner_id: "fedns".into(),
             tls: None,
+            credentials: None,
             timeout: Duration::from_secs(5),
         }
     }
 }
 
-/// TLS to etcd: a CA to trust and/or a client identity (PEM files).
-#[derive(Debug, Clone, Default)]
-pub struct EtcdTls {
-    /// CA certificate.
-    pub ca_file: Option<std::path::PathBuf>,
-    /// Client certificate and key.
-    pub identity: Option<(std::path::PathBuf, std::path::PathBuf)>,
-}
-
-/// The provider; one etcd client, connected lazily and rebuilt after
-/// failures (etcd restarts).
+/// The provider; one etcd client, built lazily (a settings error is
+/// reported on every sync until fixed) and rebuilt after failures.
 pub struct CorednsEtcd {
     config: EtcdConfig,
-    client: Mutex<Option<Client>>,
+    client: Mutex<Option<EtcdClient>>,
     applied: AppliedCache,
     metrics: ProviderMetrics,
 }
@@ -164,31 +163,18 @@ impl CorednsEtcd {
         Ok(value.to_string())
     }
 
-    async fn client(&self) -> Result<Client, String> {
+    async fn client(&self) -> Result<EtcdClient, String> {
         let mut guard = self.client.lock().await;
         if let Some(client) = guard.as_ref() {
             return Ok(client.clone());
         }
-        let mut options = ConnectOptions::new()
-            .with_connect_timeout(self.config.timeout)
-            .with_timeout(self.config.timeout);
-        if let Some(EtcdTls { ca_file: ca, identity }) = &self.config.tls {
-            let mut tls = TlsOptions::new();
-            if let Some(ca) = ca {
-                let pem = std::fs::read(ca).map_err(|e| format!("reading --etcd-ca-file {}: {e}", ca.display()))?;
-                tls = tls.ca_certificate(etcd_client::Certificate::from_pem(pem));
-            }
-            if let Some((cert, key)) = identity {
-                let cert =
-                    std::fs::read(cert).map_err(|e| format!("reading --etcd-cert-file {}: {e}", cert.display()))?;
-                let key = std::fs::read(key).map_err(|e| format!("reading --etcd-key-file {}: {e}", key.display()))?;
-                tls = tls.identity(etcd_client::Identity::from_pem(cert, key));
-            }
-            options = options.with_tls(tls);
-        }
-        let client = Client::connect(&self.config.endpoints, Some(options))
-            .await
-            .map_err(|e| format!("connecting to etcd {:?}: {e}", self.config.endpoints))?;
+        let client = EtcdClient::new(&EtcdClientConfig {
+            endpoints: self.config.endpoints.clone(),
+            tls: self.config.tls.clone(),
+            credentials: self.config.credentials.clone(),
+            timeout: self.config.timeout,
+        })
+        .map_err(|e| e.to_string())?;
         *guard = Some(client.clone());
         Ok(client)
     }
@@ -197,32 +183,20 @@ impl CorednsEtcd {
         *self.client.lock().await = None;
     }
 
-    /// Every key under the zone: ours grouped into RRsets, and the paths
-    /// of keys with another (or no) owner.
-    async fn read_zone(
-        &self,
-        client: &mut Client,
-        zone: &str,
-    ) -> Result<
-        (
-            Vec<CurrentRRset>,
-            BTreeMap<String, String>,
-            BTreeMap<String, Vec<String>>,
-        ),
-        String,
-    > {
+    /// Every key under the zone: ours grouped into RRsets, the paths of
+    /// keys with another (or no) owner, and our keys by name with the
+    /// revision they were read at.
+    async fn read_zone(&self, client: &EtcdClient, zone: &str) -> Result<ZoneKeys, String> {
         let zone_path = format!("{}/", self.name_path(zone));
-        let response = client
-            .get(zone_path.clone(), Some(GetOptions::new().with_prefix()))
-            .await;
+        let response = client.range_prefix(&zone_path).await;
         self.metrics.api_call(NAME, "get", response.is_ok());
         let response = response.map_err(|e| format!("reading {zone_path}: {e}"))?;
         let mut ours: BTreeMap<(String, RecordType), CurrentRRset> = BTreeMap::new();
         let mut foreign: BTreeMap<String, String> = BTreeMap::new();
-        let mut owned_keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for kv in response.kvs() {
-            let key = String::from_utf8_lossy(kv.key()).into_owned();
-            let value: Value = serde_json::from_slice(kv.value()).unwrap_or(Value::Null);
+        let mut owned_keys: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+        for kv in response {
+            let key = kv.key;
+            let value: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
             let owner = value.get("owner").and_then(Value::as_str).map(str::to_owned);
             if owner.as_deref() != Some(self.config.owner_id.as_str()) {
                 foreign.insert(key, owner.unwrap_or_else(|| "no owner".into()));
@@ -234,7 +208,7 @@ impl CorednsEtcd {
             let name = self.path_name(path);
             let (record_type, target) = decode(&value);
             let ttl = value.get("ttl").and_then(Value::as_u64).unwrap_or(0) as u32;
-            owned_keys.entry(name.clone()).or_default().push(key);
+            owned_keys.entry(name.clone()).or_default().insert(key, kv.mod_revision);
             let entry = ours.entry((name.clone(), record_type)).or_insert(CurrentRRset {
                 name,
                 record_type,
@@ -282,7 +256,7 @@ impl CorednsEtcd {
                     }
                 }
             }
-            let Some(client) = client.as_mut() else { break };
+            let Some(client) = client.as_ref() else { break };
             let mut outcome = SyncReport::default();
             match self.sync_zone(client, &apex, &zone.rrsets, &mut outcome).await {
                 Ok(()) => self.applied.applied(&apex, &zone.rrsets, &outcome),
@@ -302,7 +276,7 @@ impl CorednsEtcd {
 
     async fn sync_zone(
         &self,
-        client: &mut Client,
+        client: &EtcdClient,
         zone: &str,
         desired: &[DesiredRRset],
         report: &mut SyncReport,
@@ -343,20 +317,37 @@ impl CorednsEtcd {
                     want.insert(self.record_key(&name, rrset.record_type, target), value);
                 }
             }
-            let mut ops: Vec<TxnOp> = owned_keys
-                .get(&name)
-                .into_iter()
-                .flatten()
+            let empty = BTreeMap::new();
+            let have = owned_keys.get(&name).unwrap_or(&empty);
+            let mut ops: Vec<TxnOp> = have
+                .keys()
                 .filter(|key| !want.contains_key(*key))
-                .map(|key| TxnOp::delete(key.clone(), None))
+                .map(|key| TxnOp::Delete { key: key.clone() })
                 .collect();
-            ops.extend(want.into_iter().map(|(key, value)| TxnOp::put(key, value, None)));
+            // Every key the transaction touches must still be as it was read.
+            let mut guards: Vec<TxnGuard> = have
+                .iter()
+                .map(|(key, revision)| TxnGuard::Unchanged {
+                    key: key.clone(),
+                    mod_revision: *revision,
+                })
+                .collect();
+            guards.extend(
+                want.keys()
+                    .filter(|key| !have.contains_key(*key))
+                    .map(|key| TxnGuard::Absent { key: key.clone() }),
+            );
+            ops.extend(want.into_iter().map(|(key, value)| TxnOp::Put { key, value }));
             if ops.is_empty() {
                 continue;
             }
-            let written = client.txn(Txn::new().and_then(ops)).await;
+            let written = client.txn(&guards, &ops).await;
             self.metrics.api_call(NAME, "txn", written.is_ok());
-            written.map_err(|e| format!("writing {name}: {e}"))?;
+            if !written.map_err(|e| format!("writing {name}: {e}"))? {
+                return Err(format!(
+                    "writing {name}: its keys changed in etcd since they were read; reading again next sync"
+                ));
+            }
             let changes = plan.changes.iter().filter(|c| c.name() == name).count();
             report.writes += 1;
             report.changes += changes;
@@ -375,6 +366,14 @@ impl Provider for CorednsEtcd {
         Box::pin(self.sync_all(desired, mode))
     }
 }
+
+/// What [`CorednsEtcd::read_zone`] found: our RRsets, foreign keys with
+/// their owners, our keys by name with their mod revisions.
+type ZoneKeys = (
+    Vec<CurrentRRset>,
+    BTreeMap<String, String>,
+    BTreeMap<String, BTreeMap<String, i64>>,
+);
 
 /// The record type and target a plugin value stands for.
 fn decode(value: &Value) -> (RecordType, String) {

@@ -11,6 +11,7 @@ pub mod coredns_etcd;
 pub mod desired;
 mod domain_finalizer;
 pub mod embedded;
+pub mod etcd;
 pub mod kube_source;
 pub mod manifests;
 pub mod plan;

@@ -55,33 +55,101 @@ pub struct Etcd {
     dir: PathBuf,
     client_port: u16,
     peer_port: u16,
+    /// Serves clients over TLS and asks for a client certificate.
+    tls: bool,
     child: Option<Child>,
+}
+
+/// PEM files of an [`Etcd::start_tls`] member: the CA clients trust and a
+/// client identity it accepts.
+#[derive(Debug, Clone)]
+pub struct EtcdTlsFiles {
+    /// CA certificate (signs the server's and the client's certificates).
+    pub ca: PathBuf,
+    /// Client certificate.
+    pub client_cert: PathBuf,
+    /// Client key (PKCS#8).
+    pub client_key: PathBuf,
 }
 
 impl Etcd {
     /// Starts etcd and waits (30 s at most) until it accepts connections.
     pub fn start() -> Etcd {
+        Etcd::launch(false)
+    }
+
+    /// Starts etcd serving clients over TLS with client-certificate auth
+    /// (`--client-cert-auth`), with a CA and certificates made here (rcgen).
+    pub fn start_tls() -> (Etcd, EtcdTlsFiles) {
+        let etcd = Etcd::launch(true);
+        let files = etcd.tls_files();
+        (etcd, files)
+    }
+
+    fn launch(tls: bool) -> Etcd {
         let dir = std::env::temp_dir().join(format!("fedns-etcd-{}-{}", std::process::id(), free_port()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut etcd = Etcd {
             dir,
             client_port: free_port(),
             peer_port: free_port(),
+            tls,
             child: None,
         };
+        if tls {
+            write_certificates(&etcd.dir);
+        }
         etcd.resume();
         etcd
     }
 
+    fn tls_files(&self) -> EtcdTlsFiles {
+        EtcdTlsFiles {
+            ca: self.dir.join("ca.pem"),
+            client_cert: self.dir.join("client.pem"),
+            client_key: self.dir.join("client-key.pem"),
+        }
+    }
+
     /// The client URL.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    /// A client of fedns's own etcd module, for setting up and reading back
+    /// (with the client certificate when the member serves TLS).
+    pub fn client(&self) -> fedns_providers::etcd::EtcdClient {
+        fedns_providers::etcd::EtcdClient::new(&fedns_providers::etcd::EtcdClientConfig {
+            endpoints: vec![self.url()],
+            tls: self.tls.then(|| {
+                let files = self.tls_files();
+                fedns_providers::etcd::EtcdTls {
+                    ca_file: Some(files.ca),
+                    identity: Some((files.client_cert, files.client_key)),
+                }
+            }),
+            credentials: None,
+            timeout: Duration::from_secs(5),
+        })
+        .expect("a plain-HTTP etcd client")
     }
 
     /// Starts it again on the same ports and data.
     pub fn resume(&mut self) {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let child = Command::new(etcd_binary())
+        let mut command = Command::new(etcd_binary());
+        if self.tls {
+            command
+                .arg("--cert-file")
+                .arg(self.dir.join("server.pem"))
+                .arg("--key-file")
+                .arg(self.dir.join("server-key.pem"))
+                .arg("--trusted-ca-file")
+                .arg(self.dir.join("ca.pem"))
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .args(["--name", "fedns-test", "--data-dir"])
             .arg(self.dir.join("data"))
             .args([
@@ -122,5 +190,39 @@ impl Drop for Etcd {
     fn drop(&mut self) {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, as
+/// PEM files in `dir` (`ca.pem`, `server.pem`, `server-key.pem`,
+/// `client.pem`, `client-key.pem`).
+fn write_certificates(dir: &Path) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "fedns-test-etcd-ca");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let write = |name: &str, pem: String| std::fs::write(dir.join(name), pem).unwrap();
+    write("ca.pem", ca.pem());
+    for (name, sans) in [
+        ("server", vec!["127.0.0.1".to_owned(), "localhost".to_owned()]),
+        ("client", vec![]),
+    ] {
+        let mut params = CertificateParams::new(sans).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        // No CommonName on the client's: with auth on, etcd's JSON gateway
+        // refuses client certificates that carry one.
+        let dn_type = if name == "client" {
+            DnType::OrganizationName
+        } else {
+            DnType::CommonName
+        };
+        params.distinguished_name.push(dn_type, format!("fedns-test-{name}"));
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        write(&format!("{name}.pem"), cert.pem());
+        write(&format!("{name}-key.pem"), key.serialize_pem());
     }
 }

@@ -10,12 +10,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, GetOptions};
 use fedns_api::{DNSEndpoint, Domain, PROVIDER_RECORDS_FINALIZER};
 use fedns_controller::cli::{ControllerArgs, EtcdArgs, Provider, Route53Args};
 use fedns_controller::federation::Federation;
 use fedns_e2e::moto::{self, Moto};
 use fedns_e2e::{free_port, Etcd};
+use fedns_providers::etcd::EtcdClient;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};
@@ -55,15 +55,11 @@ metadata: {name: nginx, namespace: ns}
 spec: {domainRef: myfed, dnsPrefix: www}
 "#;
 
-async fn etcd_hosts(client: &mut Client, path: &str) -> Vec<String> {
-    let response = client
-        .get(format!("{path}/"), Some(GetOptions::new().with_prefix()))
-        .await
-        .unwrap();
+async fn etcd_hosts(client: &EtcdClient, path: &str) -> Vec<String> {
+    let response = client.range_prefix(&format!("{path}/")).await.unwrap();
     let mut hosts: Vec<String> = response
-        .kvs()
         .iter()
-        .filter_map(|kv| serde_json::from_slice::<Value>(kv.value()).ok())
+        .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
         .filter(|v| v["owner"] == "fedns")
         .filter_map(|v| v["host"].as_str().map(str::to_owned))
         .collect();
@@ -102,13 +98,12 @@ async fn publishes_to_every_provider_at_once() {
     .await;
 
     let etcd = Etcd::start();
-    let mut client = Client::connect([etcd.url()], None).await.unwrap();
+    let client = etcd.client();
     // Someone else already publishes www.example.com through this etcd.
     client
         .put(
             "/skydns/com/example/www/x1",
-            json!({"host": "192.0.2.99", "owner": "external-dns"}).to_string(),
-            None,
+            &json!({"host": "192.0.2.99", "owner": "external-dns"}).to_string(),
         )
         .await
         .unwrap();
@@ -130,6 +125,8 @@ async fn publishes_to_every_provider_at_once() {
             ca_file: None,
             cert_file: None,
             key_file: None,
+            username: None,
+            password: None,
         },
         route53: Route53Args {
             endpoint: Some(moto.url()),
@@ -155,7 +152,7 @@ async fn publishes_to_every_provider_at_once() {
 
     let started = Instant::now();
     loop {
-        let hosts = etcd_hosts(&mut client, "/skydns/com/example/svc/myfed/ns/nginx").await;
+        let hosts = etcd_hosts(&client, "/skydns/com/example/svc/myfed/ns/nginx").await;
         if hosts == ["203.0.113.10"] {
             println!("published to etcd after {:?}", started.elapsed());
             break;
@@ -167,7 +164,7 @@ async fn publishes_to_every_provider_at_once() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
-        etcd_hosts(&mut client, "/skydns/com/example/us-east-1/svc/myfed/ns/nginx").await,
+        etcd_hosts(&client, "/skydns/com/example/us-east-1/svc/myfed/ns/nginx").await,
         ["203.0.113.10"]
     );
 
@@ -234,8 +231,8 @@ async fn publishes_to_every_provider_at_once() {
     assert_eq!(www.len(), 1);
     assert_eq!(www[0].3, ["192.0.2.99"], "another owner's record is untouched");
     // The foreign record is untouched.
-    let foreign = client.get("/skydns/com/example/www/x1", None).await.unwrap();
-    let value: Value = serde_json::from_slice(foreign.kvs()[0].value()).unwrap();
+    let foreign = client.range_prefix("/skydns/com/example/www/x1").await.unwrap();
+    let value: Value = serde_json::from_slice(&foreign[0].value).unwrap();
     assert_eq!(value["host"], "192.0.2.99");
 
     // Deleting the Domain removes fedns's records from both providers
@@ -254,7 +251,7 @@ async fn publishes_to_every_provider_at_once() {
     let started = Instant::now();
     loop {
         let gone = domains.get_opt("myfed").await.unwrap().is_none();
-        let ours = etcd_hosts(&mut client, "/skydns/com/example").await;
+        let ours = etcd_hosts(&client, "/skydns/com/example").await;
         let mut names: Vec<String> = moto::records(&admin, &zone)
             .await
             .into_iter()
@@ -272,8 +269,8 @@ async fn publishes_to_every_provider_at_once() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let foreign = client.get("/skydns/com/example/www/x1", None).await.unwrap();
-    assert_eq!(foreign.kvs().len(), 1, "another owner's key stays");
+    let foreign = client.range_prefix("/skydns/com/example/www/x1").await.unwrap();
+    assert_eq!(foreign.len(), 1, "another owner's key stays");
 
     stop.notify_one();
     let _ = tokio::time::timeout(Duration::from_secs(10), controller).await;

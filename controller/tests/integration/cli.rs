@@ -162,3 +162,76 @@ fn deploy_manifests_parse_and_kustomizations_resolve() {
     }
     assert!(checked >= 10, "only {checked} documents under deploy/");
 }
+
+/// Runs `fedns dns-server` on the example Domain until it logs that it
+/// listens (30 s at most) and returns everything it wrote to standard
+/// error. `through_terminal`: under `script`, so standard error is a pty.
+fn dns_server_log(through_terminal: bool, no_color: Option<&str>) -> Vec<u8> {
+    use std::io::Read as _;
+    let manifests = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/domain.yaml");
+    let fedns_command = format!(
+        "{} dns-server --manifests {manifests} --listen 127.0.0.1:0",
+        env!("CARGO_BIN_EXE_fedns")
+    );
+    let mut command = if through_terminal {
+        let mut script = Command::new("script");
+        script.args(["-qfec", &format!("{fedns_command} 2>&1"), "/dev/null"]);
+        script
+    } else {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", &format!("exec {fedns_command} 2>&1")]);
+        sh
+    };
+    command.env_remove("NO_COLOR").env("RUST_LOG", "info");
+    if let Some(value) = no_color {
+        command.env("NO_COLOR", value);
+    }
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start fedns (and util-linux `script` for the terminal case)");
+    let mut stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut chunk) {
+            if n == 0 || sender.send(chunk[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut log = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !String::from_utf8_lossy(&log).contains("listening") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match receiver.recv_timeout(left) {
+            Ok(chunk) => log.extend(chunk),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        String::from_utf8_lossy(&log).contains("listening"),
+        "fedns dns-server did not log that it listens within 30 s:\n{}",
+        String::from_utf8_lossy(&log)
+    );
+    log
+}
+
+/// Logs written to a file or a pipe carry no ANSI escape sequences; a
+/// terminal gets colours unless NO_COLOR is set.
+#[test]
+fn log_colours_only_on_a_terminal() {
+    const ESC: u8 = 0x1b;
+    assert!(!dns_server_log(false, None).contains(&ESC), "ANSI codes in a piped log");
+    assert!(
+        dns_server_log(true, None).contains(&ESC),
+        "a terminal should get colours"
+    );
+    assert!(
+        !dns_server_log(true, Some("1")).contains(&ESC),
+        "NO_COLOR=1 must turn colours off on a terminal"
+    );
+}

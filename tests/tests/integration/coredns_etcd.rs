@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use etcd_client::{Client, GetOptions};
 use fedns_e2e::Etcd;
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig};
 use fedns_providers::desired::DesiredZones;
+use fedns_providers::etcd::{EtcdClient, EtcdTls};
 use fedns_providers::provider::{ProviderMetrics, SyncMode};
 use serde_json::{json, Value};
 
@@ -25,23 +25,17 @@ fn fixture() -> DesiredZones {
     ]))
 }
 
-async fn dump(client: &mut Client, prefix: &str) -> BTreeMap<String, Value> {
-    let response = client.get(prefix, Some(GetOptions::new().with_prefix())).await.unwrap();
+async fn dump(client: &EtcdClient, prefix: &str) -> BTreeMap<String, Value> {
+    let response = client.range_prefix(prefix).await.unwrap();
     response
-        .kvs()
-        .iter()
-        .map(|kv| {
-            (
-                String::from_utf8_lossy(kv.key()).into_owned(),
-                serde_json::from_slice(kv.value()).unwrap_or(Value::Null),
-            )
-        })
+        .into_iter()
+        .map(|kv| (kv.key, serde_json::from_slice(&kv.value).unwrap_or(Value::Null)))
         .collect()
 }
 
 /// What CoreDNS's etcd plugin answers for `name`: every value at or below
 /// the name's path (https://coredns.io/plugins/etcd/), as "TYPE target".
-async fn coredns_answers(client: &mut Client, name: &str) -> Vec<String> {
+async fn coredns_answers(client: &EtcdClient, name: &str) -> Vec<String> {
     let mut path = "/skydns".to_owned();
     for label in name.split('.').rev() {
         path.push('/');
@@ -71,21 +65,19 @@ async fn coredns_answers(client: &mut Client, name: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishes_in_the_coredns_format_with_ownership() {
     let mut etcd = Etcd::start();
-    let mut client = Client::connect([etcd.url()], None).await.unwrap();
+    let client = etcd.client();
     // Records someone else owns: one on a name we want, one elsewhere.
     client
         .put(
             "/skydns/com/example/taken/x1",
-            json!({"host": "192.0.2.1", "ttl": 300, "owner": "external-dns"}).to_string(),
-            None,
+            &json!({"host": "192.0.2.1", "ttl": 300, "owner": "external-dns"}).to_string(),
         )
         .await
         .unwrap();
     client
         .put(
             "/skydns/com/example/other/x1",
-            json!({"host": "192.0.2.2", "ttl": 300}).to_string(),
-            None,
+            &json!({"host": "192.0.2.2", "ttl": 300}).to_string(),
         )
         .await
         .unwrap();
@@ -104,7 +96,7 @@ async fn publishes_in_the_coredns_format_with_ownership() {
     assert_eq!(report.conflicts[0].1, "external-dns");
 
     // Exact keys and values.
-    let keys = dump(&mut client, "/skydns/").await;
+    let keys = dump(&client, "/skydns/").await;
     let a_key = provider.record_key(
         "nginx.ns.myfed.svc.example.com",
         fedns_api::RecordType::A,
@@ -134,17 +126,17 @@ async fn publishes_in_the_coredns_format_with_ownership() {
 
     // What CoreDNS would answer.
     assert_eq!(
-        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        coredns_answers(&client, "nginx.ns.myfed.svc.example.com").await,
         ["A 198.51.100.20", "A 203.0.113.10", "AAAA 2001:db8::10"]
     );
     assert_eq!(
-        coredns_answers(&mut client, "nginx.ns.myfed.svc.us-west-2.example.com").await,
+        coredns_answers(&client, "nginx.ns.myfed.svc.us-west-2.example.com").await,
         ["CNAME nginx.ns.myfed.svc.example.com"]
     );
-    assert_eq!(coredns_answers(&mut client, "info.example.com").await, ["TXT hello"]);
+    assert_eq!(coredns_answers(&client, "info.example.com").await, ["TXT hello"]);
 
     // Idle: no write, the revision does not move.
-    let revision = client.get("x", None).await.unwrap().header().unwrap().revision();
+    let revision = client.revision().await.unwrap();
     let calls = provider.metrics().api_calls_total("coredns-etcd");
     let idle = provider.sync_all(&fixture(), SyncMode::Changed).await;
     assert_eq!(idle.writes, 0, "{idle:?}");
@@ -157,10 +149,7 @@ async fn publishes_in_the_coredns_format_with_ownership() {
     let full = provider.sync_all(&fixture(), SyncMode::Full).await;
     assert_eq!((full.writes, full.errors.len()), (0, 0), "{full:?}");
     assert!(provider.metrics().api_calls_total("coredns-etcd") > calls);
-    assert_eq!(
-        client.get("x", None).await.unwrap().header().unwrap().revision(),
-        revision
-    );
+    assert_eq!(client.revision().await.unwrap(), revision);
 
     // A change replaces the name's keys in one transaction; stale keys go.
     let changed = desired(json!([
@@ -169,15 +158,15 @@ async fn publishes_in_the_coredns_format_with_ownership() {
     let report = provider.sync_all(&changed, SyncMode::Changed).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(
-        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        coredns_answers(&client, "nginx.ns.myfed.svc.example.com").await,
         ["A 203.0.113.11"]
     );
     assert!(
-        coredns_answers(&mut client, "info.example.com").await.is_empty(),
+        coredns_answers(&client, "info.example.com").await.is_empty(),
         "stale owned key removed"
     );
     assert_eq!(
-        dump(&mut client, "/skydns/com/example/other").await.len(),
+        dump(&client, "/skydns/com/example/other").await.len(),
         1,
         "foreign record untouched"
     );
@@ -185,10 +174,7 @@ async fn publishes_in_the_coredns_format_with_ownership() {
     // Drift (an owned key deleted behind fedns's back) is repaired by the
     // periodic full resync, not by change-driven syncs.
     client
-        .delete(
-            "/skydns/com/example/svc/myfed/ns/nginx/",
-            Some(etcd_client::DeleteOptions::new().with_prefix()),
-        )
+        .delete_prefix("/skydns/com/example/svc/myfed/ns/nginx/")
         .await
         .unwrap();
     let report = provider.sync_all(&changed, SyncMode::Changed).await;
@@ -196,7 +182,7 @@ async fn publishes_in_the_coredns_format_with_ownership() {
     let report = provider.sync_all(&changed, SyncMode::Full).await;
     assert_eq!((report.writes, report.errors.len()), (1, 0), "{report:?}");
     assert_eq!(
-        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        coredns_answers(&client, "nginx.ns.myfed.svc.example.com").await,
         ["A 203.0.113.11"]
     );
 
@@ -218,13 +204,13 @@ async fn publishes_in_the_coredns_format_with_ownership() {
         repaired = provider.sync_all(&fixture(), SyncMode::Changed).await;
     }
     assert!(repaired.errors.is_empty(), "{:?}", repaired.errors);
-    let mut client = Client::connect([etcd.url()], None).await.unwrap();
+    let client = etcd.client();
     assert_eq!(
-        coredns_answers(&mut client, "nginx.ns.myfed.svc.example.com").await,
+        coredns_answers(&client, "nginx.ns.myfed.svc.example.com").await,
         ["A 198.51.100.20", "A 203.0.113.10", "AAAA 2001:db8::10"]
     );
-    assert_eq!(coredns_answers(&mut client, "info.example.com").await, ["TXT hello"]);
-    let owned = dump(&mut client, "/skydns/")
+    assert_eq!(coredns_answers(&client, "info.example.com").await, ["TXT hello"]);
+    let owned = dump(&client, "/skydns/")
         .await
         .values()
         .filter(|v| v["owner"] == "fedns")
@@ -255,4 +241,122 @@ async fn nested_names_are_reported() {
         report.nested,
         vec![("api.app.example.com".to_owned(), "app.example.com".to_owned())]
     );
+}
+
+/// TLS with a client certificate (etcd `--client-cert-auth`), then etcd's
+/// own auth (user and password, `/v3/auth/authenticate`): each refusal is
+/// an error that says what was refused, and the right settings publish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_client_certificates_and_auth() {
+    let (etcd, files) = Etcd::start_tls();
+    let sync = |tls: Option<EtcdTls>, credentials: Option<(&str, &str)>| {
+        let provider = CorednsEtcd::new(
+            EtcdConfig {
+                endpoints: vec![etcd.url()],
+                tls,
+                credentials: credentials.map(|(u, p)| (u.to_owned(), p.to_owned())),
+                ..EtcdConfig::default()
+            },
+            ProviderMetrics::default(),
+        );
+        async move { provider.sync_all(&fixture(), SyncMode::Full).await }
+    };
+    let full = EtcdTls {
+        ca_file: Some(files.ca.clone()),
+        identity: Some((files.client_cert.clone(), files.client_key.clone())),
+    };
+
+    // No client certificate: the handshake is refused.
+    let without_identity = sync(
+        Some(EtcdTls {
+            ca_file: Some(files.ca.clone()),
+            identity: None,
+        }),
+        None,
+    )
+    .await;
+    assert!(!without_identity.errors.is_empty());
+    println!("without a client certificate: {:?}", without_identity.errors[0].1);
+    // Not trusting etcd's CA: refused on our side.
+    let untrusted = sync(None, None).await;
+    assert!(!untrusted.errors.is_empty());
+    println!("without etcd's CA: {:?}", untrusted.errors[0].1);
+    // A CA file that does not exist is named in the error.
+    let missing = sync(
+        Some(EtcdTls {
+            ca_file: Some("/nonexistent/etcd-ca.pem".into()),
+            identity: None,
+        }),
+        None,
+    )
+    .await;
+    assert!(
+        missing.errors[0].1.contains("/nonexistent/etcd-ca.pem"),
+        "{:?}",
+        missing.errors
+    );
+
+    let published = sync(Some(full.clone()), None).await;
+    assert!(published.errors.is_empty(), "{:?}", published.errors);
+    let client = etcd.client();
+    assert_eq!(
+        coredns_answers(&client, "nginx.ns.myfed.svc.example.com").await,
+        ["A 198.51.100.20", "A 203.0.113.10", "AAAA 2001:db8::10"]
+    );
+
+    // Turn etcd's auth on (root user with the root role), over the gateway.
+    for (path, body) in [
+        ("auth/user/add", json!({"name": "root", "password": "s3cret"})),
+        ("auth/user/grant", json!({"user": "root", "role": "root"})),
+        ("auth/enable", json!({})),
+    ] {
+        if let Err(e) = client.call(path, &body).await {
+            panic!("{path}: {e}");
+        }
+    }
+    let anonymous = sync(Some(full.clone()), None).await;
+    assert!(!anonymous.errors.is_empty(), "auth is on: an anonymous sync must fail");
+    println!("without credentials: {:?}", anonymous.errors[0].1);
+    let wrong = sync(Some(full.clone()), Some(("root", "wrong"))).await;
+    assert!(!wrong.errors.is_empty());
+    println!("with a wrong password: {:?}", wrong.errors[0].1);
+    let authenticated = sync(Some(full), Some(("root", "s3cret"))).await;
+    assert!(authenticated.errors.is_empty(), "{:?}", authenticated.errors);
+}
+
+/// The guards each name's transaction carries: a key changed since it was
+/// read, or a key that appeared, makes the whole transaction apply nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_apply_nothing_after_a_concurrent_change() {
+    use fedns_providers::etcd::{TxnGuard, TxnOp};
+    let etcd = Etcd::start();
+    let client = etcd.client();
+    client.put("/skydns/com/example/a/k1", "one").await.unwrap();
+    let read = client.range_prefix("/skydns/com/example/a/").await.unwrap();
+    let guard = TxnGuard::Unchanged {
+        key: read[0].key.clone(),
+        mod_revision: read[0].mod_revision,
+    };
+    let put = |value: &str| TxnOp::Put {
+        key: "/skydns/com/example/a/k2".into(),
+        value: value.into(),
+    };
+    // Someone else rewrites k1 after we read it.
+    client.put("/skydns/com/example/a/k1", "other").await.unwrap();
+    assert!(!client.txn(std::slice::from_ref(&guard), &[put("x")]).await.unwrap());
+    assert_eq!(client.range_prefix("/skydns/com/example/a/k2").await.unwrap(), []);
+    // Read again: the guard holds and the put lands.
+    let read = client.range_prefix("/skydns/com/example/a/k1").await.unwrap();
+    let fresh = TxnGuard::Unchanged {
+        key: read[0].key.clone(),
+        mod_revision: read[0].mod_revision,
+    };
+    let absent = TxnGuard::Absent {
+        key: "/skydns/com/example/a/k2".into(),
+    };
+    assert!(client.txn(&[fresh, absent.clone()], &[put("y")]).await.unwrap());
+    // k2 exists now: a guard that expects it absent fails.
+    assert!(!client.txn(&[absent], &[put("z")]).await.unwrap());
+    let k2 = client.range_prefix("/skydns/com/example/a/k2").await.unwrap();
+    assert_eq!(k2[0].value, b"y");
 }
