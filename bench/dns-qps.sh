@@ -3,19 +3,23 @@
 #
 # Both serve the same 10,000-name zone, each pinned to CPU 0 with one UDP
 # worker; dnsperf runs pinned to CPU 1 (90 % existing names, 10 % NXDOMAIN,
-# type A). Two phases per server:
+# type A). Three phases per server:
 #   1. saturation for $DURATION s: queries/s, average latency, server CPU
 #      time per answered query;
 #   2. a fixed 10,000 q/s for $LATENCY_DURATION s with per-query latencies:
-#      p50/p99.
-# Then peak RSS of each server and the ratio fedns/Knot. Absolute figures
+#      p50/p99;
+#   3. TCP saturation for $TCP_DURATION s (dnsperf -m tcp: 4 connections,
+#      queries pipelined on each, RFC 7766): queries/s and server CPU time
+#      per answered query. TCP is where truncated UDP answers go.
+# Then peak RSS of each server and the ratios fedns/Knot. Absolute figures
 # drift on shared machines; the ratio from one run is what to compare.
 #
-# Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 NAMES=10000)
+# Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 TCP_DURATION=$DURATION NAMES=10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
 LATENCY_DURATION=${LATENCY_DURATION:-10}
+TCP_DURATION=${TCP_DURATION:-$DURATION}
 NAMES=${NAMES:-10000}
 WORK=$(mktemp -d /tmp/fedns-bench.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
@@ -24,6 +28,7 @@ for tool in knotd dnsperf taskset python3; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "missing $tool (apt-get install knot dnsperf util-linux)"; exit 1; }
 done
 KNOTD=$(command -v knotd || echo /usr/sbin/knotd)
+{ dnsperf -h 2>&1 || true; } | grep -q -- '-m ' || { echo "this dnsperf has no -m (TCP mode); install dnsperf >= 2.3"; exit 1; }
 
 echo "== building fedns (release)"
 cargo build --release -q -p fedns-controller
@@ -67,7 +72,12 @@ wait_ready() {
   echo "server on port $1 did not answer"; exit 1
 }
 
-# run_phase NAME PID PORT -> sets QPS AVG_MS CPU_US P50_US P99_US RSS_KIB
+# cpu_per_query PID TICKS_BEFORE ANSWERED -> server CPU microseconds per answered query
+cpu_per_query() {
+  python3 -c "print(round(($(cpu_ticks "$1") - $2) / $(getconf CLK_TCK) * 1e6 / max($3, 1), 2))"
+}
+
+# run_phase NAME PID PORT -> sets QPS AVG_MS CPU_US P50_US P99_US RSS_KIB TCP_QPS TCP_CPU_US
 run_phase() {
   local name=$1 pid=$2 port=$3 ticks_before ticks_after hz answered
   hz=$(getconf CLK_TCK)
@@ -94,6 +104,13 @@ pick = lambda p: round(lat[min(len(lat) - 1, int(len(lat) * p))] * 1e6, 1) if la
 print(pick(0.50), pick(0.99))
 PY
 )
+  local tcp_before tcp_answered
+  tcp_before=$(cpu_ticks "$pid")
+  taskset -c 1 dnsperf -m tcp -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$TCP_DURATION" -c 4 -q 500 \
+    > "$WORK/$name-tcp.txt" 2>&1
+  tcp_answered=$(awk '/Queries completed/ {print $3}' "$WORK/$name-tcp.txt")
+  TCP_CPU_US=$(cpu_per_query "$pid" "$tcp_before" "${tcp_answered:-0}")
+  TCP_QPS=$(awk '/Queries per second/ {print $4}' "$WORK/$name-tcp.txt")
   RSS_KIB=$(peak_rss_kib "$pid")
 }
 
@@ -125,7 +142,7 @@ CONF
 taskset -c 0 "$KNOTD" -c "$WORK/knot.conf" & KPID=$!
 wait_ready "$KPORT"
 run_phase knot "$KPID" "$KPORT"
-K=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB")
+K=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB" "$TCP_QPS" "$TCP_CPU_US")
 kill "$KPID"; wait "$KPID" 2>/dev/null || true
 
 echo "== fedns dns-server"
@@ -134,16 +151,20 @@ RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$WORK/manifests.yaml
   --listen "127.0.0.1:$FPORT" --udp-workers 1 & FPID=$!
 wait_ready "$FPORT"
 run_phase fedns "$FPID" "$FPORT"
-F=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB")
+F=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB" "$TCP_QPS" "$TCP_CPU_US")
 kill "$FPID"; wait "$FPID" 2>/dev/null || true
 
-printf '\n%-8s %12s %10s %12s %9s %9s %10s\n' server "queries/s" "avg ms" "CPU us/q" "p50 us" "p99 us" "RSS MiB"
-printf '%-8s %12s %10s %12s %9s %9s %10.1f\n' knot "${K[0]}" "${K[1]}" "${K[2]}" "${K[3]}" "${K[4]}" "$(echo "${K[5]} / 1024" | bc -l)"
-printf '%-8s %12s %10s %12s %9s %9s %10.1f\n' fedns "${F[0]}" "${F[1]}" "${F[2]}" "${F[3]}" "${F[4]}" "$(echo "${F[5]} / 1024" | bc -l)"
-python3 - "${F[0]}" "${K[0]}" "${F[2]}" "${K[2]}" "${F[4]}" <<'PY'
+printf '\n%-8s %12s %10s %12s %9s %9s %10s %12s %12s\n' server "queries/s" "avg ms" "CPU us/q" "p50 us" "p99 us" "RSS MiB" "TCP q/s" "TCP us/q"
+printf '%-8s %12s %10s %12s %9s %9s %10.1f %12s %12s\n' knot "${K[0]}" "${K[1]}" "${K[2]}" "${K[3]}" "${K[4]}" "$(echo "${K[5]} / 1024" | bc -l)" "${K[6]}" "${K[7]}"
+printf '%-8s %12s %10s %12s %9s %9s %10.1f %12s %12s\n' fedns "${F[0]}" "${F[1]}" "${F[2]}" "${F[3]}" "${F[4]}" "$(echo "${F[5]} / 1024" | bc -l)" "${F[6]}" "${F[7]}"
+python3 - "${F[0]}" "${K[0]}" "${F[2]}" "${K[2]}" "${F[4]}" "${F[6]:-0}" "${K[6]:-0}" "${F[7]:-0}" "${K[7]:-0}" <<'PY'
 import sys
-fq, kq, fc, kc, fp99 = map(float, sys.argv[1:])
+fq, kq, fc, kc, fp99, ftq, ktq, ftc, ktc = map(float, sys.argv[1:])
 print(f"\nanswers per second per core of server CPU: fedns {1e6 / fc:,.0f}, Knot {1e6 / kc:,.0f}")
 print(f"ratio fedns/Knot: queries/s {fq / kq:.2f} (target >= 1.0), answers per core {kc / fc:.2f} (target >= 1.0)")
 print(f"fedns p99 at 10k q/s: {fp99:.0f} us (target < 1000 us)")
+if ftq > 0 and ktq > 0 and ftc > 0 and ktc > 0:
+    print(f"TCP ratio fedns/Knot: queries/s {ftq / ktq:.2f}, answers per core {ktc / ftc:.2f}")
+else:
+    print("TCP: no figures (see the dnsperf output under KEEP=1)")
 PY

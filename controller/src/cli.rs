@@ -92,12 +92,20 @@ pub struct DnsServerArgs {
     /// the DNS Flag Day 2020 value).
     #[arg(long, value_name = "OCTETS", default_value_t = 1232, value_parser = clap::value_parser!(u16).range(512..))]
     pub max_udp_payload: u16,
-    /// Close TCP connections idle this many seconds.
+    /// Close TCP connections idle this many seconds (above 3/4 of
+    /// --max-tcp-connections: a quarter of it, at least 1 s).
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub tcp_idle_timeout: u64,
-    /// Most TCP connections open at once.
+    /// Most TCP connections open at once; at the cap the longest-idle one is
+    /// closed for a new one (RFC 7766 §6.2.3).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_tcp_connections: usize,
+    /// Most TCP connections open at once from one client: an IPv4 address,
+    /// an IPv6 /64; more are closed at accept (0: no limit). Behind a
+    /// Service with externalTrafficPolicy: Cluster clients arrive from node
+    /// addresses: use Local, or raise this.
+    #[arg(long, value_name = "N", default_value_t = fedns_dnsserver::DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT)]
+    pub max_tcp_connections_per_client: usize,
     /// Serve /metrics, /healthz and /readyz here (omit to disable).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_addr: Option<SocketAddr>,

@@ -75,6 +75,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),
         tcp_idle_timeout: std::time::Duration::from_secs(args.tcp_idle_timeout),
         max_tcp_connections: args.max_tcp_connections,
+        max_tcp_connections_per_client: args.max_tcp_connections_per_client,
         answer: AnswerConfig {
             max_udp_payload: args.max_udp_payload,
         },

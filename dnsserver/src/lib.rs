@@ -14,8 +14,12 @@
 //!   every zone, minimal ANY (RFC 8482), EDNS0 (RFC 6891) with a 1232-octet
 //!   default UDP payload and TC when the answer does not fit, BADVERS,
 //!   NOTIMP for opcodes other than QUERY, FORMERR for malformed requests.
-//! * [`DnsServer`] runs UDP and TCP (RFC 7766) listeners.
-//! * [`DnsMetrics`] exposes query counts and latency to Prometheus.
+//! * [`DnsServer`] runs UDP and TCP (RFC 7766) listeners; at the TCP
+//!   connection cap the longest-idle connection is closed for a new one,
+//!   with a per-client limit and a shorter idle timeout under load
+//!   (RFC 7766 §6.2.3).
+//! * [`DnsMetrics`] exposes query counts, latency and TCP connection
+//!   counts ([`TcpStats`]) to Prometheus.
 
 pub mod answer;
 mod check;
@@ -24,6 +28,7 @@ mod render;
 mod server;
 mod snapshot;
 mod store;
+mod tcp;
 mod tree;
 mod udp;
 mod zone;
@@ -31,8 +36,8 @@ mod zone;
 pub use answer::{answer, AnswerConfig, Answered, Transport};
 pub use check::check_answer;
 pub use hickory_proto;
-pub use metrics::{DnsMetrics, WorkerMetrics};
-pub use server::{DnsServer, ServerConfig};
+pub use metrics::{DnsMetrics, TcpStats, WorkerMetrics};
+pub use server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
 pub use snapshot::{Snapshot, ZoneSummary};
 pub use store::{next_serial, serial_gt, PublishOutcome, ZoneStore};
 pub use tree::SkippedRecord;

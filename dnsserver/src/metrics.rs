@@ -1,6 +1,7 @@
 //! Query metrics: per-worker atomic counters, summed at scrape time and
 //! exposed through a prometheus-client [`Collector`]. The query path only
-//! does relaxed increments on its own worker's cache lines.
+//! does relaxed increments on its own worker's cache lines. TCP connection
+//! counts ([`TcpStats`]) are shared atomics, touched once per connection.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -101,11 +102,64 @@ impl WorkerMetrics {
     }
 }
 
+/// TCP connection counters of all listeners, updated by the connection
+/// registry (`tcp.rs`) once per connection event, never per query.
+#[derive(Debug, Default)]
+pub(crate) struct TcpCounters {
+    pub(crate) open: AtomicU64,
+    pub(crate) accepted: AtomicU64,
+    pub(crate) closed_idle_timeout: AtomicU64,
+    pub(crate) closed_load_timeout: AtomicU64,
+    pub(crate) evicted: AtomicU64,
+    pub(crate) refused_per_client: AtomicU64,
+    pub(crate) refused_cap: AtomicU64,
+}
+
+/// A reading of the TCP connection counters (all listeners of a server).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Connections open now (`fedns_dns_tcp_connections`).
+    pub open: u64,
+    /// Connections admitted since start (`fedns_dns_tcp_accepted_total`).
+    pub accepted: u64,
+    /// Closed after `tcp_idle_timeout` without a query
+    /// (`fedns_dns_tcp_idle_closed_total{reason="timeout"}`).
+    pub closed_idle_timeout: u64,
+    /// Closed after the shorter idle timeout used above the high-water mark
+    /// (`fedns_dns_tcp_idle_closed_total{reason="load_timeout"}`).
+    pub closed_load_timeout: u64,
+    /// Closed at the connection cap, longest idle first, to admit a new one
+    /// (`fedns_dns_tcp_idle_closed_total{reason="evicted"}`).
+    pub evicted: u64,
+    /// Closed at accept: the client already held its per-client limit
+    /// (`fedns_dns_tcp_refused_total{reason="per_client"}`).
+    pub refused_per_client: u64,
+    /// Closed at accept: at the cap with no idle connection to close
+    /// (`fedns_dns_tcp_refused_total{reason="cap"}`).
+    pub refused_cap: u64,
+}
+
+impl TcpCounters {
+    fn stats(&self) -> TcpStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        TcpStats {
+            open: get(&self.open),
+            accepted: get(&self.accepted),
+            closed_idle_timeout: get(&self.closed_idle_timeout),
+            closed_load_timeout: get(&self.closed_load_timeout),
+            evicted: get(&self.evicted),
+            refused_per_client: get(&self.refused_per_client),
+            refused_cap: get(&self.refused_cap),
+        }
+    }
+}
+
 /// All workers' metrics plus the store's gauges.
 #[derive(Debug, Default)]
 pub struct DnsMetrics {
     workers: Mutex<Vec<Arc<WorkerMetrics>>>,
     store: Mutex<Option<Arc<ZoneStore>>>,
+    tcp: Arc<TcpCounters>,
 }
 
 impl DnsMetrics {
@@ -127,6 +181,16 @@ impl DnsMetrics {
     /// Reports the serial, record count and update count of `store`.
     pub fn watch_store(&self, store: Arc<ZoneStore>) {
         *self.store.lock().unwrap_or_else(|e| e.into_inner()) = Some(store);
+    }
+
+    /// The TCP connection counters, shared with the connection registry.
+    pub(crate) fn tcp_counters(&self) -> Arc<TcpCounters> {
+        self.tcp.clone()
+    }
+
+    /// TCP connections open, admitted, closed for idleness and refused so far.
+    pub fn tcp_stats(&self) -> TcpStats {
+        self.tcp.stats()
     }
 
     /// Total queries answered so far, all workers.
@@ -216,6 +280,50 @@ impl Collector for DnsMetrics {
             )?;
             let mut metric = metric;
             metric.encode_histogram::<prometheus_client::encoding::NoLabelSet>(seconds, count, &buckets, None)?;
+        }
+        {
+            let tcp = self.tcp.stats();
+            ConstGauge::new(i64::try_from(tcp.open).unwrap_or(i64::MAX)).encode(encoder.encode_descriptor(
+                "fedns_dns_tcp_connections",
+                "TCP connections open now",
+                None,
+                MetricType::Gauge,
+            )?)?;
+            ConstCounter::new(tcp.accepted).encode(encoder.encode_descriptor(
+                "fedns_dns_tcp_accepted",
+                "TCP connections admitted",
+                None,
+                MetricType::Counter,
+            )?)?;
+            let mut family = encoder.encode_descriptor(
+                "fedns_dns_tcp_idle_closed",
+                "TCP connections closed for idleness: after the idle timeout (timeout), after the shorter \
+                 timeout above the high-water mark (load_timeout), or at the connection cap to admit a new \
+                 connection, longest idle first (evicted)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (reason, value) in [
+                ("timeout", tcp.closed_idle_timeout),
+                ("load_timeout", tcp.closed_load_timeout),
+                ("evicted", tcp.evicted),
+            ] {
+                ConstCounter::new(value).encode(family.encode_family(&[("reason", reason)])?)?;
+            }
+        }
+        {
+            let tcp = self.tcp.stats();
+            let mut family = encoder.encode_descriptor(
+                "fedns_dns_tcp_refused",
+                "TCP connections closed at accept: the client address (IPv6: its /64) already held \
+                 --max-tcp-connections-per-client (per_client), or the cap was reached with no idle \
+                 connection to close (cap)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (reason, value) in [("per_client", tcp.refused_per_client), ("cap", tcp.refused_cap)] {
+                ConstCounter::new(value).encode(family.encode_family(&[("reason", reason)])?)?;
+            }
         }
         if let Some(store) = self.store.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             let snapshot = store.load();

@@ -4,23 +4,23 @@
 //! bound with SO_REUSEPORT, in a blocking receive/answer/send loop: no
 //! async machinery on the path that carries almost all DNS traffic.
 //! TCP (RFC 7766): a tokio task per connection, several queries per
-//! connection answered in order, an idle timeout and a connection cap.
+//! connection answered in order, an idle timeout, and a connection cap
+//! that closes the longest-idle connection for a new one (see `tcp.rs`).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::answer::{answer, AnswerConfig, Transport};
-use crate::metrics::{DnsMetrics, WorkerMetrics};
+use crate::answer::{AnswerConfig, Transport};
+use crate::metrics::DnsMetrics;
 use crate::store::ZoneStore;
+use crate::tcp::{Registry, TcpLimits, TcpService};
 
 /// Listener settings.
 #[derive(Debug, Clone)]
@@ -29,10 +29,21 @@ pub struct ServerConfig {
     pub listen: Vec<SocketAddr>,
     /// UDP worker threads per address (at least 1).
     pub udp_workers: usize,
-    /// Close a TCP connection idle this long (RFC 7766 §6.2.3 suggests seconds).
+    /// Close a TCP connection idle this long (RFC 7766 §6.2.3 suggests
+    /// seconds); also the time a started message or an answer's write may
+    /// take. Above [`ServerConfig::tcp_high_water`] open connections the
+    /// shorter [`ServerConfig::tcp_load_idle_timeout`] applies.
     pub tcp_idle_timeout: Duration,
-    /// Most TCP connections open at once; more are closed on accept.
+    /// Most TCP connections open at once, all addresses together (at least
+    /// 1). At the cap a new connection is admitted by closing the
+    /// longest-idle one, connections that never completed a query first
+    /// (RFC 7766 §6.2.3); a connection in the middle of a query or answer
+    /// is not cut. Only when every connection is mid-message is the new
+    /// one closed.
     pub max_tcp_connections: usize,
+    /// Most TCP connections open at once from one client: one IPv4
+    /// address, or one IPv6 /64. More are closed at accept. 0: no limit.
+    pub max_tcp_connections_per_client: usize,
     /// Query-path limits.
     pub answer: AnswerConfig,
 }
@@ -44,7 +55,45 @@ impl Default for ServerConfig {
             udp_workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             tcp_idle_timeout: Duration::from_secs(10),
             max_tcp_connections: 1024,
+            max_tcp_connections_per_client: DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT,
             answer: AnswerConfig::default(),
+        }
+    }
+}
+
+/// Default of [`ServerConfig::max_tcp_connections_per_client`]: 1/16 of the
+/// default cap, so one address cannot hold more than a sixteenth of it,
+/// while a resolver (which needs a handful) or a NATed group of clients
+/// keeps ample room.
+pub const DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT: usize = 64;
+
+impl ServerConfig {
+    /// The TCP high-water mark, in connections: 3/4 of
+    /// `max_tcp_connections` (rounded up). Above it, idle connections are
+    /// closed after [`ServerConfig::tcp_load_idle_timeout`] until the count
+    /// is back at the mark.
+    pub fn tcp_high_water(&self) -> usize {
+        let max = self.max_tcp_connections.max(1);
+        max - max / 4
+    }
+
+    /// The idle timeout above the high-water mark: a quarter of
+    /// `tcp_idle_timeout`, at least 1 s (a client between two queries of
+    /// one resolution must not lose its connection), never more than
+    /// `tcp_idle_timeout`. 10 s gives 2.5 s.
+    pub fn tcp_load_idle_timeout(&self) -> Duration {
+        (self.tcp_idle_timeout / 4)
+            .max(Duration::from_secs(1))
+            .min(self.tcp_idle_timeout)
+    }
+
+    fn tcp_limits(&self) -> TcpLimits {
+        TcpLimits {
+            max: self.max_tcp_connections.max(1),
+            per_client: self.max_tcp_connections_per_client,
+            high_water: self.tcp_high_water(),
+            idle_timeout: self.tcp_idle_timeout,
+            load_idle_timeout: self.tcp_load_idle_timeout(),
         }
     }
 }
@@ -57,6 +106,7 @@ pub struct DnsServer {
     stop: Arc<AtomicBool>,
     udp_threads: Vec<std::thread::JoinHandle<()>>,
     tcp_tasks: Vec<JoinHandle<()>>,
+    tcp_registry: Arc<Registry>,
 }
 
 /// How often a blocked UDP worker wakes to check for shutdown.
@@ -70,12 +120,16 @@ impl DnsServer {
     /// Binding fails (address in use, no permission for port 53, ...).
     pub async fn start(config: ServerConfig, store: Arc<ZoneStore>, metrics: Arc<DnsMetrics>) -> io::Result<DnsServer> {
         let stop = Arc::new(AtomicBool::new(false));
+        // One table for all listeners: the cap is about descriptors, which
+        // the process shares.
+        let tcp_registry = Arc::new(Registry::new(config.tcp_limits(), metrics.tcp_counters()));
         let mut server = DnsServer {
             udp_addrs: Vec::new(),
             tcp_addrs: Vec::new(),
             stop: stop.clone(),
             udp_threads: Vec::new(),
             tcp_tasks: Vec::new(),
+            tcp_registry: tcp_registry.clone(),
         };
         for addr in &config.listen {
             // TCP first: with port 0 it picks the port, and UDP takes the same.
@@ -98,15 +152,15 @@ impl DnsServer {
                     .spawn(move || crate::udp::udp_loop(socket, &store, answer_config, &worker, &stop))?;
                 server.udp_threads.push(thread);
             }
-            let limit = Arc::new(Semaphore::new(config.max_tcp_connections.max(1)));
-            let worker = metrics.worker(Transport::Tcp);
-            server.tcp_tasks.push(tokio::spawn(tcp_accept_loop(
-                listener,
-                store.clone(),
-                config.clone(),
-                worker,
-                limit,
-            )));
+            let service = TcpService {
+                registry: tcp_registry.clone(),
+                store: store.clone(),
+                answer: config.answer,
+                metrics: metrics.worker(Transport::Tcp),
+            };
+            server
+                .tcp_tasks
+                .push(tokio::spawn(crate::tcp::accept_loop(listener, service)));
             tracing::info!(udp = %udp_addr, tcp = %tcp_addr, workers = config.udp_workers.max(1), "DNS server listening");
             server.udp_addrs.push(udp_addr);
             server.tcp_addrs.push(tcp_addr);
@@ -125,11 +179,13 @@ impl DnsServer {
     }
 
     /// Stops accepting and answering; waits for the UDP workers to exit.
+    /// Idle TCP connections close at once, busy ones after their answer.
     pub async fn shutdown(self) {
         self.stop.store(true, Ordering::Relaxed);
         for task in &self.tcp_tasks {
             task.abort();
         }
+        self.tcp_registry.close_all();
         let threads = self.udp_threads;
         let _ = tokio::task::spawn_blocking(move || {
             for thread in threads {
@@ -163,83 +219,4 @@ fn bind_tcp(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     Ok(socket.into())
-}
-
-async fn tcp_accept_loop(
-    listener: TcpListener,
-    store: Arc<ZoneStore>,
-    config: ServerConfig,
-    metrics: Arc<WorkerMetrics>,
-    limit: Arc<Semaphore>,
-) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "TCP accept error");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, max = config.max_tcp_connections, "too many TCP connections; closing");
-            drop(stream);
-            continue;
-        };
-        let store = store.clone();
-        let metrics = metrics.clone();
-        let config = config.clone();
-        tokio::spawn(async move {
-            if let Err(e) = tcp_connection(stream, &store, &config, &metrics).await {
-                tracing::debug!(error = %e, %peer, "TCP connection ended");
-            }
-            drop(permit);
-        });
-    }
-}
-
-/// RFC 1035 §4.2.2 framing: a two-octet length, then the message.
-async fn tcp_connection(
-    mut stream: TcpStream,
-    store: &ZoneStore,
-    config: &ServerConfig,
-    metrics: &WorkerMetrics,
-) -> io::Result<()> {
-    stream.set_nodelay(true)?;
-    let mut request = vec![0u8; 65_535];
-    let mut response = Vec::with_capacity(4096);
-    loop {
-        let mut length = [0u8; 2];
-        match tokio::time::timeout(config.tcp_idle_timeout, stream.read_exact(&mut length)).await {
-            Err(_) => return Ok(()), // idle: close
-            Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
-            Ok(result) => result?,
-        };
-        let length = u16::from_be_bytes(length) as usize;
-        // A slow sender of one message gets the idle timeout too.
-        tokio::time::timeout(config.tcp_idle_timeout, stream.read_exact(&mut request[..length]))
-            .await
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "message not received in time"))??;
-        let started = Instant::now();
-        let snapshot = store.load();
-        match answer(
-            &snapshot,
-            &request[..length],
-            Transport::Tcp,
-            &config.answer,
-            &mut response,
-        ) {
-            Some(answered) => {
-                metrics.record(&answered, started.elapsed());
-                let mut framed = Vec::with_capacity(response.len() + 2);
-                framed.extend_from_slice(&(response.len() as u16).to_be_bytes());
-                framed.extend_from_slice(&response);
-                stream.write_all(&framed).await?;
-            }
-            None => {
-                metrics.record_dropped();
-                return Ok(()); // not a query: nothing sensible to say on this stream
-            }
-        }
-    }
 }

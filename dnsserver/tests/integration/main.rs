@@ -7,3 +7,4 @@ mod common;
 mod answer_path;
 mod knot_differential;
 mod robustness;
+mod tcp_pressure;
