@@ -172,6 +172,14 @@ async fn route(cluster: &Arc<Cluster>, request: Request<Incoming>) -> Result<Res
                 .body(Full::new(Bytes::from_static(b"ok")).boxed())
                 .map_err(|e| ApiError::internal(e.to_string()))?)
         }
+        ["openapi", "v2"] if get => {
+            let accept = request
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            openapi_v2(accept, cluster.version)
+        }
         ["api"] if get => Ok(json_response(
             StatusCode::OK,
             &cluster.store.with_registry(|r| r.api_versions(&cluster.server_address)),
@@ -207,6 +215,53 @@ async fn route(cluster: &Arc<Cluster>, request: Request<Incoming>) -> Result<Res
         },
         _ => Err(ApiError::no_route(&path)),
     }
+}
+
+/// Content type of the OpenAPI v2 document in protobuf, as kube-apiserver
+/// answers it (old clients ask for `...spec.v2@v1.0+protobuf`, but Go's
+/// `mime.ParseMediaType`, which client-go applies to every response,
+/// rejects the `@`).
+const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `/openapi/v2`: a document without paths or definitions, in protobuf
+/// (gnostic's `openapi.v2.Document`, which kubectl asks for) or JSON. The
+/// emulator publishes no schemas: kubectl's client-side validation finds
+/// none for any kind and lets every object through (as it does for kinds a
+/// real server has no schema for), and server-side field validation is not
+/// advertised.
+fn openapi_v2(accept: &str, (major, minor): (u32, u32)) -> Result<Response<Body>, ApiError> {
+    let version = format!("v{major}.{minor}.0-fedns-emulator");
+    if !accept.contains("protobuf") {
+        return Ok(json_response(
+            StatusCode::OK,
+            &json!({
+                "swagger": "2.0",
+                "info": {"title": "fedns-sandbox", "version": version},
+                "paths": {},
+                "definitions": {},
+            }),
+        ));
+    }
+    // Length-delimited fields (wire type 2, length as a varint):
+    // Document { swagger = 1; info = 2; paths = 8 }, Info { title = 1; version = 2 }.
+    fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![(number << 3) | 2];
+        let mut len = bytes.len();
+        while len >= 0x80 {
+            out.push((len & 0x7f) as u8 | 0x80);
+            len >>= 7;
+        }
+        out.push(len as u8);
+        out.extend_from_slice(bytes);
+        out
+    }
+    let info = [field(1, b"fedns-sandbox"), field(2, version.as_bytes())].concat();
+    let document = [field(1, b"2.0"), field(2, &info), field(8, &[])].concat();
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, OPENAPI_V2_PROTOBUF)
+        .body(Full::new(Bytes::from(document)).boxed())
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 fn discovery(cluster: &Cluster, group: &str, version: &str, path: &str) -> Result<Response<Body>, ApiError> {

@@ -11,11 +11,16 @@
 //! * Discovery: `/version`, `/healthz`, `/readyz`, `/livez`, `/api`,
 //!   `/api/v1`, `/apis`, `/apis/<group>[/<version>]` for core/v1
 //!   (namespaces, services, endpoints, nodes, secrets, configmaps,
-//!   events), discovery.k8s.io/v1 endpointslices, networking.k8s.io/v1
-//!   ingresses, coordination.k8s.io/v1 leases, events.k8s.io/v1 events,
-//!   apiextensions.k8s.io/v1 customresourcedefinitions; creating a CRD
-//!   serves its resources (with `/status` when declared), deleting it stops
-//!   serving them and deletes their objects.
+//!   events, serviceaccounts), discovery.k8s.io/v1 endpointslices,
+//!   networking.k8s.io/v1 ingresses, coordination.k8s.io/v1 leases,
+//!   events.k8s.io/v1 events, apiextensions.k8s.io/v1
+//!   customresourcedefinitions, and, so that install manifests apply, apps/v1
+//!   deployments and rbac.authorization.k8s.io/v1 roles, rolebindings,
+//!   clusterroles and clusterrolebindings (stored only: nothing runs a
+//!   Deployment's pods or enforces RBAC); creating a CRD serves its
+//!   resources (with `/status` when declared), deleting it stops serving
+//!   them and deletes their objects. `/openapi/v2` is a document without
+//!   schemas (protobuf or JSON).
 //! * Verbs: get, list, watch, create (`generateName` too), update (409 on a
 //!   stale resourceVersion), patch (merge, JSON, strategic-as-merge, apply),
 //!   delete (finalizers and `deletionTimestamp`), deletecollection.
@@ -58,8 +63,9 @@
 //!   resourceVersion return the current state.
 //! * POST ignores `status` where a status subresource exists (as the real
 //!   server); [`Emulator::seed_paths`] writes it afterwards through `/status`.
-//! * No aggregation layer, no OpenAPI documents (`kubectl apply` needs
-//!   `--validate=false`; `--server-side` apply then works), no
+//! * No aggregation layer; no OpenAPI schemas (the v2 document is empty,
+//!   there is no v3: kubectl's client-side validation finds no schema and
+//!   checks nothing, `kubectl apply --server-side` works), no
 //!   protobuf (so `kubectl create` of built-in kinds gets 415; kubectl get,
 //!   patch, delete and server-side apply work), no Table output (kubectl
 //!   prints NAME and AGE only), no

@@ -88,6 +88,7 @@ impl Default for Registry {
             ResourceInfo::builtin("", "v1", "endpoints", "Endpoints", true, false, &["ep"]),
             ResourceInfo::builtin("", "v1", "nodes", "Node", false, true, &["no"]),
             ResourceInfo::builtin("", "v1", "secrets", "Secret", true, false, &[]),
+            ResourceInfo::builtin("", "v1", "serviceaccounts", "ServiceAccount", true, false, &["sa"]),
             ResourceInfo::builtin("", "v1", "configmaps", "ConfigMap", true, false, &["cm"]),
             ResourceInfo::builtin("", "v1", "events", "Event", true, false, &["ev"]),
             ResourceInfo::builtin(
@@ -101,6 +102,37 @@ impl Default for Registry {
             ),
             ResourceInfo::builtin("networking.k8s.io", "v1", "ingresses", "Ingress", true, true, &["ing"]),
             ResourceInfo::builtin("coordination.k8s.io", "v1", "leases", "Lease", true, false, &[]),
+            // Stored only, for installing manifests (`kubectl apply`): no
+            // controller runs Deployments or enforces RBAC.
+            ResourceInfo::builtin("apps", "v1", "deployments", "Deployment", true, true, &["deploy"]),
+            ResourceInfo::builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", true, false, &[]),
+            ResourceInfo::builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "rolebindings",
+                "RoleBinding",
+                true,
+                false,
+                &[],
+            ),
+            ResourceInfo::builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterroles",
+                "ClusterRole",
+                false,
+                false,
+                &[],
+            ),
+            ResourceInfo::builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                false,
+                false,
+                &[],
+            ),
             ResourceInfo::builtin("events.k8s.io", "v1", "events", "Event", true, false, &["ev"]),
             ResourceInfo::builtin(
                 "apiextensions.k8s.io",

@@ -8,7 +8,8 @@ fn fedns() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fedns"))
 }
 
-/// `fedns crds` must equal `cat deploy/crds/*.yaml` (files in name order).
+/// `fedns crds` must equal `cat deploy/crds/0*.yaml` (the CRD files in
+/// name order; `kustomization.yaml` beside them is not a CRD).
 /// On failure, regenerate with `cargo run -q -- crds --out-dir deploy/crds`.
 #[test]
 fn crds_output_matches_deploy_crds() {
@@ -19,6 +20,7 @@ fn crds_output_matches_deploy_crds() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('0')))
         .collect();
     files.sort();
     assert_eq!(files.len(), 5, "one file per CRD in {}", dir.display());
@@ -29,6 +31,9 @@ fn crds_output_matches_deploy_crds() {
     );
 }
 
+/// `--out-dir` writes the CRD files and the kustomization listing them,
+/// removes stale files, and `deploy/crds/` is exactly that output (the
+/// kustomization is checked current as the CRDs are).
 #[test]
 fn crds_out_dir_writes_the_same_files() {
     let dir = std::env::temp_dir().join(format!("fedns-crds-{}", std::process::id()));
@@ -50,8 +55,25 @@ fn crds_out_dir_writes_the_same_files() {
             "03-servicednsrecords.multiclusterdns.fedns.io.yaml",
             "04-ingressdnsrecords.multiclusterdns.fedns.io.yaml",
             "05-dnsendpoints.multiclusterdns.fedns.io.yaml",
+            "kustomization.yaml",
         ]
     );
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds");
+    let mut in_deploy: Vec<_> = std::fs::read_dir(&deploy)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    in_deploy.sort();
+    assert_eq!(
+        in_deploy, names,
+        "deploy/crds/ holds exactly what `fedns crds --out-dir` writes"
+    );
+    for name in &names {
+        assert!(
+            std::fs::read(dir.join(name)).unwrap() == std::fs::read(deploy.join(name)).unwrap(),
+            "deploy/crds/{name} differs from `fedns crds --out-dir`; regenerate with `cargo run -q -- crds --out-dir deploy/crds`"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -108,7 +130,10 @@ fn bad_arguments_are_clear_errors() {
 
 /// deploy/: every manifest parses and every kustomization entry exists
 /// (no image is built or deployed here: these machines run no Docker engine
-/// or cluster).
+/// or cluster). Kustomizations use only what kustomize v2.0.3 (kubectl
+/// 1.20) understands, whatever kubectl runs the `deploy` tests: folders
+/// under `bases`, files under `resources` and `patchesStrategicMerge`, no
+/// `patches` (v2.0.3 rewrites the text `patches:` anywhere in the file).
 #[test]
 fn deploy_manifests_parse_and_kustomizations_resolve() {
     use serde::Deserialize;
@@ -129,14 +154,40 @@ fn deploy_manifests_parse_and_kustomizations_resolve() {
             for doc in serde_yaml_ng::Deserializer::from_str(&text) {
                 let value = serde_json::Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 if path.file_name().is_some_and(|n| n == "kustomization.yaml") {
-                    for resource in value["resources"].as_array().unwrap() {
-                        let target = dir.join(resource.as_str().unwrap());
+                    assert!(!text.contains("patches:"), "{}: `patches:`", path.display());
+                    const KUSTOMIZE_V2_0_3_FIELDS: [&str; 6] = [
+                        "apiVersion",
+                        "kind",
+                        "namespace",
+                        "bases",
+                        "resources",
+                        "patchesStrategicMerge",
+                    ];
+                    for field in value.as_object().unwrap().keys() {
                         assert!(
-                            target.exists(),
-                            "{}: {} does not exist",
-                            path.display(),
-                            target.display()
+                            KUSTOMIZE_V2_0_3_FIELDS.contains(&field.as_str()),
+                            "{}: `{field}` (not used here before; check that kustomize v2.0.3 knows it)",
+                            path.display()
                         );
+                    }
+                    for (field, folders) in [("bases", true), ("resources", false), ("patchesStrategicMerge", false)] {
+                        for entry in value[field].as_array().into_iter().flatten() {
+                            let target = dir.join(entry.as_str().unwrap());
+                            assert!(
+                                target.exists(),
+                                "{}: {} does not exist",
+                                path.display(),
+                                target.display()
+                            );
+                            assert_eq!(
+                                target.is_dir(),
+                                folders,
+                                "{}: `{field}` lists {} ({})",
+                                path.display(),
+                                target.display(),
+                                if folders { "folders only" } else { "files only" }
+                            );
+                        }
                     }
                 } else if !value.is_null() {
                     assert!(value["kind"].is_string(), "{}: a document without kind", path.display());

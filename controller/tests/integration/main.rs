@@ -6,5 +6,6 @@ mod common;
 
 mod cli;
 mod controller_e2e;
+mod deploy;
 mod dns_server;
 mod sandbox_e2e;

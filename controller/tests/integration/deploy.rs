@@ -1,0 +1,295 @@
+//! deploy/: the README's install commands, run as written against the
+//! emulator with the kubectl on this machine (CI: Debian's 1.20, whose
+//! kustomize is v2.0.3). Each kustomization renders with `kubectl
+//! kustomize`, applies server-side to a fresh emulated cluster, and every
+//! rendered object reads back (`kubectl get -f`) as rendered.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use fedns_sandbox::Emulator;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The README section whose first code block holds the install commands.
+const INSTALL_HEADING: &str = "## Installing in a cluster";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The command lines of the first code block under [`INSTALL_HEADING`]
+/// (comment-only and empty lines left out).
+fn readme_install_commands(root: &Path) -> Vec<String> {
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split_once(&format!("\n{INSTALL_HEADING}\n"))
+        .unwrap_or_else(|| panic!("README.md has no `{INSTALL_HEADING}` section"))
+        .1;
+    let block = section
+        .split_once("```")
+        .and_then(|(_, rest)| rest.split_once('\n'))
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .unwrap_or_else(|| panic!("no code block under `{INSTALL_HEADING}` in README.md"))
+        .0;
+    block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The folder after `-k` in an install command.
+fn kustomization_of(command: &str) -> String {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "-k")
+        .unwrap_or_else(|| panic!("README install command without `-k DIR`: {command}"));
+    words
+        .get(at + 1)
+        .unwrap_or_else(|| panic!("`-k` without a folder: {command}"))
+        .to_string()
+}
+
+/// Runs `program args` in the repository root with only the emulator's
+/// kubeconfig (and a private HOME, so kubectl's discovery cache stays there).
+fn run(home: &Path, program: &str, args: &[&str]) -> Output {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(repo_root())
+        .env("KUBECONFIG", home.join("kubeconfig"))
+        .env("HOME", home)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{program}: {e} (kubectl must be installed; ./scripts/test.sh installs Debian's kubernetes-client)")
+        });
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn kubectl_json(home: &Path, args: &[&str]) -> Value {
+    serde_json::from_slice(&run(home, "kubectl", args).stdout).unwrap()
+}
+
+/// Every field of `wanted` is in `stored` with the same value (lists
+/// element by element); what the server adds (uid, status, a Service's
+/// clusterIP, ...) is ignored.
+fn differences(path: &str, stored: &Value, wanted: &Value, out: &mut Vec<String>) {
+    match (stored, wanted) {
+        (Value::Object(stored), Value::Object(wanted)) => {
+            for (key, w) in wanted {
+                match stored.get(key) {
+                    Some(s) => differences(&format!("{path}.{key}"), s, w, out),
+                    None => out.push(format!("{path}.{key}: missing")),
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(w)) if s.len() == w.len() => {
+            for (i, (s, w)) in s.iter().zip(w).enumerate() {
+                differences(&format!("{path}[{i}]"), s, w, out);
+            }
+        }
+        _ if stored == wanted => {}
+        _ => out.push(format!("{path}: stored {stored}, rendered {wanted}")),
+    }
+}
+
+fn key(object: &Value) -> (String, String, String) {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    (
+        text(&object["kind"]),
+        text(&object["metadata"]["namespace"]),
+        text(&object["metadata"]["name"]),
+    )
+}
+
+/// Applies one README install command to a fresh emulated cluster and
+/// checks what was stored.
+fn install(runtime: &tokio::runtime::Runtime, command: &str) {
+    let dir = kustomization_of(command);
+    let total = Instant::now();
+    let emulator = runtime.block_on(Emulator::start()).unwrap();
+    let home = std::env::temp_dir().join(format!(
+        "fedns-deploy-{}-{}",
+        std::process::id(),
+        emulator.addr().port()
+    ));
+    std::fs::create_dir_all(&home).unwrap();
+    emulator.write_kubeconfig(&home.join("kubeconfig")).unwrap();
+
+    let started = Instant::now();
+    let rendered = run(&home, "kubectl", &["kustomize", &dir]).stdout;
+    let rendered = String::from_utf8(rendered).unwrap();
+    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .collect();
+    println!(
+        "{dir}: `kubectl kustomize` rendered {} objects in {:?}",
+        objects.len(),
+        started.elapsed()
+    );
+    let rendered_path = home.join("rendered.yaml");
+    std::fs::write(&rendered_path, &rendered).unwrap();
+
+    let started = Instant::now();
+    let out = run(&home, "sh", &["-c", command]);
+    println!("{dir}: `{command}` took {:?}", started.elapsed());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains("serverside-applied")).count(),
+        objects.len(),
+        "one `serverside-applied` line per rendered object:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Every rendered object reads back as rendered.
+    let started = Instant::now();
+    let got = kubectl_json(&home, &["get", "-f", rendered_path.to_str().unwrap(), "-o", "json"]);
+    let got: Vec<Value> = match got["items"].as_array() {
+        Some(items) => items.clone(),
+        None => vec![got],
+    };
+    let stored: BTreeMap<_, _> = got.iter().map(|o| (key(o), o)).collect();
+    assert_eq!(stored.len(), objects.len(), "{dir}: objects read back");
+    for wanted in &objects {
+        let k = key(wanted);
+        let object = stored.get(&k).unwrap_or_else(|| panic!("{dir}: {k:?} not read back"));
+        let mut diffs = Vec::new();
+        differences("", object, wanted, &mut diffs);
+        assert!(diffs.is_empty(), "{dir}: {k:?} stored differs:\n{}", diffs.join("\n"));
+    }
+    println!(
+        "{dir}: `kubectl get -f` read back {} objects in {:?}",
+        got.len(),
+        started.elapsed()
+    );
+
+    let object = |kind: &str, namespace: &str, name: &str| -> &Value {
+        stored
+            .get(&(kind.to_owned(), namespace.to_owned(), name.to_owned()))
+            .unwrap_or_else(|| panic!("{dir}: no {kind} {namespace}/{name}"))
+    };
+
+    // The CRDs are established and their kinds served.
+    let crds: Vec<&Value> = got.iter().filter(|o| o["kind"] == "CustomResourceDefinition").collect();
+    assert_eq!(crds.len(), fedns_api::crd::all().len(), "{dir}: every fedns CRD");
+    let mut served = Vec::new();
+    for crd in &crds {
+        let established = crd["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Established" && c["status"] == "True");
+        assert!(established, "{dir}: CRD not Established: {crd}");
+        served.push(crd["metadata"]["name"].as_str().unwrap().to_owned());
+    }
+    let started = Instant::now();
+    let list = kubectl_json(&home, &["get", &served.join(","), "-A", "-o", "json"]);
+    assert_eq!(list["items"], serde_json::json!([]), "{dir}: custom resources listed");
+    println!("{dir}: listed the 5 custom resource kinds in {:?}", started.elapsed());
+
+    // The objects fedns needs, with what each overlay changes.
+    let ns = "fedns-system";
+    let controller = object("Deployment", ns, "fedns-controller");
+    let pod = &controller["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args.first(), Some(&"controller"), "{dir}: {args:?}");
+    assert_eq!(pod["serviceAccountName"], "fedns", "{dir}");
+    let groups: Vec<&str> = object("ClusterRole", "", "fedns")["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["apiGroups"].as_array().unwrap())
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert!(
+        groups.contains(&"multiclusterdns.fedns.io") && groups.contains(&"core.fedns.io"),
+        "{dir}: ClusterRole groups {groups:?}"
+    );
+    assert_eq!(
+        object("ClusterRoleBinding", "", "fedns")["subjects"][0]["namespace"],
+        ns,
+        "{dir}"
+    );
+    object("Service", ns, "fedns-dns");
+    object("Namespace", "", ns);
+    let account = object("ServiceAccount", ns, "fedns");
+    let role_arn = &account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"];
+    let dns_server = stored.get(&("Deployment".to_owned(), ns.to_owned(), "fedns-dns-server".to_owned()));
+    match dir.as_str() {
+        "deploy/overlays/route53" => {
+            assert!(args.contains(&"--provider=route53"), "{dir}: {args:?}");
+            assert!(role_arn.is_string(), "{dir}: IRSA annotation: {}", account["metadata"]);
+            assert!(dns_server.is_none(), "{dir}: no dns-server replicas");
+        }
+        "deploy/overlays/dns-replicas" => {
+            let replicas = dns_server.unwrap_or_else(|| panic!("{dir}: no dns-server replicas"));
+            assert_eq!(
+                replicas["spec"]["template"]["spec"]["containers"][0]["args"][0],
+                "dns-server"
+            );
+            assert!(!args.contains(&"--provider=route53"), "{dir}: {args:?}");
+        }
+        _ => {
+            assert!(!args.contains(&"--provider=route53"), "{dir}: {args:?}");
+            assert!(role_arn.is_null(), "{dir}: no IRSA annotation in the base");
+            assert!(dns_server.is_none(), "{dir}: no dns-server replicas in the base");
+        }
+    }
+    drop(emulator);
+    let _ = std::fs::remove_dir_all(&home);
+    println!("{dir}: installed and checked in {:?}", total.elapsed());
+}
+
+/// The README's install commands, exactly as written: one per
+/// kustomization (the base and every overlay), each applied to a fresh
+/// emulated cluster.
+#[test]
+fn readme_install_commands_apply_every_kustomization() {
+    let root = repo_root();
+    let commands = readme_install_commands(&root);
+    let mut installed: Vec<String> = commands.iter().map(|c| kustomization_of(c)).collect();
+    installed.sort();
+    let mut expected = vec!["deploy/base".to_owned()];
+    for entry in std::fs::read_dir(root.join("deploy/overlays")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        expected.push(format!("deploy/overlays/{name}"));
+    }
+    expected.sort();
+    assert_eq!(installed, expected, "README install commands: one per kustomization");
+    let version = Command::new("kubectl").args(["version", "--client"]).output();
+    if let Ok(version) = version {
+        println!(
+            "{}",
+            String::from_utf8_lossy(&version.stdout)
+                .lines()
+                .next()
+                .unwrap_or_default()
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    for command in &commands {
+        install(&runtime, command);
+    }
+    println!("{} install commands in {:?}", commands.len(), started.elapsed());
+}
