@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
-use fedns_providers::desired::desired_zones;
+use fedns_providers::desired::desired_zones_with;
 use fedns_providers::embedded::EmbeddedSink;
 use fedns_providers::kube_source::{self, Sinks, SourceConfig, SourceState};
 use prometheus_client::registry::Registry;
@@ -14,9 +14,9 @@ use crate::http::{self, HttpState};
 fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result<()> {
     let manifests = fedns_providers::manifests::load(path)?;
     for skipped in &manifests.skipped {
-        tracing::warn!(document = %skipped, "skipping a document that is neither Domain nor DNSEndpoint");
+        tracing::warn!(document = %skipped, "skipping a document that is not a Domain, DNSEndpoint or Namespace");
     }
-    let desired = desired_zones(&manifests.domains, &manifests.endpoints);
+    let desired = desired_zones_with(&manifests.domains, &manifests.endpoints, &manifests.namespaces);
     for problem in &desired.domain_problems {
         tracing::warn!(domain = %format!("{}/{}", problem.namespace, problem.name), "{}", problem.message);
     }
@@ -24,6 +24,7 @@ fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result
         tracing::warn!(
             dnsendpoint = %format!("{}/{}", problem.namespace, problem.name),
             dns_name = %problem.dns_name,
+            reason = problem.kind.reason(),
             "{}", problem.message
         );
     }

@@ -28,8 +28,12 @@ pub const DOMAIN_NOT_FOUND: &str = "DomainNotFound";
 pub const NO_HEALTHY_ENDPOINTS: &str = "NoHealthyEndpoints";
 /// Record or DNSEndpoint: a value was skipped because it is invalid.
 pub const INVALID_INPUT: &str = "InvalidInput";
-/// DNSEndpoint: a desired record collides with one fedns does not own.
+/// DNSEndpoint: a desired record collides with one fedns does not own,
+/// or an older DNSEndpoint already holds the name.
 pub const CONFLICT: &str = "Conflict";
+/// DNSEndpoint: its namespace may not publish the name (the Domain's
+/// `allowedNamespaces`, or a service name of another namespace).
+pub const NOT_ALLOWED: &str = "NotAllowed";
 
 /// The condition type of `provider`'s publishing state.
 pub fn published_type(provider: &str) -> String {

@@ -2,7 +2,7 @@
 //! Its `metadata.name` is the *federation name* in service names
 //! (`<service>.<namespace>.<federation>.svc.<zone>`).
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,38 @@ pub struct DomainSpec {
     /// SOA timers (RFC 1035 §3.3.13, RFC 2308 §4), all in seconds.
     #[serde(default)]
     pub soa: SoaTimers,
+    /// Which namespaces' DNSEndpoints may publish names in this zone, as
+    /// Gateway API's `allowedRoutes.namespaces`. Absent: `from: All`
+    /// (kubefed's model: a ServiceDNSRecord in any namespace publishes its
+    /// own service names; one name still has one owner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_namespaces: Option<AllowedNamespaces>,
+}
+
+/// Namespaces admitted to publish into a zone (Gateway API's
+/// `RouteNamespaces`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AllowedNamespaces {
+    /// `All`, `Same` (the Domain's own namespace) or `Selector`.
+    #[serde(default)]
+    pub from: NamespacesFrom,
+    /// With `from: Selector`: the labels a namespace must carry
+    /// (`matchLabels`, `matchExpressions`). Ignored otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+/// Where [`AllowedNamespaces`] admits DNSEndpoints from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum NamespacesFrom {
+    /// Every namespace.
+    #[default]
+    All,
+    /// Only the Domain's own namespace.
+    Same,
+    /// Namespaces whose labels match `selector`.
+    Selector,
 }
 
 /// The SOA record's timers, in seconds.

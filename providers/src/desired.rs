@@ -11,7 +11,10 @@
 //! * endpoints with the same name and type merge: union of targets,
 //!   deduplicated, sorted; the smallest TTL wins (RFC 2181 §5.2);
 //! * A/AAAA beat CNAME at one name (RFC 1034 §3.6.2 forbids both): the
-//!   CNAME is dropped and reported.
+//!   CNAME is dropped and reported;
+//! * one name, one owner ([`crate::ownership`]): a name is published from
+//!   the oldest DNSEndpoint that claims it, if its namespace may publish it;
+//!   every other claim is reported (`Conflict` or `NotAllowed`) and skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -20,6 +23,8 @@ use fedns_api::{names, DNSEndpoint, Domain, RecordType};
 use fedns_dnsserver::hickory_proto::rr::rdata::{self, MX, SRV, TXT};
 use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
 use fedns_dnsserver::{SoaFields, ZoneContent};
+
+use crate::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};
 
 /// TTL used when an endpoint has no `recordTTL`, in seconds.
 pub const DEFAULT_TTL: u32 = fedns_api::DEFAULT_RECORD_TTL as u32;
@@ -38,6 +43,31 @@ pub struct EndpointProblem {
     pub dns_name: String,
     /// One line saying what was skipped and why.
     pub message: String,
+    /// What kind of problem (the condition reason it gives).
+    pub kind: ProblemKind,
+}
+
+/// The kind of an [`EndpointProblem`], ordered from least to most serious.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProblemKind {
+    /// A value that does not parse or cannot be served (`InvalidInput`).
+    #[default]
+    InvalidInput,
+    /// The namespace may not publish the name (`NotAllowed`).
+    NotAllowed,
+    /// An older DNSEndpoint holds the name (`Conflict`).
+    Conflict,
+}
+
+impl ProblemKind {
+    /// The condition reason (`fedns_api::conditions`).
+    pub fn reason(self) -> &'static str {
+        match self {
+            ProblemKind::InvalidInput => fedns_api::conditions::INVALID_INPUT,
+            ProblemKind::NotAllowed => fedns_api::conditions::NOT_ALLOWED,
+            ProblemKind::Conflict => fedns_api::conditions::CONFLICT,
+        }
+    }
 }
 
 /// A Domain that could not be served, and why.
@@ -234,9 +264,18 @@ pub fn canonical_target(rdata: &RData) -> String {
     }
 }
 
-/// Computes the desired zones from every Domain and DNSEndpoint.
+/// Computes the desired zones from every Domain and DNSEndpoint, with no
+/// namespace labels known (a `Selector` Domain admits only namespaces its
+/// selector matches with no labels).
 pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZones {
+    desired_zones_with(domains, endpoints, &NamespaceLabels::new())
+}
+
+/// Computes the desired zones from every Domain and DNSEndpoint;
+/// `namespaces` gives the labels `allowedNamespaces` selectors match.
+pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespaces: &NamespaceLabels) -> DesiredZones {
     let mut out = DesiredZones::default();
+    let mut admissions: BTreeMap<String, ZoneAdmission> = BTreeMap::new();
 
     // Zones by apex; the first Domain (by namespace/name) for an apex wins.
     let mut sorted_domains: Vec<&Domain> = domains.iter().collect();
@@ -253,6 +292,15 @@ pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZo
                         message: format!("zone {apex} is already served by Domain {owner}"),
                     });
                 } else {
+                    let admission = ZoneAdmission::of(domain);
+                    if let Some(problem) = admission.problem() {
+                        out.domain_problems.push(DomainProblem {
+                            namespace: namespace.clone(),
+                            name: name.clone(),
+                            message: format!("{problem}; no DNSEndpoint is admitted"),
+                        });
+                    }
+                    admissions.insert(apex.clone(), admission);
                     zones.insert(apex, (format!("{namespace}/{name}"), content));
                 }
             }
@@ -264,17 +312,25 @@ pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZo
         }
     }
 
+    // Claims: which object holds each (apex, owner name). Objects are
+    // visited oldest first, so the first admitted claim of a name holds it.
+    let mut ordered: Vec<&DNSEndpoint> = endpoints.iter().collect();
+    ordered.sort_by_cached_key(|e| ClaimOrder::of(&e.metadata));
+    let mut holders: BTreeMap<(String, String), String> = BTreeMap::new();
+
     // Merge endpoints into RRsets keyed by (zone apex, name, type).
     let mut rrsets: BTreeMap<(String, String, RecordType), (DesiredRRset, Vec<RData>)> = BTreeMap::new();
-    for endpoint_object in endpoints {
+    for endpoint_object in ordered {
         let (namespace, object) = object_key(&endpoint_object.metadata);
         let source = format!("{namespace}/{object}");
-        let problem = |dns_name: &str, message: String| EndpointProblem {
+        let problem_of = |kind: ProblemKind, dns_name: &str, message: String| EndpointProblem {
             namespace: namespace.clone(),
             name: object.clone(),
             dns_name: dns_name.to_owned(),
             message,
+            kind,
         };
+        let problem = |dns_name: &str, message: String| problem_of(ProblemKind::InvalidInput, dns_name, message);
         for endpoint in &endpoint_object.spec.endpoints {
             let owner = match names::normalize_owner_name(&endpoint.dns_name) {
                 Ok(owner) => owner,
@@ -295,6 +351,37 @@ pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZo
                 ));
                 continue;
             };
+            if let Some(admission) = admissions.get(&apex) {
+                if let Err(why) = admission.admits(&namespace, namespaces) {
+                    out.problems.push(problem_of(
+                        ProblemKind::NotAllowed,
+                        &owner,
+                        format!("not published: {why}"),
+                    ));
+                    continue;
+                }
+                if let Some(owning) = admission.service_namespace(&owner, &apex) {
+                    if owning != namespace {
+                        out.problems.push(problem_of(
+                            ProblemKind::NotAllowed,
+                            &owner,
+                            format!("a service name of namespace {owning} can only be published from namespace {owning}; not published"),
+                        ));
+                        continue;
+                    }
+                }
+            }
+            let holder = holders
+                .entry((apex.clone(), owner.clone()))
+                .or_insert_with(|| source.clone());
+            if *holder != source {
+                out.problems.push(problem_of(
+                    ProblemKind::Conflict,
+                    &owner,
+                    format!("the name is held by DNSEndpoint {holder}, which claimed it first; not published"),
+                ));
+                continue;
+            }
             if owner == apex && matches!(endpoint.record_type, RecordType::NS | RecordType::CNAME) {
                 out.problems.push(problem(
                     &owner,
@@ -373,6 +460,7 @@ pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZo
                 name: object.to_owned(),
                 dns_name: name.clone(),
                 message: format!("CNAME dropped: {winner} at the same name win (RFC 1034 §3.6.2)"),
+                kind: ProblemKind::InvalidInput,
             });
         }
         false
@@ -401,6 +489,7 @@ pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZo
                             unique[0].0,
                             unique[1..].iter().map(|u| u.0.as_str()).collect::<Vec<_>>().join(", ")
                         ),
+                        kind: ProblemKind::InvalidInput,
                     });
                 }
                 unique.truncate(1);
@@ -436,6 +525,7 @@ mod tests {
                 name_servers: vec![format!("ns1.{zone}")],
                 hostmaster: None,
                 soa: Default::default(),
+                allowed_namespaces: None,
             },
         );
         d.metadata.namespace = Some("fedns-system".into());
@@ -472,34 +562,189 @@ mod tests {
     fn merges_targets_by_name_and_type() {
         let desired = desired_zones(
             &[domain("myfed", "example.com")],
-            &[
-                endpoints(
-                    "a",
-                    vec![ep(
+            &[endpoints(
+                "a",
+                vec![
+                    ep(
                         "n.example.com",
                         RecordType::A,
                         &["203.0.113.2", "203.0.113.1"],
                         Some(60),
-                    )],
-                ),
-                endpoints(
-                    "b",
-                    vec![ep(
+                    ),
+                    ep(
                         "N.Example.COM.",
                         RecordType::A,
                         &["203.0.113.1", "198.51.100.1"],
                         Some(30),
-                    )],
-                ),
-            ],
+                    ),
+                ],
+            )],
         );
         assert!(desired.problems.is_empty(), "{:?}", desired.problems);
         let set = rrset(&desired, "n.example.com", RecordType::A).unwrap();
         assert_eq!(set.targets, ["198.51.100.1", "203.0.113.1", "203.0.113.2"]);
         assert_eq!(set.ttl, 30, "smallest TTL wins");
-        assert_eq!(set.sources.len(), 2);
+        assert_eq!(set.sources.len(), 1);
         let records = &desired.zones[0].content.records;
         assert_eq!(records.iter().filter(|r| r.record_type() == WireType::A).count(), 3);
+    }
+
+    /// A DNSEndpoint in `namespace`, created at `created` (RFC 3339; None:
+    /// no timestamp, as in manifests).
+    fn claim(namespace: &str, name: &str, created: Option<&str>, eps: Vec<Endpoint>) -> DNSEndpoint {
+        let mut d = endpoints(name, eps);
+        d.metadata.namespace = Some(namespace.into());
+        d.metadata.creation_timestamp = created
+            .map(|t| fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t.parse().expect("RFC 3339")));
+        d
+    }
+
+    fn kinds(desired: &DesiredZones, namespace: &str, name: &str) -> Vec<(ProblemKind, String)> {
+        desired
+            .problems_of(namespace, name)
+            .map(|p| (p.kind, p.message.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn one_name_one_owner_the_oldest_claim_holds() {
+        let web = "web.shop.myfed.svc.example.com";
+        let holder = claim(
+            "shop",
+            "service-web",
+            Some("2026-01-01T00:00:00Z"),
+            vec![ep(web, RecordType::A, &["203.0.113.10"], Some(30))],
+        );
+        // Another namespace names the same name, with a lower TTL: refused
+        // twice over (a service name of `shop`; and the name is held).
+        let hijack = claim(
+            "evil",
+            "grab",
+            Some("2026-02-01T00:00:00Z"),
+            vec![
+                ep(web, RecordType::A, &["192.0.2.66"], Some(5)),
+                ep("www.example.com", RecordType::A, &["192.0.2.67"], None),
+            ],
+        );
+        // A newer object in `shop` itself: the name is held.
+        let late = claim(
+            "shop",
+            "late",
+            Some("2026-03-01T00:00:00Z"),
+            vec![ep(web, RecordType::AAAA, &["2001:db8::66"], None)],
+        );
+        let zones = [domain("myfed", "example.com")];
+        let desired = desired_zones(&zones, &[late.clone(), hijack.clone(), holder.clone()]);
+        let set = rrset(&desired, web, RecordType::A).unwrap();
+        assert_eq!(
+            (set.targets.as_slice(), set.ttl),
+            (&["203.0.113.10".to_owned()][..], 30)
+        );
+        assert!(
+            rrset(&desired, web, RecordType::AAAA).is_none(),
+            "the newer claim is not merged"
+        );
+        assert!(
+            rrset(&desired, "www.example.com", RecordType::A).is_some(),
+            "an unclaimed name is fine"
+        );
+        let evil = kinds(&desired, "evil", "grab");
+        assert_eq!(evil.len(), 1, "{evil:?}");
+        assert_eq!(evil[0].0, ProblemKind::NotAllowed);
+        assert!(evil[0].1.contains("namespace shop"), "{evil:?}");
+        let late_problems = kinds(&desired, "shop", "late");
+        assert_eq!(late_problems[0].0, ProblemKind::Conflict);
+        assert!(late_problems[0].1.contains("shop/service-web"), "{late_problems:?}");
+        assert!(kinds(&desired, "shop", "service-web").is_empty());
+
+        // The holder goes: the next oldest claim takes over.
+        let desired = desired_zones(&zones, &[late, hijack]);
+        assert_eq!(
+            rrset(&desired, web, RecordType::AAAA).unwrap().targets,
+            ["2001:db8::66"]
+        );
+        assert!(
+            rrset(&desired, web, RecordType::A).is_none(),
+            "evil still may not publish shop's name"
+        );
+    }
+
+    #[test]
+    fn ties_and_manifests_go_by_namespace_and_name() {
+        let same_time = Some("2026-01-01T00:00:00Z");
+        let a = claim(
+            "b-ns",
+            "a",
+            same_time,
+            vec![ep("x.example.com", RecordType::A, &["203.0.113.1"], None)],
+        );
+        let b = claim(
+            "a-ns",
+            "z",
+            same_time,
+            vec![ep("x.example.com", RecordType::A, &["203.0.113.2"], None)],
+        );
+        let zones = [domain("myfed", "example.com")];
+        let desired = desired_zones(&zones, &[a.clone(), b.clone()]);
+        assert_eq!(
+            rrset(&desired, "x.example.com", RecordType::A).unwrap().targets,
+            ["203.0.113.2"]
+        );
+        assert_eq!(kinds(&desired, "b-ns", "a")[0].0, ProblemKind::Conflict);
+        // No timestamps at all (manifests): namespace/name decides too.
+        let untimed = |d: &DNSEndpoint| {
+            let mut d = d.clone();
+            d.metadata.creation_timestamp = None;
+            d
+        };
+        let desired = desired_zones(&zones, &[untimed(&a), untimed(&b)]);
+        assert_eq!(
+            rrset(&desired, "x.example.com", RecordType::A).unwrap().targets,
+            ["203.0.113.2"]
+        );
+        // An object with a timestamp is older than one without.
+        let desired = desired_zones(&zones, &[a, untimed(&b)]);
+        assert_eq!(
+            rrset(&desired, "x.example.com", RecordType::A).unwrap().targets,
+            ["203.0.113.1"]
+        );
+    }
+
+    #[test]
+    fn allowed_namespaces_limit_who_publishes_into_a_zone() {
+        use fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+        use fedns_api::{AllowedNamespaces, NamespacesFrom};
+        let mut zone = domain("myfed", "example.com");
+        zone.spec.allowed_namespaces = Some(AllowedNamespaces {
+            from: NamespacesFrom::Selector,
+            selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([("fedns.io/publish".to_owned(), "true".to_owned())])),
+                ..Default::default()
+            }),
+        });
+        let team = |ns: &str| {
+            claim(
+                ns,
+                "e",
+                None,
+                vec![ep(&format!("{ns}.example.com"), RecordType::A, &["203.0.113.1"], None)],
+            )
+        };
+        let labels: NamespaceLabels = BTreeMap::from([(
+            "team-a".to_owned(),
+            BTreeMap::from([("fedns.io/publish".to_owned(), "true".to_owned())]),
+        )]);
+        let desired = desired_zones_with(&[zone.clone()], &[team("team-a"), team("team-b")], &labels);
+        assert!(rrset(&desired, "team-a.example.com", RecordType::A).is_some());
+        assert!(rrset(&desired, "team-b.example.com", RecordType::A).is_none());
+        assert_eq!(kinds(&desired, "team-b", "e")[0].0, ProblemKind::NotAllowed);
+        zone.spec.allowed_namespaces = Some(AllowedNamespaces {
+            from: NamespacesFrom::Same,
+            selector: None,
+        });
+        let desired = desired_zones(&[zone], &[team("team-a"), team("fedns-system")]);
+        assert!(rrset(&desired, "team-a.example.com", RecordType::A).is_none());
+        assert!(rrset(&desired, "fedns-system.example.com", RecordType::A).is_some());
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! `Domain.status` (`Ready`, `serial`, `recordCount`), and a Warning
 //! Event when an endpoint's problems change.
 //!
+//! Namespace labels are watched (metadata only) once a Domain admits
+//! namespaces by selector; until they are listed nothing is republished,
+//! so a zone never loses names for want of labels.
+//!
 //! While the API server is unreachable the reflectors retry with backoff
 //! and nothing is republished, so the sink keeps serving the last good
 //! state; a reflector swaps its contents only once a relist is complete,
@@ -15,9 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fedns_api::conditions;
-use fedns_api::{DNSEndpoint, Domain};
+use fedns_api::k8s_openapi::api::core::v1::Namespace;
+use fedns_api::{DNSEndpoint, Domain, NamespacesFrom};
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -25,9 +31,10 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
-use crate::desired::{desired_zones, zone_apex, DesiredZones};
+use crate::desired::{desired_zones_with, zone_apex, DesiredZones};
 use crate::domain_finalizer;
 use crate::embedded::EmbeddedSink;
+use crate::ownership::NamespaceLabels;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
 
 /// Settings of the Kubernetes source.
@@ -128,9 +135,44 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     let mut mode = SyncMode::Full;
     let mut leader = config.leader.clone();
     let mut leadership_open = leader.is_some();
+    let mut namespaces: Option<Store<PartialObjectMeta<Namespace>>> = None;
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let domain_state = domains.state();
+        let wants_labels = domain_state.iter().any(|d| {
+            d.spec
+                .allowed_namespaces
+                .as_ref()
+                .is_some_and(|a| a.from == NamespacesFrom::Selector)
+        });
+        if wants_labels && namespaces.is_none() {
+            let (store, writer) = reflector::store();
+            // Metadata only: labels are all the source needs.
+            let api = Api::<PartialObjectMeta<Namespace>>::all(client.clone());
+            spawn_reflector(api, writer, changed.clone(), "Namespace");
+            namespaces = Some(store);
+        }
+        let labels: NamespaceLabels = match &namespaces {
+            Some(store) if wants_labels => {
+                if tokio::time::timeout(Duration::from_secs(10), store.wait_until_ready())
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        "a Domain admits namespaces by selector, but Namespaces cannot be listed yet \
+                         (RBAC: list/watch namespaces); serving the last published state"
+                    );
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    continue;
+                }
+                store
+                    .state()
+                    .iter()
+                    .map(|n| (n.name_any(), n.labels().clone()))
+                    .collect()
+            }
+            _ => NamespaceLabels::new(),
+        };
         let manage_finalizer = config.domain_finalizer && config.write_status && leading;
         if manage_finalizer && !sinks.providers.is_empty() {
             // Before publishing, so no record reaches a provider unguarded.
@@ -139,13 +181,13 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         let desired = {
             let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
             let endpoints: Vec<DNSEndpoint> = endpoints.state().iter().map(|e| (**e).clone()).collect();
-            desired_zones(&domains, &endpoints)
+            desired_zones_with(&domains, &endpoints, &labels)
         };
         let invalid = by_source(desired.problems.iter().map(|p| {
             (
                 format!("{}/{}", p.namespace, p.name),
                 Problem {
-                    reason: conditions::INVALID_INPUT,
+                    reason: p.kind.reason(),
                     message: format!("{}: {}", p.dns_name, p.message),
                 },
             )
@@ -210,10 +252,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     }
 }
 
-/// The most serious of `reasons`: a provider error, then a conflict, else
-/// invalid input.
+/// The most serious of `reasons`: a provider error, then a conflict, then
+/// a namespace not allowed, else invalid input.
 fn worst_reason(reasons: &[&'static str]) -> &'static str {
-    [PROVIDER_ERROR, conditions::CONFLICT]
+    [PROVIDER_ERROR, conditions::CONFLICT, conditions::NOT_ALLOWED]
         .into_iter()
         .find(|r| reasons.contains(r))
         .unwrap_or(conditions::INVALID_INPUT)

@@ -14,6 +14,7 @@ pub mod embedded;
 pub mod etcd;
 pub mod kube_source;
 pub mod manifests;
+pub mod ownership;
 pub mod plan;
 pub mod provider;
 pub mod route53;

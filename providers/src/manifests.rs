@@ -1,6 +1,7 @@
 //! A static source: Domain and DNSEndpoint objects read from YAML files
 //! (`fedns dns-server --manifests PATH`), for serving without a cluster
-//! and for benchmarks.
+//! and for benchmarks. Namespace objects give the labels a Domain's
+//! `allowedNamespaces` selector matches.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,8 @@ pub struct Manifests {
     pub domains: Vec<Domain>,
     /// Every DNSEndpoint found.
     pub endpoints: Vec<DNSEndpoint>,
+    /// Labels of every Namespace found.
+    pub namespaces: crate::ownership::NamespaceLabels,
     /// Documents of other kinds, skipped: "file: kind name".
     pub skipped: Vec<String>,
 }
@@ -43,8 +46,8 @@ pub enum ManifestError {
 
 /// Reads every `.yaml`/`.yml` file at `path` (a file, or a folder read
 /// recursively in name order). Multi-document files and `kind: List`
-/// wrappers are understood. Kinds other than Domain and DNSEndpoint are
-/// listed in [`Manifests::skipped`].
+/// wrappers are understood. Kinds other than Domain, DNSEndpoint and
+/// Namespace are listed in [`Manifests::skipped`].
 ///
 /// # Errors
 /// The first unreadable file or malformed document, with file and line.
@@ -120,6 +123,14 @@ fn add_object(file: &Path, value: serde_json::Value, out: &mut Manifests) -> Res
         }
         "Domain" => out.domains.push(serde_json::from_value(value).map_err(parse_error)?),
         "DNSEndpoint" => out.endpoints.push(serde_json::from_value(value).map_err(parse_error)?),
+        "Namespace" => {
+            let namespace: fedns_api::k8s_openapi::api::core::v1::Namespace =
+                serde_json::from_value(value).map_err(parse_error)?;
+            out.namespaces.insert(
+                namespace.metadata.name.unwrap_or_default(),
+                namespace.metadata.labels.unwrap_or_default(),
+            );
+        }
         _ => {
             let name = value.pointer("/metadata/name").and_then(|n| n.as_str()).unwrap_or("?");
             out.skipped.push(format!("{}: {kind} {name}", file.display()));

@@ -174,3 +174,211 @@ async fn serves_the_host_cluster_and_survives_its_outage() {
     }
     host.stop();
 }
+
+/// The reported `embedded/Published` condition of a DNSEndpoint: (status,
+/// reason, message), waiting up to 30 s for it to be written.
+async fn published_condition(api: &Api<DNSEndpoint>, name: &str, status: &str) -> (String, String) {
+    let started = std::time::Instant::now();
+    loop {
+        let current = api.get(name).await.unwrap();
+        let condition = current
+            .status
+            .as_ref()
+            .and_then(|s| fedns_api::conditions::get(&s.conditions, "embedded/Published").cloned());
+        if let Some(c) = condition.filter(|c| c.status == status) {
+            println!("{name}: embedded/Published={status} after {:?}", started.elapsed());
+            return (c.reason, c.message);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name}: no embedded/Published={status} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn dns_endpoint(name: &str, endpoints: serde_json::Value) -> DNSEndpoint {
+    serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+        "metadata": {"name": name},
+        "spec": {"endpoints": endpoints},
+    }))
+    .unwrap()
+}
+
+/// One name, one owner: a DNSEndpoint in another namespace naming a
+/// published service name is refused (`NotAllowed`) and the answer stays;
+/// a newer claim from the same namespace is a `Conflict` naming the
+/// holder; when the holder is deleted, the next oldest claim takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_has_one_owner_across_namespaces() {
+    let host = Emulator::start().await.unwrap();
+    let client = client_of(&host).await;
+    install_crds(&client, &["fedns-system", "shop", "evil"]).await;
+    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
+    domains
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "myfed"},
+                "spec": {"domain": "example.com"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let web = "web.shop.myfed.svc.example.com";
+    let shop: Api<DNSEndpoint> = Api::namespaced(client.clone(), "shop");
+    let evil: Api<DNSEndpoint> = Api::namespaced(client.clone(), "evil");
+    shop.create(
+        &PostParams::default(),
+        &dns_endpoint(
+            "service-web",
+            json!([{"dnsName": web, "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]}]),
+        ),
+    )
+    .await
+    .unwrap();
+
+    let dir = temp_dir("one-owner");
+    let kubeconfig = dir.join("host.yaml");
+    host.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("the holder's name is served", || {
+        dig(port, web, "A", false) == ["203.0.113.10"]
+    })
+    .await;
+
+    // creationTimestamp has whole seconds: make the later claims later.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    evil.create(
+        &PostParams::default(),
+        &dns_endpoint(
+            "grab",
+            json!([
+                {"dnsName": web, "recordType": "A", "recordTTL": 5, "targets": ["192.0.2.66"]},
+                {"dnsName": "promo.example.com", "recordType": "A", "targets": ["192.0.2.67"]},
+            ]),
+        ),
+    )
+    .await
+    .unwrap();
+    shop.create(
+        &PostParams::default(),
+        &dns_endpoint(
+            "late",
+            json!([{"dnsName": web, "recordType": "AAAA", "targets": ["2001:db8::66"]}]),
+        ),
+    )
+    .await
+    .unwrap();
+    eventually("the hijacker's own name is served", || {
+        dig(port, "promo.example.com", "A", false) == ["192.0.2.67"]
+    })
+    .await;
+    assert_eq!(
+        dig(port, web, "A", false),
+        ["203.0.113.10"],
+        "the hijack changed the answer"
+    );
+    assert!(dig(port, web, "AAAA", false).is_empty(), "a newer claim was merged");
+
+    let (reason, message) = published_condition(&evil, "grab", "False").await;
+    assert_eq!(reason, "NotAllowed", "{message}");
+    assert!(message.contains("namespace shop"), "{message}");
+    let (reason, message) = published_condition(&shop, "late", "False").await;
+    assert_eq!(reason, "Conflict", "{message}");
+    assert!(message.contains("shop/service-web"), "{message}");
+    published_condition(&shop, "service-web", "True").await;
+
+    // The holder goes: the next oldest claim (shop/late) takes over; the
+    // other namespace still may not.
+    shop.delete("service-web", &Default::default()).await.unwrap();
+    eventually("the next oldest claim takes over", || {
+        dig(port, web, "AAAA", false) == ["2001:db8::66"]
+    })
+    .await;
+    assert!(
+        dig(port, web, "A", false).is_empty(),
+        "{:?}",
+        dig(port, web, "A", false)
+    );
+    published_condition(&shop, "late", "True").await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `fedns dns-server --manifests`: objects carry no creationTimestamp, so
+/// the claim of the first namespace/name holds a name; a Namespace in the
+/// manifests gives the labels a Domain's allowedNamespaces selector reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifests_follow_the_one_owner_rule_by_namespace_and_name() {
+    let dir = temp_dir("one-owner-manifests");
+    let file = dir.join("zone.yaml");
+    write(
+        &file,
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a, labels: {fedns.io/publish: "true"}}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec:
+  domain: example.com
+  allowedNamespaces:
+    from: Selector
+    selector: {matchLabels: {fedns.io/publish: "true"}}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: z-first, namespace: team-a}
+spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113.1]}]}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: a-second, namespace: team-a}
+spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113.2]}, {dnsName: api.example.com, recordType: A, targets: [203.0.113.3]}]}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: other, namespace: team-b}
+spec: {endpoints: [{dnsName: team-b.example.com, recordType: A, targets: [203.0.113.4]}]}
+"#,
+    );
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--manifests",
+        file.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("the manifests are served", || {
+        dig(port, "api.example.com", "A", false) == ["203.0.113.3"]
+    })
+    .await;
+    assert_eq!(
+        dig(port, "www.example.com", "A", false),
+        ["203.0.113.2"],
+        "team-a/a-second sorts before team-a/z-first and holds the name"
+    );
+    assert_eq!(
+        dig_status(port, "team-b.example.com", "A"),
+        "NXDOMAIN",
+        "team-b does not match the Domain's selector"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
