@@ -50,9 +50,13 @@ with open(f"{work}/example.com.zone", "w") as z:
 with open(f"{work}/manifests.yaml", "w") as m:
     m.write("apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: Domain\nmetadata: {name: myfed, namespace: fedns-system}\n")
     m.write("spec: {domain: example.com, nameServers: [ns1.example.com], soa: {ttl: 30, minimum: 30}}\n")
-    m.write("---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {name: bench, namespace: ns}\nspec:\n  endpoints:\n")
-    for i, name in enumerate(names):
-        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i)}, {addr(i + 7)}]}}\n")
+    # One DNSEndpoint per namespace: a service name S.N.myfed.svc is only
+    # published from namespace N (one name, one owner).
+    for ns in range(50):
+        m.write(f"---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {{name: bench, namespace: ns{ns}}}\nspec:\n  endpoints:\n")
+        for i, name in enumerate(names):
+            if i % 50 == ns:
+                m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i)}, {addr(i + 7)}]}}\n")
 with open(f"{work}/queries.txt", "w") as q:
     for _ in range(200000):
         if random.random() < 0.1:
