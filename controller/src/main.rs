@@ -4,27 +4,27 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use fedns_controller::cli::{Cli, Command};
-use fedns_controller::{controller_cmd, crds_cmd, dns_server_cmd, join_cmd, logging, sandbox_cmd};
+use fedns_controller::cli::{self, Cli, Command};
+use fedns_controller::logging;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Err(err) = logging::init(cli.log_format) {
+    let parsed = Cli::parse();
+    if let Err(err) = logging::init(parsed.log_format) {
         eprintln!("fedns: cannot set up logging: {err}");
         return ExitCode::FAILURE;
     }
-    let result = match &cli.command {
-        Command::Crds(args) => crds_cmd::run(args),
-        Command::DnsServer(args) => run_async(dns_server_cmd::run(args)),
-        Command::Controller(args) => run_async(controller_cmd::run(args)),
-        Command::Sandbox(args) => run_async(sandbox_cmd::run(args)),
-        Command::Join(args) => run_async(join_cmd::run(args)),
+    let result = match &parsed.command {
+        Command::Crds(args) => cli::crds::run(args),
+        Command::DnsServer(args) => run_async(cli::dns_server::run(args)),
+        Command::Controller(args) => run_async(cli::controller::run(args)),
+        Command::Sandbox(args) => run_async(cli::sandbox::run(args)),
+        Command::Join(args) => run_async(cli::join::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // `{:#}` prints the whole context chain on one line.
-            eprintln!("fedns {}: {err:#}", cli.command.name());
+            eprintln!("fedns {}: {err:#}", parsed.command.name());
             ExitCode::FAILURE
         }
     }

@@ -146,7 +146,7 @@ async fn publishes_to_every_provider_at_once() {
     let controller = {
         let stop = stop.clone();
         tokio::spawn(async move {
-            fedns_controller::controller_cmd::run_until(&args, async move { stop.notified().await }).await
+            fedns_controller::cli::controller::run_until(&args, async move { stop.notified().await }).await
         })
     };
 

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::common::*;
+use fedns_controller::cli::sandbox;
 use fedns_controller::cli::SandboxArgs;
-use fedns_controller::sandbox_cmd;
 use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
 use fedns_dnsserver::hickory_proto::rr::{Name, RecordType};
 
@@ -49,7 +49,7 @@ fn hickory(port: u16, name: &str, rtype: RecordType) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sandbox_serves_and_fails_over() {
     let (args, port) = args(None);
-    let running = sandbox_cmd::start(&args).await.unwrap();
+    let running = sandbox::start(&args).await.unwrap();
     let state_dir = args.state_dir.clone();
     for cluster in ["host", "us-east-1", "us-west-2", "eu-west-1"] {
         assert!(state_dir.join(format!("{cluster}.kubeconfig")).exists());
@@ -108,7 +108,7 @@ async fn the_sandbox_serves_and_fails_over() {
     );
 
     // fail us-west-2: its addresses leave every answer; its names fall back.
-    sandbox_cmd::control(&state_dir, "fail", "us-west-2").await.unwrap();
+    sandbox::control(&state_dir, "fail", "us-west-2").await.unwrap();
     let took = eventually("us-west-2 leaves after `fail`", || {
         dig(port, GLOBAL, "A", false) == ["198.51.100.20", "203.0.113.10"]
     })
@@ -138,7 +138,7 @@ async fn the_sandbox_serves_and_fails_over() {
         ["198.51.100.20"]
     );
 
-    sandbox_cmd::control(&state_dir, "recover", "us-west-2").await.unwrap();
+    sandbox::control(&state_dir, "recover", "us-west-2").await.unwrap();
     eventually("us-west-2 returns after `recover`", || {
         dig(port, GLOBAL, "A", false) == all
     })
@@ -149,22 +149,22 @@ async fn the_sandbox_serves_and_fails_over() {
     );
 
     // cordon has the same effect and is reversible.
-    sandbox_cmd::control(&state_dir, "cordon", "us-east-1").await.unwrap();
+    sandbox::control(&state_dir, "cordon", "us-east-1").await.unwrap();
     eventually("a cordoned us-east-1 leaves", || {
         dig(port, GLOBAL, "A", false) == ["198.51.100.10", "198.51.100.20"]
     })
     .await;
-    sandbox_cmd::control(&state_dir, "uncordon", "us-east-1").await.unwrap();
+    sandbox::control(&state_dir, "uncordon", "us-east-1").await.unwrap();
     eventually("us-east-1 returns after uncordon", || {
         dig(port, GLOBAL, "A", false) == all
     })
     .await;
 
     // A control request for an unknown cluster is refused with a clear error.
-    let err = sandbox_cmd::control(&state_dir, "fail", "mars-1").await.unwrap_err();
+    let err = sandbox::control(&state_dir, "fail", "mars-1").await.unwrap_err();
     assert!(err.to_string().contains("no member cluster mars-1"), "{err}");
     running.shutdown().await;
-    let gone = sandbox_cmd::control(&state_dir, "fail", "us-west-2").await.unwrap_err();
+    let gone = sandbox::control(&state_dir, "fail", "us-west-2").await.unwrap_err();
     assert!(gone.to_string().contains("no running sandbox"), "{gone}");
 }
 
@@ -175,7 +175,7 @@ fn fixtures() -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_from_exported_cluster_state() {
     let (args, port) = args(Some(fixtures().join("members-from")));
-    let running = sandbox_cmd::start(&args).await.unwrap();
+    let running = sandbox::start(&args).await.unwrap();
     let name = "web.prod.myfed.svc.example.com";
     eventually("the exported Service is published", || {
         dig(port, name, "A", false) == ["198.51.100.72", "203.0.113.71"]
@@ -211,7 +211,7 @@ async fn members_from_exported_cluster_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_from_a_malformed_file_starts_nothing() {
     let (args, _) = args(Some(fixtures().join("malformed")));
-    let err = match sandbox_cmd::start(&args).await {
+    let err = match sandbox::start(&args).await {
         Ok(_) => panic!("a malformed fixture must not start"),
         Err(e) => format!("{e:#}"),
     };

@@ -27,9 +27,9 @@ use crate::cli::{ControllerArgs, Provider};
 use crate::http::{self, HttpState};
 use crate::members::Registry;
 use crate::metrics::ControllerMetrics;
-use crate::queue::{Queue, RecordKey};
+use crate::records::queue::{Queue, RecordKey};
+use crate::records::resolver::HostnameResolver;
 use crate::records::{self, RecordContext};
-use crate::resolver::HostnameResolver;
 
 /// Runs until SIGTERM/Ctrl-C, then releases the lease and stops.
 ///

@@ -34,25 +34,25 @@ const CONTROL_FILE: &str = "control.addr";
 const HOST_SEED: [(&str, &str); 2] = [
     (
         "examples/sandbox/host/10-federation.yaml",
-        include_str!("../../examples/sandbox/host/10-federation.yaml"),
+        include_str!("../../../examples/sandbox/host/10-federation.yaml"),
     ),
     (
         "examples/sandbox/host/20-memberclusters.yaml",
-        include_str!("../../examples/sandbox/host/20-memberclusters.yaml"),
+        include_str!("../../../examples/sandbox/host/20-memberclusters.yaml"),
     ),
 ];
 const MEMBER_SEED: [(&str, &str); 3] = [
     (
         "us-east-1",
-        include_str!("../../examples/sandbox/members/us-east-1/state.yaml"),
+        include_str!("../../../examples/sandbox/members/us-east-1/state.yaml"),
     ),
     (
         "us-west-2",
-        include_str!("../../examples/sandbox/members/us-west-2/state.yaml"),
+        include_str!("../../../examples/sandbox/members/us-west-2/state.yaml"),
     ),
     (
         "eu-west-1",
-        include_str!("../../examples/sandbox/members/eu-west-1/state.yaml"),
+        include_str!("../../../examples/sandbox/members/eu-west-1/state.yaml"),
     ),
 ];
 
@@ -181,7 +181,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let controller = {
         let stop = stop.clone();
         tokio::spawn(async move {
-            crate::controller_cmd::run_until(&controller_args, async move { stop.notified().await }).await
+            crate::cli::controller::run_until(&controller_args, async move { stop.notified().await }).await
         })
     };
     let mut tasks = vec![tokio::spawn(print_changes(federation.clone()))];

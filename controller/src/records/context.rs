@@ -22,11 +22,11 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::builder::{self, BuildProblem, ServiceNames, Topology};
+use super::builder::{self, BuildProblem, ServiceNames, Topology};
+use super::queue::{Queue, RecordKey, Work};
+use super::resolver::HostnameResolver;
 use crate::members::{Member, Registry};
 use crate::metrics::ControllerMetrics;
-use crate::queue::{Queue, RecordKey, Work};
-use crate::resolver::HostnameResolver;
 
 /// Field manager of the controller's server-side applies.
 pub const FIELD_MANAGER: &str = "fedns-controller";
@@ -269,7 +269,7 @@ impl RecordContext {
         key: &str,
         lbs: impl Iterator<Item = &'a LoadBalancerStatus>,
         ttl: i64,
-    ) -> crate::resolver::Resolved {
+    ) -> super::resolver::Resolved {
         let ttl = Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(30));
         let hostnames: BTreeSet<String> = lbs.flat_map(builder::lb_hostnames).collect();
         for host in &hostnames {

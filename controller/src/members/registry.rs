@@ -33,7 +33,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::metrics::ControllerMetrics;
-use crate::queue::{Queue, RecordKey};
+use crate::records::queue::{Queue, RecordKey};
 
 /// Node labels giving a cluster's region and zone, newest first.
 const REGION_LABELS: [&str; 2] = [

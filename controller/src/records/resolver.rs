@@ -12,7 +12,7 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::Resolver;
 use tokio::sync::mpsc;
 
-use crate::builder::HostnameAddresses;
+use super::builder::HostnameAddresses;
 
 struct Entry {
     addresses: Option<Vec<IpAddr>>,
