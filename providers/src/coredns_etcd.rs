@@ -4,6 +4,12 @@
 //! * A name's keys live under its labels reversed:
 //!   `nginx.ns.myfed.svc.example.com` → `/skydns/com/example/svc/myfed/ns/nginx/`;
 //! * one key per target, with a stable id: `<path>/fedns-<16 hex digits>`;
+//!   except a name whose only record is a CNAME, which lives at `<path>`
+//!   itself: the plugin looks a CNAME question up at exactly the name's
+//!   key, and an address question falls back to that key when nothing lies
+//!   below it, so both are answered;
+//! * TXT data is one `text` (the strings joined; the plugin splits it at
+//!   255 octets itself);
 //! * the value is the plugin's JSON (`host`, `ttl`; `text` for TXT;
 //!   `port`/`priority`/`weight` for SRV; `priority`/`mail` for MX) plus
 //!   `owner` = the owner id, which CoreDNS ignores and fedns uses to never
@@ -131,6 +137,30 @@ impl CorednsEtcd {
         )
     }
 
+    /// The keys and values etcd holds for `name` with `rrsets` (its RRsets
+    /// in etcd form): one key per target below the name, or, for a name
+    /// whose only record is one CNAME, the name's own key.
+    ///
+    /// # Errors
+    /// A record the etcd plugin cannot express.
+    fn wanted_keys(&self, name: &str, rrsets: &[&DesiredRRset]) -> Result<BTreeMap<String, String>, String> {
+        let mut want = BTreeMap::new();
+        if let [only] = rrsets {
+            if only.record_type == RecordType::CNAME && only.targets.len() == 1 {
+                let value = self.record_value(RecordType::CNAME, &only.targets[0], only.ttl)?;
+                want.insert(self.name_path(name), value);
+                return Ok(want);
+            }
+        }
+        for rrset in rrsets {
+            for target in &rrset.targets {
+                let value = self.record_value(rrset.record_type, target, rrset.ttl)?;
+                want.insert(self.record_key(name, rrset.record_type, target), value);
+            }
+        }
+        Ok(want)
+    }
+
     /// The value CoreDNS reads for one target (plus `owner`).
     ///
     /// # Errors
@@ -144,7 +174,8 @@ impl CorednsEtcd {
         };
         let value = match record_type {
             RecordType::A | RecordType::AAAA | RecordType::CNAME => json!({"host": target, "ttl": ttl, "owner": owner}),
-            RecordType::TXT => json!({"text": target, "ttl": ttl, "owner": owner}),
+            // The plugin keeps one text and splits it at 255 octets itself.
+            RecordType::TXT => json!({"text": crate::txt::concatenated(target), "ttl": ttl, "owner": owner}),
             RecordType::SRV => match fields.as_slice() {
                 [priority, weight, port, host] => json!({
                     "host": host, "port": number(port)?, "priority": number(priority)?, "weight": number(weight)?,
@@ -202,10 +233,12 @@ impl CorednsEtcd {
                 foreign.insert(key, owner.unwrap_or_else(|| "no owner".into()));
                 continue;
             }
-            let Some((path, _id)) = key.rsplit_once('/') else {
-                continue;
+            // `<path>/fedns-<id>` is one target of the name at <path>; any
+            // other key of ours is a CNAME at the name's own key.
+            let name = match key.rsplit_once('/') {
+                Some((path, id)) if is_record_id(id) => self.path_name(path),
+                _ => self.path_name(&key),
             };
-            let name = self.path_name(path);
             let (record_type, target) = decode(&value);
             let ttl = value.get("ttl").and_then(Value::as_u64).unwrap_or(0) as u32;
             owned_keys.entry(name.clone()).or_default().insert(key, kv.mod_revision);
@@ -304,19 +337,30 @@ impl CorednsEtcd {
                 }
             }
         }
+        // TXT as the plugin keeps it: one text, split at 255 octets.
+        let allowed: Vec<DesiredRRset> = allowed.into_iter().map(etcd_form).collect();
         let plan = plan::plan(&allowed, &current, &self.config.owner_id);
         self.metrics.records_owned(NAME, zone, current.len());
-        let changed: BTreeSet<String> = plan.changes.iter().map(|c| c.name().to_owned()).collect();
-        for name in changed {
-            let mut want: BTreeMap<String, String> = BTreeMap::new();
-            for rrset in allowed.iter().filter(|r| r.name == name) {
-                for target in &rrset.targets {
-                    let value = self
-                        .record_value(rrset.record_type, target, rrset.ttl)
-                        .map_err(|e| format!("{name}: {e}"))?;
-                    want.insert(self.record_key(&name, rrset.record_type, target), value);
-                }
+        let mut by_name: BTreeMap<&str, Vec<&DesiredRRset>> = BTreeMap::new();
+        for rrset in &allowed {
+            by_name.entry(rrset.name.as_str()).or_default().push(rrset);
+        }
+        let mut wants: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for (name, rrsets) in by_name {
+            let want = self.wanted_keys(name, &rrsets).map_err(|e| format!("{name}: {e}"))?;
+            wants.insert(name.to_owned(), want);
+        }
+        let mut changed: BTreeSet<String> = plan.changes.iter().map(|c| c.name().to_owned()).collect();
+        // Names whose keys are laid out otherwise (written by an older
+        // release) are rewritten even when their records are the same.
+        for (name, want) in &wants {
+            let have = owned_keys.get(name);
+            if have.is_some_and(|have| !have.keys().eq(want.keys())) {
+                changed.insert(name.clone());
             }
+        }
+        for name in changed {
+            let want = wants.remove(&name).unwrap_or_default();
             let empty = BTreeMap::new();
             let have = owned_keys.get(&name).unwrap_or(&empty);
             let mut ops: Vec<TxnOp> = have
@@ -375,12 +419,33 @@ type ZoneKeys = (
     BTreeMap<String, BTreeMap<String, i64>>,
 );
 
+/// Whether a key's last segment is a record id (`fedns-` and 16 hex digits).
+fn is_record_id(segment: &str) -> bool {
+    segment
+        .strip_prefix("fedns-")
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// An RRset as etcd can hold it: TXT targets joined into one text and split
+/// at 255 octets, the way the plugin serves (and [`decode`] reads) them.
+fn etcd_form(mut rrset: DesiredRRset) -> DesiredRRset {
+    if rrset.record_type == RecordType::TXT {
+        for target in &mut rrset.targets {
+            *target = crate::txt::presentation(&crate::txt::split(crate::txt::concatenated(target).as_bytes()));
+        }
+        rrset.targets.sort();
+        rrset.targets.dedup();
+    }
+    rrset
+}
+
 /// The record type and target a plugin value stands for.
 fn decode(value: &Value) -> (RecordType, String) {
     let text = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
     let number = |k: &str| value.get(k).and_then(Value::as_u64).unwrap_or(0);
     if value.get("text").is_some() {
-        return (RecordType::TXT, text("text"));
+        let strings = crate::txt::split(text("text").as_bytes());
+        return (RecordType::TXT, crate::txt::presentation(&strings));
     }
     if value.get("mail").and_then(Value::as_bool) == Some(true) {
         return (RecordType::MX, format!("{} {}", number("priority"), text("host")));

@@ -5,8 +5,9 @@
 //!   with the longest apex containing it; names outside every Domain are
 //!   reported and skipped;
 //! * targets are parsed per type (A: IPv4, AAAA: IPv6, CNAME/NS/PTR: host
-//!   names, MX `pref host`, SRV `prio weight port host`, TXT: one string per
-//!   target, CAA in master-file form); an invalid target is reported and
+//!   names, MX `pref host`, SRV `prio weight port host`, TXT as
+//!   [`crate::txt`] says (quoted: presentation form; else one string split at
+//!   255 octets), CAA in master-file form); an invalid target is reported and
 //!   skipped, its valid siblings kept;
 //! * endpoints with the same name and type merge: union of targets,
 //!   deduplicated, sorted; the smallest TTL wins (RFC 2181 §5.2);
@@ -28,9 +29,6 @@ use crate::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};
 
 /// TTL used when an endpoint has no `recordTTL`, in seconds.
 pub const DEFAULT_TTL: u32 = fedns_api::DEFAULT_RECORD_TTL as u32;
-
-/// Longest character-string in a TXT record (RFC 1035 §3.3).
-const MAX_CHARACTER_STRING: usize = 255;
 
 /// Something in one DNSEndpoint that was not published, and why.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -215,18 +213,8 @@ pub fn parse_target(rtype: RecordType, target: &str) -> Result<RData, String> {
         RecordType::CNAME => host(target).map(|n| RData::CNAME(rdata::CNAME(n))),
         RecordType::NS => host(target).map(|n| RData::NS(rdata::NS(n))),
         RecordType::PTR => host(target).map(|n| RData::PTR(rdata::PTR(n))),
-        RecordType::TXT => {
-            let chunks: Vec<String> = target
-                .as_bytes()
-                .chunks(MAX_CHARACTER_STRING)
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .collect();
-            Ok(RData::TXT(TXT::new(if chunks.is_empty() {
-                vec![String::new()]
-            } else {
-                chunks
-            })))
-        }
+        RecordType::TXT => crate::txt::strings_of_target(target)
+            .map(|strings| RData::TXT(TXT::from_bytes(strings.iter().map(Vec::as_slice).collect()))),
         RecordType::MX => match fields.as_slice() {
             [pref, exchange] => Ok(RData::MX(MX::new(number(Some(pref), "preference")?, host(exchange)?))),
             _ => Err("MX target must be \"<preference> <host>\"".to_owned()),
@@ -248,7 +236,7 @@ pub fn parse_target(rtype: RecordType, target: &str) -> Result<RData, String> {
 
 /// The presentation form providers publish: addresses as Rust prints
 /// them (IPv6 compressed, RFC 5952), names without the trailing dot, TXT
-/// as the original text.
+/// as quoted character-strings ([`crate::txt::presentation`]).
 pub fn canonical_target(rdata: &RData) -> String {
     let trim = |n: &Name| n.to_ascii().trim_end_matches('.').to_owned();
     match rdata {
@@ -259,7 +247,7 @@ pub fn canonical_target(rdata: &RData) -> String {
         RData::PTR(n) => trim(&n.0),
         RData::MX(mx) => format!("{} {}", mx.preference, trim(&mx.exchange)),
         RData::SRV(srv) => format!("{} {} {} {}", srv.priority, srv.weight, srv.port, trim(&srv.target)),
-        RData::TXT(txt) => txt.txt_data.iter().map(|s| String::from_utf8_lossy(s)).collect(),
+        RData::TXT(txt) => crate::txt::presentation(&txt.txt_data),
         other => other.to_string(),
     }
 }

@@ -18,3 +18,4 @@ pub mod ownership;
 pub mod plan;
 pub mod provider;
 pub mod route53;
+pub mod txt;

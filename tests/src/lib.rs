@@ -226,3 +226,22 @@ fn write_certificates(dir: &Path) {
         write(&format!("{name}-key.pem"), key.serialize_pem());
     }
 }
+
+/// An SPF value as external-dns's objects carry it: quoted.
+pub const SPF_TARGET: &str = "\"v=spf1 include:_spf.example.net -all\"";
+
+/// A DKIM value of a 2048-bit key (about 400 octets), as a zone file or
+/// external-dns writes it: two quoted character-strings, the first 255
+/// octets long.
+pub fn dkim_target() -> String {
+    let text = dkim_text();
+    format!("\"{}\" \"{}\"", &text[..255], &text[255..])
+}
+
+/// The DKIM value's text (both strings joined).
+pub fn dkim_text() -> String {
+    let key: String = (0..392u32)
+        .map(|i| char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(i * 7 % 64) as usize]))
+        .collect();
+    format!("v=DKIM1; k=rsa; p={key}")
+}

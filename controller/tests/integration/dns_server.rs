@@ -382,3 +382,52 @@ spec: {endpoints: [{dnsName: team-b.example.com, recordType: A, targets: [203.0.
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// TXT targets (issue 17): a quoted target is presentation form, so the
+/// embedded server answers `"v=spf1 ..."` without the quotes inside the
+/// data, and a DKIM value in two quoted strings keeps both strings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn txt_targets_are_read_as_external_dns_writes_them() {
+    let dir = temp_dir("txt-targets");
+    let file = dir.join("zone.yaml");
+    let dkim_first = "p".repeat(255);
+    let dkim_rest = "q".repeat(150);
+    write(
+        &file,
+        &format!(
+            r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {{name: myfed, namespace: fedns-system}}
+spec: {{domain: example.com}}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {{name: mail, namespace: mail}}
+spec:
+  endpoints:
+    - {{dnsName: spf.example.com, recordType: TXT, targets: ['"v=spf1 -all"']}}
+    - {{dnsName: sel._domainkey.example.com, recordType: TXT, targets: ['"{dkim_first}" "{dkim_rest}"']}}
+    - {{dnsName: plain.example.com, recordType: TXT, targets: ['say "hi"']}}
+"#
+        ),
+    );
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--manifests",
+        file.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("TXT served", || !dig(port, "spf.example.com", "TXT", false).is_empty()).await;
+    assert_eq!(dig(port, "spf.example.com", "TXT", false), ["\"v=spf1 -all\""]);
+    assert_eq!(
+        dig(port, "sel._domainkey.example.com", "TXT", true),
+        [format!("\"{dkim_first}\" \"{dkim_rest}\"")]
+    );
+    assert_eq!(dig(port, "plain.example.com", "TXT", false), ["\"say \\\"hi\\\"\""]);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -524,7 +524,11 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
     for raw in held {
         let held = records::decode(raw);
         let registry_owner = (held.record_type == Some(RecordType::TXT))
-            .then(|| held.targets.iter().find_map(|t| registry::parse_value(t)))
+            .then(|| {
+                held.targets
+                    .iter()
+                    .find_map(|t| registry::parse_value(&crate::txt::concatenated(t)))
+            })
             .flatten();
         match registry_owner {
             Some((record_owner, _)) => {

@@ -3,8 +3,11 @@
 //! Developer Guide, "Supported DNS record types").
 //!
 //! fedns compares RRsets in canonical presentation form (lower-case names
-//! without the trailing dot, IPv6 compressed, TXT unquoted), so a value
-//! Route53 spells differently (`WWW.Example.com.`, `"text"`) is not a change.
+//! without the trailing dot, IPv6 compressed, TXT as quoted
+//! character-strings, [`crate::txt`]), so a value Route53 spells
+//! differently (`WWW.Example.com.`, `"a"   "b"`) is not a change. A TXT
+//! value is the canonical form itself: for a quoted target that is what
+//! external-dns writes for the same target.
 
 use aws_sdk_route53::types::{AliasTarget, ResourceRecord, ResourceRecordSet, RrType};
 use fedns_api::RecordType;
@@ -76,61 +79,10 @@ pub fn decode_name(name: &str) -> String {
     String::from_utf8_lossy(&out).to_ascii_lowercase()
 }
 
-/// A TXT character-string in Route53's value form: quoted, with `"` and
-/// `\` escaped and non-printable octets as `\ddd` (RFC 1035 §5.1).
-pub fn quote_txt(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for byte in text.bytes() {
-        match byte {
-            b'"' | b'\\' => {
-                out.push('\\');
-                out.push(char::from(byte));
-            }
-            0x20..=0x7e => out.push(char::from(byte)),
-            other => out.push_str(&format!("\\{other:03}")),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// The concatenated character-strings of a TXT value (`"a" "b"` → `ab`);
-/// unquoted input is taken as is.
-pub fn unquote_txt(value: &str) -> String {
-    let bytes = value.trim().as_bytes();
-    if !bytes.starts_with(b"\"") {
-        return value.trim().to_owned();
-    }
-    let mut out = Vec::new();
-    let mut in_string = false;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => in_string = !in_string,
-            b'\\' if in_string && i + 1 < bytes.len() => {
-                let digits = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(u8::is_ascii_digit));
-                if let Some(digits) = digits {
-                    let value = digits.iter().fold(0u32, |v, d| v * 10 + u32::from(d - b'0'));
-                    out.push(u8::try_from(value).unwrap_or(b'?'));
-                    i += 3;
-                } else {
-                    out.push(bytes[i + 1]);
-                    i += 1;
-                }
-            }
-            b if in_string => out.push(b),
-            _ => {}
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// A Route53 value in fedns's canonical form.
 pub fn canonical_value(record_type: RecordType, value: &str) -> String {
     if record_type == RecordType::TXT {
-        return unquote_txt(value);
+        return crate::txt::canonical(value).unwrap_or_else(|_| value.to_owned());
     }
     match parse_target(record_type, value.trim()) {
         Ok(rdata) => canonical_target(&rdata),
@@ -146,7 +98,7 @@ pub fn route53_value(record_type: RecordType, target: &str) -> String {
         (RecordType::CNAME | RecordType::NS | RecordType::PTR, _) => fqdn(target),
         (RecordType::MX, [preference, host]) => format!("{preference} {}", fqdn(host)),
         (RecordType::SRV, [priority, weight, port, host]) => format!("{priority} {weight} {port} {}", fqdn(host)),
-        (RecordType::TXT, _) => quote_txt(target),
+        (RecordType::TXT, _) => crate::txt::canonical(target).unwrap_or_else(|_| target.to_owned()),
         _ => target.to_owned(),
     }
 }
@@ -337,10 +289,14 @@ mod tests {
             "0 5 443 web.example.com."
         );
         let tricky = "say \"hi\" \\ now\u{7}";
-        let quoted = quote_txt(tricky);
-        assert_eq!(quoted, "\"say \\\"hi\\\" \\\\ now\\007\"");
-        assert_eq!(unquote_txt(&quoted), tricky);
-        assert_eq!(unquote_txt("\"ab\" \"cd\""), "abcd");
+        assert_eq!(
+            route53_value(RecordType::TXT, tricky),
+            "\"say \\\"hi\\\" \\\\ now\\007\""
+        );
+        // A quoted target is written as external-dns writes it.
+        assert_eq!(route53_value(RecordType::TXT, "\"v=spf1 -all\""), "\"v=spf1 -all\"");
+        assert_eq!(canonical_value(RecordType::TXT, "\"ab\"   \"cd\""), "\"ab\" \"cd\"");
+        assert_eq!(canonical_value(RecordType::TXT, "\"v=spf1 -all\""), "\"v=spf1 -all\"");
         assert_eq!(canonical_value(RecordType::CNAME, "LB.Example.NET."), "lb.example.net");
         assert_eq!(canonical_value(RecordType::AAAA, "2001:db8:0:0::1"), "2001:db8::1");
         assert_eq!(

@@ -33,33 +33,59 @@ async fn dump(client: &EtcdClient, prefix: &str) -> BTreeMap<String, Value> {
         .collect()
 }
 
-/// What CoreDNS's etcd plugin answers for `name`: every value at or below
-/// the name's path (https://coredns.io/plugins/etcd/), as "TYPE target".
-async fn coredns_answers(client: &EtcdClient, name: &str) -> Vec<String> {
+/// The keys CoreDNS's etcd plugin reads for a question about `name`, as
+/// its lookup does (plugin/etcd, `Records` and `get`): for a CNAME
+/// question (`exact`) only the name's own key; otherwise every key below
+/// the name (prefix `<path>/`), falling back to the name's own key when
+/// there is none.
+async fn coredns_keys(client: &EtcdClient, name: &str, exact: bool) -> BTreeMap<String, Value> {
     let mut path = "/skydns".to_owned();
     for label in name.split('.').rev() {
         path.push('/');
         path.push_str(label);
     }
-    let mut out = Vec::new();
-    for (key, value) in dump(client, &path).await {
-        if key != path && !key.starts_with(&format!("{path}/")) {
-            continue; // a sibling sharing the prefix text, e.g. nginx2
-        }
-        let host = value["host"].as_str().unwrap_or_default();
-        let record = if let Some(text) = value["text"].as_str() {
-            format!("TXT {text}")
-        } else if host.parse::<std::net::Ipv4Addr>().is_ok() {
-            format!("A {host}")
-        } else if host.parse::<std::net::Ipv6Addr>().is_ok() {
-            format!("AAAA {host}")
-        } else {
-            format!("CNAME {host}")
-        };
-        out.push(record);
+    let own = || async {
+        dump(client, &path)
+            .await
+            .into_iter()
+            .filter(|(key, _)| *key == path)
+            .collect::<BTreeMap<_, _>>()
+    };
+    if exact {
+        return own().await;
     }
+    let below = dump(client, &format!("{path}/")).await;
+    if below.is_empty() {
+        own().await
+    } else {
+        below
+    }
+}
+
+/// What CoreDNS's etcd plugin answers for `name` to an address (or TXT)
+/// question, as "TYPE target".
+async fn coredns_answers(client: &EtcdClient, name: &str) -> Vec<String> {
+    let mut out: Vec<String> = coredns_keys(client, name, false).await.values().map(describe).collect();
     out.sort();
     out
+}
+
+/// What it answers to a CNAME question.
+async fn coredns_cname(client: &EtcdClient, name: &str) -> Vec<String> {
+    coredns_keys(client, name, true).await.values().map(describe).collect()
+}
+
+fn describe(value: &Value) -> String {
+    let host = value["host"].as_str().unwrap_or_default();
+    if let Some(text) = value["text"].as_str() {
+        format!("TXT {text}")
+    } else if host.parse::<std::net::Ipv4Addr>().is_ok() {
+        format!("A {host}")
+    } else if host.parse::<std::net::Ipv6Addr>().is_ok() {
+        format!("AAAA {host}")
+    } else {
+        format!("CNAME {host}")
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,12 +132,9 @@ async fn publishes_in_the_coredns_format_with_ownership() {
         keys[&a_key],
         json!({"host": "203.0.113.10", "ttl": 30, "owner": "fedns"})
     );
-    let cname_key = provider.record_key(
-        "nginx.ns.myfed.svc.us-west-2.example.com",
-        fedns_api::RecordType::CNAME,
-        "nginx.ns.myfed.svc.example.com",
-    );
-    assert!(cname_key.starts_with("/skydns/com/example/us-west-2/svc/myfed/ns/nginx/fedns-"));
+    // A name whose only record is a CNAME lives at the name's own key.
+    let cname_key = provider.name_path("nginx.ns.myfed.svc.us-west-2.example.com");
+    assert_eq!(cname_key, "/skydns/com/example/us-west-2/svc/myfed/ns/nginx");
     assert_eq!(
         keys[&cname_key],
         json!({"host": "nginx.ns.myfed.svc.example.com", "ttl": 30, "owner": "fedns"})
@@ -131,7 +154,13 @@ async fn publishes_in_the_coredns_format_with_ownership() {
     );
     assert_eq!(
         coredns_answers(&client, "nginx.ns.myfed.svc.us-west-2.example.com").await,
-        ["CNAME nginx.ns.myfed.svc.example.com"]
+        ["CNAME nginx.ns.myfed.svc.example.com"],
+        "an A question finds the CNAME"
+    );
+    assert_eq!(
+        coredns_cname(&client, "nginx.ns.myfed.svc.us-west-2.example.com").await,
+        ["CNAME nginx.ns.myfed.svc.example.com"],
+        "a CNAME question finds it too"
     );
     assert_eq!(coredns_answers(&client, "info.example.com").await, ["TXT hello"]);
 
@@ -359,4 +388,59 @@ async fn transactions_apply_nothing_after_a_concurrent_change() {
     assert!(!client.txn(&[absent], &[put("z")]).await.unwrap());
     let k2 = client.range_prefix("/skydns/com/example/a/k2").await.unwrap();
     assert_eq!(k2[0].value, b"y");
+}
+
+/// TXT (issue 17): the plugin keeps one text per key, so fedns writes the
+/// strings joined, without quotes; CNAME-only names written by an older
+/// release under a sub-key move to the name's own key; a second sync
+/// writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn txt_text_and_cname_layout() {
+    let etcd = Etcd::start();
+    let client = etcd.client();
+    let provider = CorednsEtcd::new(
+        EtcdConfig {
+            endpoints: vec![etcd.url()],
+            ..EtcdConfig::default()
+        },
+        ProviderMetrics::default(),
+    );
+    // The layout of an older release: the CNAME below the name.
+    let old_key = provider.record_key("www.example.com", fedns_api::RecordType::CNAME, "web.example.com");
+    client
+        .put(
+            &old_key,
+            &json!({"host": "web.example.com", "ttl": 30, "owner": "fedns"}).to_string(),
+        )
+        .await
+        .unwrap();
+    let fixture = desired(json!([
+        {"dnsName": "example.com", "recordType": "TXT", "targets": [fedns_e2e::SPF_TARGET]},
+        {"dnsName": "sel._domainkey.example.com", "recordType": "TXT", "targets": [fedns_e2e::dkim_target()]},
+        {"dnsName": "www.example.com", "recordType": "CNAME", "recordTTL": 30, "targets": ["web.example.com"]},
+    ]));
+    let report = provider.sync_all(&fixture, SyncMode::Full).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(
+        coredns_answers(&client, "sel._domainkey.example.com").await,
+        [format!("TXT {}", fedns_e2e::dkim_text())]
+    );
+    let spf = coredns_keys(&client, "example.com", false).await;
+    assert!(
+        spf.values()
+            .any(|v| v["text"] == "v=spf1 include:_spf.example.net -all"),
+        "{spf:?}"
+    );
+    assert_eq!(
+        coredns_cname(&client, "www.example.com").await,
+        ["CNAME web.example.com"]
+    );
+    assert!(
+        client.range_prefix(&old_key).await.unwrap().is_empty(),
+        "the old sub-key is gone"
+    );
+    let revision = client.revision().await.unwrap();
+    let again = provider.sync_all(&fixture, SyncMode::Full).await;
+    assert_eq!((again.writes, again.errors.len()), (0, 0), "{again:?}");
+    assert_eq!(client.revision().await.unwrap(), revision);
 }

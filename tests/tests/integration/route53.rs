@@ -367,3 +367,35 @@ async fn hosted_zones_are_found_by_name_or_given_by_id() {
     assert!(report.errors.is_empty(), "{report:?}");
     assert_eq!(values(&admin, &first, "www.example.com", "A").await, ["192.0.2.1"]);
 }
+
+/// TXT targets (issue 17): a quoted target is presentation form and goes to
+/// Route53 exactly as external-dns writes it; an unquoted one is one string
+/// (split at 255 octets); a second sync changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn txt_values_are_written_as_external_dns_writes_them() {
+    let moto = Moto::start();
+    let admin = moto::client(&moto.url());
+    let zone = moto::create_zone(&admin, "example.com").await;
+    let route53 = provider(&moto.url(), |_| {});
+    let dkim = fedns_e2e::dkim_target();
+    let long_plain = "k".repeat(300);
+    let fixture = desired(json!([
+        {"dnsName": "example-spf.example.com", "recordType": "TXT", "targets": [fedns_e2e::SPF_TARGET]},
+        {"dnsName": "sel._domainkey.example.com", "recordType": "TXT", "targets": [dkim]},
+        {"dnsName": "plain.example.com", "recordType": "TXT", "targets": [long_plain]},
+    ]));
+    let report = route53.sync_all(&fixture, SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
+    assert_eq!(
+        values(&admin, &zone, "example-spf.example.com", "TXT").await,
+        [fedns_e2e::SPF_TARGET],
+        "the value external-dns writes for the same target"
+    );
+    assert_eq!(values(&admin, &zone, "sel._domainkey.example.com", "TXT").await, [dkim]);
+    assert_eq!(
+        values(&admin, &zone, "plain.example.com", "TXT").await,
+        [format!("\"{}\" \"{}\"", "k".repeat(255), "k".repeat(45))]
+    );
+    let again = route53.sync_all(&fixture, SyncMode::Full).await;
+    assert_eq!((again.changes, again.errors.len()), (0, 0), "{again:?}");
+}
