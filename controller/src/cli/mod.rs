@@ -1,6 +1,6 @@
 //! The `fedns` command line: the clap types ([`Cli`] and one `*Args` per
-//! subcommand, in `args`) and one module per subcommand with its `run`.
-//! Subcommands may call everything in the crate; nothing calls them but `main.rs`.
+//! subcommand) and one module per subcommand with its `run`, which wires
+//! the rest of the crate together. Nothing calls into it but `main.rs`.
 
 mod args;
 pub mod controller;

@@ -1,7 +1,15 @@
-//! Member clusters: the registry (one client, four watches and a health
-//! prober per MemberCluster) and the MemberCluster status it writes.
-//! May call the host API, [`crate::metrics`], and [`crate::records::queue`] to ask for reconciles.
+//! Member clusters: the [`Registry`] keeps one [`Member`] per MemberCluster
+//! (client, watches, health prober) and writes the MemberCluster status.
+//! May call the host API, [`crate::metrics`], and [`crate::records::queue`]
+//! (to ask for reconciles); nothing else in `records`.
 
+mod client;
+mod member;
+mod probe;
 mod registry;
+mod watch;
 
-pub use registry::{effective_topology, Health, Member, Registry, SliceIndex, TOPOLOGY_CONDITION};
+pub use member::{effective_topology, Member};
+pub use probe::Health;
+pub use registry::{Registry, TOPOLOGY_CONDITION};
+pub use watch::SliceIndex;

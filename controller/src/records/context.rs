@@ -1,6 +1,6 @@
-//! The ServiceDNSRecord and IngressDNSRecord reconcilers: healthy shards
-//! into `status.dns`, then the DNSEndpoint built from them. Only what
-//! changed is written (compare before patch).
+//! The reconcilers' context: the host client, caches, member registry,
+//! resolver and leadership they read, and the writes they share (the
+//! DNSEndpoint, compared before it is applied; Warning Events on change).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -8,13 +8,9 @@ use std::time::{Duration, Instant};
 
 use fedns_api::conditions;
 use fedns_api::names;
-use fedns_api::{
-    ClusterDNS, DNSEndpoint, DNSEndpointSpec, Domain, IngressClusterDNS, IngressDNSRecord, MemberCluster,
-    ServiceDNSRecord,
-};
-use futures::StreamExt;
+use fedns_api::{DNSEndpoint, DNSEndpointSpec, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -22,16 +18,13 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::builder::{self, BuildProblem, ServiceNames, Topology};
-use super::queue::{Queue, RecordKey, Work};
+use super::builder::{self, BuildProblem, Topology};
 use super::resolver::HostnameResolver;
 use crate::members::{Member, Registry};
 use crate::metrics::ControllerMetrics;
 
 /// Field manager of the controller's server-side applies.
 pub const FIELD_MANAGER: &str = "fedns-controller";
-/// Condition saying whether every input value was usable.
-pub const INPUT_VALID: &str = "InputValid";
 
 /// Everything the reconcilers read and write.
 pub struct RecordContext {
@@ -69,63 +62,13 @@ impl std::fmt::Debug for RecordContext {
     }
 }
 
-/// Takes work from `queue` and reconciles with up to `workers` at once,
-/// until the process ends. Failed reconciles are retried after a second.
-pub async fn run_workers(ctx: Arc<RecordContext>, queue: Queue, workers: usize) {
-    loop {
-        let mut keys: BTreeMap<RecordKey, Instant> = BTreeMap::new();
-        for work in queue.take().await {
-            match work {
-                Work::Record(key, since) => {
-                    let entry = keys.entry(key).or_insert(since);
-                    *entry = (*entry).min(since);
-                }
-                Work::All(since) => {
-                    for record in ctx.services.state() {
-                        let key = RecordKey::Service(record.namespace().unwrap_or_default(), record.name_any());
-                        keys.entry(key).or_insert(since);
-                    }
-                    for record in ctx.ingresses.state() {
-                        let key = RecordKey::Ingress(record.namespace().unwrap_or_default(), record.name_any());
-                        keys.entry(key).or_insert(since);
-                    }
-                }
-            }
-        }
-        futures::stream::iter(keys)
-            .for_each_concurrent(workers.max(1), |(key, since)| {
-                let ctx = ctx.clone();
-                let queue = queue.clone();
-                async move {
-                    let result = match &key {
-                        RecordKey::Service(ns, name) => reconcile_service(&ctx, ns, name, since).await,
-                        RecordKey::Ingress(ns, name) => reconcile_ingress(&ctx, ns, name, since).await,
-                    };
-                    let kind = match key {
-                        RecordKey::Service(..) => "ServiceDNSRecord",
-                        RecordKey::Ingress(..) => "IngressDNSRecord",
-                    };
-                    ctx.metrics.reconciled(kind, result.is_ok());
-                    if let Err(e) = result {
-                        tracing::warn!(record = %key.id(), error = %e, "reconcile failed; retrying in 1 s");
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                            queue.push(key);
-                        });
-                    }
-                }
-            })
-            .await;
-    }
-}
-
 impl RecordContext {
-    fn is_leader(&self) -> bool {
+    pub(super) fn is_leader(&self) -> bool {
         *self.leader.borrow()
     }
 
     /// region → zones of every member, healthy or not.
-    fn topology(&self) -> Topology {
+    pub(super) fn topology(&self) -> Topology {
         let running: BTreeMap<String, Arc<Member>> = self
             .registry
             .members()
@@ -156,7 +99,12 @@ impl RecordContext {
         topology
     }
 
-    async fn report(&self, key: &str, object: &k8s_openapi::api::core::v1::ObjectReference, problems: &[BuildProblem]) {
+    pub(super) async fn report(
+        &self,
+        key: &str,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+        problems: &[BuildProblem],
+    ) {
         let messages: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
         let changed = {
             let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
@@ -182,7 +130,7 @@ impl RecordContext {
         }
     }
 
-    async fn write_endpoint(
+    pub(super) async fn write_endpoint(
         &self,
         namespace: &str,
         name: &str,
@@ -220,7 +168,7 @@ impl RecordContext {
         Ok(())
     }
 
-    async fn delete_endpoint_if_orphaned(&self, namespace: &str, name: &str) -> Result<(), kube::Error> {
+    pub(super) async fn delete_endpoint_if_orphaned(&self, namespace: &str, name: &str) -> Result<(), kube::Error> {
         let Some(current) = self.endpoints.get(&ObjectRef::new(name).within(namespace)) else {
             return Ok(());
         };
@@ -235,12 +183,30 @@ impl RecordContext {
             Err(e) => Err(e),
         }
     }
+
+    /// Registers the host names in `lbs` for record `key` (re-resolved
+    /// every `ttl` seconds), drops those it no longer uses, and returns
+    /// what is resolved now.
+    pub(super) fn resolve_lb_hostnames<'a>(
+        &self,
+        key: &str,
+        lbs: impl Iterator<Item = &'a LoadBalancerStatus>,
+        ttl: i64,
+    ) -> super::resolver::Resolved {
+        let ttl = Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(30));
+        let hostnames: BTreeSet<String> = lbs.flat_map(builder::lb_hostnames).collect();
+        for host in &hostnames {
+            self.resolver.want(host, ttl, key);
+        }
+        self.resolver.forget(key, &hostnames);
+        self.resolver.snapshot()
+    }
 }
 
 /// The shards of healthy members: `fresh` for members whose caches are
 /// synced, the previous shard for those still listing (so a restart or a
 /// relist never drops a cluster from DNS).
-fn healthy_shards<T: Clone>(
+pub(super) fn healthy_shards<T: Clone>(
     registry: &Registry,
     previous: &[T],
     cluster_of: impl Fn(&T) -> &String,
@@ -260,27 +226,7 @@ fn healthy_shards<T: Clone>(
     shards
 }
 
-impl RecordContext {
-    /// Registers the host names in `lbs` for record `key` (re-resolved
-    /// every `ttl` seconds), drops those it no longer uses, and returns
-    /// what is resolved now.
-    fn resolve_lb_hostnames<'a>(
-        &self,
-        key: &str,
-        lbs: impl Iterator<Item = &'a LoadBalancerStatus>,
-        ttl: i64,
-    ) -> super::resolver::Resolved {
-        let ttl = Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(30));
-        let hostnames: BTreeSet<String> = lbs.flat_map(builder::lb_hostnames).collect();
-        for host in &hostnames {
-            self.resolver.want(host, ttl, key);
-        }
-        self.resolver.forget(key, &hostnames);
-        self.resolver.snapshot()
-    }
-}
-
-fn owner_of<K: Resource<DynamicType = ()>>(object: &K) -> OwnerReference {
+pub(super) fn owner_of<K: Resource<DynamicType = ()>>(object: &K) -> OwnerReference {
     OwnerReference {
         api_version: K::api_version(&()).into_owned(),
         kind: K::kind(&()).into_owned(),
@@ -291,280 +237,10 @@ fn owner_of<K: Resource<DynamicType = ()>>(object: &K) -> OwnerReference {
     }
 }
 
-fn has_lb_address(lb: &LoadBalancerStatus) -> bool {
+pub(super) fn has_lb_address(lb: &LoadBalancerStatus) -> bool {
     lb.ingress.as_ref().is_some_and(|i| {
         i.iter().any(|i| {
             i.ip.as_deref().is_some_and(|v| !v.is_empty()) || i.hostname.as_deref().is_some_and(|v| !v.is_empty())
         })
     })
-}
-
-/// A record's `Ready` (from how many healthy shards it has) and
-/// `InputValid` (from the problems building its endpoints); returns
-/// whether either changed.
-fn set_record_conditions(
-    conditions_list: &mut Vec<Condition>,
-    healthy: usize,
-    none_message: &str,
-    problems: &[BuildProblem],
-    generation: Option<i64>,
-) -> bool {
-    let changed = if healthy == 0 {
-        conditions::set(
-            conditions_list,
-            conditions::READY,
-            false,
-            conditions::NO_HEALTHY_ENDPOINTS,
-            none_message,
-            generation,
-        )
-    } else {
-        conditions::set(
-            conditions_list,
-            conditions::READY,
-            true,
-            "Published",
-            &format!("{healthy} healthy cluster(s)"),
-            generation,
-        )
-    };
-    changed | set_input_condition(conditions_list, problems, generation)
-}
-
-fn set_input_condition(
-    conditions_list: &mut Vec<Condition>,
-    problems: &[BuildProblem],
-    generation: Option<i64>,
-) -> bool {
-    if problems.is_empty() {
-        conditions::set(
-            conditions_list,
-            INPUT_VALID,
-            true,
-            "AllInputsValid",
-            "every load balancer value is usable",
-            generation,
-        )
-    } else {
-        let messages: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-        conditions::set(
-            conditions_list,
-            INPUT_VALID,
-            false,
-            conditions::INVALID_INPUT,
-            &messages.join("; "),
-            generation,
-        )
-    }
-}
-
-async fn patch_status<K>(api: Api<K>, name: &str, status: serde_json::Value) -> Result<(), kube::Error>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
-        .await
-        .map(|_| ())
-}
-
-async fn reconcile_service(
-    ctx: &RecordContext,
-    namespace: &str,
-    name: &str,
-    since: Instant,
-) -> Result<(), kube::Error> {
-    let key = RecordKey::Service(namespace.into(), name.into()).id();
-    let endpoint_name = format!("service-{name}");
-    let Some(record) = ctx.services.get(&ObjectRef::new(name).within(namespace)) else {
-        ctx.resolver.forget(&key, &BTreeSet::new());
-        return ctx.delete_endpoint_if_orphaned(namespace, &endpoint_name).await;
-    };
-    if record.metadata.deletion_timestamp.is_some() {
-        return Ok(());
-    }
-    let generation = record.metadata.generation;
-    let old_status = record.status.clone().unwrap_or_default();
-    let mut status = old_status.clone();
-    let Some(domain) = ctx
-        .domains
-        .get(&ObjectRef::new(&record.spec.domain_ref).within(&ctx.namespace))
-    else {
-        let message = format!("Domain {}/{} not found", ctx.namespace, record.spec.domain_ref);
-        let mut changed = conditions::set(
-            &mut status.conditions,
-            conditions::READY,
-            false,
-            conditions::DOMAIN_NOT_FOUND,
-            &message,
-            generation,
-        );
-        changed |= status.observed_generation != generation;
-        status.observed_generation = generation;
-        if changed && ctx.is_leader() {
-            patch_status(
-                Api::<ServiceDNSRecord>::namespaced(ctx.host.clone(), namespace),
-                name,
-                serde_json::to_value(&status).unwrap_or_default(),
-            )
-            .await?;
-        }
-        return Ok(());
-    };
-    let zone = names::normalize_hostname(&domain.spec.domain).unwrap_or_else(|_| domain.spec.domain.clone());
-
-    let mut shards = healthy_shards(
-        &ctx.registry,
-        &old_status.dns,
-        |d| &d.cluster,
-        |member| {
-            let service = member.services.get(&ObjectRef::new(name).within(namespace))?;
-            let lb = service
-                .status
-                .as_ref()
-                .and_then(|s| s.load_balancer.clone())
-                .unwrap_or_default();
-            if !has_lb_address(&lb) {
-                return None;
-            }
-            if !record.spec.allow_service_without_endpoints && !member.has_ready_endpoints(namespace, name) {
-                return None;
-            }
-            let (region, zones) = member.topology();
-            Some(ClusterDNS {
-                cluster: member.name.clone(),
-                region,
-                zones,
-                load_balancer: lb,
-            })
-        },
-    );
-    shards.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-
-    let resolved = ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), record.spec.record_ttl);
-    let service_label = record.spec.external_name.clone().unwrap_or_else(|| name.to_owned());
-    let names_in = ServiceNames {
-        service: &service_label,
-        namespace,
-        federation: &domain.name_any(),
-        zone: &zone,
-        dns_prefix: record.spec.dns_prefix.as_deref(),
-        ttl: record.spec.record_ttl,
-    };
-    let mut problems = Vec::new();
-    let endpoints = builder::service_endpoints(&names_in, &shards, &ctx.topology(), &resolved, &mut problems);
-    problems.sort();
-    problems.dedup();
-
-    let mut changed = set_record_conditions(
-        &mut status.conditions,
-        shards.len(),
-        "no healthy member cluster has a load balancer address with ready endpoints",
-        &problems,
-        generation,
-    );
-    changed |= status.domain.as_deref() != Some(zone.as_str())
-        || status.dns != shards
-        || status.observed_generation != generation;
-    status.domain = Some(zone);
-    status.dns = shards;
-    status.observed_generation = generation;
-
-    ctx.report(&key, &record.object_ref(&()), &problems).await;
-    ctx.write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
-        .await?;
-    if changed && ctx.is_leader() {
-        patch_status(
-            Api::<ServiceDNSRecord>::namespaced(ctx.host.clone(), namespace),
-            name,
-            serde_json::to_value(&status).unwrap_or_default(),
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-async fn reconcile_ingress(
-    ctx: &RecordContext,
-    namespace: &str,
-    name: &str,
-    since: Instant,
-) -> Result<(), kube::Error> {
-    let key = RecordKey::Ingress(namespace.into(), name.into()).id();
-    let endpoint_name = format!("ingress-{name}");
-    let Some(record) = ctx.ingresses.get(&ObjectRef::new(name).within(namespace)) else {
-        ctx.resolver.forget(&key, &BTreeSet::new());
-        return ctx.delete_endpoint_if_orphaned(namespace, &endpoint_name).await;
-    };
-    if record.metadata.deletion_timestamp.is_some() {
-        return Ok(());
-    }
-    let generation = record.metadata.generation;
-    let old_status = record.status.clone().unwrap_or_default();
-    let mut status = old_status.clone();
-    let mut shards = healthy_shards(
-        &ctx.registry,
-        &old_status.dns,
-        |d| &d.cluster,
-        |member| {
-            let ingress = member.ingresses.get(&ObjectRef::new(name).within(namespace))?;
-            // networking/v1 IngressLoadBalancerStatus, kept in core/v1's shape.
-            let lb = ingress
-                .status
-                .as_ref()
-                .and_then(|s| s.load_balancer.as_ref())
-                .map(|lb| LoadBalancerStatus {
-                    ingress: lb.ingress.as_ref().map(|items| {
-                        items
-                            .iter()
-                            .map(|i| k8s_openapi::api::core::v1::LoadBalancerIngress {
-                                ip: i.ip.clone(),
-                                hostname: i.hostname.clone(),
-                                ..Default::default()
-                            })
-                            .collect()
-                    }),
-                })
-                .unwrap_or_default();
-            has_lb_address(&lb).then(|| IngressClusterDNS {
-                cluster: member.name.clone(),
-                load_balancer: lb,
-            })
-        },
-    );
-    shards.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-    let resolved = ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), record.spec.record_ttl);
-    let pairs: Vec<(String, LoadBalancerStatus)> = shards
-        .iter()
-        .map(|s| (s.cluster.clone(), s.load_balancer.clone()))
-        .collect();
-    let mut problems = Vec::new();
-    let endpoints = builder::ingress_endpoints(
-        &record.spec.hosts,
-        &pairs,
-        record.spec.record_ttl,
-        &resolved,
-        &mut problems,
-    );
-    let mut changed = set_record_conditions(
-        &mut status.conditions,
-        shards.len(),
-        "no healthy member cluster has an Ingress load balancer address",
-        &problems,
-        generation,
-    );
-    changed |= status.dns != shards || status.observed_generation != generation;
-    status.dns = shards;
-    status.observed_generation = generation;
-    ctx.report(&key, &record.object_ref(&()), &problems).await;
-    ctx.write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
-        .await?;
-    if changed && ctx.is_leader() {
-        patch_status(
-            Api::<IngressDNSRecord>::namespaced(ctx.host.clone(), namespace),
-            name,
-            serde_json::to_value(&status).unwrap_or_default(),
-        )
-        .await?;
-    }
-    Ok(())
 }

@@ -1,10 +1,17 @@
-//! DNS records: the ServiceDNSRecord and IngressDNSRecord reconcilers, the
-//! DNSEndpoint [`builder`], their work [`queue`] and the load balancer host
-//! name [`resolver`]. May read [`crate::members`] and call the host API and [`crate::metrics`].
+//! DNS records: one reconciler per kind (ServiceDNSRecord, IngressDNSRecord)
+//! sharing a [`RecordContext`], fed by the work [`queue`], writing the
+//! DNSEndpoints the [`builder`] makes. May read [`crate::members`] and call
+//! the host API and [`crate::metrics`].
 
 pub mod builder;
 mod context;
+mod ingress;
 pub mod queue;
 pub mod resolver;
+mod service;
+mod status;
+mod worker;
 
-pub use context::{run_workers, RecordContext, FIELD_MANAGER, INPUT_VALID};
+pub use context::{RecordContext, FIELD_MANAGER};
+pub use status::INPUT_VALID;
+pub use worker::run_workers;

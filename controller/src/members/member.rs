@@ -1,0 +1,167 @@
+//! One member's live state: its four caches, whether it is healthy and
+//! synced, the settings applied without a new client, and its effective
+//! region and zones.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use fedns_api::MemberClusterSpec;
+use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::runtime::reflector::Store;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::watch::{SliceIndex, WatchHealth};
+
+/// Node labels giving a cluster's region and zone, newest first.
+const REGION_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/region",
+];
+const ZONE_LABELS: [&str; 2] = ["topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"];
+
+/// Settings applied without rebuilding the client.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Settings {
+    pub(super) cordoned: bool,
+    pub(super) region: Option<String>,
+    pub(super) zones: Vec<String>,
+    pub(super) period: Duration,
+    pub(super) timeout: Duration,
+    pub(super) failure_threshold: u32,
+    pub(super) success_threshold: u32,
+}
+
+impl Settings {
+    pub(super) fn from_spec(spec: &MemberClusterSpec) -> Self {
+        let hc = &spec.health_check;
+        let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
+        Settings {
+            cordoned: spec.cordoned,
+            region: spec.region.clone(),
+            zones: spec.zones.clone(),
+            period: secs(hc.period_seconds),
+            timeout: secs(hc.timeout_seconds),
+            failure_threshold: u32::try_from(hc.failure_threshold.max(1)).unwrap_or(1),
+            success_threshold: u32::try_from(hc.success_threshold.max(1)).unwrap_or(1),
+        }
+    }
+}
+
+/// One member's live state.
+pub struct Member {
+    /// MemberCluster name.
+    pub name: String,
+    /// Its Services.
+    pub services: Store<Service>,
+    /// Its EndpointSlices.
+    pub slices: Store<EndpointSlice>,
+    /// Its Ingresses.
+    pub ingresses: Store<Ingress>,
+    /// Its Nodes.
+    pub nodes: Store<Node>,
+    pub(super) healthy: AtomicBool,
+    /// EndpointSlices with a ready endpoint, by Service: (namespace,
+    /// service) → ready slice names. Kept from the watch events.
+    pub(super) ready_slices: Arc<RwLock<SliceIndex>>,
+    pub(super) synced: Arc<[AtomicBool; 4]>,
+    pub(super) watches: Arc<Mutex<[WatchHealth; 4]>>,
+    pub(super) settings: watch::Sender<Settings>,
+    pub(super) fingerprint: u64,
+    pub(super) tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Member")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        for task in self.tasks.get_mut().unwrap_or_else(|e| e.into_inner()).iter() {
+            task.abort();
+        }
+    }
+}
+
+impl Member {
+    /// Does Service `namespace/service` have an EndpointSlice with a ready
+    /// endpoint (a missing `ready` condition means ready, per the API)?
+    pub fn has_ready_endpoints(&self, namespace: &str, service: &str) -> bool {
+        self.ready_slices
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .ready
+            .contains_key(&(namespace.to_owned(), service.to_owned()))
+    }
+
+    /// Ready and not cordoned: its shards go into DNS.
+    pub fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    /// Every reflector has completed its first list.
+    pub fn is_synced(&self) -> bool {
+        self.synced.iter().all(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// Effective region and zones: spec overrides, else Node labels.
+    pub fn topology(&self) -> (Option<String>, Vec<String>) {
+        let settings = self.settings.borrow().clone();
+        effective_topology(&settings.region, &settings.zones, &self.nodes.state())
+    }
+
+    /// Every watch stream has failed within `window`. A failing watch
+    /// retries (and fails again) at least every 2 s, while a healthy one
+    /// that resumed quietly emits nothing, so recent errors are the signal.
+    pub(super) fn all_watches_failing(&self, window: Duration) -> bool {
+        let now = Instant::now();
+        let watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        watches.iter().all(|w| match w.last_error {
+            Some(error) => now.duration_since(error) < window && w.last_ok.is_none_or(|ok| ok < error),
+            None => false,
+        })
+    }
+}
+
+/// Effective region and zones (DESIGN.md: spec override, else
+/// `topology.kubernetes.io/*` Node labels, else the legacy
+/// `failure-domain.beta.kubernetes.io/*`).
+pub fn effective_topology(
+    region: &Option<String>,
+    zones: &[String],
+    nodes: &[Arc<Node>],
+) -> (Option<String>, Vec<String>) {
+    let label = |keys: &[&str], node: &Node| -> Option<String> {
+        let labels = node.metadata.labels.as_ref()?;
+        keys.iter()
+            .find_map(|k| labels.get(*k).filter(|v| !v.is_empty()).cloned())
+    };
+    let region = region.clone().or_else(|| {
+        let mut found: BTreeMap<String, usize> = BTreeMap::new();
+        for node in nodes {
+            if let Some(r) = label(&REGION_LABELS, node) {
+                *found.entry(r).or_default() += 1;
+            }
+        }
+        // Several regions in one cluster: the most common one.
+        found
+            .into_iter()
+            .max_by_key(|(r, n)| (*n, std::cmp::Reverse(r.clone())))
+            .map(|(r, _)| r)
+    });
+    let zones = if zones.is_empty() {
+        let set: BTreeSet<String> = nodes.iter().filter_map(|n| label(&ZONE_LABELS, n)).collect();
+        set.into_iter().collect()
+    } else {
+        zones.to_vec()
+    };
+    (region, zones)
+}
