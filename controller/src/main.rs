@@ -15,6 +15,7 @@ fn main() -> ExitCode {
     }
     let result = match &parsed.command {
         Command::Crds(args) => cli::crds::run(args),
+        Command::Docs(args) => cli::docs::run(args),
         Command::DnsServer(args) => run_async(cli::dns_server::run(args)),
         Command::Controller(args) => run_async(cli::controller::run(args)),
         Command::Sandbox(args) => run_async(cli::sandbox::run(args)),

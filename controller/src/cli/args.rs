@@ -41,6 +41,10 @@ pub enum Command {
     Join(JoinArgs),
     /// Run a whole federation on this machine (emulated clusters, controller, DNS).
     Sandbox(SandboxArgs),
+    /// Print a reference document generated from this binary (hidden: it
+    /// keeps `docs/` current).
+    #[command(hide = true)]
+    Docs(DocsArgs),
 }
 
 impl Command {
@@ -52,6 +56,7 @@ impl Command {
             Command::Crds(_) => "crds",
             Command::Join(_) => "join",
             Command::Sandbox(_) => "sandbox",
+            Command::Docs(_) => "docs",
         }
     }
 }
@@ -63,6 +68,21 @@ pub struct CrdsArgs {
     /// instead of printing the stream.
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+}
+
+/// Arguments of `fedns docs`.
+#[derive(Debug, Args)]
+pub struct DocsArgs {
+    /// The document to print.
+    #[arg(value_enum)]
+    pub document: Document,
+}
+
+/// Documents `fedns docs` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Document {
+    /// `docs/cli.md`: every subcommand and flag.
+    Cli,
 }
 
 /// Arguments of `fedns dns-server`.

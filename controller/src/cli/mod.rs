@@ -6,6 +6,7 @@ mod args;
 pub mod controller;
 pub mod crds;
 pub mod dns_server;
+pub mod docs;
 pub mod join;
 pub mod sandbox;
 

@@ -1,5 +1,5 @@
-//! The `fedns` binary: CRD drift against `deploy/crds/`, help, and the
-//! not-yet-built subcommands.
+//! The `fedns` binary: CRD drift against `deploy/crds/`, `docs/cli.md`
+//! against the command line, help, logging and argument errors.
 
 use std::path::Path;
 use std::process::Command;
@@ -75,6 +75,46 @@ fn crds_out_dir_writes_the_same_files() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `docs/cli.md` is what `fedns docs cli` prints: every subcommand and
+/// flag, generated from the clap definitions, so the reference cannot
+/// drift from the binary. On failure, regenerate with
+/// `cargo run -q -- docs cli > docs/cli.md`.
+#[test]
+fn docs_cli_md_matches_the_binary() {
+    let out = fedns().args(["docs", "cli"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let generated = String::from_utf8(out.stdout).unwrap();
+    // The generator leaves nothing out: every visible subcommand and every
+    // flag (hidden ones too) of the command line is in the document.
+    fn walk(command: &clap::Command, path: &str, generated: &str) -> usize {
+        let mut flags = 0;
+        for arg in command.get_arguments() {
+            if let Some(long) = arg.get_long().filter(|l| *l != "help" && *l != "version") {
+                assert!(generated.contains(&format!("`--{long}")), "{path}: --{long} missing");
+                flags += 1;
+            }
+        }
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let path = format!("{path} {}", sub.get_name());
+            assert!(generated.contains(&format!("`{path}`\n")), "{path} missing");
+            flags += walk(sub, &path, generated);
+        }
+        flags
+    }
+    let flags = walk(
+        &<fedns_controller::cli::Cli as clap::CommandFactory>::command(),
+        "fedns",
+        &generated,
+    );
+    assert!(flags > 40, "only {flags} flags documented");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md");
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "docs/cli.md differs from `fedns docs cli`; regenerate with `cargo run -q -- docs cli > docs/cli.md`"
+    );
 }
 
 #[test]
