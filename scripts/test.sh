@@ -39,6 +39,8 @@ has_etcd() { version_at_least "$(etcd --version 2>/dev/null | sed -n 's/^etcd Ve
 has_dig() { version_at_least "$(version_of dig -v)" 9.16; }
 has_kdig() { version_at_least "$(version_of kdig --version)" 3.0; }
 has_knotd() { version_at_least "$(version_of knotd --version)" 3.0; }
+has_nsd() { version_at_least "$(version_of nsd -v)" 4.0; }
+has_named() { version_at_least "$(version_of named -v)" 9.16; }
 has_kubectl() {
   local v
   v=$(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: v\{0,1\}//p')
@@ -63,7 +65,9 @@ CAPABILITIES=(
   "etcd >= 3.4|has_etcd|etcd-server|CoreDNS-etcd tests (its v3 JSON gateway)"
   "dig >= 9.16|has_dig|bind9-dnsutils|answers as a user sees them"
   "kdig >= 3.0|has_kdig|knot-dnsutils|differential tests against Knot"
-  "knotd >= 3.0|has_knotd|knot|the peer authoritative server"
+  "knotd >= 3.0|has_knotd|knot|the peer authoritative server, and a secondary in zone transfer tests"
+  "nsd >= 4.0|has_nsd|nsd|a secondary in zone transfer tests"
+  "named >= 9.16|has_named|bind9|a secondary in zone transfer tests"
   "kubectl >= 1.20 (server-side apply)|has_kubectl|kubernetes-client|kubectl against the emulator"
   "script with -e -f -c|has_script|bsdutils|log colours on a terminal"
   "python3 -m venv with pip|has_venv|python3-venv|moto's virtualenv"

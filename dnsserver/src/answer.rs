@@ -23,6 +23,8 @@ const MAX_NAME_WIRE: usize = 255;
 const MIN_UDP_PAYLOAD: u16 = 512;
 /// OPT RR type (RFC 6891).
 const TYPE_OPT: u16 = 41;
+/// TSIG RR type (RFC 8945).
+const TYPE_TSIG: u16 = 250;
 const CLASS_IN: u16 = 1;
 const CLASS_ANY: u16 = 255;
 
@@ -106,6 +108,8 @@ struct Request<'q> {
     edns: Option<Edns>,
     /// The OPT RR's version was not 0.
     bad_version: bool,
+    /// The additional section ends with a TSIG RR (RFC 8945).
+    tsig: bool,
 }
 
 /// Answers one request from `snapshot` into `out` (cleared first).
@@ -113,6 +117,9 @@ struct Request<'q> {
 /// Returns `None` when the packet gets no response at all: shorter than a
 /// header, or a response itself (QR set), which must never be answered
 /// (that would let two servers loop).
+///
+/// Zone transfers get REFUSED and a TSIG RR is ignored here: the server's
+/// listeners hand those requests to the transfer code instead.
 pub fn answer(
     snapshot: &Snapshot,
     packet: &[u8],
@@ -120,9 +127,28 @@ pub fn answer(
     config: &AnswerConfig,
     out: &mut Vec<u8>,
 ) -> Option<Answered> {
+    answer_or_defer(snapshot, packet, transport, config, out, false).unwrap_or(None)
+}
+
+/// The request is for the transfer code (`crate::transfer::handle`): an
+/// AXFR or IXFR, or a request signed with TSIG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deferred;
+
+/// [`answer`], or `Err(Deferred)` when `defer` is set and the request is
+/// for the transfer code.
+#[inline]
+pub(crate) fn answer_or_defer(
+    snapshot: &Snapshot,
+    packet: &[u8],
+    transport: Transport,
+    config: &AnswerConfig,
+    out: &mut Vec<u8>,
+    defer: bool,
+) -> Result<Option<Answered>, Deferred> {
     out.clear();
     if packet.len() < HEADER_LEN || packet[2] & FLAG_QR != 0 {
-        return None;
+        return Ok(None);
     }
     let opcode = (packet[2] >> 3) & 0x0F;
     let qdcount = u16::from_be_bytes([packet[4], packet[5]]);
@@ -134,28 +160,36 @@ pub fn answer(
             .as_ref()
             .filter(|(_, status)| *status == Parsed::Ok)
             .map(|(r, _)| r);
-        return Some(error_response(packet, question, rcode::NOTIMP, out));
+        return Ok(Some(error_response(packet, question, rcode::NOTIMP, out)));
     }
     if qdcount != 1 {
-        return Some(error_response(packet, None, rcode::FORMERR, out));
+        return Ok(Some(error_response(packet, None, rcode::FORMERR, out)));
     }
     let request = match parse(packet) {
         (request, Parsed::Ok) => request,
-        (request, Parsed::QuestionOnly) => return Some(error_response(packet, Some(&request), rcode::FORMERR, out)),
-        (_, Parsed::Unreadable) => return Some(error_response(packet, None, rcode::FORMERR, out)),
+        (request, Parsed::QuestionOnly) => {
+            return Ok(Some(error_response(packet, Some(&request), rcode::FORMERR, out)))
+        }
+        (_, Parsed::Unreadable) => return Ok(Some(error_response(packet, None, rcode::FORMERR, out))),
     };
+    if defer && request.tsig {
+        return Err(Deferred);
+    }
     if request.bad_version {
-        return Some(error_response(packet, Some(&request), rcode::BADVERS, out));
+        return Ok(Some(error_response(packet, Some(&request), rcode::BADVERS, out)));
     }
     if request.qtype == TYPE_OPT {
-        return Some(error_response(packet, Some(&request), rcode::FORMERR, out));
+        return Ok(Some(error_response(packet, Some(&request), rcode::FORMERR, out)));
     }
     if request.qclass != CLASS_IN && request.qclass != CLASS_ANY {
-        return Some(error_response(packet, Some(&request), rcode::REFUSED, out));
+        return Ok(Some(error_response(packet, Some(&request), rcode::REFUSED, out)));
     }
     if matches!(RecordType::from(request.qtype), RecordType::AXFR | RecordType::IXFR) {
-        // Zone transfers are not offered (RFC 5936 §2.2: a server may refuse).
-        return Some(error_response(packet, Some(&request), rcode::REFUSED, out));
+        if defer {
+            return Err(Deferred);
+        }
+        // Zone transfers are not offered here (RFC 5936 §2.2: a server may refuse).
+        return Ok(Some(error_response(packet, Some(&request), rcode::REFUSED, out)));
     }
     let advertise = config.max_udp_payload.max(MIN_UDP_PAYLOAD);
     let size = match transport {
@@ -169,7 +203,7 @@ pub fn answer(
     let key = &request.key[..request.key_len];
     if let Some(entry) = snapshot.lookup(key) {
         let bytes = snapshot.response(entry, request.qtype);
-        return Some(finish_prerendered(&request, bytes, limits, out));
+        return Ok(Some(finish_prerendered(&request, bytes, limits, out)));
     }
     // Not an owner name: find the closest existing ancestor.
     for label in 1..request.labels {
@@ -178,14 +212,20 @@ pub fn answer(
             continue;
         };
         if entry.below_cut || entry.wildcard_child {
-            return Some(slow_path(snapshot, &request, limits, out));
+            return Ok(Some(slow_path(snapshot, &request, limits, out)));
         }
         let zone = &snapshot.zones[entry.zone as usize];
         let apex_label = request.labels - 1 - zone.apex_labels as usize;
         let apex_offset = HEADER_LEN + request.label_starts[apex_label] as usize;
-        return Some(nxdomain(&request, apex_offset, &zone.negative_soa_tail, limits, out));
+        return Ok(Some(nxdomain(
+            &request,
+            apex_offset,
+            &zone.negative_soa_tail,
+            limits,
+            out,
+        )));
     }
-    Some(error_response(packet, Some(&request), rcode::REFUSED, out))
+    Ok(Some(error_response(packet, Some(&request), rcode::REFUSED, out)))
 }
 
 /// How far [`parse`] got.
@@ -212,6 +252,7 @@ fn parse(packet: &[u8]) -> (Request<'_>, Parsed) {
         qclass: 0,
         edns: None,
         bad_version: false,
+        tsig: false,
     };
     let mut pos = HEADER_LEN;
     loop {
@@ -284,6 +325,7 @@ fn parse(packet: &[u8]) -> (Request<'_>, Parsed) {
             });
             request.bad_version = version != 0;
         }
+        request.tsig = rtype == TYPE_TSIG;
         pos = next;
     }
     (request, Parsed::Ok)

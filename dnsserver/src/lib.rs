@@ -18,18 +18,27 @@
 //!   connection cap the longest-idle connection is closed for a new one,
 //!   with a per-client limit and a shorter idle timeout under load
 //!   (RFC 7766 §6.2.3).
+//! * Zone transfers (AXFR, RFC 5936; IXFR from a journal of the last
+//!   [`JOURNAL_VERSIONS`] changes, RFC 1995) over TCP to the networks and
+//!   TSIG keys (RFC 8945) of a zone's [`TransferPolicy`], every message
+//!   signed; NOTIFY (RFC 1996) to its secondaries on every serial change,
+//!   retried with backoff until acknowledged. Requests that are neither
+//!   transfers nor TSIG-signed never leave the fast path.
 //! * [`DnsMetrics`] exposes query counts, latency and TCP connection
 //!   counts ([`TcpStats`]) to Prometheus.
 
 pub mod answer;
 mod check;
 mod metrics;
+mod notify;
 mod render;
 mod server;
 mod snapshot;
 mod store;
 mod tcp;
+mod transfer;
 mod tree;
+mod tsig;
 mod udp;
 mod zone;
 
@@ -39,6 +48,8 @@ pub use hickory_proto;
 pub use metrics::{DnsMetrics, TcpStats, WorkerMetrics};
 pub use server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
 pub use snapshot::{Snapshot, ZoneSummary};
-pub use store::{next_serial, serial_gt, PublishOutcome, ZoneStore};
+pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneStore};
+pub use transfer::{TransferPolicy, JOURNAL_VERSIONS};
 pub use tree::SkippedRecord;
+pub use tsig::{Algorithm as TsigAlgorithm, TsigKey};
 pub use zone::{SoaFields, ZoneContent};

@@ -131,6 +131,10 @@ impl DnsServer {
             tcp_tasks: Vec::new(),
             tcp_registry: tcp_registry.clone(),
         };
+        // NOTIFY (RFC 1996) for transfer-enabled zones.
+        server
+            .tcp_tasks
+            .push(tokio::spawn(crate::notify::notify_loop(store.clone())));
         for addr in &config.listen {
             // TCP first: with port 0 it picks the port, and UDP takes the same.
             let listener = TcpListener::from_std(bind_tcp(*addr)?)?;

@@ -13,6 +13,7 @@ use hickory_proto::rr::{Name, RecordType};
 use rustc_hash::FxBuildHasher;
 
 use crate::render::{record_without_owner, render};
+use crate::transfer::ZoneVersion;
 use crate::tree::{SkippedRecord, Tree};
 use crate::zone::ZoneContent;
 
@@ -103,7 +104,17 @@ impl Snapshot {
     /// Builds a snapshot from zones and their SOA serials. Records that
     /// cannot be served are left out and listed in [`Snapshot::skipped`].
     pub fn build(contents: &[(ZoneContent, u32)]) -> Snapshot {
+        Snapshot::build_keeping(contents, &|_| false).0
+    }
+
+    /// [`Snapshot::build`], also returning the records of every zone whose
+    /// apex (lower case, fully qualified) `keep` selects, as served.
+    pub(crate) fn build_keeping(
+        contents: &[(ZoneContent, u32)],
+        keep: &dyn Fn(&Name) -> bool,
+    ) -> (Snapshot, Vec<ZoneVersion>) {
         let (tree, mut skipped) = Tree::build(contents);
+        let versions = tree.versions(keep);
         let query_types = tree.query_types();
         let mut snapshot = Snapshot {
             zones: tree
@@ -177,7 +188,7 @@ impl Snapshot {
         snapshot.type_answers.shrink_to_fit();
         snapshot.tree = needs_tree.then_some(tree);
         snapshot.skipped = skipped;
-        snapshot
+        (snapshot, versions)
     }
 
     /// Appends one name's key and answers to the arena. `None` when the

@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
+use hickory_proto::rr::Name;
 
 use crate::snapshot::{Snapshot, ZoneSummary};
+use crate::transfer::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
 use crate::tree::SkippedRecord;
 use crate::zone::ZoneContent;
 
@@ -63,6 +65,48 @@ pub struct ZoneStore {
     current: ArcSwap<Snapshot>,
     state: Mutex<BTreeMap<String, ZoneState>>,
     updates: AtomicU64,
+    /// Transfer-enabled zones by lower-cased apex: policy, current
+    /// version and IXFR journal.
+    transfers: Mutex<BTreeMap<Name, Arc<Mutex<TransferZone>>>>,
+    /// Bumped whenever a transfer-enabled zone's serial or policy changes
+    /// (the NOTIFY task watches it).
+    transfer_changes: tokio::sync::watch::Sender<u64>,
+    transfer_counters: TransferCounters,
+}
+
+/// Zone transfer and NOTIFY counters, read by the metrics collector.
+#[derive(Debug, Default)]
+pub struct TransferCounters {
+    /// Full transfers sent (AXFR, or IXFR answered with the whole zone).
+    pub axfr: Counter,
+    /// Incremental transfers sent.
+    pub ixfr: Counter,
+    /// Transfer requests refused (address, key, zone).
+    pub refused: Counter,
+    /// Signed requests whose TSIG did not verify.
+    pub tsig_failures: Counter,
+    /// NOTIFY messages sent (retries included).
+    pub notify_sent: Counter,
+    /// NOTIFY messages acknowledged.
+    pub notify_acked: Counter,
+    /// NOTIFYs given up after every retry.
+    pub notify_failed: Counter,
+}
+
+/// A monotonic counter.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds one.
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The count.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for ZoneStore {
@@ -71,6 +115,9 @@ impl Default for ZoneStore {
             current: ArcSwap::from_pointee(Snapshot::empty()),
             state: Mutex::new(BTreeMap::new()),
             updates: AtomicU64::new(0),
+            transfers: Mutex::new(BTreeMap::new()),
+            transfer_changes: tokio::sync::watch::Sender::new(0),
+            transfer_counters: TransferCounters::default(),
         }
     }
 }
@@ -114,6 +161,21 @@ impl ZoneStore {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let now = unix_seconds();
         let mut changed = state.len() != zones.len();
+        // Zones taking part in transfers, by apex, with their policies.
+        let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
+            .iter()
+            .filter(|z| z.transfer.enabled())
+            .map(|z| (fqdn_lower(&z.apex), Arc::new(z.transfer.clone())))
+            .collect();
+        {
+            // A zone that starts taking part needs its records: rebuild.
+            let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+            changed |= policies.keys().any(|apex| {
+                transfers
+                    .get(apex)
+                    .is_none_or(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.is_none())
+            });
+        }
         let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
         let mut with_serials = Vec::with_capacity(zones.len());
         for zone in zones {
@@ -134,6 +196,7 @@ impl ZoneStore {
             with_serials.push((zone, serial));
         }
         if !changed && state.keys().eq(next.keys()) {
+            self.update_transfers(&policies, Vec::new());
             let current = self.current.load();
             return PublishOutcome {
                 changed: false,
@@ -149,7 +212,8 @@ impl ZoneStore {
             });
         }
         *state = next;
-        let snapshot = Snapshot::build(&with_serials);
+        let (snapshot, versions) = Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex));
+        self.update_transfers(&policies, versions);
         let outcome = PublishOutcome {
             changed: true,
             zones: snapshot.zones(),
@@ -159,6 +223,107 @@ impl ZoneStore {
         self.updates.fetch_add(1, Ordering::Relaxed);
         outcome
     }
+}
+
+impl ZoneStore {
+    /// Installs `policies` (zones absent from it stop taking part) and the
+    /// new `versions`, journaling differences; wakes the NOTIFY task when
+    /// a serial or a policy changed.
+    fn update_transfers(&self, policies: &BTreeMap<Name, Arc<TransferPolicy>>, versions: Vec<ZoneVersion>) {
+        let mut transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = false;
+        let before = transfers.len();
+        transfers.retain(|apex, _| policies.contains_key(apex));
+        changed |= transfers.len() != before;
+        for (apex, policy) in policies {
+            let zone = transfers
+                .entry(apex.clone())
+                .or_insert_with(|| Arc::new(Mutex::new(TransferZone::new(policy.clone()))));
+            let mut zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+            if zone.policy != *policy {
+                zone.policy = policy.clone();
+                changed = true;
+            }
+        }
+        for version in versions {
+            if let Some(zone) = transfers.get(&version.apex) {
+                let mut zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+                if zone.version.as_ref().map(|v| v.serial) != Some(version.serial) {
+                    changed = true;
+                }
+                zone.advance(version);
+            }
+        }
+        drop(transfers);
+        if changed {
+            self.transfer_changes.send_modify(|generation| *generation += 1);
+        }
+    }
+
+    /// The transfer-enabled zone holding `name` (lower case), if any.
+    pub(crate) fn transfer_zone_of(&self, name: &Name) -> Option<ZoneRef> {
+        let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut current = fqdn_lower(name);
+        loop {
+            if let Some(zone) = transfers.get(&current) {
+                let policy = zone.lock().unwrap_or_else(|e| e.into_inner()).policy.clone();
+                return Some((policy, current, zone.clone()));
+            }
+            if current.is_root() {
+                return None;
+            }
+            current = current.base_name();
+        }
+    }
+
+    /// Every transfer-enabled zone: apex, policy and current SOA record
+    /// (if loaded), for the NOTIFY task.
+    pub(crate) fn transfer_zones(&self) -> Vec<NotifyZone> {
+        let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        transfers
+            .iter()
+            .map(|(apex, zone)| {
+                let zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+                let soa = zone.version.as_ref().map(|v| (v.serial, v.soa.clone()));
+                (apex.clone(), zone.policy.clone(), soa)
+            })
+            .collect()
+    }
+
+    /// A receiver that sees a new value whenever a transfer-enabled zone's
+    /// serial or policy changes.
+    pub fn transfer_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.transfer_changes.subscribe()
+    }
+
+    /// Zone transfer and NOTIFY counters.
+    pub fn transfer_counters(&self) -> &TransferCounters {
+        &self.transfer_counters
+    }
+
+    /// The IXFR journal of `apex`: (from, to) serial pairs, oldest first.
+    pub fn journal(&self, apex: &Name) -> Vec<(u32, u32)> {
+        let Some((_, _, zone)) = self.transfer_zone_of(apex) else {
+            return Vec::new();
+        };
+        let zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+        let current = zone.version.as_ref().map_or(0, |v| v.serial);
+        let froms: Vec<u32> = zone.journal.iter().map(|d| d.from).collect();
+        froms
+            .iter()
+            .enumerate()
+            .map(|(i, from)| (*from, froms.get(i + 1).copied().unwrap_or(current)))
+            .collect()
+    }
+}
+
+/// A zone as the NOTIFY task sees it: apex, policy, serial and SOA.
+pub(crate) type NotifyZone = (Name, Arc<TransferPolicy>, Option<(u32, hickory_proto::rr::Record)>);
+
+pub(crate) fn fqdn_lower(name: &Name) -> Name {
+    let mut name = name.to_lowercase();
+    name.set_fqdn(true);
+    name
 }
 
 fn normalise_apex(apex: &str) -> String {

@@ -38,7 +38,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use crate::answer::{answer, AnswerConfig, Transport};
+use crate::answer::{answer_or_defer, AnswerConfig, Deferred, Transport};
 use crate::metrics::{TcpCounters, WorkerMetrics};
 use crate::store::ZoneStore;
 
@@ -461,7 +461,7 @@ pub(crate) async fn accept_loop(listener: TcpListener, service: TcpService) {
                 conn,
             };
             let mut stream = stream;
-            match serve(&mut stream, &registered.conn, &service).await {
+            match serve(&mut stream, &registered.conn, &service, peer.ip()).await {
                 Ok(end) => tracing::trace!(%peer, ?end, "TCP connection closed"),
                 Err(e) => tracing::debug!(error = %e, %peer, "TCP connection ended"),
             }
@@ -524,7 +524,7 @@ async fn write_answers(stream: &mut TcpStream, output: &mut Vec<u8>, timeout: Du
 }
 
 /// Answers the queries of one connection, in order, until it ends.
-async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService) -> io::Result<End> {
+async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService, peer: IpAddr) -> io::Result<End> {
     let registry = &*service.registry;
     stream.set_nodelay(true)?;
     let mut input: Vec<u8> = Vec::new();
@@ -546,7 +546,40 @@ async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService) -> io:
                 let started = Instant::now();
                 let message = &input[consumed + 2..consumed + 2 + length];
                 consumed += 2 + length;
-                let Some(answered) = answer(&snapshot, message, Transport::Tcp, &service.answer, &mut response) else {
+                let result =
+                    match answer_or_defer(&snapshot, message, Transport::Tcp, &service.answer, &mut response, true) {
+                        Ok(result) => result,
+                        Err(Deferred) => {
+                            // A zone transfer or a signed request: several
+                            // messages, possibly many; written as they come.
+                            let (messages, answered) = crate::transfer::handle(
+                                &service.store,
+                                &snapshot,
+                                message,
+                                peer,
+                                Transport::Tcp,
+                                &service.answer,
+                            );
+                            service.metrics.record(&answered, started.elapsed());
+                            for message in &messages {
+                                let Ok(length) = u16::try_from(message.len()) else {
+                                    break;
+                                };
+                                output.extend_from_slice(&length.to_be_bytes());
+                                output.extend_from_slice(message);
+                                if output.len() >= FLUSH_AT {
+                                    if let Some(end) =
+                                        write_answers(stream, &mut output, registry.idle_timeout_now()).await?
+                                    {
+                                        return Ok(end);
+                                    }
+                                }
+                            }
+                            conn.answered.store(true, Ordering::Relaxed);
+                            continue;
+                        }
+                    };
+                let Some(answered) = result else {
                     service.metrics.record_dropped();
                     // Not a query: nothing sensible to say on this stream;
                     // the answers to the queries before it still go out.

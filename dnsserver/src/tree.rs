@@ -12,6 +12,7 @@ use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use rustc_hash::FxHashMap;
 
+use crate::transfer::ZoneVersion;
 use crate::zone::ZoneContent;
 
 /// Longest CNAME chain followed for one answer. Chains longer than this (or
@@ -267,6 +268,37 @@ impl Tree {
             zone.rrset_count = count;
         }
         (tree, skipped)
+    }
+
+    /// The records of the zones `keep` selects (by lower-case apex), as
+    /// served: one [`ZoneVersion`] per zone, for transfers.
+    pub fn versions(&self, keep: &dyn Fn(&Name) -> bool) -> Vec<ZoneVersion> {
+        let wanted: Vec<bool> = self.zones.iter().map(|z| keep(&z.apex)).collect();
+        if !wanted.contains(&true) {
+            return Vec::new();
+        }
+        let mut soas: Vec<Option<Record>> = vec![None; self.zones.len()];
+        let mut records: Vec<Vec<Record>> = vec![Vec::new(); self.zones.len()];
+        for node in self.nodes.values() {
+            if !wanted[node.zone] {
+                continue;
+            }
+            for (rtype, set) in &node.rrsets {
+                for rdata in &set.rdatas {
+                    let record = Record::from_rdata(node.name.clone(), set.ttl, rdata.clone());
+                    if *rtype == RecordType::SOA {
+                        soas[node.zone] = Some(record);
+                    } else {
+                        records[node.zone].push(record);
+                    }
+                }
+            }
+        }
+        self.zones
+            .iter()
+            .zip(soas.into_iter().zip(records))
+            .filter_map(|(zone, (soa, records))| Some(ZoneVersion::new(zone.apex.clone(), soa?, records)))
+            .collect()
     }
 
     fn node_mut(&mut self, name: &Name, zone: usize) -> &mut Node {

@@ -13,7 +13,7 @@ use arc_swap::Cache;
 use nix::errno::Errno;
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
 
-use crate::answer::{answer, AnswerConfig, Transport};
+use crate::answer::{answer_or_defer, AnswerConfig, Answered, Deferred, Transport};
 use crate::metrics::WorkerMetrics;
 use crate::store::ZoneStore;
 
@@ -73,7 +73,31 @@ pub(crate) fn udp_loop(
             let request = &requests[index * SLOT..index * SLOT + len];
             // Responses are written in order into the first `replies` slots.
             let out = &mut responses[replies];
-            match answer(snapshot, request, Transport::Udp, &config, out) {
+            let result = match answer_or_defer(snapshot, request, Transport::Udp, &config, out, true) {
+                Ok(result) => result,
+                // Signed with TSIG, or a transfer: the slow path.
+                Err(Deferred) => {
+                    let (mut messages, answered) = match peer.as_ref().and_then(peer_ip) {
+                        Some(ip) => crate::transfer::handle(store, snapshot, request, ip, Transport::Udp, &config),
+                        None => (
+                            Vec::new(),
+                            Answered {
+                                qtype: 0,
+                                rcode: 0,
+                                truncated: false,
+                            },
+                        ),
+                    };
+                    out.clear();
+                    if messages.is_empty() {
+                        None
+                    } else {
+                        out.extend_from_slice(&messages.swap_remove(0));
+                        Some(answered)
+                    }
+                }
+            };
+            match result {
                 Some(answered) if peer.is_some() => {
                     metrics.record(&answered, started.elapsed());
                     peers[replies] = *peer;
@@ -84,6 +108,14 @@ pub(crate) fn udp_loop(
         }
         send_all(fd, &mut send_headers, &responses[..replies], &peers[..replies]);
     }
+}
+
+/// The address of a UDP peer.
+fn peer_ip(peer: &SockaddrStorage) -> Option<std::net::IpAddr> {
+    if let Some(v4) = peer.as_sockaddr_in() {
+        return Some(std::net::IpAddr::V4(v4.ip()));
+    }
+    peer.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip()))
 }
 
 /// Sends every response, retrying the rest after a partial `sendmmsg`.

@@ -2,6 +2,8 @@
 
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use crate::transfer::TransferPolicy;
+
 /// SOA values other than the serial, which [`crate::ZoneStore`] assigns.
 /// Times are seconds (RFC 1035 §3.3.13; `minimum` is the negative-caching
 /// TTL of RFC 2308 §4).
@@ -38,6 +40,9 @@ pub struct ZoneContent {
     /// All other records. Several records of one owner and type form one
     /// RRset; its TTL is the smallest given (RFC 2181 §5.2).
     pub records: Vec<Record>,
+    /// Zone transfers and NOTIFY (default: none). Not part of the
+    /// content: changing it does not change the serial.
+    pub transfer: TransferPolicy,
 }
 
 impl ZoneContent {
@@ -62,6 +67,7 @@ impl ZoneContent {
             },
             name_servers: vec![mname],
             records: Vec::new(),
+            transfer: TransferPolicy::default(),
             apex,
         }
     }

@@ -8,3 +8,4 @@ mod answer_path;
 mod knot_differential;
 mod robustness;
 mod tcp_pressure;
+mod transfer;
