@@ -7,5 +7,6 @@
 //! other tests reading it.
 
 mod coredns_etcd;
+mod monitoring;
 mod pipeline_leadership;
 mod route53;
