@@ -1,4 +1,4 @@
-//! deploy/: the README's install commands, run as written against the
+//! deploy/: the install commands of docs/operations.md, run as written against the
 //! emulator with the kubectl on this machine (CI: Debian's 1.20, whose
 //! kustomize is v2.0.3). Each kustomization renders with `kubectl
 //! kustomize`, applies server-side to a fresh emulated cluster, and every
@@ -13,7 +13,8 @@ use fedns_sandbox::Emulator;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The README section whose first code block holds the install commands.
+/// The document, and its section whose first code block holds the install commands.
+const INSTALL_DOC: &str = "docs/operations.md";
 const INSTALL_HEADING: &str = "## Installing in a cluster";
 
 fn repo_root() -> PathBuf {
@@ -22,17 +23,17 @@ fn repo_root() -> PathBuf {
 
 /// The command lines of the first code block under [`INSTALL_HEADING`]
 /// (comment-only and empty lines left out).
-fn readme_install_commands(root: &Path) -> Vec<String> {
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let section = readme
+fn documented_install_commands(root: &Path) -> Vec<String> {
+    let doc = std::fs::read_to_string(root.join(INSTALL_DOC)).unwrap();
+    let section = doc
         .split_once(&format!("\n{INSTALL_HEADING}\n"))
-        .unwrap_or_else(|| panic!("README.md has no `{INSTALL_HEADING}` section"))
+        .unwrap_or_else(|| panic!("{INSTALL_DOC} has no `{INSTALL_HEADING}` section"))
         .1;
     let block = section
         .split_once("```")
         .and_then(|(_, rest)| rest.split_once('\n'))
         .and_then(|(_, rest)| rest.split_once("```"))
-        .unwrap_or_else(|| panic!("no code block under `{INSTALL_HEADING}` in README.md"))
+        .unwrap_or_else(|| panic!("no code block under `{INSTALL_HEADING}` in {INSTALL_DOC}"))
         .0;
     block
         .lines()
@@ -48,7 +49,7 @@ fn kustomization_of(command: &str) -> String {
     let at = words
         .iter()
         .position(|w| *w == "-k")
-        .unwrap_or_else(|| panic!("README install command without `-k DIR`: {command}"));
+        .unwrap_or_else(|| panic!("install command without `-k DIR` in {INSTALL_DOC}: {command}"));
     words
         .get(at + 1)
         .unwrap_or_else(|| panic!("`-k` without a folder: {command}"))
@@ -112,7 +113,7 @@ fn key(object: &Value) -> (String, String, String) {
     )
 }
 
-/// Applies one README install command to a fresh emulated cluster and
+/// Applies one documented install command to a fresh emulated cluster and
 /// checks what was stored.
 fn install(runtime: &tokio::runtime::Runtime, command: &str) {
     let dir = kustomization_of(command);
@@ -256,13 +257,13 @@ fn install(runtime: &tokio::runtime::Runtime, command: &str) {
     println!("{dir}: installed and checked in {:?}", total.elapsed());
 }
 
-/// The README's install commands, exactly as written: one per
-/// kustomization (the base and every overlay), each applied to a fresh
+/// The install commands of docs/operations.md, exactly as written: one
+/// per kustomization (the base and every overlay), each applied to a fresh
 /// emulated cluster.
 #[test]
-fn readme_install_commands_apply_every_kustomization() {
+fn documented_install_commands_apply_every_kustomization() {
     let root = repo_root();
-    let commands = readme_install_commands(&root);
+    let commands = documented_install_commands(&root);
     let mut installed: Vec<String> = commands.iter().map(|c| kustomization_of(c)).collect();
     installed.sort();
     let mut expected = vec!["deploy/base".to_owned()];
@@ -271,7 +272,10 @@ fn readme_install_commands_apply_every_kustomization() {
         expected.push(format!("deploy/overlays/{name}"));
     }
     expected.sort();
-    assert_eq!(installed, expected, "README install commands: one per kustomization");
+    assert_eq!(
+        installed, expected,
+        "{INSTALL_DOC} install commands: one per kustomization"
+    );
     let version = Command::new("kubectl").args(["version", "--client"]).output();
     if let Ok(version) = version {
         println!(
