@@ -52,6 +52,97 @@ pub struct DomainSpec {
     /// own service names; one name still has one owner).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_namespaces: Option<AllowedNamespaces>,
+    /// Zone transfers (AXFR/IXFR) from the embedded DNS server to
+    /// secondaries, and NOTIFY on every serial change. Absent: transfers
+    /// are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<ZoneTransfer>,
+}
+
+/// An IPv4 or IPv6 network in CIDR notation (`192.0.2.0/24`, `2001:db8::/48`).
+pub const CIDR_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/[0-9]{1,3})$";
+/// `address:port`, IPv6 in brackets (`192.0.2.1:53`, `[2001:db8::1]:53`).
+pub const ADDRESS_PORT_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$";
+
+/// Who may transfer the zone from the embedded DNS server, and whom it
+/// notifies. A transfer needs both: the client's address inside `allow`
+/// and, when `tsigKeys` is set, a request signed with one of the keys.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ZoneTransfer {
+    /// Networks allowed to transfer the zone (AXFR/IXFR over TCP), in CIDR
+    /// notation. Empty: nobody.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 3, max = 49), pattern(CIDR_PATTERN)))]
+    pub allow: Vec<String>,
+    /// TSIG keys (RFC 8945). When set, every transfer must be signed with
+    /// one of them and is answered signed; NOTIFY is signed with the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub tsig_keys: Vec<TsigKeyReference>,
+    /// Secondaries sent a NOTIFY (RFC 1996) on every serial change,
+    /// `address:port` (IPv6 as `[address]:port`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32), inner(length(min = 9, max = 55), pattern(ADDRESS_PORT_PATTERN)))]
+    pub notify: Vec<String>,
+}
+
+/// A TSIG key: its name as the secondaries know it, its algorithm, and
+/// the Secret (in the Domain's namespace) holding its secret.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TsigKeyReference {
+    /// The key name, e.g. `xfr.example.com` (what `tsig-keygen NAME` or
+    /// `keymgr -t NAME` was given).
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub name: String,
+    /// `hmac-sha256` (default) or `hmac-sha512`.
+    #[serde(default)]
+    pub algorithm: TsigAlgorithm,
+    /// The Secret holding the key's secret, base64 as `tsig-keygen` prints
+    /// it, under `key` (default `secret`).
+    pub secret_ref: TsigSecretReference,
+}
+
+/// A key of a Secret in the Domain's own namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct TsigSecretReference {
+    /// Name of the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The data key holding the base64 secret. Absent: `secret`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: Option<String>,
+}
+
+impl TsigSecretReference {
+    /// The data key (default `secret`).
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or("secret")
+    }
+}
+
+/// TSIG MAC algorithms the embedded server offers.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum TsigAlgorithm {
+    /// HMAC-SHA256 (RFC 8945 §6).
+    #[default]
+    #[serde(rename = "hmac-sha256")]
+    HmacSha256,
+    /// HMAC-SHA512.
+    #[serde(rename = "hmac-sha512")]
+    HmacSha512,
+}
+
+impl TsigAlgorithm {
+    /// The name as DNS servers write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TsigAlgorithm::HmacSha256 => "hmac-sha256",
+            TsigAlgorithm::HmacSha512 => "hmac-sha512",
+        }
+    }
 }
 
 /// Namespaces admitted to publish into a zone (Gateway API's

@@ -27,7 +27,10 @@ mod schema;
 pub use dns_endpoint::{
     DNSEndpoint, DNSEndpointSpec, DNSEndpointStatus, Endpoint, ProviderSpecificProperty, RecordType,
 };
-pub use domain::{AllowedNamespaces, Domain, DomainSpec, DomainStatus, NamespacesFrom, SoaTimers};
+pub use domain::{
+    AllowedNamespaces, Domain, DomainSpec, DomainStatus, NamespacesFrom, SoaTimers, TsigAlgorithm, TsigKeyReference,
+    TsigSecretReference, ZoneTransfer,
+};
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};
 pub use records::{
     ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus, ServiceDNSRecord,

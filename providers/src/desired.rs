@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use fedns_api::{names, DNSEndpoint, Domain, RecordType};
+use fedns_api::{names, DNSEndpoint, Domain, RecordType, TsigKeyReference};
 use fedns_dnsserver::hickory_proto::rr::rdata::{self, MX, SRV, TXT};
 use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
 use fedns_dnsserver::{SoaFields, ZoneContent};
@@ -105,6 +105,9 @@ pub struct DesiredZone {
     pub content: ZoneContent,
     /// The RRsets in provider-neutral form, sorted by (name, type).
     pub rrsets: Vec<DesiredRRset>,
+    /// `spec.transfer.tsigKeys`: the embedded sink resolves them (from
+    /// Secrets, or `--tsig-key-file`) into `content.transfer.keys`.
+    pub transfer_keys: Vec<TsigKeyReference>,
 }
 
 /// The whole desired state.
@@ -183,6 +186,21 @@ fn zone_of(domain: &Domain) -> Result<(String, ZoneContent), String> {
         minimum: clamp_u32(soa.minimum, 1),
         ..zone.soa
     };
+    if let Some(transfer) = &domain.spec.transfer {
+        for cidr in &transfer.allow {
+            let net = cidr
+                .parse::<ipnet::IpNet>()
+                .or_else(|_| cidr.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("spec.transfer.allow: {cidr:?} is not a network in CIDR notation"))?;
+            zone.transfer.allow.push(net.trunc());
+        }
+        for target in &transfer.notify {
+            let addr = target
+                .parse::<std::net::SocketAddr>()
+                .map_err(|_| format!("spec.transfer.notify: {target:?} is not address:port"))?;
+            zone.transfer.notify.push(addr);
+        }
+    }
     Ok((apex, zone))
 }
 
@@ -269,6 +287,7 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
     let mut sorted_domains: Vec<&Domain> = domains.iter().collect();
     sorted_domains.sort_by_key(|d| object_key(&d.metadata));
     let mut zones: BTreeMap<String, (String, ZoneContent)> = BTreeMap::new();
+    let mut transfer_keys: BTreeMap<String, Vec<TsigKeyReference>> = BTreeMap::new();
     for domain in sorted_domains {
         let (namespace, name) = object_key(&domain.metadata);
         match zone_of(domain) {
@@ -289,6 +308,13 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
                         });
                     }
                     admissions.insert(apex.clone(), admission);
+                    let keys = domain
+                        .spec
+                        .transfer
+                        .as_ref()
+                        .map(|t| t.tsig_keys.clone())
+                        .unwrap_or_default();
+                    transfer_keys.insert(apex.clone(), keys);
                     zones.insert(apex, (format!("{namespace}/{name}"), content));
                 }
             }
@@ -492,6 +518,7 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
             domain,
             content,
             rrsets: zone_rrsets,
+            transfer_keys: transfer_keys.remove(&apex).unwrap_or_default(),
         });
     }
     out.problems.sort();
@@ -514,6 +541,7 @@ mod tests {
                 hostmaster: None,
                 soa: Default::default(),
                 allowed_namespaces: None,
+                transfer: None,
             },
         );
         d.metadata.namespace = Some("fedns-system".into());

@@ -1,22 +1,38 @@
 //! The `embedded` sink: publishes desired zones to fedns's own DNS server.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
-use fedns_dnsserver::{PublishOutcome, ZoneStore};
+use fedns_api::TsigKeyReference;
+use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneStore};
 
 use crate::desired::DesiredZones;
+
+/// Where the secrets of `spec.transfer.tsigKeys` come from.
+#[derive(Debug, Default)]
+struct KeySources {
+    /// Secret data by (namespace, Secret name, data key): what the
+    /// Kubernetes source read.
+    secrets: BTreeMap<(String, String, String), Vec<u8>>,
+    /// Keys by lower-case name without the trailing dot: `--tsig-key-file`.
+    named: BTreeMap<String, TsigKey>,
+}
 
 /// Feeds a [`ZoneStore`]; every [`EmbeddedSink::apply`] publishes the
 /// complete desired state (the store rebuilds only when it changed).
 #[derive(Debug, Clone)]
 pub struct EmbeddedSink {
     store: Arc<ZoneStore>,
+    keys: Arc<Mutex<KeySources>>,
 }
 
 impl EmbeddedSink {
     /// A sink publishing into `store`.
     pub fn new(store: Arc<ZoneStore>) -> Self {
-        EmbeddedSink { store }
+        EmbeddedSink {
+            store,
+            keys: Arc::default(),
+        }
     }
 
     /// The store this sink publishes into.
@@ -24,10 +40,83 @@ impl EmbeddedSink {
         &self.store
     }
 
+    /// Replaces the Secret data TSIG keys are read from: (namespace,
+    /// Secret name, data key) → value (the base64 secret as text).
+    pub fn set_tsig_secrets(&self, secrets: BTreeMap<(String, String, String), Vec<u8>>) {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner()).secrets = secrets;
+    }
+
+    /// Keys found by name whatever their `secretRef` says (`fedns
+    /// dns-server --manifests --tsig-key-file`).
+    pub fn set_named_tsig_keys(&self, keys: Vec<TsigKey>) {
+        let named = keys
+            .into_iter()
+            .map(|k| (k.name().to_ascii().trim_end_matches('.').to_owned(), k))
+            .collect();
+        self.keys.lock().unwrap_or_else(|e| e.into_inner()).named = named;
+    }
+
+    /// Resolves one key reference of a Domain in `namespace`.
+    fn resolve(&self, namespace: &str, reference: &TsigKeyReference) -> Result<TsigKey, String> {
+        let sources = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = reference.name.to_ascii_lowercase();
+        let wanted = wanted.trim_end_matches('.');
+        let algorithm = match reference.algorithm {
+            fedns_api::TsigAlgorithm::HmacSha256 => TsigAlgorithm::HmacSha256,
+            fedns_api::TsigAlgorithm::HmacSha512 => TsigAlgorithm::HmacSha512,
+        };
+        if let Some(key) = sources.named.get(wanted) {
+            if key.algorithm() != algorithm {
+                return Err(format!(
+                    "TSIG key {wanted}: the key file says {}, the Domain {}",
+                    key.algorithm().as_str(),
+                    algorithm.as_str()
+                ));
+            }
+            return Ok(key.clone());
+        }
+        let secret = &reference.secret_ref;
+        let value = sources
+            .secrets
+            .get(&(namespace.to_owned(), secret.name.clone(), secret.key().to_owned()))
+            .ok_or_else(|| {
+                format!(
+                    "TSIG key {wanted}: Secret {namespace}/{} has no key {:?} (or cannot be read)",
+                    secret.name,
+                    secret.key()
+                )
+            })?;
+        let text = String::from_utf8_lossy(value);
+        TsigKey::parse(&format!("{}:{wanted}:{}", algorithm.as_str(), text.trim()))
+    }
+
     /// Publishes `desired`. Records the DNS server could not serve come
     /// back in the outcome's `skipped` list.
+    ///
+    /// A zone whose TSIG keys cannot all be resolved is published with
+    /// transfers and NOTIFY off (never open without its keys).
     pub fn apply(&self, desired: &DesiredZones) -> PublishOutcome {
-        let outcome = self.store.publish(desired.contents());
+        let mut contents = Vec::with_capacity(desired.zones.len());
+        for zone in &desired.zones {
+            let mut content = zone.content.clone();
+            if !zone.transfer_keys.is_empty() {
+                let namespace = zone.domain.split_once('/').map_or("", |(ns, _)| ns);
+                let resolved: Result<Vec<TsigKey>, String> = zone
+                    .transfer_keys
+                    .iter()
+                    .map(|reference| self.resolve(namespace, reference))
+                    .collect();
+                match resolved {
+                    Ok(keys) => content.transfer.keys = keys,
+                    Err(e) => {
+                        tracing::warn!(domain = %zone.domain, "{e}; zone transfers and NOTIFY are off for this zone");
+                        content.transfer = Default::default();
+                    }
+                }
+            }
+            contents.push(content);
+        }
+        let outcome = self.store.publish(contents);
         if outcome.changed {
             for zone in &outcome.zones {
                 tracing::info!(zone = %zone.apex, serial = zone.serial, rrsets = zone.rrset_count, "published zone");
@@ -37,5 +126,23 @@ impl EmbeddedSink {
             tracing::warn!(name = %skipped.name, record_type = %skipped.record_type, reason = %skipped.reason, "record not served");
         }
         outcome
+    }
+
+    /// Every Secret (namespace, name) the zones of `desired` take TSIG
+    /// keys from, for the Kubernetes source to read.
+    pub fn wanted_secrets(desired: &DesiredZones) -> Vec<(String, String)> {
+        let mut wanted: Vec<(String, String)> = desired
+            .zones
+            .iter()
+            .flat_map(|zone| {
+                let namespace = zone.domain.split_once('/').map_or("", |(ns, _)| ns).to_owned();
+                zone.transfer_keys
+                    .iter()
+                    .map(move |k| (namespace.clone(), k.secret_ref.name.clone()))
+            })
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        wanted
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fedns_api::conditions;
-use fedns_api::k8s_openapi::api::core::v1::Namespace;
+use fedns_api::k8s_openapi::api::core::v1::{Namespace, Secret};
 use fedns_api::{DNSEndpoint, Domain, NamespacesFrom};
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
@@ -193,7 +193,11 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             )
         }));
         let mut results: ProviderResults = Vec::new();
+        let wanted_secrets = EmbeddedSink::wanted_secrets(&desired);
         if let Some(sink) = &sinks.embedded {
+            if !wanted_secrets.is_empty() {
+                sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted_secrets).await);
+            }
             sink.apply(&desired);
             results.push(("embedded", invalid.clone()));
         }
@@ -238,6 +242,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         };
         mode = tokio::select! {
             _ = changed.notified() => SyncMode::Changed,
+            // TSIG Secrets are read, not watched: look again now and then.
+            _ = tokio::time::sleep(TSIG_SECRET_RECHECK), if sinks.embedded.is_some() && !wanted_secrets.is_empty() => {
+                SyncMode::Changed
+            }
             _ = tokio::time::sleep(resync), if !sinks.providers.is_empty() => {
                 if failing { SyncMode::Changed } else { SyncMode::Full }
             }
@@ -250,6 +258,35 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         // Coalesce bursts (a controller writing many DNSEndpoints at once).
         tokio::time::sleep(config.debounce).await;
     }
+}
+
+/// How often Secrets holding TSIG keys are read again (key rotation).
+const TSIG_SECRET_RECHECK: Duration = Duration::from_secs(60);
+
+/// Reads the Secrets `spec.transfer.tsigKeys` name: (namespace, Secret,
+/// data key) → value. A Secret that cannot be read is left out (its zone's
+/// transfers stay off) and logged.
+async fn read_tsig_secrets(
+    client: &Client,
+    wanted: &[(String, String)],
+) -> BTreeMap<(String, String, String), Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for (namespace, name) in wanted {
+        let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        match api.get_opt(name).await {
+            Ok(Some(secret)) => {
+                for (key, value) in secret.data.unwrap_or_default() {
+                    out.insert((namespace.clone(), name.clone(), key), value.0);
+                }
+                for (key, value) in secret.string_data.unwrap_or_default() {
+                    out.insert((namespace.clone(), name.clone(), key), value.into_bytes());
+                }
+            }
+            Ok(None) => tracing::warn!(%namespace, secret = %name, "TSIG key Secret not found"),
+            Err(e) => tracing::warn!(%namespace, secret = %name, error = %e, "TSIG key Secret cannot be read"),
+        }
+    }
+    out
 }
 
 /// The most serious of `reasons`: a provider error, then a conflict, then

@@ -149,6 +149,7 @@ mod tests {
                 hostmaster: None,
                 soa: Default::default(),
                 allowed_namespaces: allowed,
+                transfer: None,
             },
         );
         d.metadata.namespace = Some("fedns-system".into());

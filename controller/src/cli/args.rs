@@ -95,6 +95,11 @@ pub struct DnsServerArgs {
     /// or a folder) instead of watching a cluster.
     #[arg(long, value_name = "PATH", conflicts_with = "kubeconfig")]
     pub manifests: Option<PathBuf>,
+    /// With --manifests: TSIG keys for the Domains' `spec.transfer.tsigKeys`,
+    /// one `algorithm:name:base64-secret` per line (kdig's -y form; `#`
+    /// starts a comment). A Domain's key is found by its name.
+    #[arg(long, value_name = "PATH", requires = "manifests")]
+    pub tsig_key_file: Option<PathBuf>,
     /// Kubeconfig of the host cluster to watch (default: in-cluster config,
     /// else $KUBECONFIG or ~/.kube/config).
     #[arg(long, value_name = "PATH", env = "KUBECONFIG")]

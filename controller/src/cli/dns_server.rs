@@ -2,7 +2,7 @@
 //! pipeline's source (DESIGN.md "Publishing: embedded").
 
 use anyhow::Context;
-use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
+use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, TsigKey, ZoneStore};
 use fedns_providers::desired::desired_zones_with;
 use fedns_providers::embedded::EmbeddedSink;
 use fedns_providers::kube_source::{self, Sinks, SourceConfig, SourceState};
@@ -38,6 +38,22 @@ fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result
     Ok(())
 }
 
+/// Reads `--tsig-key-file`: `algorithm:name:base64-secret` per line.
+fn read_tsig_key_file(path: &std::path::Path) -> anyhow::Result<Vec<TsigKey>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut keys = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let key = TsigKey::parse(line).map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), number + 1))?;
+        keys.push(key);
+    }
+    tracing::info!(keys = keys.len(), "read TSIG keys from {}", path.display());
+    Ok(keys)
+}
+
 /// Runs until SIGTERM/Ctrl-C.
 ///
 /// # Errors
@@ -52,6 +68,9 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     let state = HttpState::new(registry);
 
     let mut source_state = None;
+    if let Some(path) = &args.tsig_key_file {
+        sink.set_named_tsig_keys(read_tsig_key_file(path)?);
+    }
     if let Some(path) = &args.manifests {
         load_manifests(path, &sink)?;
         state.set_ready(true);

@@ -431,3 +431,175 @@ spec:
     assert_eq!(dig(port, "plain.example.com", "TXT", false), ["\"say \\\"hi\\\"\""]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `dig` output of a zone transfer with `-y KEY` (kdig's form), or
+/// without a key when `key` is empty.
+fn dig_axfr(port: u16, zone: &str, key: &str, source: &str) -> String {
+    let mut command = std::process::Command::new("dig");
+    command.args([
+        "+time=2",
+        "+tries=1",
+        "-p",
+        &port.to_string(),
+        "@127.0.0.1",
+        "-b",
+        source,
+        zone,
+        "AXFR",
+    ]);
+    if !key.is_empty() {
+        command.args(["-y", key]);
+    }
+    let out = command.output().expect("dig");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+const TSIG_SECRET: &str = "8d5SuWbmNUB0+k4cZ7lbqqeIOg3e1ARWaa0N+e+lMEo=";
+
+/// Issue 15: `spec.transfer` with `--manifests` and `--tsig-key-file`: a
+/// signed AXFR from an allowed address gets the zone, signed (dig checks
+/// it); unsigned, from elsewhere or with another secret it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_transfers_with_a_tsig_key_file() {
+    let dir = temp_dir("transfer-manifests");
+    let file = dir.join("zone.yaml");
+    write(
+        &file,
+        r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec:
+  domain: example.com
+  transfer:
+    allow: [127.0.0.1/32]
+    tsigKeys: [{name: xfr.example.com, secretRef: {name: unused-with-a-key-file}}]
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: www, namespace: fedns-system}
+spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113.1]}]}
+"#,
+    );
+    let keys = dir.join("tsig.keys");
+    write(
+        &keys,
+        &format!("# the key the secondaries share\nhmac-sha256:xfr.example.com:{TSIG_SECRET}\n"),
+    );
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--manifests",
+        file.to_str().unwrap(),
+        "--tsig-key-file",
+        keys.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("the manifests are served", || {
+        dig(port, "www.example.com", "A", false) == ["203.0.113.1"]
+    })
+    .await;
+    let key = format!("hmac-sha256:xfr.example.com:{TSIG_SECRET}");
+    let out = dig_axfr(port, "example.com", &key, "127.0.0.1");
+    assert!(
+        out.contains("www.example.com.") && out.contains("TSIG") && !out.contains("failed"),
+        "{out}"
+    );
+    assert!(!out.contains("Transfer failed"), "{out}");
+    let out = dig_axfr(port, "example.com", "", "127.0.0.1");
+    assert!(out.contains("Transfer failed") && !out.contains("203.0.113.1"), "{out}");
+    let out = dig_axfr(port, "example.com", &key, "127.0.0.2");
+    assert!(!out.contains("203.0.113.1"), "{out}");
+    let other = "hmac-sha256:xfr.example.com:AAAAuWbmNUB0+k4cZ7lbqqeIOg3e1ARWaa0N+e+lAAA=";
+    let out = dig_axfr(port, "example.com", other, "127.0.0.1");
+    assert!(!out.contains("203.0.113.1"), "{out}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Issue 15: the TSIG key comes from a Secret in the Domain's namespace;
+/// without the Secret, transfers stay off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_transfer_keys_come_from_secrets() {
+    use fedns_api::k8s_openapi::api::core::v1::Secret;
+    let host = Emulator::start().await.unwrap();
+    let client = client_of(&host).await;
+    install_crds(&client, &["fedns-system"]).await;
+    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
+    domains
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "myfed"},
+                "spec": {"domain": "example.com", "transfer": {
+                    "allow": ["127.0.0.0/8"],
+                    "tsigKeys": [{"name": "xfr.example.com", "algorithm": "hmac-sha256", "secretRef": {"name": "xfr-key"}}],
+                }},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let dir = temp_dir("transfer-secrets");
+    let kubeconfig = dir.join("host.yaml");
+    host.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("the zone is served", || {
+        dig_status(port, "example.com", "SOA") == "NOERROR"
+    })
+    .await;
+    let key = format!("hmac-sha256:xfr.example.com:{TSIG_SECRET}");
+    // No Secret yet: no transfer.
+    let out = dig_axfr(port, "example.com", &key, "127.0.0.1");
+    assert!(out.contains("Transfer failed") || out.contains("BADKEY"), "{out}");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "xfr-key"},
+                "data": {"secret": base64_of(TSIG_SECRET)},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    // A change to the Domain makes the source read the Secret now (it
+    // also looks again every minute).
+    domains
+        .patch(
+            "myfed",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"nameServers": ["ns1.example.com"]}})),
+        )
+        .await
+        .unwrap();
+    eventually("a signed AXFR gets the zone", || {
+        let out = dig_axfr(port, "example.com", &key, "127.0.0.1");
+        out.contains("IN\tSOA") && !out.contains("Transfer failed")
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
