@@ -20,6 +20,7 @@
 //! `records::queue`, and the leaf modules call none of the folders.
 
 pub mod cli;
+pub mod dataplane;
 pub mod federation;
 pub mod http;
 pub mod kube_client;

@@ -37,6 +37,8 @@ pub struct ControllerMetrics {
     reconciles: Family<ReconcileLabel, Counter>,
     dnsendpoint_writes: Counter,
     change_to_write: Histogram,
+    failing_open: Gauge,
+    fail_open_engaged: Counter,
 }
 
 impl ControllerMetrics {
@@ -48,7 +50,19 @@ impl ControllerMetrics {
             reconciles: Family::default(),
             dnsendpoint_writes: Counter::default(),
             change_to_write: latency_histogram(),
+            failing_open: Gauge::default(),
+            fail_open_engaged: Counter::default(),
         };
+        registry.register(
+            "fedns_records_failing_open",
+            "Records serving their last-known addresses because health would remove every cluster",
+            metrics.failing_open.clone(),
+        );
+        registry.register(
+            "fedns_fail_open_engaged",
+            "Times a record started serving its last-known addresses (whenAllUnhealthy: ServeLastKnown)",
+            metrics.fail_open_engaged.clone(),
+        );
         registry.register(
             "fedns_member_clusters",
             "Member clusters by state (ready, not_ready)",
@@ -104,6 +118,14 @@ impl ControllerMetrics {
                 result: if ok { "success" } else { "error" },
             })
             .inc();
+    }
+
+    /// Sets how many records fail open now; counts a record starting to.
+    pub fn failing_open(&self, now: usize, engaged: bool) {
+        self.failing_open.set(i64::try_from(now).unwrap_or(i64::MAX));
+        if engaged {
+            self.fail_open_engaged.inc();
+        }
     }
 
     /// Counts one DNSEndpoint write, `since` the change that caused it.

@@ -26,6 +26,13 @@ pub const AUTH_FAILED: &str = "AuthFailed";
 pub const DOMAIN_NOT_FOUND: &str = "DomainNotFound";
 /// Record: no healthy cluster has an address for it.
 pub const NO_HEALTHY_ENDPOINTS: &str = "NoHealthyEndpoints";
+/// Record: health would remove every cluster; the last-known addresses
+/// are served (`spec.whenAllUnhealthy: ServeLastKnown`).
+pub const ALL_UNHEALTHY: &str = "AllUnhealthy";
+/// Record condition type: some clusters are served from their last-known
+/// addresses because their API server cannot be reached while their load
+/// balancers pass their probes (static stability).
+pub const SERVING_LAST_KNOWN: &str = "ServingLastKnown";
 /// Record or DNSEndpoint: a value was skipped because it is invalid.
 pub const INVALID_INPUT: &str = "InvalidInput";
 /// DNSEndpoint: a desired record collides with one fedns does not own,

@@ -19,6 +19,7 @@
 pub mod crd;
 pub mod dns_endpoint;
 pub mod domain;
+pub mod health;
 pub mod member_cluster;
 pub mod names;
 pub mod records;
@@ -31,6 +32,7 @@ pub use domain::{
     AllowedNamespaces, Domain, DomainSpec, DomainStatus, NamespacesFrom, SoaTimers, TsigAlgorithm, TsigKeyReference,
     TsigSecretReference, ZoneTransfer,
 };
+pub use health::{AddressHealth, DataPlaneCheck, ProbeProtocol, WhenAllUnhealthy};
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};
 pub use records::{
     ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus, ServiceDNSRecord,

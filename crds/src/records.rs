@@ -9,6 +9,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::health::{AddressHealth, DataPlaneCheck, WhenAllUnhealthy};
 use crate::names::{HOSTNAME_PATTERN, LABEL_PATTERN, MAX_LABEL_OCTETS, MAX_NAME_OCTETS};
 
 /// Kubernetes object names (RFC 1123 subdomain), as `domainRef` names a Domain.
@@ -61,6 +62,13 @@ pub struct ServiceDNSRecordSpec {
     /// ready endpoint.
     #[serde(default)]
     pub allow_service_without_endpoints: bool,
+    /// Probe every published load balancer address (absent: health is the
+    /// member's API server and the Service's ready endpoints only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<DataPlaneCheck>,
+    /// What to serve when health alone would remove every cluster.
+    #[serde(default)]
+    pub when_all_unhealthy: WhenAllUnhealthy,
 }
 
 /// One healthy cluster's share of a Service record.
@@ -93,6 +101,10 @@ pub struct ServiceDNSRecordStatus {
     /// `Ready`, with reasons such as `DomainNotFound` or `NoHealthyEndpoints`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// Probe state of every published load balancer address (with
+    /// `spec.healthCheck`), by cluster and address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<AddressHealth>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -129,6 +141,13 @@ pub struct IngressDNSRecordSpec {
     #[serde(default = "default_record_ttl", rename = "recordTTL")]
     #[schemars(range(min = 1, max = 86400))]
     pub record_ttl: i64,
+    /// Probe every published load balancer address (absent: health is the
+    /// member's API server only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<DataPlaneCheck>,
+    /// What to serve when health alone would remove every cluster.
+    #[serde(default)]
+    pub when_all_unhealthy: WhenAllUnhealthy,
 }
 
 /// One healthy cluster's share of an Ingress record.
@@ -153,6 +172,10 @@ pub struct IngressDNSRecordStatus {
     /// `Ready`, with reasons such as `NoHealthyEndpoints`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// Probe state of every published load balancer address (with
+    /// `spec.healthCheck`), by cluster and address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<AddressHealth>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

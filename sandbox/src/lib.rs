@@ -76,12 +76,13 @@ mod api;
 mod emulator;
 mod faults;
 mod resources;
+pub mod responder;
 mod schema;
 mod seed;
 mod selectors;
 mod status;
 mod store;
-mod tls;
+pub mod tls;
 
 use std::path::PathBuf;
 

@@ -266,6 +266,9 @@ pub struct ControllerArgs {
     /// Records reconciled at once.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub workers: usize,
+    /// Data-plane probes (`spec.healthCheck`) running at once, at most.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
+    pub probe_concurrency: u16,
 }
 
 /// Arguments of `fedns sandbox`.

@@ -49,6 +49,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let mut metrics_registry = MetricsRegistry::default();
     let metrics = Arc::new(ControllerMetrics::new(&mut metrics_registry));
     let provider_metrics = ProviderMetrics::new(&mut metrics_registry);
+    let probe_metrics = crate::dataplane::ProbeMetrics::new(&mut metrics_registry);
     let dns_metrics = DnsMetrics::new();
     let zones = ZoneStore::new();
     dns_metrics.watch_store(zones.clone());
@@ -173,6 +174,14 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             }
         });
     }
+    // Data-plane probes: an address changing state requeues its records.
+    let dataplane = {
+        let queue = queue.clone();
+        let tls = crate::dataplane::ProbeTls::new(&[]).map_err(|e| anyhow::anyhow!("probe TLS: {e}"))?;
+        crate::dataplane::DataPlane::start(tls, usize::from(args.probe_concurrency), probe_metrics, move |key| {
+            queue.push(key)
+        })
+    };
     let ctx = Arc::new(RecordContext {
         host: host.clone(),
         namespace: namespace.clone(),
@@ -186,6 +195,9 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         leader: leader.clone(),
         metrics,
         recorder,
+        dataplane: Some(dataplane),
+        failing_open: Default::default(),
+        last_shards: Default::default(),
         reported: Default::default(),
     });
     tokio::spawn(records::run_workers(ctx, queue.clone(), args.workers));

@@ -177,6 +177,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         leader_elect: false,
         resync_interval: 60,
         workers: 8,
+        probe_concurrency: 64,
     };
     let controller = {
         let stop = stop.clone();

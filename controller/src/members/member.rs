@@ -107,6 +107,11 @@ impl Member {
         self.healthy.load(Ordering::Relaxed)
     }
 
+    /// `spec.cordoned`: drained on purpose.
+    pub fn is_cordoned(&self) -> bool {
+        self.settings.borrow().cordoned
+    }
+
     /// Every reflector has completed its first list.
     pub fn is_synced(&self) -> bool {
         self.synced.iter().all(|s| s.load(Ordering::Relaxed))

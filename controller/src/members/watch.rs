@@ -222,7 +222,20 @@ fn member_backoff() -> kube::runtime::watcher::ExponentialBackoff {
 
 // What the controller reads of each kind; the rest is dropped on arrival.
 pub(super) fn slim_service(service: &mut Service) {
-    service.spec = None;
+    // The first port's number stays: a health check probes it by default.
+    let first_port = service
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.ports.as_ref())
+        .and_then(|ports| ports.first())
+        .map(|port| port.port);
+    service.spec = first_port.map(|port| k8s_openapi::api::core::v1::ServiceSpec {
+        ports: Some(vec![k8s_openapi::api::core::v1::ServicePort {
+            port,
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
     service.metadata.labels = None;
 }
 

@@ -52,6 +52,15 @@ pub struct RecordContext {
     pub metrics: Arc<ControllerMetrics>,
     /// Events.
     pub recorder: Recorder,
+    /// Data-plane prober (None: probes off, e.g. in unit tests).
+    pub dataplane: Option<crate::dataplane::DataPlane<super::queue::RecordKey>>,
+    /// The last shard each member served for each record (record id →
+    /// cluster → shard as JSON), so a member whose API server is down can
+    /// come back on its last-known addresses once their probes pass again.
+    /// In memory: after a restart, `status.dns` is the last-known set.
+    pub last_shards: Mutex<BTreeMap<String, BTreeMap<String, serde_json::Value>>>,
+    /// Records serving their last-known set (fail-open), by record id.
+    pub failing_open: Mutex<BTreeSet<String>>,
     /// Problems last reported per record, so Events are sent on change.
     pub reported: Mutex<BTreeMap<String, Vec<String>>>,
 }
@@ -130,6 +139,56 @@ impl RecordContext {
         }
     }
 
+    /// Notes whether record `key` fails open now; on a change, a Warning
+    /// (or Normal, when it ends) Event and the metrics.
+    pub(super) async fn fail_open(
+        &self,
+        key: &str,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+        failing: bool,
+        clusters: usize,
+    ) {
+        let (changed, now) = {
+            let mut set = self.failing_open.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = if failing {
+                set.insert(key.to_owned())
+            } else {
+                set.remove(key)
+            };
+            (changed, set.len())
+        };
+        if !changed {
+            return;
+        }
+        self.metrics.failing_open(now, failing);
+        let (type_, note) = if failing {
+            tracing::warn!(record = %key, clusters, "health would remove every cluster: serving the last-known addresses");
+            (
+                EventType::Warning,
+                format!("health would remove every cluster; serving the last-known addresses of {clusters} cluster(s)"),
+            )
+        } else {
+            tracing::info!(record = %key, "a cluster passes its health checks again: fail-open ended");
+            (
+                EventType::Normal,
+                "a cluster is healthy again; fail-open ended".to_owned(),
+            )
+        };
+        if !self.is_leader() {
+            return;
+        }
+        let event = Event {
+            type_,
+            reason: conditions::ALL_UNHEALTHY.into(),
+            note: Some(note),
+            action: "SelectClusters".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, object).await {
+            tracing::debug!(error = %e, "cannot record an Event");
+        }
+    }
+
     pub(super) async fn write_endpoint(
         &self,
         namespace: &str,
@@ -201,29 +260,6 @@ impl RecordContext {
         self.resolver.forget(key, &hostnames);
         self.resolver.snapshot()
     }
-}
-
-/// The shards of healthy members: `fresh` for members whose caches are
-/// synced, the previous shard for those still listing (so a restart or a
-/// relist never drops a cluster from DNS).
-pub(super) fn healthy_shards<T: Clone>(
-    registry: &Registry,
-    previous: &[T],
-    cluster_of: impl Fn(&T) -> &String,
-    fresh: impl Fn(&Member) -> Option<T>,
-) -> Vec<T> {
-    let mut shards = Vec::new();
-    for member in registry.members() {
-        if !member.is_healthy() {
-            continue;
-        }
-        if member.is_synced() {
-            shards.extend(fresh(&member));
-        } else if let Some(prev) = previous.iter().find(|p| *cluster_of(p) == member.name) {
-            shards.push(prev.clone());
-        }
-    }
-    shards
 }
 
 pub(super) fn owner_of<K: Resource<DynamicType = ()>>(object: &K) -> OwnerReference {

@@ -11,10 +11,11 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 
-use super::builder;
-use super::context::{has_lb_address, healthy_shards, owner_of, RecordContext};
+use super::builder::{self, BuildProblem};
+use super::context::{has_lb_address, owner_of, RecordContext};
+use super::health;
 use super::queue::RecordKey;
-use super::status::{patch_status, set_record_conditions};
+use super::status::{patch_status, set_health_conditions, set_record_conditions};
 
 pub(super) async fn reconcile_ingress(
     ctx: &RecordContext,
@@ -22,10 +23,15 @@ pub(super) async fn reconcile_ingress(
     name: &str,
     since: Instant,
 ) -> Result<(), kube::Error> {
-    let key = RecordKey::Ingress(namespace.into(), name.into()).id();
+    let record_key = RecordKey::Ingress(namespace.into(), name.into());
+    let key = record_key.id();
     let endpoint_name = format!("ingress-{name}");
     let Some(record) = ctx.ingresses.get(&ObjectRef::new(name).within(namespace)) else {
         ctx.resolver.forget(&key, &BTreeSet::new());
+        if let Some(dataplane) = &ctx.dataplane {
+            dataplane.forget(&record_key);
+        }
+        ctx.last_shards.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
         return ctx.delete_endpoint_if_orphaned(namespace, &endpoint_name).await;
     };
     if record.metadata.deletion_timestamp.is_some() {
@@ -34,10 +40,22 @@ pub(super) async fn reconcile_ingress(
     let generation = record.metadata.generation;
     let old_status = record.status.clone().unwrap_or_default();
     let mut status = old_status.clone();
-    let mut shards = healthy_shards(
-        &ctx.registry,
+    let mut problems = Vec::new();
+    // The Host header and SNI default to the record's first host.
+    let first_host = record.spec.hosts.first().cloned().unwrap_or_default();
+    let check = record.spec.health_check.as_ref().and_then(|spec| {
+        health::check_of(spec, health::ingress_default_port(spec), &first_host)
+            .map_err(|message| problems.push(BuildProblem { cluster: None, message }))
+            .ok()
+    });
+    let ttl = record.spec.record_ttl;
+    let selection = health::select(
+        ctx,
+        &record_key,
+        check.as_ref(),
+        record.spec.when_all_unhealthy,
         &old_status.dns,
-        |d| &d.cluster,
+        |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
         |member| {
             let ingress = member.ingresses.get(&ObjectRef::new(name).within(namespace))?;
             // networking/v1 IngressLoadBalancerStatus, kept in core/v1's shape.
@@ -64,13 +82,12 @@ pub(super) async fn reconcile_ingress(
             })
         },
     );
-    shards.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-    let resolved = ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), record.spec.record_ttl);
+    let shards = selection.shards;
+    let resolved = selection.resolved;
     let pairs: Vec<(String, LoadBalancerStatus)> = shards
         .iter()
         .map(|s| (s.cluster.clone(), s.load_balancer.clone()))
         .collect();
-    let mut problems = Vec::new();
     let endpoints = builder::ingress_endpoints(
         &record.spec.hosts,
         &pairs,
@@ -85,10 +102,22 @@ pub(super) async fn reconcile_ingress(
         &problems,
         generation,
     );
-    changed |= status.dns != shards || status.observed_generation != generation;
+    changed |= set_health_conditions(
+        &mut status.conditions,
+        check.is_some(),
+        selection.all_unhealthy,
+        shards.len(),
+        &selection.last_known,
+        generation,
+    );
+    changed |= status.dns != shards || status.probes != selection.probes || status.observed_generation != generation;
+    let served = shards.len();
     status.dns = shards;
+    status.probes = selection.probes;
     status.observed_generation = generation;
-    ctx.report(&key, &record.object_ref(&()), &problems).await;
+    let object = record.object_ref(&());
+    ctx.fail_open(&key, &object, selection.all_unhealthy, served).await;
+    ctx.report(&key, &object, &problems).await;
     ctx.write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
         .await?;
     if changed && ctx.is_leader() {

@@ -5,6 +5,7 @@
 
 pub mod builder;
 mod context;
+mod health;
 mod ingress;
 pub mod queue;
 pub mod resolver;

@@ -36,6 +36,7 @@ impl std::fmt::Debug for HostnameResolver {
 }
 
 /// A cache read view for the builder.
+#[derive(Debug, Clone, Default)]
 pub struct Resolved(BTreeMap<String, Vec<IpAddr>>);
 
 impl HostnameAddresses for Resolved {

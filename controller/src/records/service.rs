@@ -12,10 +12,25 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
-use super::builder::{self, ServiceNames};
-use super::context::{has_lb_address, healthy_shards, owner_of, RecordContext};
+use super::builder::{self, BuildProblem, ServiceNames};
+use super::context::{has_lb_address, owner_of, RecordContext};
+use super::health;
 use super::queue::RecordKey;
-use super::status::{patch_status, set_record_conditions};
+use super::status::{patch_status, set_health_conditions, set_record_conditions};
+
+/// The port a Service's health check probes by default: its first port,
+/// as any member serving it declares (80 when none does).
+fn service_port(ctx: &RecordContext, namespace: &str, name: &str) -> u16 {
+    ctx.registry
+        .members()
+        .iter()
+        .filter_map(|m| m.services.get(&ObjectRef::new(name).within(namespace)))
+        .find_map(|s| {
+            let port = s.spec.as_ref()?.ports.as_ref()?.first()?.port;
+            u16::try_from(port).ok().filter(|p| *p > 0)
+        })
+        .unwrap_or(80)
+}
 
 pub(super) async fn reconcile_service(
     ctx: &RecordContext,
@@ -23,10 +38,15 @@ pub(super) async fn reconcile_service(
     name: &str,
     since: Instant,
 ) -> Result<(), kube::Error> {
-    let key = RecordKey::Service(namespace.into(), name.into()).id();
+    let record_key = RecordKey::Service(namespace.into(), name.into());
+    let key = record_key.id();
     let endpoint_name = format!("service-{name}");
     let Some(record) = ctx.services.get(&ObjectRef::new(name).within(namespace)) else {
         ctx.resolver.forget(&key, &BTreeSet::new());
+        if let Some(dataplane) = &ctx.dataplane {
+            dataplane.forget(&record_key);
+        }
+        ctx.last_shards.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
         return ctx.delete_endpoint_if_orphaned(namespace, &endpoint_name).await;
     };
     if record.metadata.deletion_timestamp.is_some() {
@@ -62,10 +82,22 @@ pub(super) async fn reconcile_service(
     };
     let zone = names::normalize_hostname(&domain.spec.domain).unwrap_or_else(|_| domain.spec.domain.clone());
 
-    let mut shards = healthy_shards(
-        &ctx.registry,
+    let service_label = record.spec.external_name.clone().unwrap_or_else(|| name.to_owned());
+    let global_name = format!("{service_label}.{namespace}.{}.svc.{zone}", domain.name_any());
+    let mut problems = Vec::new();
+    let check = record.spec.health_check.as_ref().and_then(|spec| {
+        health::check_of(spec, service_port(ctx, namespace, name), &global_name)
+            .map_err(|message| problems.push(BuildProblem { cluster: None, message }))
+            .ok()
+    });
+    let ttl = record.spec.record_ttl;
+    let selection = health::select(
+        ctx,
+        &record_key,
+        check.as_ref(),
+        record.spec.when_all_unhealthy,
         &old_status.dns,
-        |d| &d.cluster,
+        |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
         |member| {
             let service = member.services.get(&ObjectRef::new(name).within(namespace))?;
             let lb = service
@@ -88,10 +120,8 @@ pub(super) async fn reconcile_service(
             })
         },
     );
-    shards.sort_by(|a, b| a.cluster.cmp(&b.cluster));
-
-    let resolved = ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), record.spec.record_ttl);
-    let service_label = record.spec.external_name.clone().unwrap_or_else(|| name.to_owned());
+    let shards = selection.shards;
+    let resolved = selection.resolved;
     let names_in = ServiceNames {
         service: &service_label,
         namespace,
@@ -100,7 +130,6 @@ pub(super) async fn reconcile_service(
         dns_prefix: record.spec.dns_prefix.as_deref(),
         ttl: record.spec.record_ttl,
     };
-    let mut problems = Vec::new();
     let endpoints = builder::service_endpoints(&names_in, &shards, &ctx.topology(), &resolved, &mut problems);
     problems.sort();
     problems.dedup();
@@ -112,14 +141,27 @@ pub(super) async fn reconcile_service(
         &problems,
         generation,
     );
+    changed |= set_health_conditions(
+        &mut status.conditions,
+        check.is_some(),
+        selection.all_unhealthy,
+        shards.len(),
+        &selection.last_known,
+        generation,
+    );
     changed |= status.domain.as_deref() != Some(zone.as_str())
         || status.dns != shards
+        || status.probes != selection.probes
         || status.observed_generation != generation;
+    let served = shards.len();
     status.domain = Some(zone);
     status.dns = shards;
+    status.probes = selection.probes;
     status.observed_generation = generation;
 
-    ctx.report(&key, &record.object_ref(&()), &problems).await;
+    let object = record.object_ref(&());
+    ctx.fail_open(&key, &object, selection.all_unhealthy, served).await;
+    ctx.report(&key, &object, &problems).await;
     ctx.write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
         .await?;
     if changed && ctx.is_leader() {

@@ -8,6 +8,58 @@ use serde_json::json;
 
 use super::builder::BuildProblem;
 
+/// Health conditions on top of [`set_record_conditions`]: `Ready=False`
+/// reason `AllUnhealthy` while the last-known set is served, and
+/// `ServingLastKnown` (with a `healthCheck`) naming the clusters kept from
+/// their last-known addresses. Returns whether anything changed.
+pub(super) fn set_health_conditions(
+    conditions_list: &mut Vec<Condition>,
+    has_check: bool,
+    all_unhealthy: bool,
+    served: usize,
+    last_known: &[String],
+    generation: Option<i64>,
+) -> bool {
+    let mut changed = false;
+    if all_unhealthy {
+        changed |= conditions::set(
+            conditions_list,
+            conditions::READY,
+            false,
+            conditions::ALL_UNHEALTHY,
+            &format!(
+                "health would remove every cluster; serving the last-known addresses of {served} cluster(s) (whenAllUnhealthy: ServeLastKnown)"
+            ),
+            generation,
+        );
+    }
+    if has_check || conditions::get(conditions_list, conditions::SERVING_LAST_KNOWN).is_some() {
+        changed |= if last_known.is_empty() {
+            conditions::set(
+                conditions_list,
+                conditions::SERVING_LAST_KNOWN,
+                false,
+                "MembersReachable",
+                "every served cluster's API server answers",
+                generation,
+            )
+        } else {
+            conditions::set(
+                conditions_list,
+                conditions::SERVING_LAST_KNOWN,
+                true,
+                "APIServerUnreachable",
+                &format!(
+                    "API server unreachable, load balancers passing their probes: {}",
+                    last_known.join(", ")
+                ),
+                generation,
+            )
+        };
+    }
+    changed
+}
+
 /// Condition saying whether every input value was usable.
 pub const INPUT_VALID: &str = "InputValid";
 

@@ -6,6 +6,8 @@ mod common;
 
 mod cli;
 mod controller_e2e;
+mod dataplane;
 mod deploy;
 mod dns_server;
+mod health_e2e;
 mod sandbox_e2e;

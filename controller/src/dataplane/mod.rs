@@ -1,0 +1,456 @@
+//! Data-plane health: probes of every published load balancer address
+//! (`spec.healthCheck` of ServiceDNSRecord and IngressDNSRecord).
+//!
+//! Owns the probe targets, their schedule and their Up/Down state; calls
+//! nothing of the rest of the controller but the `notify` callback it is
+//! given, which the record reconcilers use to requeue a record whose
+//! addresses changed state.
+//!
+//! * A target is (address, check); records that share one share its probes.
+//! * Each target is probed every `periodSeconds`, its first probe placed at
+//!   a hash-spread offset inside the period, so 10,000 addresses do not fire
+//!   at once; at most `concurrency` probes run at a time.
+//! * `failureThreshold` consecutive failures turn an address Down,
+//!   `successThreshold` consecutive successes turn it Up again (Kubernetes
+//!   probe semantics); a new address is Unknown until its first result and
+//!   counts as passing meanwhile (no flap at start-up).
+
+pub mod probe;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use tokio::sync::{Notify, Semaphore};
+
+pub use probe::{ProbeSpec, ProbeTls};
+
+/// A check as a record asks for it: what to probe and how often.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Check {
+    /// What one probe does.
+    pub spec: ProbeSpec,
+    /// Between two probes of one address.
+    pub period: Duration,
+    /// Consecutive failures that make an address Down.
+    pub failure_threshold: u32,
+    /// Consecutive successes that make a Down address Up.
+    pub success_threshold: u32,
+}
+
+/// The state of one address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Not probed yet: counts as passing.
+    Unknown,
+    /// Passing.
+    Up,
+    /// Failed `failureThreshold` times in a row.
+    Down,
+}
+
+impl State {
+    /// `Up`, `Down`, `Unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Unknown => "Unknown",
+            State::Up => "Up",
+            State::Down => "Down",
+        }
+    }
+}
+
+/// What is known of one address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressState {
+    /// Current state.
+    pub state: State,
+    /// When it entered that state (RFC 3339).
+    pub since: String,
+    /// The last failure, if the last probe failed.
+    pub last_error: Option<String>,
+}
+
+type TargetKey = (IpAddr, Check);
+
+struct Target<K> {
+    state: State,
+    since: String,
+    last_error: Option<String>,
+    successes: u32,
+    failures: u32,
+    next_due: Instant,
+    running: bool,
+    users: BTreeSet<K>,
+}
+
+struct Inner<K> {
+    targets: Mutex<HashMap<TargetKey, Target<K>>>,
+    /// What each user (record) wants, to replace and forget it.
+    wanted: Mutex<BTreeMap<K, BTreeSet<TargetKey>>>,
+    wake: Arc<Notify>,
+    permits: Arc<Semaphore>,
+    in_flight: std::sync::atomic::AtomicUsize,
+    max_in_flight: std::sync::atomic::AtomicUsize,
+    tls: ProbeTls,
+    notify: Box<dyn Fn(K) + Send + Sync>,
+    metrics: ProbeMetrics,
+}
+
+/// The prober. Cheap to clone.
+pub struct DataPlane<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for DataPlane<K> {
+    fn clone(&self) -> Self {
+        DataPlane {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for DataPlane<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPlane").finish_non_exhaustive()
+    }
+}
+
+fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .unwrap_or_else(|_| jiff::Timestamp::now())
+        .to_string()
+}
+
+/// Where in its period a target's probes fall: a stable hash of the target,
+/// so probes of many addresses spread evenly over the period.
+fn offset_in_period(key: &TargetKey) -> Duration {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut hasher);
+    let period_ms = u64::try_from(key.1.period.as_millis()).unwrap_or(u64::MAX).max(1);
+    Duration::from_millis(hasher.finish() % period_ms)
+}
+
+impl<K> DataPlane<K>
+where
+    K: Clone + Ord + Send + Sync + std::fmt::Debug + 'static,
+{
+    /// Starts the scheduler (inside a tokio runtime). `notify` is called
+    /// with every user of an address whose state changed; at most
+    /// `concurrency` probes run at once.
+    pub fn start(
+        tls: ProbeTls,
+        concurrency: usize,
+        metrics: ProbeMetrics,
+        notify: impl Fn(K) + Send + Sync + 'static,
+    ) -> DataPlane<K> {
+        let inner = Arc::new(Inner {
+            targets: Mutex::new(HashMap::new()),
+            wanted: Mutex::new(BTreeMap::new()),
+            wake: Arc::new(Notify::new()),
+            permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            in_flight: Default::default(),
+            max_in_flight: Default::default(),
+            tls,
+            notify: Box::new(notify),
+            metrics,
+        });
+        tokio::spawn(schedule(Arc::downgrade(&inner)));
+        DataPlane { inner }
+    }
+
+    /// Sets what `user` wants probed: (address, check) pairs. Targets no
+    /// user wants any more are dropped.
+    pub fn want(&self, user: &K, targets: impl IntoIterator<Item = (IpAddr, Check)>) {
+        let new: BTreeSet<TargetKey> = targets.into_iter().collect();
+        let old = {
+            let mut wanted = self.inner.wanted.lock().unwrap_or_else(|e| e.into_inner());
+            if wanted.get(user) == Some(&new) {
+                return;
+            }
+            if new.is_empty() {
+                wanted.remove(user).unwrap_or_default()
+            } else {
+                wanted.insert(user.clone(), new.clone()).unwrap_or_default()
+            }
+        };
+        let now = Instant::now();
+        let mut added = false;
+        {
+            let mut targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+            for key in old.difference(&new) {
+                if let Some(target) = targets.get_mut(key) {
+                    target.users.remove(user);
+                    if target.users.is_empty() {
+                        targets.remove(key);
+                    }
+                }
+            }
+            for key in &new {
+                let target = targets.entry(key.clone()).or_insert_with(|| {
+                    added = true;
+                    Target {
+                        state: State::Unknown,
+                        since: now_rfc3339(),
+                        last_error: None,
+                        successes: 0,
+                        failures: 0,
+                        // A new address is probed at once, then on its slot.
+                        next_due: now,
+                        running: false,
+                        users: BTreeSet::new(),
+                    }
+                });
+                target.users.insert(user.clone());
+            }
+            self.inner
+                .metrics
+                .targets
+                .set(i64::try_from(targets.len()).unwrap_or(i64::MAX));
+        }
+        if added {
+            self.inner.wake.notify_one();
+        }
+    }
+
+    /// Drops everything `user` wanted.
+    pub fn forget(&self, user: &K) {
+        self.want(user, std::iter::empty());
+    }
+
+    /// What is known of `address` under `check` (None: not a target).
+    pub fn state(&self, address: IpAddr, check: &Check) -> Option<AddressState> {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        targets.get(&(address, check.clone())).map(|t| AddressState {
+            state: t.state,
+            since: t.since.clone(),
+            last_error: t.last_error.clone(),
+        })
+    }
+
+    /// The most probes that ran at once so far.
+    pub fn max_in_flight(&self) -> usize {
+        self.inner.max_in_flight.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many addresses are probed.
+    pub fn target_count(&self) -> usize {
+        self.inner.targets.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// The scheduler: starts every due probe, then sleeps until the next one
+/// is due (or a new target arrives). Ends when the prober is dropped.
+async fn schedule<K>(inner: std::sync::Weak<Inner<K>>)
+where
+    K: Clone + Ord + Send + Sync + std::fmt::Debug + 'static,
+{
+    loop {
+        let Some(strong) = inner.upgrade() else { return };
+        let now = Instant::now();
+        let mut due = Vec::new();
+        let mut next = now + Duration::from_secs(1);
+        {
+            let mut targets = strong.targets.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, target) in targets.iter_mut() {
+                if target.running {
+                    // Its probe wakes the scheduler when it ends overdue;
+                    // look again soon in any case.
+                    next = next.min(target.next_due.max(now + Duration::from_millis(50)));
+                    continue;
+                }
+                if target.next_due <= now {
+                    target.running = true;
+                    // Fixed rate on the target's own slot in its period.
+                    let period = key.1.period;
+                    let slot = offset_in_period(key);
+                    let mut next_due = target.next_due + period;
+                    if target.state == State::Unknown && target.successes == 0 && target.failures == 0 {
+                        next_due = now + slot.max(Duration::from_millis(1)).min(period);
+                    }
+                    if next_due <= now {
+                        next_due = now + period;
+                    }
+                    target.next_due = next_due;
+                    next = next.min(next_due);
+                    due.push(key.clone());
+                } else {
+                    next = next.min(target.next_due);
+                }
+            }
+        }
+        for key in due {
+            let inner = strong.clone();
+            tokio::spawn(async move {
+                let Ok(_permit) = inner.permits.clone().acquire_owned().await else {
+                    return;
+                };
+                use std::sync::atomic::Ordering::Relaxed;
+                let running = inner.in_flight.fetch_add(1, Relaxed) + 1;
+                inner.max_in_flight.fetch_max(running, Relaxed);
+                let address = SocketAddr::new(key.0, key.1.spec.port);
+                let started = Instant::now();
+                let result = probe::probe(address, &key.1.spec, &inner.tls).await;
+                inner.in_flight.fetch_sub(1, Relaxed);
+                inner.metrics.observe(&key.1.spec, result.is_ok(), started.elapsed());
+                record(&inner, &key, result);
+            });
+        }
+        // Hold only the wake-up while sleeping, so dropping the prober ends this task.
+        let wake = strong.wake.clone();
+        drop(strong);
+        let wait = next.saturating_duration_since(Instant::now());
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = wake.notified() => {}
+        }
+    }
+}
+
+/// Applies one probe result; notifies the users on a state change.
+fn record<K>(inner: &Inner<K>, key: &TargetKey, result: Result<(), String>)
+where
+    K: Clone + Ord + Send + Sync + std::fmt::Debug + 'static,
+{
+    let mut notify = Vec::new();
+    {
+        let mut targets = inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(target) = targets.get_mut(key) else { return };
+        target.running = false;
+        if target.next_due <= Instant::now() {
+            inner.wake.notify_one();
+        }
+        let before = target.state;
+        match result {
+            Ok(()) => {
+                target.successes = target.successes.saturating_add(1);
+                target.failures = 0;
+                target.last_error = None;
+                let needed = if before == State::Down {
+                    key.1.success_threshold
+                } else {
+                    1
+                };
+                if target.successes >= needed {
+                    target.state = State::Up;
+                }
+            }
+            Err(error) => {
+                target.failures = target.failures.saturating_add(1);
+                target.successes = 0;
+                if target.failures >= key.1.failure_threshold {
+                    target.state = State::Down;
+                }
+                target.last_error = Some(error);
+            }
+        }
+        if target.state != before {
+            target.since = now_rfc3339();
+            tracing::info!(
+                address = %SocketAddr::new(key.0, key.1.spec.port),
+                host = %key.1.spec.host,
+                from = before.as_str(),
+                to = target.state.as_str(),
+                error = target.last_error.as_deref().unwrap_or(""),
+                "data-plane probe state changed"
+            );
+            inner.metrics.transition(target.state);
+            notify.extend(target.users.iter().cloned());
+        }
+    }
+    for user in notify {
+        (inner.notify)(user);
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProbeLabel {
+    protocol: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabel {
+    to: &'static str,
+}
+
+/// Data-plane probe metrics (`fedns_probe_*`).
+#[derive(Debug, Clone)]
+pub struct ProbeMetrics {
+    probes: Family<ProbeLabel, Counter>,
+    duration: Family<ProbeLabel, Histogram, fn() -> Histogram>,
+    transitions: Family<TransitionLabel, Counter>,
+    targets: Gauge,
+}
+
+fn probe_histogram() -> Histogram {
+    Histogram::new([0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0])
+}
+
+impl Default for ProbeMetrics {
+    /// Metrics registered nowhere (tests).
+    fn default() -> Self {
+        ProbeMetrics {
+            probes: Family::default(),
+            duration: Family::new_with_constructor(probe_histogram),
+            transitions: Family::default(),
+            targets: Gauge::default(),
+        }
+    }
+}
+
+impl ProbeMetrics {
+    /// Creates the metrics and registers them in `registry`.
+    pub fn new(registry: &mut Registry) -> ProbeMetrics {
+        let metrics = ProbeMetrics::default();
+        registry.register(
+            "fedns_probe",
+            "Data-plane probes by protocol and result (pass, fail)",
+            metrics.probes.clone(),
+        );
+        registry.register(
+            "fedns_probe_duration_seconds",
+            "Duration of data-plane probes, in seconds",
+            metrics.duration.clone(),
+        );
+        registry.register(
+            "fedns_probe_transitions",
+            "Load balancer addresses changing state (to Up or Down)",
+            metrics.transitions.clone(),
+        );
+        registry.register(
+            "fedns_probe_targets",
+            "Load balancer addresses probed (address and check pairs)",
+            metrics.targets.clone(),
+        );
+        metrics
+    }
+
+    fn observe(&self, spec: &ProbeSpec, passed: bool, took: Duration) {
+        let label = ProbeLabel {
+            protocol: match spec.protocol {
+                fedns_api::ProbeProtocol::Tcp => "TCP",
+                fedns_api::ProbeProtocol::Http => "HTTP",
+                fedns_api::ProbeProtocol::Https => "HTTPS",
+            },
+            result: if passed { "pass" } else { "fail" },
+        };
+        self.probes.get_or_create(&label).inc();
+        self.duration.get_or_create(&label).observe(took.as_secs_f64());
+    }
+
+    fn transition(&self, to: State) {
+        self.transitions
+            .get_or_create(&TransitionLabel { to: to.as_str() })
+            .inc();
+    }
+}

@@ -1,0 +1,175 @@
+//! One data-plane probe of one load balancer address: a TCP connect, or an
+//! HTTP(S) GET over a fresh connection to exactly that address with the
+//! record's name as `Host` and TLS SNI. Everything (connect, TLS, answer)
+//! within the timeout.
+//!
+//! hyper's connection-level client is used rather than a pooled client:
+//! a health check must reach one given address under another name, on a new
+//! connection each time (as Route53's checkers do), which a pooled client
+//! with its own resolver cannot promise.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fedns_api::ProbeProtocol;
+use http_body_util::Empty;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+
+/// What to probe at one address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProbeSpec {
+    /// TCP, HTTP or HTTPS.
+    pub protocol: ProbeProtocol,
+    /// Port.
+    pub port: u16,
+    /// HTTP path.
+    pub path: String,
+    /// Host header and SNI.
+    pub host: String,
+    /// Accepted statuses, inclusive ranges.
+    pub statuses: Vec<(u16, u16)>,
+    /// Per-probe timeout.
+    pub timeout: Duration,
+    /// Accept any certificate.
+    pub insecure: bool,
+}
+
+/// TLS settings for HTTPS probes: the system's roots, and a config that
+/// accepts any certificate for `insecureSkipTLSVerify`.
+#[derive(Clone)]
+pub struct ProbeTls {
+    verified: Arc<rustls::ClientConfig>,
+    insecure: Arc<rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for ProbeTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeTls").finish_non_exhaustive()
+    }
+}
+
+impl ProbeTls {
+    /// TLS configs trusting the system's roots plus `extra_roots` (DER).
+    ///
+    /// # Errors
+    /// rustls refuses the protocol versions (should not happen).
+    pub fn new(extra_roots: &[rustls::pki_types::CertificateDer<'static>]) -> Result<ProbeTls, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        for cert in extra_roots {
+            roots.add(cert.clone()).map_err(|e| e.to_string())?;
+        }
+        let verified = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let insecure = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth();
+        Ok(ProbeTls {
+            verified: Arc::new(verified),
+            insecure: Arc::new(insecure),
+        })
+    }
+}
+
+/// Probes `address` once. Ok: it passed; Err: one line saying why not.
+pub async fn probe(address: SocketAddr, spec: &ProbeSpec, tls: &ProbeTls) -> Result<(), String> {
+    match tokio::time::timeout(spec.timeout, probe_inner(address, spec, tls)).await {
+        Ok(result) => result,
+        Err(_) => Err(format!("no answer within {} s", spec.timeout.as_secs_f64())),
+    }
+}
+
+async fn probe_inner(address: SocketAddr, spec: &ProbeSpec, tls: &ProbeTls) -> Result<(), String> {
+    let stream = TcpStream::connect(address)
+        .await
+        .map_err(|e| format!("connect {address}: {e}"))?;
+    match spec.protocol {
+        ProbeProtocol::Tcp => Ok(()),
+        ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec).await,
+        ProbeProtocol::Https => {
+            let config = if spec.insecure { &tls.insecure } else { &tls.verified };
+            let name =
+                ServerName::try_from(spec.host.clone()).map_err(|e| format!("TLS server name {:?}: {e}", spec.host))?;
+            let stream = tokio_rustls::TlsConnector::from(config.clone())
+                .connect(name, stream)
+                .await
+                .map_err(|e| format!("TLS with {address} as {}: {e}", spec.host))?;
+            http_get(hyper_util::rt::TokioIo::new(stream), spec).await
+        }
+    }
+}
+
+async fn http_get<S>(io: S, spec: &ProbeSpec) -> Result<(), String>
+where
+    S: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake::<_, Empty<bytes::Bytes>>(io)
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?;
+    let driver = tokio::spawn(connection);
+    let request = http::Request::get(spec.path.as_str())
+        .header(http::header::HOST, &spec.host)
+        .header(http::header::USER_AGENT, "fedns-health-check")
+        .header(http::header::CONNECTION, "close")
+        .body(Empty::new())
+        .map_err(|e| format!("HTTP request: {e}"))?;
+    let result = sender.send_request(request).await;
+    driver.abort();
+    let status = result.map_err(|e| format!("HTTP: {e}"))?.status().as_u16();
+    if spec.statuses.iter().any(|(low, high)| (*low..=*high).contains(&status)) {
+        Ok(())
+    } else {
+        Err(format!("HTTP status {status}"))
+    }
+}
+
+/// `insecureSkipTLSVerify`: any certificate is accepted, signatures are
+/// still checked so the handshake itself is sound.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

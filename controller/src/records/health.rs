@@ -1,0 +1,288 @@
+//! Which clusters of a record are served: control-plane health, data-plane
+//! probes, static stability and fail-open, in that order (issue "health
+//! that watches the traffic path"). Shared by both reconcilers.
+//!
+//! * A cordoned member is never served.
+//! * A member whose API server answers gives its fresh shard (or, while its
+//!   caches are still listing, its previous one).
+//! * A member whose API server is unreachable keeps its last-known shard
+//!   when the record has a `healthCheck` (its load balancer addresses are
+//!   still probed: static stability); without one it leaves, as before.
+//! * With a `healthCheck`, every address of every candidate shard is
+//!   probed; an address that is Down leaves, a shard with no address left
+//!   leaves.
+//! * If health alone removed every cluster, `whenAllUnhealthy:
+//!   ServeLastKnown` (the default) serves every cluster as if all were
+//!   healthy (Route53's rule): the reachable members' current shards and the
+//!   unreachable ones' last-known shards, unfiltered.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use fedns_api::{AddressHealth, ClusterDNS, DataPlaneCheck, IngressClusterDNS, ProbeProtocol, WhenAllUnhealthy};
+use k8s_openapi::api::core::v1::LoadBalancerStatus;
+
+use super::builder;
+use super::context::RecordContext;
+use super::queue::RecordKey;
+use super::resolver::Resolved;
+use crate::dataplane::{Check, ProbeSpec, State};
+use crate::members::Member;
+
+/// A cluster's share of a record, whichever kind.
+pub(super) trait Shard: Clone + PartialEq + serde::Serialize + serde::de::DeserializeOwned {
+    fn cluster(&self) -> &str;
+    fn load_balancer(&self) -> &LoadBalancerStatus;
+    fn load_balancer_mut(&mut self) -> &mut LoadBalancerStatus;
+}
+
+impl Shard for ClusterDNS {
+    fn cluster(&self) -> &str {
+        &self.cluster
+    }
+    fn load_balancer(&self) -> &LoadBalancerStatus {
+        &self.load_balancer
+    }
+    fn load_balancer_mut(&mut self) -> &mut LoadBalancerStatus {
+        &mut self.load_balancer
+    }
+}
+
+impl Shard for IngressClusterDNS {
+    fn cluster(&self) -> &str {
+        &self.cluster
+    }
+    fn load_balancer(&self) -> &LoadBalancerStatus {
+        &self.load_balancer
+    }
+    fn load_balancer_mut(&mut self) -> &mut LoadBalancerStatus {
+        &mut self.load_balancer
+    }
+}
+
+/// What health decided for one record.
+#[derive(Debug)]
+pub(super) struct Selection<T> {
+    /// The shards to publish, sorted by cluster.
+    pub shards: Vec<T>,
+    /// Clusters served from their last-known shard (API server down,
+    /// load balancer passing).
+    pub last_known: Vec<String>,
+    /// Health would have removed every cluster; the previous set is served.
+    pub all_unhealthy: bool,
+    /// Probe state of every address, for `status.probes`.
+    pub probes: Vec<AddressHealth>,
+    /// Load balancer host names resolved for the candidate shards.
+    pub resolved: Resolved,
+}
+
+/// The check a record asks for, with its defaults filled in: `port`
+/// (None: the record kind's default), and the record's global name as Host.
+///
+/// # Errors
+/// A value the schema cannot check (e.g. a reversed status range).
+pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &str) -> Result<Check, String> {
+    let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
+    let port = match spec.port {
+        Some(port) => u16::try_from(port)
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("healthCheck.port {port} is not 1..65535"))?,
+        None => default_port,
+    };
+    Ok(Check {
+        spec: ProbeSpec {
+            protocol: spec.protocol,
+            port,
+            path: spec.path.clone(),
+            host: spec.host.clone().unwrap_or_else(|| global_name.to_owned()),
+            statuses: spec.status_ranges()?,
+            timeout: secs(spec.timeout_seconds),
+            insecure: spec.insecure_skip_tls_verify,
+        },
+        period: secs(spec.period_seconds),
+        failure_threshold: u32::try_from(spec.failure_threshold.max(1)).unwrap_or(1),
+        success_threshold: u32::try_from(spec.success_threshold.max(1)).unwrap_or(1),
+    })
+}
+
+/// The default probe port of an Ingress: 443 for HTTPS, else 80.
+pub(super) fn ingress_default_port(spec: &DataPlaneCheck) -> u16 {
+    if spec.protocol == ProbeProtocol::Https {
+        443
+    } else {
+        80
+    }
+}
+
+/// Decides the shards of record `key`. `fresh` gives a reachable member's
+/// current shard; `previous` is what the record published last.
+pub(super) fn select<T: Shard>(
+    ctx: &RecordContext,
+    key: &RecordKey,
+    check: Option<&Check>,
+    when_all_unhealthy: WhenAllUnhealthy,
+    previous: &[T],
+    resolved: impl Fn(&[T]) -> Resolved,
+    fresh: impl Fn(&Member) -> Option<T>,
+) -> Selection<T> {
+    let mut selection = Selection {
+        shards: Vec::new(),
+        last_known: Vec::new(),
+        all_unhealthy: false,
+        probes: Vec::new(),
+        resolved: Resolved::default(),
+    };
+    let mut removed_by_health = false;
+    // Every cluster health may remove, unfiltered: what fail-open serves.
+    let mut unfiltered: Vec<T> = Vec::new();
+    let id = key.id();
+    let mut cache = ctx
+        .last_shards
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&id)
+        .unwrap_or_default();
+    let previous_of = |name: &str, cache: &BTreeMap<String, serde_json::Value>| {
+        previous
+            .iter()
+            .find(|p| p.cluster() == name)
+            .cloned()
+            .or_else(|| cache.get(name).and_then(|v| serde_json::from_value(v.clone()).ok()))
+    };
+    for member in ctx.registry.members() {
+        if member.is_cordoned() {
+            continue; // drained on purpose: never served, never failed open
+        }
+        if member.is_healthy() {
+            if member.is_synced() {
+                match fresh(&member) {
+                    Some(shard) => {
+                        if let Ok(value) = serde_json::to_value(&shard) {
+                            cache.insert(member.name.clone(), value);
+                        }
+                        selection.shards.push(shard);
+                    }
+                    None => {
+                        cache.remove(&member.name);
+                    }
+                }
+            } else if let Some(prev) = previous_of(&member.name, &cache) {
+                selection.shards.push(prev);
+            }
+            continue;
+        }
+        // The API server is unreachable: keep what its load balancers last
+        // served while their probes pass (static stability).
+        if let Some(prev) = previous_of(&member.name, &cache) {
+            if check.is_some() {
+                selection.shards.push(prev.clone());
+                selection.last_known.push(member.name.clone());
+            } else {
+                removed_by_health = true;
+                unfiltered.push(prev.clone());
+            }
+        }
+    }
+    ctx.last_shards
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id, cache);
+    selection.shards.sort_by(|a, b| a.cluster().cmp(b.cluster()));
+    unfiltered.extend(selection.shards.iter().cloned());
+    unfiltered.sort_by(|a, b| a.cluster().cmp(b.cluster()));
+    selection.resolved = resolved(&selection.shards);
+    let resolved = selection.resolved.clone();
+
+    match (check, ctx.dataplane.as_ref()) {
+        (Some(check), Some(dataplane)) => {
+            let mut wanted = Vec::new();
+            for shard in &selection.shards {
+                for address in addresses(shard.load_balancer(), &resolved) {
+                    wanted.push((address, check.clone()));
+                }
+            }
+            dataplane.want(key, wanted);
+            let state_of = |ip: IpAddr| dataplane.state(ip, check);
+            let mut kept = Vec::new();
+            for mut shard in std::mem::take(&mut selection.shards) {
+                let cluster = shard.cluster().to_owned();
+                for address in addresses(shard.load_balancer(), &resolved) {
+                    let state = state_of(address);
+                    selection.probes.push(AddressHealth {
+                        cluster: cluster.clone(),
+                        address: address.to_string(),
+                        state: state.as_ref().map_or(State::Unknown, |s| s.state).as_str().to_owned(),
+                        since: state.as_ref().map(|s| s.since.clone()),
+                        last_error: state.and_then(|s| s.last_error),
+                    });
+                }
+                let down = |ip: IpAddr| state_of(ip).is_some_and(|s| s.state == State::Down);
+                let lb = shard.load_balancer_mut();
+                if let Some(ingress) = lb.ingress.as_mut() {
+                    ingress.retain(|entry| match (entry.ip.as_deref(), entry.hostname.as_deref()) {
+                        (Some(ip), _) if !ip.is_empty() => !ip.parse::<IpAddr>().is_ok_and(down),
+                        (_, Some(host)) if !host.is_empty() => {
+                            // A host name stays while one of its addresses passes.
+                            let ips = names_addresses(host, &resolved);
+                            ips.is_empty() || ips.into_iter().any(|ip| !down(ip))
+                        }
+                        _ => false,
+                    });
+                }
+                if super::context::has_lb_address(shard.load_balancer()) {
+                    kept.push(shard);
+                } else {
+                    removed_by_health = true;
+                }
+            }
+            selection.shards = kept;
+            selection
+                .probes
+                .sort_by(|a, b| (&a.cluster, &a.address).cmp(&(&b.cluster, &b.address)));
+            selection.probes.dedup();
+        }
+        _ => {
+            if let Some(dataplane) = ctx.dataplane.as_ref() {
+                dataplane.forget(key);
+            }
+        }
+    }
+    selection
+        .last_known
+        .retain(|name| selection.shards.iter().any(|s| s.cluster() == name));
+
+    if selection.shards.is_empty()
+        && removed_by_health
+        && !unfiltered.is_empty()
+        && when_all_unhealthy == WhenAllUnhealthy::ServeLastKnown
+    {
+        selection.shards = unfiltered;
+        selection.all_unhealthy = true;
+    }
+    selection
+}
+
+/// Every address a load balancer status stands for: its IPs and the
+/// resolved addresses of its host names.
+fn addresses(lb: &LoadBalancerStatus, resolved: &Resolved) -> BTreeSet<IpAddr> {
+    let mut out = BTreeSet::new();
+    for entry in lb.ingress.iter().flatten() {
+        if let Some(ip) = entry.ip.as_deref().and_then(|ip| ip.parse::<IpAddr>().ok()) {
+            out.insert(ip);
+        }
+    }
+    for host in builder::lb_hostnames(lb) {
+        out.extend(names_addresses(&host, resolved));
+    }
+    out
+}
+
+fn names_addresses(host: &str, resolved: &Resolved) -> Vec<IpAddr> {
+    use builder::HostnameAddresses as _;
+    fedns_api::names::normalize_hostname(host)
+        .ok()
+        .and_then(|h| resolved.addresses(&h))
+        .unwrap_or_default()
+}

@@ -1,0 +1,194 @@
+//! Health that watches the traffic path, end to end: `fedns controller`
+//! against three emulated members whose Service load balancers are real
+//! HTTP responders on loopback (127.0.2.1-3), answers read with `dig`.
+//! Each step waits with a 30 s deadline and prints the time it took.
+//!
+//! LB broken → out; back → in; API down + LB up → stays (ServingLastKnown);
+//! API down + LB down → out; every LB down → fail-open (all served, Ready
+//! False AllUnhealthy, never NXDOMAIN); every API down too → still served.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use fedns_api::ServiceDNSRecord;
+use fedns_controller::federation::Federation;
+use fedns_sandbox::responder::Responder;
+use kube::api::Api;
+use serde_json::json;
+
+const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
+
+fn member_yaml(region: &str, ip: &str, port: u16) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-{region}
+  labels: {{topology.kubernetes.io/region: {region}, topology.kubernetes.io/zone: {region}a}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: nginx, namespace: ns}}
+spec: {{type: LoadBalancer, ports: [{{port: {port}}}]}}
+status: {{loadBalancer: {{ingress: [{{ip: "{ip}"}}]}}}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: nginx-abcde
+  namespace: ns
+  labels: {{kubernetes.io/service-name: nginx}}
+addressType: IPv4
+endpoints:
+  - addresses: ["10.1.0.5"]
+    conditions: {{ready: true}}
+"#
+    )
+}
+
+const HOST_YAML: &str = r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTP, path: /healthz, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+"#;
+
+async fn answers_become(port: u16, want: &[&str], what: &str) -> Duration {
+    let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    let started = Instant::now();
+    loop {
+        let got = dig(port, GLOBAL, "A", false);
+        if got == want {
+            let took = started.elapsed();
+            println!("{what}: {want:?} after {took:?}");
+            return took;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: still {got:?} after 30 s, want {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn condition(api: &Api<ServiceDNSRecord>, type_: &str) -> Option<(String, String)> {
+    let record = api.get("nginx").await.ok()?;
+    let status = record.status?;
+    fedns_api::conditions::get(&status.conditions, type_).map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_follows_the_traffic_path_and_fails_open() {
+    let first = Responder::start("127.0.2.1:0".parse().unwrap(), None).await.unwrap();
+    let port = first.address().port();
+    let mut responders = vec![first];
+    for ip in ["127.0.2.2", "127.0.2.3"] {
+        responders.push(
+            Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
+                .await
+                .unwrap(),
+        );
+    }
+    let dir = temp_dir("health");
+    let names = ["a", "b", "c"];
+    let federation = Federation::start(&dir, "fedns-system", &names).await.unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let ip = format!("127.0.2.{}", i + 1);
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(name, &member_yaml(&format!("region-{name}"), &ip, port))
+            .unwrap();
+        federation
+            .register(
+                name,
+                json!({"healthCheck": {"periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2, "successThreshold": 1}}),
+            )
+            .unwrap();
+    }
+    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let dns_port = free_port();
+    let _controller = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        dir.join("host.kubeconfig").to_str().unwrap(),
+        "--dns-listen",
+        &format!("127.0.0.1:{dns_port}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+        "--udp-workers",
+        "1",
+    ]);
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host, "ns");
+    let all = ["127.0.2.1", "127.0.2.2", "127.0.2.3"];
+    answers_become(dns_port, &all, "published").await;
+
+    // A dead load balancer leaves; back, it returns.
+    responders[0].stop();
+    answers_become(dns_port, &["127.0.2.2", "127.0.2.3"], "LB a stopped").await;
+    responders[0].resume().await.unwrap();
+    answers_become(dns_port, &all, "LB a back").await;
+
+    // API server down, load balancer passing: stays (static stability).
+    let b = federation.member("b").unwrap();
+    b.stop();
+    let started = Instant::now();
+    while condition(&records, "ServingLastKnown").await != Some(("True".into(), "APIServerUnreachable".into())) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no ServingLastKnown=True within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("API b down noticed after {:?}", started.elapsed());
+    assert_eq!(dig(dns_port, GLOBAL, "A", false), all, "b stays while its LB passes");
+    // API down and load balancer down: out.
+    responders[1].stop();
+    answers_become(dns_port, &["127.0.2.1", "127.0.2.3"], "API b down, LB b stopped").await;
+    responders[1].resume().await.unwrap();
+    answers_become(dns_port, &all, "LB b back (API still down)").await;
+
+    // Every load balancer down: health would empty the name; every cluster
+    // is served as if healthy, never NXDOMAIN.
+    for responder in &responders {
+        responder.stop();
+    }
+    let started = Instant::now();
+    while condition(&records, "Ready").await != Some(("False".into(), "AllUnhealthy".into())) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no Ready=False AllUnhealthy within 30 s"
+        );
+        assert_ne!(dig_status(dns_port, GLOBAL, "A"), "NXDOMAIN");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("fail-open engaged after {:?}", started.elapsed());
+    assert_eq!(dig(dns_port, GLOBAL, "A", false), all, "fail-open serves every cluster");
+    // Every API server down as well: still the last-known set.
+    federation.member("a").unwrap().stop();
+    federation.member("c").unwrap().stop();
+    for _ in 0..50 {
+        assert_eq!(
+            dig(dns_port, GLOBAL, "A", false),
+            all,
+            "the last-known set, never NXDOMAIN"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    federation.stop();
+}

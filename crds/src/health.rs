@@ -1,0 +1,186 @@
+//! Data-plane health of a record's load balancers (`spec.healthCheck`) and
+//! what to serve when health would empty a name (`spec.whenAllUnhealthy`),
+//! shared by ServiceDNSRecord and IngressDNSRecord.
+//!
+//! Modelled on Route53 health checks (protocol, port, path, interval,
+//! failure threshold; "when every record of a set is unhealthy, answer as if
+//! all were healthy") with Kubernetes probe names (`periodSeconds`,
+//! `timeoutSeconds`, `failureThreshold`, `successThreshold`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::names::{HOSTNAME_PATTERN, MAX_NAME_OCTETS};
+
+/// One HTTP status or an inclusive range, `200` or `200-399`.
+pub const STATUS_RANGE_PATTERN: &str = r"^[1-5][0-9][0-9](-[1-5][0-9][0-9])?$";
+
+/// How the controller probes every published load balancer address.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DataPlaneCheck {
+    /// `TCP` (connect), `HTTP` or `HTTPS` (a GET answered with an expected status).
+    pub protocol: ProbeProtocol,
+    /// Port to probe. Default: the Service's first port (ServiceDNSRecord),
+    /// 80 for HTTP and TCP, 443 for HTTPS (IngressDNSRecord).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: Option<i32>,
+    /// HTTP path (HTTP/HTTPS).
+    #[serde(default = "default_path")]
+    #[schemars(length(min = 1, max = 2048), pattern(r"^/"))]
+    pub path: String,
+    /// Host header and TLS SNI (HTTP/HTTPS). Default: the record's global name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub host: Option<String>,
+    /// Statuses that pass: each `NNN` or `NNN-NNN` (100..599). Default `200-399`.
+    #[serde(default = "default_statuses")]
+    #[schemars(length(min = 1), inner(pattern(STATUS_RANGE_PATTERN)))]
+    pub expected_statuses: Vec<String>,
+    /// Seconds between two probes of one address.
+    #[serde(default = "default_period")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub period_seconds: i32,
+    /// Seconds a probe may take (connect, TLS and answer together).
+    #[serde(default = "default_timeout")]
+    #[schemars(range(min = 1, max = 60))]
+    pub timeout_seconds: i32,
+    /// Consecutive failures that take a passing address out.
+    #[serde(default = "default_failure_threshold")]
+    #[schemars(range(min = 1, max = 100))]
+    pub failure_threshold: i32,
+    /// Consecutive successes that bring a failed address back.
+    #[serde(default = "default_success_threshold")]
+    #[schemars(range(min = 1, max = 100))]
+    pub success_threshold: i32,
+    /// HTTPS: accept any certificate (self-signed, another name).
+    #[serde(default)]
+    pub insecure_skip_tls_verify: bool,
+}
+
+/// Probe protocol.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
+pub enum ProbeProtocol {
+    /// A TCP connect.
+    #[serde(rename = "TCP")]
+    Tcp,
+    /// An HTTP GET.
+    #[serde(rename = "HTTP")]
+    Http,
+    /// An HTTPS GET (certificate checked against `host` unless skipped).
+    #[serde(rename = "HTTPS")]
+    Https,
+}
+
+/// What a record serves when health alone would remove every cluster.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum WhenAllUnhealthy {
+    /// Keep serving the last-known addresses of every cluster (fail open,
+    /// as Route53 does when every record of a set is unhealthy).
+    #[default]
+    ServeLastKnown,
+    /// Serve nothing: the global name loses its addresses.
+    ServeNone,
+}
+
+/// The probe state of one load balancer address.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AddressHealth {
+    /// Member cluster.
+    pub cluster: String,
+    /// The probed address (an IP, or an IP resolved from a load balancer host name).
+    pub address: String,
+    /// `Up`, `Down` or `Unknown` (not probed yet).
+    pub state: String,
+    /// Since when (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// The last failure, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+fn default_path() -> String {
+    "/".into()
+}
+fn default_statuses() -> Vec<String> {
+    vec!["200-399".into()]
+}
+fn default_period() -> i32 {
+    5
+}
+fn default_timeout() -> i32 {
+    2
+}
+fn default_failure_threshold() -> i32 {
+    3
+}
+fn default_success_threshold() -> i32 {
+    2
+}
+
+impl DataPlaneCheck {
+    /// The accepted statuses as inclusive ranges.
+    ///
+    /// # Errors
+    /// A value the schema cannot check: a range whose end is below its start.
+    pub fn status_ranges(&self) -> Result<Vec<(u16, u16)>, String> {
+        self.expected_statuses
+            .iter()
+            .map(|value| {
+                let parse = |s: &str| {
+                    s.trim()
+                        .parse::<u16>()
+                        .ok()
+                        .filter(|n| (100..=599).contains(n))
+                        .ok_or_else(|| {
+                            format!("healthCheck.expectedStatuses: {value:?} is not NNN or NNN-NNN (100..599)")
+                        })
+                };
+                let (low, high) = match value.split_once('-') {
+                    Some((low, high)) => (parse(low)?, parse(high)?),
+                    None => {
+                        let n = parse(value)?;
+                        (n, n)
+                    }
+                };
+                if high < low {
+                    return Err(format!("healthCheck.expectedStatuses: {value:?} ends before it starts"));
+                }
+                Ok((low, high))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(statuses: &[&str]) -> DataPlaneCheck {
+        serde_json::from_value(serde_json::json!({"protocol": "HTTP", "expectedStatuses": statuses})).unwrap()
+    }
+
+    #[test]
+    fn defaults_and_status_ranges() {
+        let c: DataPlaneCheck = serde_json::from_value(serde_json::json!({"protocol": "TCP"})).unwrap();
+        assert_eq!(
+            (
+                c.period_seconds,
+                c.timeout_seconds,
+                c.failure_threshold,
+                c.success_threshold
+            ),
+            (5, 2, 3, 2)
+        );
+        assert_eq!(c.path, "/");
+        assert_eq!(c.status_ranges().unwrap(), [(200, 399)]);
+        assert_eq!(
+            check(&["204", "300-302"]).status_ranges().unwrap(),
+            [(204, 204), (300, 302)]
+        );
+        assert!(check(&["399-200"]).status_ranges().unwrap_err().contains("ends before"));
+    }
+}

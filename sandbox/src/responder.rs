@@ -1,0 +1,182 @@
+//! A stand-in for a load balancer: an HTTP (or HTTPS) responder on one
+//! loopback address, so data-plane health probes have something real to
+//! reach. It can be stopped and started again on the same address (a dead
+//! load balancer), made to answer with another status, or to accept
+//! connections and never answer (a hung backend).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+/// How the responder behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Answers every request with the configured status.
+    Answer,
+    /// Accepts connections and never answers.
+    Hang,
+}
+
+#[derive(Debug)]
+struct Shared {
+    status: AtomicU16,
+    hang: std::sync::atomic::AtomicBool,
+    requests: AtomicUsize,
+    open: AtomicUsize,
+    most_open: AtomicUsize,
+}
+
+/// One responder. Dropping it stops it.
+#[derive(Debug)]
+pub struct Responder {
+    address: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shared: Arc<Shared>,
+    running: Mutex<Option<watch::Sender<()>>>,
+}
+
+impl Responder {
+    /// Starts answering 200 on `address` (port 0: pick one), over TLS with
+    /// `tls` when given.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn start(address: SocketAddr, tls: Option<Arc<rustls::ServerConfig>>) -> std::io::Result<Responder> {
+        let listener = TcpListener::bind(address).await?;
+        let responder = Responder {
+            address: listener.local_addr()?,
+            tls,
+            shared: Arc::new(Shared {
+                status: AtomicU16::new(200),
+                hang: std::sync::atomic::AtomicBool::new(false),
+                requests: AtomicUsize::new(0),
+                open: AtomicUsize::new(0),
+                most_open: AtomicUsize::new(0),
+            }),
+            running: Mutex::new(None),
+        };
+        responder.serve(listener);
+        Ok(responder)
+    }
+
+    /// The bound address.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Whether it is accepting connections.
+    pub fn is_running(&self) -> bool {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// Stops accepting and closes every open connection (a dead load
+    /// balancer: connections are refused).
+    pub fn stop(&self) {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// Starts again on the same address.
+    ///
+    /// # Errors
+    /// The address cannot be bound again.
+    pub async fn resume(&self) -> std::io::Result<()> {
+        if self.is_running() {
+            return Ok(());
+        }
+        let listener = TcpListener::bind(self.address).await?;
+        self.serve(listener);
+        Ok(())
+    }
+
+    /// The HTTP status every request gets from now on.
+    pub fn set_status(&self, status: u16) {
+        self.shared.status.store(status, Ordering::Relaxed);
+    }
+
+    /// Answer, or accept and never answer.
+    pub fn set_mode(&self, mode: Mode) {
+        self.shared.hang.store(mode == Mode::Hang, Ordering::Relaxed);
+    }
+
+    /// Requests answered or held so far.
+    pub fn requests(&self) -> usize {
+        self.shared.requests.load(Ordering::Relaxed)
+    }
+
+    /// The most connections it had open at once.
+    pub fn most_open(&self) -> usize {
+        self.shared.most_open.load(Ordering::Relaxed)
+    }
+
+    fn serve(&self, listener: TcpListener) {
+        let (stop, mut stopped) = watch::channel(());
+        let shared = self.shared.clone();
+        let tls = self.tls.clone().map(TlsAcceptor::from);
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    _ = stopped.changed() => return,
+                };
+                let Ok((tcp, _)) = accepted else { continue };
+                let shared = shared.clone();
+                let tls = tls.clone();
+                let mut closed = stopped.clone();
+                tokio::spawn(async move {
+                    let open = shared.open.fetch_add(1, Ordering::Relaxed) + 1;
+                    shared.most_open.fetch_max(open, Ordering::Relaxed);
+                    let service_shared = shared.clone();
+                    let service = service_fn(move |_request| {
+                        let shared = service_shared.clone();
+                        async move {
+                            shared.requests.fetch_add(1, Ordering::Relaxed);
+                            if shared.hang.load(Ordering::Relaxed) {
+                                std::future::pending::<()>().await;
+                            }
+                            let status = shared.status.load(Ordering::Relaxed);
+                            hyper::Response::builder()
+                                .status(status)
+                                .body(Full::new(Bytes::from_static(b"fedns sandbox load balancer\n")))
+                        }
+                    });
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    match tls {
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(tcp).await {
+                                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                                tokio::select! {
+                                    _ = connection => {}
+                                    _ = closed.changed() => {}
+                                }
+                            }
+                        }
+                        None => {
+                            let connection = builder.serve_connection(TokioIo::new(tcp), service);
+                            tokio::select! {
+                                _ = connection => {}
+                                _ = closed.changed() => {}
+                            }
+                        }
+                    }
+                    shared.open.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+        });
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop);
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
