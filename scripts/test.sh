@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one test command (README "Tests"; .ci/run calls exactly this).
+# The one test command (README "Quickstart"; .ci/run calls exactly this).
 #
 # 1. Checks every capability the tests need of the machine, by what the
 #    tests use (a version, a flag, a module), not by a command's name;
@@ -109,7 +109,15 @@ has_moto() { "$VENV/bin/python" -c 'import moto, moto.server; assert int(moto.__
 if ! has_moto; then
   log "installing moto[server] >= 5 into $VENV"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check 'moto[server]>=5'
+  if ! "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check 'moto[server]>=5' 2>"$VENV/pip.log"; then
+    cat "$VENV/pip.log" >&2
+    if grep -q CERTIFICATE_VERIFY_FAILED "$VENV/pip.log"; then
+      log "pip could not verify PyPI's certificate. On a network that intercepts TLS, add its CA to the"
+      log "system store (copy it to /usr/local/share/ca-certificates/ and run update-ca-certificates)"
+      log "or point PIP_CERT at a bundle that holds it, then run again."
+    fi
+    exit 1
+  fi
   has_moto || { log "moto >= 5 did not install into $VENV"; exit 1; }
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
