@@ -24,6 +24,9 @@
 //!   signed; NOTIFY (RFC 1996) to its secondaries on every serial change,
 //!   retried with backoff until acknowledged. Requests that are neither
 //!   transfers nor TSIG-signed never leave the fast path.
+//! * Response rate limiting over UDP ([`RrlConfig`], as Knot's `rrl`):
+//!   responses per second per client prefix (/24, /56) and response
+//!   class, every `slip`-th limited response truncated, exempt networks.
 //! * [`DnsMetrics`] exposes query counts, latency and TCP connection
 //!   counts ([`TcpStats`]) to Prometheus.
 
@@ -32,6 +35,7 @@ mod check;
 mod metrics;
 mod notify;
 mod render;
+mod rrl;
 mod server;
 mod snapshot;
 mod store;
@@ -46,6 +50,7 @@ pub use answer::{answer, AnswerConfig, Answered, Transport};
 pub use check::check_answer;
 pub use hickory_proto;
 pub use metrics::{DnsMetrics, TcpStats, WorkerMetrics};
+pub use rrl::RrlConfig;
 pub use server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
 pub use snapshot::{Snapshot, ZoneSummary};
 pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneStore};

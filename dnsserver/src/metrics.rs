@@ -14,6 +14,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
 use crate::answer::{Answered, Transport};
+use crate::rrl::RrlCounters;
 use crate::store::ZoneStore;
 
 /// QTYPE label values; anything else counts as `other`.
@@ -160,6 +161,7 @@ pub struct DnsMetrics {
     workers: Mutex<Vec<Arc<WorkerMetrics>>>,
     store: Mutex<Option<Arc<ZoneStore>>>,
     tcp: Arc<TcpCounters>,
+    rrl: Arc<RrlCounters>,
 }
 
 impl DnsMetrics {
@@ -181,6 +183,20 @@ impl DnsMetrics {
     /// Reports the serial, record count and update count of `store`.
     pub fn watch_store(&self, store: Arc<ZoneStore>) {
         *self.store.lock().unwrap_or_else(|e| e.into_inner()) = Some(store);
+    }
+
+    /// The response rate limiter's counters.
+    pub(crate) fn rrl_counters(&self) -> Arc<RrlCounters> {
+        self.rrl.clone()
+    }
+
+    /// UDP responses dropped and sent truncated (slipped) by response rate
+    /// limiting so far.
+    pub fn rrl_stats(&self) -> (u64, u64) {
+        (
+            self.rrl.dropped.load(Ordering::Relaxed),
+            self.rrl.slipped.load(Ordering::Relaxed),
+        )
     }
 
     /// The TCP connection counters, shared with the connection registry.
@@ -357,6 +373,50 @@ impl Collector for DnsMetrics {
                 None,
                 MetricType::Counter,
             )?)?;
+            let t = store.transfer_counters();
+            {
+                let mut family = encoder.encode_descriptor(
+                    "fedns_dns_transfers",
+                    "Zone transfers sent (full: AXFR or IXFR answered with the zone; incremental), \
+                 refused (address, key or zone), and signed requests whose TSIG did not verify",
+                    None,
+                    MetricType::Counter,
+                )?;
+                for (result, value) in [
+                    ("full", t.axfr.get()),
+                    ("incremental", t.ixfr.get()),
+                    ("refused", t.refused.get()),
+                    ("tsig_failed", t.tsig_failures.get()),
+                ] {
+                    ConstCounter::new(value).encode(family.encode_family(&[("result", result)])?)?;
+                }
+            }
+            let mut family = encoder.encode_descriptor(
+                "fedns_dns_notify",
+                "NOTIFY messages sent (retries included), acknowledged, and given up",
+                None,
+                MetricType::Counter,
+            )?;
+            for (result, value) in [
+                ("sent", t.notify_sent.get()),
+                ("acked", t.notify_acked.get()),
+                ("failed", t.notify_failed.get()),
+            ] {
+                ConstCounter::new(value).encode(family.encode_family(&[("result", result)])?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "fedns_dns_rrl_limited",
+            "UDP responses held back by response rate limiting: dropped, or sent truncated (slipped) \
+             so real clients retry over TCP",
+            None,
+            MetricType::Counter,
+        )?;
+        for (action, value) in [
+            ("dropped", self.rrl.dropped.load(Ordering::Relaxed)),
+            ("slipped", self.rrl.slipped.load(Ordering::Relaxed)),
+        ] {
+            ConstCounter::new(value).encode(family.encode_family(&[("action", action)])?)?;
         }
         Ok(())
     }

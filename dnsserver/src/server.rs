@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::answer::{AnswerConfig, Transport};
 use crate::metrics::DnsMetrics;
+use crate::rrl::{Rrl, RrlConfig};
 use crate::store::ZoneStore;
 use crate::tcp::{Registry, TcpLimits, TcpService};
 
@@ -46,6 +47,8 @@ pub struct ServerConfig {
     pub max_tcp_connections_per_client: usize,
     /// Query-path limits.
     pub answer: AnswerConfig,
+    /// Response rate limiting over UDP (off by default; TCP is never limited).
+    pub rrl: RrlConfig,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +60,7 @@ impl Default for ServerConfig {
             max_tcp_connections: 1024,
             max_tcp_connections_per_client: DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT,
             answer: AnswerConfig::default(),
+            rrl: RrlConfig::default(),
         }
     }
 }
@@ -131,6 +135,15 @@ impl DnsServer {
             tcp_tasks: Vec::new(),
             tcp_registry: tcp_registry.clone(),
         };
+        let rrl = Rrl::new(&config.rrl, metrics.rrl_counters()).map(Arc::new);
+        if rrl.is_some() {
+            tracing::info!(
+                rate = config.rrl.rate,
+                slip = config.rrl.slip,
+                exempt = config.rrl.exempt.len(),
+                "response rate limiting on (UDP)"
+            );
+        }
         // NOTIFY (RFC 1996) for transfer-enabled zones.
         server
             .tcp_tasks
@@ -151,9 +164,12 @@ impl DnsServer {
                 let store = store.clone();
                 let stop = stop.clone();
                 let answer_config = config.answer;
+                let rrl = rrl.clone();
                 let thread = std::thread::Builder::new()
                     .name(format!("dns-udp-{index}"))
-                    .spawn(move || crate::udp::udp_loop(socket, &store, answer_config, &worker, &stop))?;
+                    .spawn(move || {
+                        crate::udp::udp_loop(socket, &store, answer_config, &worker, rrl.as_deref(), &stop)
+                    })?;
                 server.udp_threads.push(thread);
             }
             let service = TcpService {

@@ -15,6 +15,7 @@ use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStora
 
 use crate::answer::{answer_or_defer, AnswerConfig, Answered, Deferred, Transport};
 use crate::metrics::WorkerMetrics;
+use crate::rrl::{Rrl, Verdict};
 use crate::store::ZoneStore;
 
 /// Requests read per system call.
@@ -30,6 +31,7 @@ pub(crate) fn udp_loop(
     store: &ZoneStore,
     config: AnswerConfig,
     metrics: &WorkerMetrics,
+    rrl: Option<&Rrl>,
     stop: &AtomicBool,
 ) {
     let fd = socket.as_raw_fd();
@@ -100,6 +102,13 @@ pub(crate) fn udp_loop(
             match result {
                 Some(answered) if peer.is_some() => {
                     metrics.record(&answered, started.elapsed());
+                    if let Some(rrl) = rrl {
+                        match peer.as_ref().and_then(peer_ip).map(|ip| rrl.check(ip, out)) {
+                            Some(Verdict::Drop) => continue,
+                            Some(Verdict::Slip) => crate::rrl::truncate(out),
+                            _ => {}
+                        }
+                    }
                     peers[replies] = *peer;
                     replies += 1;
                 }

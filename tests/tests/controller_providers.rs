@@ -141,6 +141,7 @@ async fn publishes_to_every_provider_at_once() {
         leader_elect: false,
         resync_interval: 60,
         workers: 4,
+        rrl: Default::default(),
         probe_concurrency: 16,
     };
     let stop = Arc::new(Notify::new());

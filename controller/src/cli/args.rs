@@ -134,6 +134,50 @@ pub struct DnsServerArgs {
     /// Serve /metrics, /healthz and /readyz here (omit to disable).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_addr: Option<SocketAddr>,
+    /// Response rate limiting.
+    #[command(flatten)]
+    pub rrl: RrlArgs,
+}
+
+/// Response rate limiting of the embedded DNS server, over UDP (Knot's
+/// `rrl` module, BIND's RRL); TCP is never limited.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct RrlArgs {
+    /// UDP responses per second per client prefix (IPv4 /24, IPv6 /56) and
+    /// response class (answers and NODATA also per name; NXDOMAIN and
+    /// errors per prefix). 0: off.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub rrl_rate: u32,
+    /// Every Nth rate-limited response goes out truncated (TC) so a real
+    /// client retries over TCP; the others are dropped. 0: drop all.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub rrl_slip: u32,
+    /// A network never rate-limited, in CIDR notation (repeatable).
+    #[arg(long, value_name = "CIDR")]
+    pub rrl_exempt: Vec<ipnet::IpNet>,
+}
+
+impl Default for RrlArgs {
+    /// Off.
+    fn default() -> Self {
+        RrlArgs {
+            rrl_rate: 0,
+            rrl_slip: 2,
+            rrl_exempt: Vec::new(),
+        }
+    }
+}
+
+impl RrlArgs {
+    /// The DNS server's settings.
+    pub fn config(&self) -> fedns_dnsserver::RrlConfig {
+        fedns_dnsserver::RrlConfig {
+            rate: self.rrl_rate,
+            slip: self.rrl_slip,
+            exempt: self.rrl_exempt.clone(),
+            ..fedns_dnsserver::RrlConfig::default()
+        }
+    }
 }
 
 /// Where desired records are published.
@@ -269,6 +313,9 @@ pub struct ControllerArgs {
     /// Data-plane probes (`spec.healthCheck`) running at once, at most.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
     pub probe_concurrency: u16,
+    /// Response rate limiting of the embedded DNS server.
+    #[command(flatten)]
+    pub rrl: RrlArgs,
 }
 
 /// Arguments of `fedns sandbox`.

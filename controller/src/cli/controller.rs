@@ -295,6 +295,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             listen: args.dns_listen.clone(),
             udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),
             answer: AnswerConfig::default(),
+            rrl: args.rrl.config(),
             ..ServerConfig::default()
         };
         server = Some(

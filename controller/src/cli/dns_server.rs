@@ -99,6 +99,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         answer: AnswerConfig {
             max_udp_payload: args.max_udp_payload,
         },
+        rrl: args.rrl.config(),
     };
     let server = DnsServer::start(config, store, metrics)
         .await

@@ -172,6 +172,8 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         route53: Default::default(),
         dns_listen: vec![args.dns_listen],
         udp_workers: Some(1),
+        // No response rate limiting in the sandbox.
+        rrl: Default::default(),
         metrics_addr: args.metrics_addr,
         resolver: None,
         leader_elect: false,

@@ -7,5 +7,6 @@ mod common;
 mod answer_path;
 mod knot_differential;
 mod robustness;
+mod rrl;
 mod tcp_pressure;
 mod transfer;
