@@ -1,6 +1,7 @@
 //! The HTTP endpoint of every long-running subcommand: `/metrics`
 //! (Prometheus text format), `/healthz` (the process runs) and `/readyz`
-//! (it has something to serve).
+//! (it has something to serve), and `/debug/explain?name=` (why each
+//! cluster is or is not behind a name; the controller only).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,12 +16,25 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 /// Shared state of the HTTP endpoint.
-#[derive(Debug)]
 pub struct HttpState {
     /// Everything `/metrics` reports.
     pub registry: Registry,
     /// What `/readyz` reports.
     pub ready: AtomicBool,
+    /// Answers `/debug/explain?name=NAME[&output=json]`; unset: 404.
+    pub explain: std::sync::OnceLock<ExplainHook>,
+}
+
+/// Explains a name: (name, JSON output?) → the body.
+pub type ExplainHook = Arc<dyn Fn(&str, bool) -> String + Send + Sync>;
+
+impl std::fmt::Debug for HttpState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpState")
+            .field("ready", &self.ready)
+            .field("explain", &self.explain.get().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpState {
@@ -29,6 +43,7 @@ impl HttpState {
         Arc::new(HttpState {
             registry,
             ready: AtomicBool::new(false),
+            explain: std::sync::OnceLock::new(),
         })
     }
 
@@ -57,6 +72,29 @@ async fn metrics(State(state): State<Arc<HttpState>>) -> impl IntoResponse {
     }
 }
 
+#[derive(Debug, serde::Deserialize)]
+struct ExplainQuery {
+    name: String,
+    #[serde(default)]
+    output: Option<String>,
+}
+
+async fn explain(
+    State(state): State<Arc<HttpState>>,
+    axum::extract::Query(query): axum::extract::Query<ExplainQuery>,
+) -> impl IntoResponse {
+    let Some(hook) = state.explain.get() else {
+        return (
+            StatusCode::NOT_FOUND,
+            "explain is served by `fedns controller` only\n".to_owned(),
+        );
+    };
+    (
+        StatusCode::OK,
+        hook(&query.name, query.output.as_deref() == Some("json")),
+    )
+}
+
 async fn readyz(State(state): State<Arc<HttpState>>) -> impl IntoResponse {
     if state.ready.load(Ordering::Relaxed) {
         (StatusCode::OK, "ok\n")
@@ -78,6 +116,7 @@ pub async fn serve(addr: SocketAddr, state: Arc<HttpState>) -> std::io::Result<S
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/livez", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .route("/debug/explain", get(explain))
         .with_state(state);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Controller(args) => run_async(cli::controller::run(args)),
         Command::Sandbox(args) => run_async(cli::sandbox::run(args)),
         Command::Join(args) => run_async(cli::join::run(args)),
+        Command::Explain(args) => run_async(cli::explain::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -251,3 +251,25 @@ fn name_patterns_agree_with_the_rust_validators() {
         );
     }
 }
+
+#[test]
+fn schema_rejects_a_bad_health_check() {
+    let check = |extra: Value| {
+        let mut hc = json!({"protocol": "HTTP"});
+        hc.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        service_record(json!({"domainRef": "myfed", "healthCheck": hc}))
+    };
+    let ok = check(json!({"port": 8080, "periodSeconds": 1, "expectedStatuses": ["200", "300-399"]}));
+    assert!(schema_errors(&ok).is_empty(), "{:?}", schema_errors(&ok));
+    assert_rejected(&check(json!({"port": 0})), "/spec/healthCheck/port");
+    assert_rejected(&check(json!({"periodSeconds": 0})), "/spec/healthCheck/periodSeconds");
+    assert_rejected(
+        &check(json!({"expectedStatuses": ["600"]})),
+        "/spec/healthCheck/expectedStatuses/0",
+    );
+    assert_rejected(&check(json!({"protocol": "UDP"})), "/spec/healthCheck/protocol");
+    assert_rejected(
+        &service_record(json!({"domainRef": "myfed", "whenAllUnhealthy": "Sometimes"})),
+        "/spec/whenAllUnhealthy",
+    );
+}

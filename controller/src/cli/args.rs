@@ -41,6 +41,8 @@ pub enum Command {
     Join(JoinArgs),
     /// Run a whole federation on this machine (emulated clusters, controller, DNS).
     Sandbox(SandboxArgs),
+    /// Explain why each cluster is or is not behind a published name.
+    Explain(ExplainArgs),
     /// Print a reference document generated from this binary (hidden: it
     /// keeps `docs/` current).
     #[command(hide = true)]
@@ -56,6 +58,7 @@ impl Command {
             Command::Crds(_) => "crds",
             Command::Join(_) => "join",
             Command::Sandbox(_) => "sandbox",
+            Command::Explain(_) => "explain",
             Command::Docs(_) => "docs",
         }
     }
@@ -316,6 +319,32 @@ pub struct ControllerArgs {
     /// Response rate limiting of the embedded DNS server.
     #[command(flatten)]
     pub rrl: RrlArgs,
+}
+
+/// Arguments of `fedns explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The published name, e.g. `nginx.ns.myfed.svc.example.com`.
+    pub name: String,
+    /// Kubeconfig of the host cluster (default: in-cluster config, else
+    /// $KUBECONFIG or ~/.kube/config); the sandbox writes `.fedns-sandbox/host.kubeconfig`.
+    #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The controller namespace (MemberClusters).
+    #[arg(long, value_name = "NAMESPACE", default_value = "fedns-system")]
+    pub namespace: String,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = ExplainOutput::Text)]
+    pub output: ExplainOutput,
+}
+
+/// Output of `fedns explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainOutput {
+    /// Lines for a terminal.
+    Text,
+    /// JSON.
+    Json,
 }
 
 /// Arguments of `fedns sandbox`.

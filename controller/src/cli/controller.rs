@@ -200,6 +200,60 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         last_shards: Default::default(),
         reported: Default::default(),
     });
+    {
+        // /debug/explain: the command's view plus the member caches.
+        let ctx = ctx.clone();
+        let _ = state.explain.set(Arc::new(move |name: &str, json: bool| {
+            fn owned<T: Clone>(items: Vec<Arc<T>>) -> Vec<T> {
+                items.into_iter().map(|i| (*i).clone()).collect()
+            }
+            let endpoints = owned(ctx.endpoints.state());
+            let services = owned(ctx.services.state());
+            let ingresses = owned(ctx.ingresses.state());
+            let members = owned(ctx.clusters.state());
+            let registry = ctx.registry.clone();
+            let facts = move |cluster: &str, namespace: &str, name: &str, service: bool| {
+                let member = registry.members().into_iter().find(|m| m.name == cluster)?;
+                Some(if service {
+                    let found = member
+                        .services
+                        .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace));
+                    records::explain::MemberFacts {
+                        exists: found.is_some(),
+                        has_load_balancer: found.as_ref().is_some_and(|s| {
+                            s.status
+                                .as_ref()
+                                .and_then(|s| s.load_balancer.as_ref())
+                                .and_then(|lb| lb.ingress.as_ref())
+                                .is_some_and(|i| !i.is_empty())
+                        }),
+                        ready_endpoints: Some(member.has_ready_endpoints(namespace, name)),
+                    }
+                } else {
+                    let found = member
+                        .ingresses
+                        .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace));
+                    records::explain::MemberFacts {
+                        exists: found.is_some(),
+                        has_load_balancer: found.as_ref().is_some_and(|i| {
+                            i.status
+                                .as_ref()
+                                .and_then(|s| s.load_balancer.as_ref())
+                                .and_then(|lb| lb.ingress.as_ref())
+                                .is_some_and(|i| !i.is_empty())
+                        }),
+                        ready_endpoints: None,
+                    }
+                })
+            };
+            let explanation = records::explain::explain(name, &endpoints, &services, &ingresses, &members, &facts);
+            if json {
+                serde_json::to_string_pretty(&explanation).unwrap_or_default()
+            } else {
+                records::explain::render(&explanation)
+            }
+        }));
+    }
     tokio::spawn(records::run_workers(ctx, queue.clone(), args.workers));
     {
         // Periodic full resync, and a full pass whenever leadership is won.

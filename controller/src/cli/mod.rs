@@ -7,6 +7,7 @@ pub mod controller;
 pub mod crds;
 pub mod dns_server;
 pub mod docs;
+pub mod explain;
 pub mod join;
 pub mod sandbox;
 

@@ -286,3 +286,21 @@ fn names_addresses(host: &str, resolved: &Resolved) -> Vec<IpAddr> {
         .and_then(|h| resolved.addresses(&h))
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_get_their_defaults_and_bad_values_are_reported() {
+        let spec: DataPlaneCheck = serde_json::from_value(serde_json::json!({"protocol": "HTTPS"})).unwrap();
+        let check = check_of(&spec, ingress_default_port(&spec), "web.example.com").unwrap();
+        assert_eq!((check.spec.port, check.spec.host.as_str()), (443, "web.example.com"));
+        assert_eq!(check.period, Duration::from_secs(5));
+        let reversed: DataPlaneCheck =
+            serde_json::from_value(serde_json::json!({"protocol": "HTTP", "expectedStatuses": ["399-200"]})).unwrap();
+        assert!(check_of(&reversed, 80, "x.example.com")
+            .unwrap_err()
+            .contains("ends before it starts"));
+    }
+}

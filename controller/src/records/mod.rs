@@ -5,6 +5,7 @@
 
 pub mod builder;
 mod context;
+pub mod explain;
 mod health;
 mod ingress;
 pub mod queue;

@@ -122,6 +122,7 @@ async fn health_follows_the_traffic_path_and_fails_open() {
     }
     federation.host.seed_yaml("host", HOST_YAML).unwrap();
     let dns_port = free_port();
+    let metrics_port = free_port();
     let _controller = spawn_fedns(&[
         "controller",
         "--kubeconfig",
@@ -129,7 +130,7 @@ async fn health_follows_the_traffic_path_and_fails_open() {
         "--dns-listen",
         &format!("127.0.0.1:{dns_port}"),
         "--metrics-addr",
-        &format!("127.0.0.1:{}", free_port()),
+        &format!("127.0.0.1:{metrics_port}"),
         "--udp-workers",
         "1",
     ]);
@@ -141,6 +142,35 @@ async fn health_follows_the_traffic_path_and_fails_open() {
     // A dead load balancer leaves; back, it returns.
     responders[0].stop();
     answers_become(dns_port, &["127.0.2.2", "127.0.2.3"], "LB a stopped").await;
+    // `fedns explain` says why, from the host cluster (status written
+    // shortly after the answer changed: wait for it).
+    let kubeconfig = dir.join("host.kubeconfig");
+    let started = Instant::now();
+    let explained = loop {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+            .args(["explain", GLOBAL, "--kubeconfig", kubeconfig.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if text.contains("load balancer failing its probes: 127.0.2.1") {
+            break text;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "fedns explain after 30 s:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!("fedns explain:\n{explained}");
+    assert!(explained.contains("record ServiceDNSRecord ns/nginx"), "{explained}");
+    let (code, body) = http_get(&format!("http://127.0.0.1:{metrics_port}/debug/explain?name={GLOBAL}")).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("127.0.2.1 Down"), "{body}");
+    assert!(
+        body.contains("endpoints ready"),
+        "the controller adds its member caches: {body}"
+    );
     responders[0].resume().await.unwrap();
     answers_become(dns_port, &all, "LB a back").await;
 

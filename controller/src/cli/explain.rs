@@ -1,0 +1,53 @@
+//! `fedns explain NAME`: why each cluster is or is not behind a published
+//! name, read from the host cluster (the same view the controller serves
+//! read-only at `/debug/explain?name=` on its metrics port, which adds its
+//! member caches' endpoint readiness).
+
+use anyhow::Context;
+use fedns_api::{DNSEndpoint, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
+use kube::api::{Api, ListParams};
+
+use crate::cli::{ExplainArgs, ExplainOutput};
+use crate::records::explain::{explain, render};
+
+/// Runs `fedns explain`.
+///
+/// # Errors
+/// The host cluster cannot be reached or listed.
+pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
+    let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
+    let list = ListParams::default();
+    let endpoints = Api::<DNSEndpoint>::all(client.clone())
+        .list(&list)
+        .await
+        .context("listing DNSEndpoints")?
+        .items;
+    let services = Api::<ServiceDNSRecord>::all(client.clone())
+        .list(&list)
+        .await
+        .context("listing ServiceDNSRecords")?
+        .items;
+    let ingresses = Api::<IngressDNSRecord>::all(client.clone())
+        .list(&list)
+        .await
+        .context("listing IngressDNSRecords")?
+        .items;
+    let members = Api::<MemberCluster>::namespaced(client, &args.namespace)
+        .list(&list)
+        .await
+        .with_context(|| format!("listing MemberClusters in {}", args.namespace))?
+        .items;
+    let explanation = explain(
+        &args.name,
+        &endpoints,
+        &services,
+        &ingresses,
+        &members,
+        &|_, _, _, _| None,
+    );
+    match args.output {
+        ExplainOutput::Text => print!("{}", render(&explanation)),
+        ExplainOutput::Json => println!("{}", serde_json::to_string_pretty(&explanation)?),
+    }
+    Ok(())
+}
