@@ -373,7 +373,8 @@ pub struct SandboxArgs {
 /// Actions on a running sandbox, found through its state dir.
 #[derive(Debug, Subcommand)]
 pub enum SandboxAction {
-    /// Stop a member's API server (it leaves DNS).
+    /// Stop a member's API server (it leaves the names of records without a
+    /// `healthCheck`; records with one keep it while its load balancer passes).
     Fail {
         /// Member cluster name.
         cluster: String,
@@ -399,6 +400,23 @@ pub enum SandboxAction {
     },
     /// Set `cordoned: false` again.
     Uncordon {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Stop a member's load balancer, its HTTP responder (it fails its
+    /// probes and leaves the names of records with a `healthCheck`).
+    BreakLb {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Start a member's load balancer again (it comes back).
+    FixLb {
         /// Member cluster name.
         cluster: String,
         /// The running sandbox's state dir.

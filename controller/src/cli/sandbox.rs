@@ -3,7 +3,17 @@
 //! `examples/sandbox/` (compiled in) or from a user's exported cluster
 //! state (`--members-from`), the controller and the embedded DNS server in
 //! this process, one printed line per published DNS change, and a local
-//! control endpoint for `fedns sandbox fail|recover|cordon|uncordon`.
+//! control endpoint for `fedns sandbox fail|recover|cordon|uncordon` and
+//! `break-lb|fix-lb`.
+//!
+//! With the built-in seed, each member's Service load balancer is an HTTP
+//! responder on a loopback address of its own (127.0.10.1-3, one port), and
+//! the seeded ServiceDNSRecord probes them (`spec.healthCheck`), so both
+//! failure modes show: an API server down (`fail`) keeps the cluster in DNS
+//! while its load balancer passes; a load balancer down (`break-lb`) takes it
+//! out. Probes never leave 127.0.0.0/8: the seeded IngressDNSRecord (TEST-NET
+//! addresses) has no health check, and neither has anything `--members-from`
+//! generates.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -16,6 +26,7 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use fedns_api::DNSEndpoint;
+use fedns_sandbox::responder::Responder;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -29,6 +40,21 @@ use crate::federation::Federation;
 const NAMESPACE: &str = "fedns-system";
 /// File in the state dir holding the control endpoint's address.
 const CONTROL_FILE: &str = "control.addr";
+
+/// The members' load balancers with the built-in seed: an HTTP responder
+/// each, on these loopback addresses (the seeded Services' `status.loadBalancer`)
+/// and one port shared by all (the seeded Services' port, `{{lb-port}}`).
+const LOAD_BALANCERS: [(&str, [u8; 4]); 3] = [
+    ("us-east-1", [127, 0, 10, 1]),
+    ("us-west-2", [127, 0, 10, 2]),
+    ("eu-west-1", [127, 0, 10, 3]),
+];
+/// The seeded ServiceDNSRecord's `healthCheck.periodSeconds`.
+const PROBE_PERIOD_SECONDS: u64 = 1;
+/// The seeded ServiceDNSRecord's `healthCheck.failureThreshold`.
+const PROBE_FAILURE_THRESHOLD: u64 = 2;
+/// The seeded ServiceDNSRecord's `healthCheck.successThreshold`.
+const PROBE_SUCCESS_THRESHOLD: u64 = 1;
 
 /// The built-in seed, compiled in so the binary works from any folder.
 const HOST_SEED: [(&str, &str); 2] = [
@@ -73,6 +99,8 @@ pub async fn run(args: &SandboxArgs) -> anyhow::Result<()> {
         Some(SandboxAction::Recover { cluster, state_dir }) => control(state_dir, "recover", cluster).await,
         Some(SandboxAction::Cordon { cluster, state_dir }) => control(state_dir, "cordon", cluster).await,
         Some(SandboxAction::Uncordon { cluster, state_dir }) => control(state_dir, "uncordon", cluster).await,
+        Some(SandboxAction::BreakLb { cluster, state_dir }) => control(state_dir, "break-lb", cluster).await,
+        Some(SandboxAction::FixLb { cluster, state_dir }) => control(state_dir, "fix-lb", cluster).await,
     }
 }
 
@@ -84,6 +112,9 @@ pub struct Running {
     pub dns_addr: SocketAddr,
     /// The control endpoint.
     pub control_addr: SocketAddr,
+    /// Each member's load balancer (its HTTP responder's address), with the
+    /// built-in seed; empty with `--members-from`.
+    pub load_balancers: BTreeMap<String, SocketAddr>,
     stop: Arc<Notify>,
     controller: tokio::task::JoinHandle<anyhow::Result<()>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -134,12 +165,22 @@ fn member_seed(args: &SandboxArgs) -> anyhow::Result<Seed> {
 /// A seed that does not parse (file:line), or a port that cannot be bound.
 pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let seed = member_seed(args)?;
+    // The load balancers first: their port goes into the seeded Services.
+    let responders = if args.members_from.is_some() {
+        BTreeMap::new()
+    } else {
+        start_load_balancers().await?
+    };
+    let lb_port = responders.values().next().map_or(0, |r| r.address().port());
     let names: Vec<&str> = seed.members.iter().map(|(n, _, _)| n.as_str()).collect();
     let federation = Federation::start(&args.state_dir, NAMESPACE, &names).await?;
     for (name, paths, text) in &seed.members {
         let member = federation.member(name)?;
         let report = match text {
-            Some(text) => member.seed_yaml(&format!("examples/sandbox/members/{name}/state.yaml"), text)?,
+            Some(text) => member.seed_yaml(
+                &format!("examples/sandbox/members/{name}/state.yaml"),
+                &text.replace("{{lb-port}}", &lb_port.to_string()),
+            )?,
             None => member.seed_paths(paths)?,
         };
         for skipped in &report.skipped {
@@ -188,7 +229,12 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         })
     };
     let mut tasks = vec![tokio::spawn(print_changes(federation.clone()))];
-    let (control_addr, control_task) = serve_control(federation.clone()).await?;
+    let load_balancers = responders.iter().map(|(name, r)| (name.clone(), r.address())).collect();
+    let (control_addr, control_task) = serve_control(Control {
+        federation: federation.clone(),
+        responders,
+    })
+    .await?;
     tasks.push(control_task);
     std::fs::write(args.state_dir.join(CONTROL_FILE), control_addr.to_string())
         .with_context(|| format!("writing {}", args.state_dir.join(CONTROL_FILE).display()))?;
@@ -196,6 +242,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         federation,
         dns_addr: args.dns_listen,
         control_addr,
+        load_balancers,
         stop,
         controller,
         tasks,
@@ -217,18 +264,32 @@ impl Running {
             "  host       {}   kubeconfig {dir}/host.kubeconfig",
             self.federation.host.url()
         );
+        if !self.load_balancers.is_empty() {
+            let list: Vec<String> = self
+                .load_balancers
+                .iter()
+                .map(|(name, address)| format!("{name} {address}"))
+                .collect();
+            println!("Load balancers (HTTP responders): {}", list.join(", "));
+            println!(
+                "  nginx probes them: HTTP GET /healthz every {PROBE_PERIOD_SECONDS} s; {PROBE_FAILURE_THRESHOLD} failures take an address out, {PROBE_SUCCESS_THRESHOLD} success brings it back"
+            );
+        }
         println!("DNS on {ip} port {port} (UDP and TCP). Try:");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.example.com");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2.example.com");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com");
         println!("  dig @{ip} -p {port} shop.example.com");
-        println!("Make a cluster fail, and bring it back:");
+        println!("Stop a member's API server (nginx stays while its load balancer passes), and bring it back:");
         println!("  fedns sandbox fail us-west-2 --state-dir {dir}");
         println!("  fedns sandbox recover us-west-2 --state-dir {dir}");
+        println!("Stop a member's load balancer (it leaves nginx's names), and start it again:");
+        println!("  fedns sandbox break-lb us-west-2 --state-dir {dir}");
+        println!("  fedns sandbox fix-lb us-west-2 --state-dir {dir}");
         println!("  fedns sandbox cordon us-east-1 --state-dir {dir}   (uncordon to undo)");
         println!("Change a member live:");
         println!(
-            "  kubectl --kubeconfig {dir}/eu-west-1.kubeconfig -n ns patch service nginx --subresource=status --type=merge \\\n      -p '{{\"status\":{{\"loadBalancer\":{{\"ingress\":[{{\"ip\":\"198.51.100.21\"}}]}}}}}}'"
+            "  kubectl --kubeconfig {dir}/eu-west-1.kubeconfig -n ns patch ingress shop --subresource=status --type=merge \\\n      -p '{{\"status\":{{\"loadBalancer\":{{\"ingress\":[{{\"ip\":\"198.51.100.201\"}}]}}}}}}'"
         );
         println!("  kubectl --kubeconfig {dir}/host.kubeconfig -n ns get dnsendpoints -o yaml");
         println!("Published changes follow (+ added, - removed). Ctrl-C stops everything.");
@@ -420,12 +481,52 @@ async fn print_changes(federation: Federation) {
     }
 }
 
-async fn serve_control(federation: Federation) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+/// Starts one HTTP responder per member of the built-in seed, on its
+/// loopback address, all on one free port (found by the first; tried again
+/// on another if a later address has it taken).
+async fn start_load_balancers() -> anyhow::Result<BTreeMap<String, Arc<Responder>>> {
+    let mut last_error = None;
+    for _ in 0..20 {
+        let mut started = BTreeMap::new();
+        let mut port = 0;
+        let mut failed = None;
+        for (name, ip) in LOAD_BALANCERS {
+            let address = SocketAddr::from((ip, port));
+            match Responder::start(address, None).await {
+                Ok(responder) => {
+                    port = responder.address().port();
+                    started.insert(name.to_owned(), Arc::new(responder));
+                }
+                Err(e) => {
+                    failed =
+                        Some(anyhow::Error::new(e).context(format!("starting {name}'s load balancer on {address}")));
+                    break;
+                }
+            }
+        }
+        match failed {
+            None => return Ok(started),
+            // Dropping the ones started stops them.
+            Some(e) if port != 0 => last_error = Some(e),
+            // The first address cannot be bound at all.
+            Some(e) => return Err(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| anyhow::anyhow!("no port free on every load balancer address")))
+}
+
+/// What the control endpoint acts on.
+struct Control {
+    federation: Federation,
+    responders: BTreeMap<String, Arc<Responder>>,
+}
+
+async fn serve_control(control: Control) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = Router::new()
         .route("/{action}/{cluster}", post(handle_control))
-        .with_state(Arc::new(federation));
+        .with_state(Arc::new(control));
     let task = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "sandbox control endpoint stopped");
@@ -435,9 +536,10 @@ async fn serve_control(federation: Federation) -> anyhow::Result<(SocketAddr, to
 }
 
 async fn handle_control(
-    State(federation): State<Arc<Federation>>,
+    State(control): State<Arc<Control>>,
     UrlPath((action, cluster)): UrlPath<(String, String)>,
 ) -> (StatusCode, String) {
+    let federation = &control.federation;
     let Ok(member) = federation.member(&cluster) else {
         let known: Vec<&String> = federation.members.keys().collect();
         return (
@@ -448,10 +550,40 @@ async fn handle_control(
     let result = match action.as_str() {
         "fail" => {
             member.stop();
-            Ok(format!(
-                "{cluster}: API server stopped; it leaves DNS after the health check notices (about 3 s)\n"
-            ))
+            Ok(if control.responders.is_empty() {
+                format!("{cluster}: API server stopped; it leaves DNS after the health check notices (about 3 s)\n")
+            } else {
+                format!(
+                    "{cluster}: API server stopped; nginx keeps its addresses while its load balancer passes \
+                     (static stability); shop.example.com (no healthCheck) drops them in about 3 s, \
+                     unless no cluster would be left\n"
+                )
+            })
         }
+        "break-lb" | "fix-lb" => match control.responders.get(&cluster) {
+            None => Err(format!(
+                "{cluster} has no sandbox load balancer (only the built-in seed has them)"
+            )),
+            Some(responder) if action == "break-lb" => {
+                responder.stop();
+                Ok(format!(
+                    "{cluster}: load balancer {} stopped (connections refused); it leaves nginx's names after \
+                     {PROBE_FAILURE_THRESHOLD} failed probes {PROBE_PERIOD_SECONDS} s apart (within {} s)\n",
+                    responder.address(),
+                    PROBE_PERIOD_SECONDS * PROBE_FAILURE_THRESHOLD + 1
+                ))
+            }
+            Some(responder) => responder
+                .resume()
+                .await
+                .map(|()| {
+                    format!(
+                        "{cluster}: load balancer {} answering again; it returns after {PROBE_SUCCESS_THRESHOLD} passing probe\n",
+                        responder.address()
+                    )
+                })
+                .map_err(|e| format!("{cluster}: load balancer {}: {e}", responder.address())),
+        },
         "recover" => member
             .resume()
             .await
@@ -476,7 +608,9 @@ async fn handle_control(
                 None => Err("the MemberCluster CRD is not installed".into()),
             }
         }
-        other => Err(format!("unknown action {other}; use fail, recover, cordon or uncordon")),
+        other => Err(format!(
+            "unknown action {other}; use fail, recover, cordon, uncordon, break-lb or fix-lb"
+        )),
     };
     match result {
         Ok(message) => {
@@ -514,4 +648,43 @@ pub async fn control(state_dir: &Path, action: &str, cluster: &str) -> anyhow::R
     anyhow::ensure!(status.is_success(), "{}", text.trim());
     print!("{text}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    fn documents(text: &str) -> Vec<serde_json::Value> {
+        serde_yaml_ng::Deserializer::from_str(text)
+            .map(|doc| serde_json::Value::deserialize(doc).expect("YAML"))
+            .collect()
+    }
+
+    /// The printed timings come from constants; they must be the seed's.
+    #[test]
+    fn the_seed_matches_the_constants_and_probes_only_loopback() {
+        let record = documents(HOST_SEED[0].1)
+            .into_iter()
+            .find(|d| d["kind"] == "ServiceDNSRecord")
+            .expect("a ServiceDNSRecord");
+        let check = &record["spec"]["healthCheck"];
+        assert_eq!(check["periodSeconds"], PROBE_PERIOD_SECONDS);
+        assert_eq!(check["failureThreshold"], PROBE_FAILURE_THRESHOLD);
+        assert_eq!(check["successThreshold"], PROBE_SUCCESS_THRESHOLD);
+        assert!(documents(HOST_SEED[0].1)
+            .iter()
+            .filter(|d| d["kind"] == "IngressDNSRecord")
+            .all(|d| d["spec"].get("healthCheck").is_none()));
+        for ((name, text), (lb_name, ip)) in MEMBER_SEED.iter().zip(LOAD_BALANCERS) {
+            assert_eq!(*name, lb_name);
+            let service = documents(&text.replace("{{lb-port}}", "8080"))
+                .into_iter()
+                .find(|d| d["kind"] == "Service")
+                .expect("a Service");
+            let want: Vec<serde_json::Value> = vec![json!({"ip": std::net::Ipv4Addr::from(ip).to_string()})];
+            assert_eq!(service["status"]["loadBalancer"]["ingress"], json!(want), "{name}");
+            assert_eq!(service["spec"]["ports"][0]["port"], 8080, "{name}");
+        }
+    }
 }

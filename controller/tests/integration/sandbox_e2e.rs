@@ -1,17 +1,20 @@
 //! `fedns sandbox` run in-process on free ports: exact answers for the
 //! global, region and zone names and the Ingress host over UDP and TCP
-//! (dig and hickory-proto), failover through `fail`/`recover`, `cordon`,
-//! and `--members-from` with real `kubectl get -o yaml` output.
+//! (dig and hickory-proto), both failure modes (`fail`/`recover`: API server
+//! down, load balancer up; `break-lb`/`fix-lb`: the reverse), `cordon`, and
+//! `--members-from` with real `kubectl get -o yaml` output.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::common::*;
+use fedns_api::MemberCluster;
 use fedns_controller::cli::sandbox;
 use fedns_controller::cli::SandboxArgs;
 use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
 use fedns_dnsserver::hickory_proto::rr::{Name, RecordType};
+use kube::api::Api;
 
 const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 
@@ -46,6 +49,12 @@ fn hickory(port: u16, name: &str, rtype: RecordType) -> Vec<String> {
     out
 }
 
+const EAST: &str = "127.0.10.1";
+const WEST: &str = "127.0.10.2";
+const EU: &str = "127.0.10.3";
+const ALL: [&str; 3] = [EAST, WEST, EU];
+const SHOP_ALL: [&str; 3] = ["198.51.100.100", "198.51.100.200", "203.0.113.100"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sandbox_serves_and_fails_over() {
     let (args, port) = args(None);
@@ -54,42 +63,26 @@ async fn the_sandbox_serves_and_fails_over() {
     for cluster in ["host", "us-east-1", "us-west-2", "eu-west-1"] {
         assert!(state_dir.join(format!("{cluster}.kubeconfig")).exists());
     }
+    // Every load balancer is a responder on loopback, on one port.
+    let lbs: Vec<String> = running.load_balancers.values().map(|a| a.ip().to_string()).collect();
+    assert_eq!(lbs, [EU, EAST, WEST]);
+    let lb_port = running.load_balancers["us-east-1"].port();
+    assert!(running.load_balancers.values().all(|a| a.port() == lb_port));
 
-    let all = ["198.51.100.10", "198.51.100.20", "203.0.113.10"];
     eventually("the sandbox answers the global name", || {
-        dig(port, GLOBAL, "A", false) == all
+        dig(port, GLOBAL, "A", false) == ALL
     })
     .await;
     let expect = [
-        (GLOBAL, "AAAA", vec!["2001:db8::10"]),
-        ("nginx.ns.myfed.svc.us-east-1.example.com", "A", vec!["203.0.113.10"]),
-        (
-            "nginx.ns.myfed.svc.us-east-1a.us-east-1.example.com",
-            "A",
-            vec!["203.0.113.10"],
-        ),
-        (
-            "nginx.ns.myfed.svc.us-east-1b.us-east-1.example.com",
-            "A",
-            vec!["203.0.113.10"],
-        ),
-        ("nginx.ns.myfed.svc.us-west-2.example.com", "A", vec!["198.51.100.10"]),
-        (
-            "nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com",
-            "AAAA",
-            vec!["2001:db8::10"],
-        ),
-        ("nginx.ns.myfed.svc.eu-west-1.example.com", "A", vec!["198.51.100.20"]),
-        (
-            "nginx.ns.myfed.svc.eu-west-1a.eu-west-1.example.com",
-            "A",
-            vec!["198.51.100.20"],
-        ),
-        (
-            "shop.example.com",
-            "A",
-            vec!["198.51.100.100", "198.51.100.200", "203.0.113.100"],
-        ),
+        ("nginx.ns.myfed.svc.us-east-1.example.com", "A", vec![EAST]),
+        ("nginx.ns.myfed.svc.us-east-1a.us-east-1.example.com", "A", vec![EAST]),
+        ("nginx.ns.myfed.svc.us-east-1b.us-east-1.example.com", "A", vec![EAST]),
+        ("nginx.ns.myfed.svc.us-west-2.example.com", "A", vec![WEST]),
+        ("nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com", "A", vec![WEST]),
+        ("nginx.ns.myfed.svc.eu-west-1.example.com", "A", vec![EU]),
+        ("nginx.ns.myfed.svc.eu-west-1a.eu-west-1.example.com", "A", vec![EU]),
+        ("shop.example.com", "A", SHOP_ALL.to_vec()),
+        ("shop.example.com", "AAAA", vec!["2001:db8::100"]),
     ];
     for (name, rtype, answer) in &expect {
         eventually(&format!("{name} {rtype}"), || dig(port, name, rtype, false) == *answer).await;
@@ -97,75 +90,156 @@ async fn the_sandbox_serves_and_fails_over() {
         let wire = if *rtype == "A" { RecordType::A } else { RecordType::AAAA };
         assert_eq!(hickory(port, name, wire), *answer, "{name} through hickory-proto");
     }
-    assert_eq!(
-        dig(port, "www.example.com", "A", false),
-        [
-            "198.51.100.10",
-            "198.51.100.20",
-            "203.0.113.10",
-            "nginx.ns.myfed.svc.example.com."
-        ]
-    );
-
-    // fail us-west-2: its addresses leave every answer; its names fall back.
-    sandbox::control(&state_dir, "fail", "us-west-2").await.unwrap();
-    let took = eventually("us-west-2 leaves after `fail`", || {
-        dig(port, GLOBAL, "A", false) == ["198.51.100.20", "203.0.113.10"]
-    })
-    .await;
-    println!("failover after `fedns sandbox fail us-west-2`: {took:?}");
+    // No IPv6 load balancer address: nothing outside 127.0.0.0/8 is probed.
     assert!(dig(port, GLOBAL, "AAAA", false).is_empty());
     assert_eq!(
-        dig(port, "nginx.ns.myfed.svc.us-west-2.example.com", "A", false),
-        ["198.51.100.20", "203.0.113.10", "nginx.ns.myfed.svc.example.com."]
+        dig(port, "www.example.com", "A", false),
+        [EAST, WEST, EU, "nginx.ns.myfed.svc.example.com."]
     );
-    let zone = dig(port, "nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com", "A", false);
-    assert!(
-        zone.contains(&"nginx.ns.myfed.svc.us-west-2.example.com.".to_string()),
-        "{zone:?}"
-    );
-    eventually("the Ingress host drops us-west-2", || {
+
+    // fail us-west-2 (API server down, load balancer up): nginx, which
+    // probes its load balancers, keeps it; shop (no healthCheck) drops it.
+    sandbox::control(&state_dir, "fail", "us-west-2").await.unwrap();
+    let took = eventually("shop.example.com drops us-west-2 after `fail`", || {
         dig(port, "shop.example.com", "A", false) == ["198.51.100.200", "203.0.113.100"]
     })
     .await;
-    // Other clusters' answers are unchanged.
-    assert_eq!(
-        dig(port, "nginx.ns.myfed.svc.us-east-1.example.com", "A", false),
-        ["203.0.113.10"]
-    );
-    assert_eq!(
-        dig(port, "nginx.ns.myfed.svc.eu-west-1a.eu-west-1.example.com", "A", false),
-        ["198.51.100.20"]
-    );
-
+    println!("shop.example.com without us-west-2 after `fedns sandbox fail us-west-2`: {took:?}");
+    assert!(dig(port, "shop.example.com", "AAAA", false).is_empty());
+    for _ in 0..20 {
+        assert_eq!(dig(port, GLOBAL, "A", false), ALL, "nginx keeps us-west-2");
+        assert_eq!(
+            dig(port, "nginx.ns.myfed.svc.us-west-2.example.com", "A", false),
+            [WEST]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     sandbox::control(&state_dir, "recover", "us-west-2").await.unwrap();
-    eventually("us-west-2 returns after `recover`", || {
-        dig(port, GLOBAL, "A", false) == all
+    eventually("us-west-2 returns to shop.example.com after `recover`", || {
+        dig(port, "shop.example.com", "A", false) == SHOP_ALL
     })
     .await;
-    assert_eq!(
-        dig(port, "nginx.ns.myfed.svc.us-west-2.example.com", "A", false),
-        ["198.51.100.10"]
-    );
 
-    // cordon has the same effect and is reversible.
+    // cordon drains a cluster on purpose, whatever its health; reversible.
     sandbox::control(&state_dir, "cordon", "us-east-1").await.unwrap();
     eventually("a cordoned us-east-1 leaves", || {
-        dig(port, GLOBAL, "A", false) == ["198.51.100.10", "198.51.100.20"]
+        dig(port, GLOBAL, "A", false) == [WEST, EU]
     })
     .await;
     sandbox::control(&state_dir, "uncordon", "us-east-1").await.unwrap();
     eventually("us-east-1 returns after uncordon", || {
-        dig(port, GLOBAL, "A", false) == all
+        dig(port, GLOBAL, "A", false) == ALL
     })
     .await;
 
     // A control request for an unknown cluster is refused with a clear error.
     let err = sandbox::control(&state_dir, "fail", "mars-1").await.unwrap_err();
     assert!(err.to_string().contains("no member cluster mars-1"), "{err}");
+    let err = sandbox::control(&state_dir, "break-lb", "mars-1").await.unwrap_err();
+    assert!(err.to_string().contains("no member cluster mars-1"), "{err}");
     running.shutdown().await;
     let gone = sandbox::control(&state_dir, "fail", "us-west-2").await.unwrap_err();
     assert!(gone.to_string().contains("no running sandbox"), "{gone}");
+}
+
+/// Both failure modes, as the README walks through them: `break-lb` (API up,
+/// load balancer down) takes a cluster out within periodSeconds ×
+/// failureThreshold + 1 s = 3 s of the seeded healthCheck; `fix-lb` brings
+/// it back; `fail` (API down, load balancer up) keeps it; `fail` on every
+/// member keeps the last answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_shows_both_failure_modes() {
+    let (args, port) = args(None);
+    let running = sandbox::start(&args).await.unwrap();
+    let state_dir = args.state_dir.clone();
+    eventually("the sandbox answers the global name", || {
+        dig(port, GLOBAL, "A", false) == ALL
+    })
+    .await;
+    // The responders answer what the probes ask.
+    let lb = running.load_balancers["us-west-2"];
+    let (status, body) = http_get(&format!("http://{lb}/healthz")).await;
+    assert_eq!((status, body.trim()), (200, "fedns sandbox load balancer"));
+
+    // break-lb: out of the global name; its region and zone names fall back.
+    // periodSeconds 1 × failureThreshold 2 + 1 s.
+    let bound = Duration::from_secs(3);
+    sandbox::control(&state_dir, "break-lb", "us-west-2").await.unwrap();
+    let took = eventually("us-west-2 leaves after `break-lb`", || {
+        dig(port, GLOBAL, "A", false) == [EAST, EU]
+    })
+    .await;
+    println!("out after `fedns sandbox break-lb us-west-2`: {took:?} (bound {bound:?})");
+    assert!(took <= bound, "break-lb took {took:?}, more than {bound:?}");
+    assert_eq!(
+        dig(port, "nginx.ns.myfed.svc.us-west-2.example.com", "A", false),
+        [EAST, EU, "nginx.ns.myfed.svc.example.com."]
+    );
+    let zone = dig(port, "nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com", "A", false);
+    assert!(
+        zone.contains(&"nginx.ns.myfed.svc.us-west-2.example.com.".to_string()),
+        "{zone:?}"
+    );
+    // Other names are unchanged: the Ingress is not probed.
+    assert_eq!(
+        dig(port, "nginx.ns.myfed.svc.us-east-1.example.com", "A", false),
+        [EAST]
+    );
+    assert_eq!(dig(port, "shop.example.com", "A", false), SHOP_ALL);
+
+    // fix-lb: back after one passing probe.
+    sandbox::control(&state_dir, "fix-lb", "us-west-2").await.unwrap();
+    let took = eventually("us-west-2 returns after `fix-lb`", || {
+        dig(port, GLOBAL, "A", false) == ALL
+    })
+    .await;
+    println!("back after `fedns sandbox fix-lb us-west-2`: {took:?}");
+    assert_eq!(
+        dig(port, "nginx.ns.myfed.svc.us-west-2.example.com", "A", false),
+        [WEST]
+    );
+
+    // fail on every member: the controller sees every API server down, and
+    // every name keeps its last answers.
+    let host = client_of(&running.federation.host).await;
+    let members: Api<MemberCluster> = Api::namespaced(host, "fedns-system");
+    for cluster in ["us-east-1", "us-west-2", "eu-west-1"] {
+        sandbox::control(&state_dir, "fail", cluster).await.unwrap();
+    }
+    let started = Instant::now();
+    loop {
+        let list = members.list(&Default::default()).await.unwrap();
+        let down = list
+            .items
+            .iter()
+            .filter(|m| {
+                m.status.as_ref().is_some_and(|s| {
+                    fedns_api::conditions::get(&s.conditions, "Ready").is_some_and(|c| c.status == "False")
+                })
+            })
+            .count();
+        if down == 3 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not every member NotReady in 30 s"
+        );
+        assert_eq!(dig(port, GLOBAL, "A", false), ALL, "never fewer answers");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("every member NotReady after {:?}", started.elapsed());
+    for _ in 0..30 {
+        assert_eq!(dig(port, GLOBAL, "A", false), ALL, "the last answers stay");
+        assert_eq!(
+            dig(port, "shop.example.com", "A", false),
+            SHOP_ALL,
+            "the last answers stay"
+        );
+        assert_eq!(dig(port, "nginx.ns.myfed.svc.eu-west-1.example.com", "A", false), [EU]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    running.shutdown().await;
 }
 
 fn fixtures() -> PathBuf {
