@@ -117,15 +117,26 @@ where
     let (mut sender, connection) = hyper::client::conn::http1::handshake::<_, Empty<bytes::Bytes>>(io)
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
-    let driver = tokio::spawn(connection);
     let request = http::Request::get(spec.path.as_str())
         .header(http::header::HOST, &spec.host)
         .header(http::header::USER_AGENT, "fedns-health-check")
         .header(http::header::CONNECTION, "close")
         .body(Empty::new())
         .map_err(|e| format!("HTTP request: {e}"))?;
-    let result = sender.send_request(request).await;
-    driver.abort();
+    // Drive the connection beside the request in this task (no task per
+    // probe); the answer's head is all a health check needs.
+    let mut connection = std::pin::pin!(connection);
+    let response = sender.send_request(request);
+    let mut response = std::pin::pin!(response);
+    let result = tokio::select! {
+        result = &mut response => result,
+        ended = &mut connection => {
+            if let Err(e) = ended {
+                return Err(format!("HTTP: {e}"));
+            }
+            (&mut response).await
+        }
+    };
     let status = result.map_err(|e| format!("HTTP: {e}"))?.status().as_u16();
     if spec.statuses.iter().any(|(low, high)| (*low..=*high).contains(&status)) {
         Ok(())

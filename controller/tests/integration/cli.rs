@@ -92,7 +92,11 @@ fn docs_cli_md_matches_the_binary() {
         let mut flags = 0;
         for arg in command.get_arguments() {
             if let Some(long) = arg.get_long().filter(|l| *l != "help" && *l != "version") {
-                assert!(generated.contains(&format!("`--{long}")), "{path}: --{long} missing");
+                let row = match arg.get_short() {
+                    Some(short) => format!("`-{short}, --{long}"),
+                    None => format!("`--{long}"),
+                };
+                assert!(generated.contains(&row), "{path}: --{long} missing");
                 flags += 1;
             }
         }

@@ -1,0 +1,203 @@
+//! Data-plane probe benchmark (not a test; prints figures):
+//! 1. failover: with the default check (HTTP, period 5 s, timeout 2 s,
+//!    failureThreshold 3), 20 load balancers are stopped at once; the time
+//!    until each address is Down, p50/p99 (target < period × threshold + 1 s
+//!    = 16 s). The time from Down to the changed DNS answer (a reconcile and
+//!    a publish) is printed by the controller's e2e tests (health_e2e).
+//! 2. CPU: ADDRESSES (default 10,000) addresses probed every 5 s over HTTP
+//!    for 30 s; the prober process's CPU time over wall time (target < 5 %
+//!    of one core). The responders run in a child process so their CPU is
+//!    not counted.
+//!
+//! Run: `cargo bench -p fedns-controller --bench dataplane`
+//! (env: ADDRESSES, CPU_SECONDS). Only loopback addresses are used
+//! (127.0.0.0/8).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use fedns_api::ProbeProtocol;
+use fedns_controller::dataplane::{Check, DataPlane, ProbeMetrics, ProbeSpec, ProbeTls, State};
+use fedns_sandbox::responder::Responder;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The i-th loopback address from 127.1.0.1 on.
+fn loopback(i: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::from(u32::from(Ipv4Addr::new(127, 1, 0, 1)) + i))
+}
+
+fn default_check(port: u16) -> Check {
+    Check {
+        spec: ProbeSpec {
+            protocol: ProbeProtocol::Http,
+            port,
+            path: "/".into(),
+            host: "bench.example.com".into(),
+            statuses: vec![(200, 399)],
+            timeout: Duration::from_secs(2),
+            insecure: false,
+        },
+        period: Duration::from_secs(5),
+        failure_threshold: 3,
+        success_threshold: 2,
+    }
+}
+
+/// CPU seconds this process has used (utime + stime from /proc).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|(_, rest)| rest)
+        .unwrap_or("")
+        .split(' ')
+        .collect();
+    let ticks: f64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0 // USER_HZ is 100 on Linux
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+/// Child mode: serve `count` responders on one port and wait for stdin to close.
+async fn serve_responders(count: u32, port: u16) {
+    let mut responders = Vec::new();
+    for i in 0..count {
+        match Responder::start(SocketAddr::new(loopback(i), port), None).await {
+            Ok(r) => responders.push(r),
+            Err(e) => panic!("responder {}: {e}", loopback(i)),
+        }
+    }
+    println!("ready");
+    let _ = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    })
+    .await;
+}
+
+async fn failover() {
+    let first = Responder::start(SocketAddr::new(loopback(0), 0), None).await.unwrap();
+    let port = first.address().port();
+    let mut responders = vec![first];
+    for i in 1..20 {
+        responders.push(
+            Responder::start(SocketAddr::new(loopback(i), port), None)
+                .await
+                .unwrap(),
+        );
+    }
+    let check = default_check(port);
+    let plane = DataPlane::start(ProbeTls::new(&[]).unwrap(), 64, ProbeMetrics::default(), |_: String| {});
+    plane.want(
+        &"bench".to_owned(),
+        responders.iter().map(|r| (r.address().ip(), check.clone())),
+    );
+    let started = Instant::now();
+    while responders
+        .iter()
+        .any(|r| plane.state(r.address().ip(), &check).map(|s| s.state) != Some(State::Up))
+    {
+        assert!(started.elapsed() < Duration::from_secs(30), "not all Up within 30 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let every address settle on its own slot in the period, then stop all.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    for responder in &responders {
+        responder.stop();
+    }
+    let stopped = Instant::now();
+    let mut times: Vec<Option<Duration>> = vec![None; responders.len()];
+    while times.iter().any(Option::is_none) {
+        for (i, responder) in responders.iter().enumerate() {
+            if times[i].is_none() && plane.state(responder.address().ip(), &check).map(|s| s.state) == Some(State::Down)
+            {
+                times[i] = Some(stopped.elapsed());
+            }
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(60), "not all Down within 60 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut times: Vec<Duration> = times.into_iter().flatten().collect();
+    times.sort();
+    println!(
+        "failover (default check: period 5 s, failureThreshold 3, timeout 2 s), 20 load balancers stopped: \
+         p50 {:.2} s, p99 {:.2} s, max {:.2} s (target < 16 s)",
+        percentile(&times, 0.5).as_secs_f64(),
+        percentile(&times, 0.99).as_secs_f64(),
+        times[times.len() - 1].as_secs_f64()
+    );
+}
+
+async fn cpu(addresses: u32, seconds: u64) {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .env("FEDNS_BENCH_RESPONDERS", format!("{addresses}:{port}"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        let stdout = child.stdout.take().unwrap();
+        std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready", "responders did not start");
+    }
+    let check = default_check(port);
+    let plane = DataPlane::start(
+        ProbeTls::new(&[]).unwrap(),
+        256,
+        ProbeMetrics::default(),
+        |_: String| {},
+    );
+    plane.want(
+        &"bench".to_owned(),
+        (0..addresses).map(|i| (loopback(i), check.clone())),
+    );
+    // The first round probes everything at once; measure the steady state.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let up = (0..addresses)
+        .filter(|i| plane.state(loopback(*i), &check).map(|s| s.state) == Some(State::Up))
+        .count();
+    let cpu_before = cpu_seconds();
+    let wall = Instant::now();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let cpu = cpu_seconds() - cpu_before;
+    let wall = wall.elapsed().as_secs_f64();
+    println!(
+        "CPU: {addresses} addresses ({up} Up) probed over HTTP every 5 s: {:.2} % of one core \
+         ({cpu:.2} s CPU over {wall:.1} s; {:.0} µs per probe; target < 5 %)",
+        100.0 * cpu / wall,
+        1e6 * cpu / (f64::from(addresses) * wall / 5.0)
+    );
+    drop(child.stdin.take());
+    let _ = child.wait();
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Ok(spec) = std::env::var("FEDNS_BENCH_RESPONDERS") {
+        let (count, port) = spec.split_once(':').unwrap();
+        runtime.block_on(serve_responders(count.parse().unwrap(), port.parse().unwrap()));
+        return;
+    }
+    // `cargo bench` passes --bench; nothing else is expected.
+    runtime.block_on(async {
+        failover().await;
+        cpu(env("ADDRESSES", 10_000) as u32, env("CPU_SECONDS", 30)).await;
+    });
+}
