@@ -15,6 +15,10 @@
 //! All kinds are namespaced, have a status subresource, and carry
 //! `status.conditions[]` (Kubernetes `metav1.Condition`) and
 //! `status.observedGeneration`.
+//!
+//! Shared parts: [`health`] (a record's data-plane `healthCheck`,
+//! `whenAllUnhealthy` and per-address probe status), [`conditions`] (the
+//! condition types and reasons every controller part writes).
 
 pub mod crd;
 pub mod dns_endpoint;

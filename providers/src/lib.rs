@@ -1,11 +1,18 @@
 //! # fedns-providers
 //!
 //! The publishing pipeline (external-dns's shape): Domain and DNSEndpoint
-//! objects → [`desired::DesiredZones`] (validated, merged RRsets per zone)
-//! → sinks. This crate holds the pure pipeline and the `embedded` sink,
-//! which feeds the `fedns-dnsserver` store, the provider-neutral
-//! [`plan`]ner (ownership, conflicts), the [`provider::Provider`] trait,
-//! and the external providers: [`route53`] and [`coredns_etcd`].
+//! objects, read by the Kubernetes source ([`kube_source`], which writes
+//! status and Events back) or from files ([`manifests`]), become
+//! [`desired::DesiredZones`]: validated, merged RRsets per zone, with one
+//! owner per name ([`ownership`]: the oldest claim, service names only from
+//! their namespace, a Domain's `allowedNamespaces`) and TXT targets read as
+//! external-dns writes them ([`txt`]). The zones go to the sinks: the
+//! `embedded` sink (the `fedns-dnsserver` store, with zone-transfer keys
+//! from Secrets), and through the provider-neutral [`plan`]ner (ownership,
+//! conflicts) and the [`provider::Provider`] trait to the external providers
+//! [`route53`] and [`coredns_etcd`] (etcd over its v3 JSON gateway,
+//! [`etcd`]). A deleted Domain's records leave the providers first
+//! (`domain_finalizer`). Depends on `fedns-api` and `fedns-dnsserver` only.
 
 pub mod coredns_etcd;
 pub mod desired;

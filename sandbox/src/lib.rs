@@ -5,7 +5,11 @@
 //! over HTTPS on `127.0.0.1:<free port>` (certificate from a CA it
 //! generates), requires a bearer token, and writes a kubeconfig that
 //! kube-rs and kubectl accept. Many instances run side by side in one
-//! process. It knows nothing of fedns's own crates.
+//! process. It knows nothing of fedns's own crates. Beside it,
+//! [`responder`] stands in for a load balancer (an HTTP(S) server on a
+//! loopback address that can be stopped, hung or made to fail) so
+//! data-plane health checks have something real to probe, and [`tls`] makes
+//! the certificates both use.
 //!
 //! ## What it does
 //! * Discovery: `/version`, `/healthz`, `/readyz`, `/livez`, `/api`,
