@@ -210,8 +210,8 @@ metadata:
 apiVersion: v1
 kind: Service
 metadata: {name: nginx, namespace: ns}
-spec: {type: LoadBalancer, ports: [{port: 80}]}
-status: {loadBalancer: {ingress: [{ip: "203.0.113.10"}]}}
+spec: {type: LoadBalancer, ports: [{port: LB_PORT}]}
+status: {loadBalancer: {ingress: [{ip: "127.0.3.1"}]}}
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -239,7 +239,7 @@ metadata: {name: ns}
 apiVersion: multiclusterdns.fedns.io/v1alpha1
 kind: ServiceDNSRecord
 metadata: {name: nginx, namespace: ns}
-spec: {domainRef: myfed}
+spec: {domainRef: myfed, healthCheck: {protocol: TCP, periodSeconds: 1}}
 "#;
 
 /// The RCODE `dig` reports for `name` (`NOERROR`, `REFUSED`, ...), "" on timeout.
@@ -285,10 +285,15 @@ async fn dashboard_and_alerts_name_served_metrics() {
     let etcd = Etcd::start();
     let dir = std::env::temp_dir().join(format!("fedns-e2e-monitoring-{}-{}", std::process::id(), free_port()));
     let federation = Federation::start(&dir, "fedns-system", &["east"]).await.unwrap();
+    // The load balancer is a responder on loopback, so the data-plane
+    // probe metrics have series too.
+    let lb = fedns_sandbox::responder::Responder::start("127.0.3.1:0".parse().unwrap(), None)
+        .await
+        .unwrap();
     federation
         .member("east")
         .unwrap()
-        .seed_yaml("east", MEMBER_YAML)
+        .seed_yaml("east", &MEMBER_YAML.replace("LB_PORT", &lb.address().port().to_string()))
         .unwrap();
     federation.register("east", json!({})).unwrap();
     federation.host.seed_yaml("host", HOST_YAML).unwrap();
