@@ -17,7 +17,8 @@
 
 pub mod probe;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -94,6 +95,10 @@ struct Target<K> {
 
 struct Inner<K> {
     targets: Mutex<HashMap<TargetKey, Target<K>>>,
+    /// When each target is due next, earliest first (stale entries of
+    /// removed or rescheduled targets are skipped when popped), so a wake-up
+    /// costs O(log n) per due probe instead of a scan of every target.
+    schedule: Mutex<BinaryHeap<Reverse<(Instant, TargetKey)>>>,
     /// What each user (record) wants, to replace and forget it.
     wanted: Mutex<BTreeMap<K, BTreeSet<TargetKey>>>,
     wake: Arc<Notify>,
@@ -155,6 +160,7 @@ where
     ) -> DataPlane<K> {
         let inner = Arc::new(Inner {
             targets: Mutex::new(HashMap::new()),
+            schedule: Mutex::new(BinaryHeap::new()),
             wanted: Mutex::new(BTreeMap::new()),
             wake: Arc::new(Notify::new()),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
@@ -195,9 +201,11 @@ where
                     }
                 }
             }
+            let mut schedule = self.inner.schedule.lock().unwrap_or_else(|e| e.into_inner());
             for key in &new {
                 let target = targets.entry(key.clone()).or_insert_with(|| {
                     added = true;
+                    schedule.push(Reverse((now, key.clone())));
                     Target {
                         state: State::Unknown,
                         since: now_rfc3339(),
@@ -258,36 +266,41 @@ where
         let Some(strong) = inner.upgrade() else { return };
         let now = Instant::now();
         let mut due = Vec::new();
-        let mut next = now + Duration::from_secs(1);
-        {
+        let next = {
+            // Lock order: targets, then the schedule.
             let mut targets = strong.targets.lock().unwrap_or_else(|e| e.into_inner());
-            for (key, target) in targets.iter_mut() {
+            let mut schedule = strong.schedule.lock().unwrap_or_else(|e| e.into_inner());
+            while schedule.peek().is_some_and(|Reverse((at, _))| *at <= now) {
+                let Some(Reverse((at, key))) = schedule.pop() else {
+                    break;
+                };
+                let Some(target) = targets.get_mut(&key) else {
+                    continue; // no longer wanted
+                };
+                if target.next_due != at {
+                    continue; // a stale slot
+                }
+                // Fixed rate on the target's own slot in its period.
+                let period = key.1.period;
+                let mut next_due = at + period;
+                if target.state == State::Unknown && target.successes == 0 && target.failures == 0 && !target.running {
+                    next_due = now + offset_in_period(&key).max(Duration::from_millis(1)).min(period);
+                }
+                if next_due <= now {
+                    next_due = now + period;
+                }
+                target.next_due = next_due;
+                schedule.push(Reverse((next_due, key.clone())));
                 if target.running {
-                    // Its probe wakes the scheduler when it ends overdue;
-                    // look again soon in any case.
-                    next = next.min(target.next_due.max(now + Duration::from_millis(50)));
-                    continue;
+                    continue; // still probing from the last slot: skip this one
                 }
-                if target.next_due <= now {
-                    target.running = true;
-                    // Fixed rate on the target's own slot in its period.
-                    let period = key.1.period;
-                    let slot = offset_in_period(key);
-                    let mut next_due = target.next_due + period;
-                    if target.state == State::Unknown && target.successes == 0 && target.failures == 0 {
-                        next_due = now + slot.max(Duration::from_millis(1)).min(period);
-                    }
-                    if next_due <= now {
-                        next_due = now + period;
-                    }
-                    target.next_due = next_due;
-                    next = next.min(next_due);
-                    due.push(key.clone());
-                } else {
-                    next = next.min(target.next_due);
-                }
+                target.running = true;
+                due.push(key);
             }
-        }
+            schedule
+                .peek()
+                .map_or(now + Duration::from_secs(1), |Reverse((at, _))| *at)
+        };
         for key in due {
             let inner = strong.clone();
             tokio::spawn(async move {
@@ -326,9 +339,6 @@ where
         let mut targets = inner.targets.lock().unwrap_or_else(|e| e.into_inner());
         let Some(target) = targets.get_mut(key) else { return };
         target.running = false;
-        if target.next_due <= Instant::now() {
-            inner.wake.notify_one();
-        }
         let before = target.state;
         match result {
             Ok(()) => {
