@@ -164,7 +164,7 @@ RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$WORK/manifests.yaml
 wait_ready "$FPORT"
 run_phase fedns "$FPID" "$FPORT"
 LIMITED=$(python3 -c "import urllib.request; print(sum(float(l.split()[-1]) for l in urllib.request.urlopen('http://127.0.0.1:$MPORT/metrics').read().decode().splitlines() if l.startswith('fedns_dns_rrl_limited')))")
-echo "fedns: response rate limiting on (--rrl-rate ${RRL_RATE:-1000000}); responses held back: $LIMITED"
+echo "fedns: --rrl-rate ${RRL_RATE:-1000000} (0: off); responses held back: $LIMITED"
 F=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB" "$TCP_QPS" "$TCP_CPU_US")
 kill "$FPID"; wait "$FPID" 2>/dev/null || true
 

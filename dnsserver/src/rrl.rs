@@ -110,10 +110,17 @@ impl Rrl {
         })
     }
 
-    /// Counts `response` (a complete response to a UDP query from `client`)
-    /// and says what to do with it.
+    /// The current second of the limiter's clock: read once per batch of
+    /// queries and passed to [`Rrl::check`].
     #[inline]
-    pub(crate) fn check(&self, client: IpAddr, response: &[u8]) -> Verdict {
+    pub(crate) fn second(&self) -> u64 {
+        self.epoch.elapsed().as_secs() & 0xFFFF_FFFF
+    }
+
+    /// Counts `response` (a complete response to a UDP query from `client`)
+    /// sent in second `now` (from [`Rrl::second`]) and says what to do with it.
+    #[inline]
+    pub(crate) fn check(&self, client: IpAddr, response: &[u8], now: u64) -> Verdict {
         if response.len() < 12 {
             return Verdict::Send;
         }
@@ -147,7 +154,6 @@ impl Rrl {
             }
         }
         let slot = &self.slots[hasher.finish() as usize & self.mask];
-        let now = self.epoch.elapsed().as_secs() & 0xFFFF_FFFF;
         let mut current = slot.load(Ordering::Relaxed);
         let count = loop {
             let (second, count) = (current >> 32, current & 0xFFFF_FFFF);
@@ -257,36 +263,36 @@ mod tests {
         let same_24: IpAddr = "203.0.113.200".parse().unwrap();
         let other: IpAddr = "198.51.100.1".parse().unwrap();
         let www = response("www.example.com", 0, 1);
-        let verdicts: Vec<Verdict> = (0..20).map(|_| rrl.check(a, &www)).collect();
+        let verdicts: Vec<Verdict> = (0..20).map(|_| rrl.check(a, &www, 0)).collect();
         assert!(verdicts[..10].iter().all(|v| *v == Verdict::Send));
         assert_eq!(verdicts[10..].iter().filter(|v| **v == Verdict::Slip).count(), 5);
         assert_eq!(verdicts[10..].iter().filter(|v| **v == Verdict::Drop).count(), 5);
         // The /24 shares the bucket; another prefix or name does not.
-        assert_ne!(rrl.check(same_24, &www), Verdict::Send);
-        assert_eq!(rrl.check(other, &www), Verdict::Send);
-        assert_eq!(rrl.check(a, &response("api.example.com", 0, 1)), Verdict::Send);
+        assert_ne!(rrl.check(same_24, &www, 0), Verdict::Send);
+        assert_eq!(rrl.check(other, &www, 0), Verdict::Send);
+        assert_eq!(rrl.check(a, &response("api.example.com", 0, 1), 0), Verdict::Send);
         // Case does not make a new name.
-        assert_ne!(rrl.check(a, &response("WWW.example.com", 0, 1)), Verdict::Send);
+        assert_ne!(rrl.check(a, &response("WWW.example.com", 0, 1), 0), Verdict::Send);
         // NXDOMAIN counts per prefix, whatever the name.
         for i in 0..10 {
             assert_eq!(
-                rrl.check(a, &response(&format!("r{i}.example.com"), 3, 0)),
+                rrl.check(a, &response(&format!("r{i}.example.com"), 3, 0), 0),
                 Verdict::Send
             );
         }
-        assert_ne!(rrl.check(a, &response("r99.example.com", 3, 0)), Verdict::Send);
+        assert_ne!(rrl.check(a, &response("r99.example.com", 3, 0), 0), Verdict::Send);
         // Exempt networks are never limited.
         let exempt: IpAddr = "192.0.2.200".parse().unwrap();
-        assert!((0..100).all(|_| rrl.check(exempt, &www) == Verdict::Send));
+        assert!((0..100).all(|_| rrl.check(exempt, &www, 0) == Verdict::Send));
     }
 
     #[test]
     fn ipv6_counts_per_56() {
         let rrl = rrl(1, 0, &[]);
         let www = response("www.example.com", 0, 1);
-        assert_eq!(rrl.check("2001:db8:0:1::1".parse().unwrap(), &www), Verdict::Send);
-        assert_eq!(rrl.check("2001:db8:0:ff::2".parse().unwrap(), &www), Verdict::Drop);
-        assert_eq!(rrl.check("2001:db8:0:100::1".parse().unwrap(), &www), Verdict::Send);
+        assert_eq!(rrl.check("2001:db8:0:1::1".parse().unwrap(), &www, 0), Verdict::Send);
+        assert_eq!(rrl.check("2001:db8:0:ff::2".parse().unwrap(), &www, 0), Verdict::Drop);
+        assert_eq!(rrl.check("2001:db8:0:100::1".parse().unwrap(), &www, 0), Verdict::Send);
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub(crate) fn udp_loop(
         };
 
         let snapshot = snapshots.load();
+        let second = rrl.map_or(0, Rrl::second);
         let mut replies = 0;
         for (index, (len, peer)) in received.iter().take(count).enumerate() {
             let started = Instant::now();
@@ -103,7 +104,7 @@ pub(crate) fn udp_loop(
                 Some(answered) if peer.is_some() => {
                     metrics.record(&answered, started.elapsed());
                     if let Some(rrl) = rrl {
-                        match peer.as_ref().and_then(peer_ip).map(|ip| rrl.check(ip, out)) {
+                        match peer.as_ref().and_then(peer_ip).map(|ip| rrl.check(ip, out, second)) {
                             Some(Verdict::Drop) => continue,
                             Some(Verdict::Slip) => crate::rrl::truncate(out),
                             _ => {}

@@ -183,18 +183,26 @@ impl Secondary {
 
     /// Waits until it serves `serial`; the time it took.
     fn wait_for(&self, serial: u32, limit: Duration) -> Duration {
-        let started = Instant::now();
-        loop {
-            if self.serial() == Some(serial) {
-                return started.elapsed();
-            }
-            assert!(
-                started.elapsed() < limit,
+        self.try_wait_for(serial, limit).unwrap_or_else(|| {
+            panic!(
                 "{:?} did not serve serial {serial} within {limit:?} (serves {:?}); its log:\n{}",
                 self.kind,
                 self.serial(),
                 self.log()
-            );
+            )
+        })
+    }
+
+    /// Waits until it serves `serial`, at most `limit`.
+    fn try_wait_for(&self, serial: u32, limit: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        loop {
+            if self.serial() == Some(serial) {
+                return Some(started.elapsed());
+            }
+            if started.elapsed() >= limit {
+                return None;
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -280,7 +288,16 @@ async fn secondary_follows_fedns(kind: Kind) {
         assert_same_answers(&content, primary, secondary.addr, kind);
 
         // 2. A change: NOTIFY, then IXFR.
-        for round in 0..3 {
+        // BIND 9.18 now and then (about 1 run in 4 here, under load)
+        // acknowledges a NOTIFY, logs "notify from ...: serial N" and starts
+        // no transfer, when the NOTIFY closely follows its previous
+        // transfer; it would catch up at the SOA REFRESH. One such miss is
+        // tolerated for BIND: the next change's NOTIFY must bring it up to
+        // date. Knot and NSD must follow every NOTIFY.
+        let mut misses = 0;
+        let mut round = 0;
+        let mut timings = Vec::new();
+        while timings.len() < 3 {
             content.records.push(Record::from_rdata(
                 name(&format!("new-{round}.example.com.")),
                 30,
@@ -289,13 +306,20 @@ async fn secondary_follows_fedns(kind: Kind) {
             content
                 .records
                 .retain(|r| r.name.to_ascii() != format!("host-{round}.bulk.example.com."));
+            round += 1;
             let published = Instant::now();
             store2.publish(vec![content.clone()]);
             let serial = serial_of(&store2);
+            if kind == Kind::Bind && misses == 0 && secondary.try_wait_for(serial, Duration::from_secs(3)).is_none() {
+                misses += 1;
+                println!("{kind:?}: serial {serial} missed (NOTIFY acknowledged, no refresh); another change follows");
+                continue;
+            }
             secondary.wait_for(serial, Duration::from_secs(10));
             let took = published.elapsed();
             println!("{kind:?}: record change → NOTIFY → secondary serves serial {serial} after {took:?}");
             assert!(took < Duration::from_secs(5), "{kind:?} took {took:?}");
+            timings.push(took);
         }
         assert_same_answers(&content, primary, secondary.addr, kind);
         let log = secondary.log();
