@@ -405,7 +405,10 @@ fn text(output: &Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfers_as_kdig_sees_them() {
     let store = ZoneStore::new();
-    let mut content = zone(policy(Vec::new()));
+    let mut transfer = policy(Vec::new());
+    let sha512 = format!("hmac-sha512:xfr512.:{SECRET}");
+    transfer.keys.push(TsigKey::parse(&sha512).unwrap());
+    let mut content = zone(transfer);
     store.publish(vec![content.clone()]);
     let first = serial_of(&store);
     let server = start_server(store.clone()).await;
@@ -436,6 +439,12 @@ async fn transfers_as_kdig_sees_them() {
             &out[out.len().saturating_sub(500)..]
         );
         assert!(out.contains("host-599.bulk.example.com."), "{out}");
+        // The zone's second key, hmac-sha512.
+        let (ok, out) = run(&["-y", &sha512, "example.com.", "AXFR"]);
+        assert!(
+            ok && !out.contains("WARNING") && out.contains("host-599.bulk.example.com."),
+            "{out}"
+        );
         // Unsigned: REFUSED (the zone has keys).
         let (_, out) = run(&["example.com.", "AXFR"]);
         assert!(out.contains("REFUSED"), "{out}");
