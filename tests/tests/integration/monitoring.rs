@@ -293,7 +293,10 @@ async fn dashboard_and_alerts_name_served_metrics() {
     federation
         .member("east")
         .unwrap()
-        .seed_yaml("east", &MEMBER_YAML.replace("LB_PORT", &lb.address().port().to_string()))
+        .seed_yaml(
+            "east",
+            &MEMBER_YAML.replace("LB_PORT", &lb.address().port().to_string()),
+        )
         .unwrap();
     federation.register("east", json!({})).unwrap();
     federation.host.seed_yaml("host", HOST_YAML).unwrap();
