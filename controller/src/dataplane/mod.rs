@@ -91,6 +91,8 @@ struct Target<K> {
     next_due: Instant,
     running: bool,
     users: BTreeSet<K>,
+    /// The HTTP(S) connection kept between probes (taken while one runs).
+    kept: Option<probe::KeptConnection>,
 }
 
 struct Inner<K> {
@@ -216,6 +218,7 @@ where
                         next_due: now,
                         running: false,
                         users: BTreeSet::new(),
+                        kept: None,
                     }
                 });
                 target.users.insert(user.clone());
@@ -295,13 +298,13 @@ where
                     continue; // still probing from the last slot: skip this one
                 }
                 target.running = true;
-                due.push(key);
+                due.push((key, target.kept.take()));
             }
             schedule
                 .peek()
                 .map_or(now + Duration::from_secs(1), |Reverse((at, _))| *at)
         };
-        for key in due {
+        for (key, mut kept) in due {
             let inner = strong.clone();
             tokio::spawn(async move {
                 let Ok(_permit) = inner.permits.clone().acquire_owned().await else {
@@ -312,10 +315,10 @@ where
                 inner.max_in_flight.fetch_max(running, Relaxed);
                 let address = SocketAddr::new(key.0, key.1.spec.port);
                 let started = Instant::now();
-                let result = probe::probe(address, &key.1.spec, &inner.tls).await;
+                let result = probe::probe(address, &key.1.spec, &inner.tls, &mut kept).await;
                 inner.in_flight.fetch_sub(1, Relaxed);
                 inner.metrics.observe(&key.1.spec, result.is_ok(), started.elapsed());
-                record(&inner, &key, result);
+                record(&inner, &key, result, kept);
             });
         }
         // Hold only the wake-up while sleeping, so dropping the prober ends this task.
@@ -330,7 +333,7 @@ where
 }
 
 /// Applies one probe result; notifies the users on a state change.
-fn record<K>(inner: &Inner<K>, key: &TargetKey, result: Result<(), String>)
+fn record<K>(inner: &Inner<K>, key: &TargetKey, result: Result<(), String>, kept: Option<probe::KeptConnection>)
 where
     K: Clone + Ord + Send + Sync + std::fmt::Debug + 'static,
 {
@@ -339,6 +342,7 @@ where
         let mut targets = inner.targets.lock().unwrap_or_else(|e| e.into_inner());
         let Some(target) = targets.get_mut(key) else { return };
         target.running = false;
+        target.kept = kept;
         let before = target.state;
         match result {
             Ok(()) => {

@@ -1,12 +1,19 @@
-//! One data-plane probe of one load balancer address: a TCP connect, or an
-//! HTTP(S) GET over a fresh connection to exactly that address with the
-//! record's name as `Host` and TLS SNI. Everything (connect, TLS, answer)
-//! within the timeout.
+//! One data-plane probe of one load balancer address: a TCP connect (a new
+//! connection each time: the connect is the check), or an HTTP(S) GET to
+//! exactly that address with the record's name as `Host` and TLS SNI.
+//! Everything (connect, TLS, answer) within the timeout.
 //!
-//! hyper's connection-level client is used rather than a pooled client:
-//! a health check must reach one given address under another name, on a new
-//! connection each time (as Route53's checkers do), which a pooled client
-//! with its own resolver cannot promise.
+//! HTTP(S) checks keep their connection to the address between probes, as
+//! Envoy's health checker does by default (`reuse_connection`): a probe is
+//! then one request and one answer instead of a TCP (and TLS) handshake,
+//! which is most of the CPU at thousands of probes a second. A kept
+//! connection that was closed (the load balancer's idle timeout, a restart)
+//! is replaced by a new one within the same probe; one that hangs or errs is
+//! dropped, so a dead or hung load balancer fails exactly as before.
+//!
+//! hyper's connection-level client is used rather than a pooled client: a
+//! health check must reach one given address under another name, which a
+//! pooled client with its own resolver cannot promise.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -82,21 +89,62 @@ impl ProbeTls {
     }
 }
 
-/// Probes `address` once. Ok: it passed; Err: one line saying why not.
-pub async fn probe(address: SocketAddr, spec: &ProbeSpec, tls: &ProbeTls) -> Result<(), String> {
-    match tokio::time::timeout(spec.timeout, probe_inner(address, spec, tls)).await {
-        Ok(result) => result,
-        Err(_) => Err(format!("no answer within {} s", spec.timeout.as_secs_f64())),
+/// An HTTP/1.1 connection kept to one address between probes.
+pub struct KeptConnection {
+    sender: hyper::client::conn::http1::SendRequest<Empty<bytes::Bytes>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KeptConnection {
+    fn drop(&mut self) {
+        self.driver.abort();
     }
 }
 
-async fn probe_inner(address: SocketAddr, spec: &ProbeSpec, tls: &ProbeTls) -> Result<(), String> {
+impl std::fmt::Debug for KeptConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeptConnection").finish_non_exhaustive()
+    }
+}
+
+/// Probes `address` once, reusing (and updating) `kept` for HTTP(S).
+/// Ok: it passed; Err: one line saying why not.
+pub async fn probe(
+    address: SocketAddr,
+    spec: &ProbeSpec,
+    tls: &ProbeTls,
+    kept: &mut Option<KeptConnection>,
+) -> Result<(), String> {
+    match tokio::time::timeout(spec.timeout, probe_inner(address, spec, tls, kept)).await {
+        Ok(result) => result,
+        Err(_) => {
+            *kept = None; // a hung connection is not kept
+            Err(format!("no answer within {} s", spec.timeout.as_secs_f64()))
+        }
+    }
+}
+
+async fn probe_inner(
+    address: SocketAddr,
+    spec: &ProbeSpec,
+    tls: &ProbeTls,
+    kept: &mut Option<KeptConnection>,
+) -> Result<(), String> {
+    if spec.protocol != ProbeProtocol::Tcp {
+        if let Some(connection) = kept.as_mut().filter(|c| !c.sender.is_closed()) {
+            if let Ok(status) = request(&mut connection.sender, spec).await {
+                return judge(status, spec);
+            }
+        }
+        // Closed since the last probe (or never opened): a new connection.
+        *kept = None;
+    }
     let stream = TcpStream::connect(address)
         .await
         .map_err(|e| format!("connect {address}: {e}"))?;
     match spec.protocol {
         ProbeProtocol::Tcp => Ok(()),
-        ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec).await,
+        ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec, kept).await,
         ProbeProtocol::Https => {
             let config = if spec.insecure { &tls.insecure } else { &tls.verified };
             let name =
@@ -105,39 +153,44 @@ async fn probe_inner(address: SocketAddr, spec: &ProbeSpec, tls: &ProbeTls) -> R
                 .connect(name, stream)
                 .await
                 .map_err(|e| format!("TLS with {address} as {}: {e}", spec.host))?;
-            http_get(hyper_util::rt::TokioIo::new(stream), spec).await
+            http_get(hyper_util::rt::TokioIo::new(stream), spec, kept).await
         }
     }
 }
 
-async fn http_get<S>(io: S, spec: &ProbeSpec) -> Result<(), String>
+async fn http_get<S>(io: S, spec: &ProbeSpec, kept: &mut Option<KeptConnection>) -> Result<(), String>
 where
     S: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let (mut sender, connection) = hyper::client::conn::http1::handshake::<_, Empty<bytes::Bytes>>(io)
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let status = request(&mut sender, spec).await;
+    let connection = KeptConnection { sender, driver };
+    let status = status?;
+    *kept = Some(connection);
+    judge(status, spec)
+}
+
+/// One GET on `sender`; the answer's status.
+async fn request(
+    sender: &mut hyper::client::conn::http1::SendRequest<Empty<bytes::Bytes>>,
+    spec: &ProbeSpec,
+) -> Result<u16, String> {
+    sender.ready().await.map_err(|e| format!("HTTP: {e}"))?;
     let request = http::Request::get(spec.path.as_str())
         .header(http::header::HOST, &spec.host)
         .header(http::header::USER_AGENT, "fedns-health-check")
-        .header(http::header::CONNECTION, "close")
         .body(Empty::new())
         .map_err(|e| format!("HTTP request: {e}"))?;
-    // Drive the connection beside the request in this task (no task per
-    // probe); the answer's head is all a health check needs.
-    let mut connection = std::pin::pin!(connection);
-    let response = sender.send_request(request);
-    let mut response = std::pin::pin!(response);
-    let result = tokio::select! {
-        result = &mut response => result,
-        ended = &mut connection => {
-            if let Err(e) = ended {
-                return Err(format!("HTTP: {e}"));
-            }
-            (&mut response).await
-        }
-    };
-    let status = result.map_err(|e| format!("HTTP: {e}"))?.status().as_u16();
+    let response = sender.send_request(request).await.map_err(|e| format!("HTTP: {e}"))?;
+    Ok(response.status().as_u16())
+}
+
+fn judge(status: u16, spec: &ProbeSpec) -> Result<(), String> {
     if spec.statuses.iter().any(|(low, high)| (*low..=*high).contains(&status)) {
         Ok(())
     } else {
