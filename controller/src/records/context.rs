@@ -227,6 +227,23 @@ impl RecordContext {
         Ok(())
     }
 
+    /// A record was deleted: forget its host names, probe targets and
+    /// last-known shards, and delete its DNSEndpoint if fedns made it.
+    pub(super) async fn record_gone(
+        &self,
+        record: &super::queue::RecordKey,
+        namespace: &str,
+        endpoint_name: &str,
+    ) -> Result<(), kube::Error> {
+        let key = record.id();
+        self.resolver.forget(&key, &BTreeSet::new());
+        if let Some(dataplane) = &self.dataplane {
+            dataplane.forget(record);
+        }
+        self.last_shards.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        self.delete_endpoint_if_orphaned(namespace, endpoint_name).await
+    }
+
     pub(super) async fn delete_endpoint_if_orphaned(&self, namespace: &str, name: &str) -> Result<(), kube::Error> {
         let Some(current) = self.endpoints.get(&ObjectRef::new(name).within(namespace)) else {
             return Ok(());

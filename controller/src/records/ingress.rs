@@ -2,7 +2,6 @@
 //! balancer into `status.dns`, then the DNSEndpoint `ingress-<name>`
 //! publishing every host of the record.
 
-use std::collections::BTreeSet;
 use std::time::Instant;
 
 use fedns_api::{IngressClusterDNS, IngressDNSRecord};
@@ -27,12 +26,7 @@ pub(super) async fn reconcile_ingress(
     let key = record_key.id();
     let endpoint_name = format!("ingress-{name}");
     let Some(record) = ctx.ingresses.get(&ObjectRef::new(name).within(namespace)) else {
-        ctx.resolver.forget(&key, &BTreeSet::new());
-        if let Some(dataplane) = &ctx.dataplane {
-            dataplane.forget(&record_key);
-        }
-        ctx.last_shards.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-        return ctx.delete_endpoint_if_orphaned(namespace, &endpoint_name).await;
+        return ctx.record_gone(&record_key, namespace, &endpoint_name).await;
     };
     if record.metadata.deletion_timestamp.is_some() {
         return Ok(());

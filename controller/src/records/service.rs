@@ -2,7 +2,6 @@
 //! balancer (with ready endpoints) into `status.dns`, then the DNSEndpoint
 //! `service-<name>` with the global, region and zone names built from it.
 
-use std::collections::BTreeSet;
 use std::time::Instant;
 
 use fedns_api::conditions;
@@ -42,12 +41,7 @@ pub(super) async fn reconcile_service(
     let key = record_key.id();
     let endpoint_name = format!("service-{name}");
     let Some(record) = ctx.services.get(&ObjectRef::new(name).within(namespace)) else {
-        ctx.resolver.forget(&key, &BTreeSet::new());
-        if let Some(dataplane) = &ctx.dataplane {
-            dataplane.forget(&record_key);
-        }
-        ctx.last_shards.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-        return ctx.delete_endpoint_if_orphaned(namespace, &endpoint_name).await;
+        return ctx.record_gone(&record_key, namespace, &endpoint_name).await;
     };
     if record.metadata.deletion_timestamp.is_some() {
         return Ok(());
