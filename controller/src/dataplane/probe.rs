@@ -89,6 +89,23 @@ impl ProbeTls {
     }
 }
 
+/// The parts of a target's HTTP request that stay the same from probe to
+/// probe (request target and `Host`), checked and built once per target
+/// rather than on every probe.
+#[derive(Debug, Clone)]
+pub struct Prepared(Result<(http::Uri, http::HeaderValue), String>);
+
+impl Prepared {
+    /// Checks and builds the request parts of `spec`; an invalid path or
+    /// host is kept as the error every probe of the target then reports.
+    pub fn new(spec: &ProbeSpec) -> Prepared {
+        let uri = http::Uri::try_from(spec.path.as_str()).map_err(|e| format!("HTTP path {:?}: {e}", spec.path));
+        let host =
+            http::HeaderValue::try_from(spec.host.as_str()).map_err(|e| format!("HTTP host {:?}: {e}", spec.host));
+        Prepared(uri.and_then(|uri| host.map(|host| (uri, host))))
+    }
+}
+
 /// An HTTP/1.1 connection kept to one address between probes.
 pub struct KeptConnection {
     sender: hyper::client::conn::http1::SendRequest<Empty<bytes::Bytes>>,
@@ -107,15 +124,17 @@ impl std::fmt::Debug for KeptConnection {
     }
 }
 
-/// Probes `address` once, reusing (and updating) `kept` for HTTP(S).
+/// Probes `address` once, reusing (and updating) `kept` for HTTP(S);
+/// `prepared` is `Prepared::new(spec)`.
 /// Ok: it passed; Err: one line saying why not.
 pub async fn probe(
     address: SocketAddr,
     spec: &ProbeSpec,
+    prepared: &Prepared,
     tls: &ProbeTls,
     kept: &mut Option<KeptConnection>,
 ) -> Result<(), String> {
-    match tokio::time::timeout(spec.timeout, probe_inner(address, spec, tls, kept)).await {
+    match tokio::time::timeout(spec.timeout, probe_inner(address, spec, prepared, tls, kept)).await {
         Ok(result) => result,
         Err(_) => {
             *kept = None; // a hung connection is not kept
@@ -127,24 +146,40 @@ pub async fn probe(
 async fn probe_inner(
     address: SocketAddr,
     spec: &ProbeSpec,
+    prepared: &Prepared,
     tls: &ProbeTls,
     kept: &mut Option<KeptConnection>,
 ) -> Result<(), String> {
     if spec.protocol != ProbeProtocol::Tcp {
+        prepared.0.as_ref().map_err(Clone::clone)?;
         if let Some(connection) = kept.as_mut().filter(|c| !c.sender.is_closed()) {
-            if let Ok(status) = request(&mut connection.sender, spec).await {
+            if let Ok(status) = request(&mut connection.sender, prepared).await {
                 return judge(status, spec);
             }
         }
         // Closed since the last probe (or never opened): a new connection.
         *kept = None;
     }
+    // Boxed: the connect, TLS and handshake states are most of this
+    // future's size, and a probe on a kept connection (nearly all of them)
+    // should not copy them into every spawned probe.
+    Box::pin(connect_and_probe(address, spec, prepared, tls, kept)).await
+}
+
+/// A new connection to `address`, then (HTTP, HTTPS) one request on it.
+async fn connect_and_probe(
+    address: SocketAddr,
+    spec: &ProbeSpec,
+    prepared: &Prepared,
+    tls: &ProbeTls,
+    kept: &mut Option<KeptConnection>,
+) -> Result<(), String> {
     let stream = TcpStream::connect(address)
         .await
         .map_err(|e| format!("connect {address}: {e}"))?;
     match spec.protocol {
         ProbeProtocol::Tcp => Ok(()),
-        ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec, kept).await,
+        ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec, prepared, kept).await,
         ProbeProtocol::Https => {
             let config = if spec.insecure { &tls.insecure } else { &tls.verified };
             let name =
@@ -153,12 +188,17 @@ async fn probe_inner(
                 .connect(name, stream)
                 .await
                 .map_err(|e| format!("TLS with {address} as {}: {e}", spec.host))?;
-            http_get(hyper_util::rt::TokioIo::new(stream), spec, kept).await
+            http_get(hyper_util::rt::TokioIo::new(stream), spec, prepared, kept).await
         }
     }
 }
 
-async fn http_get<S>(io: S, spec: &ProbeSpec, kept: &mut Option<KeptConnection>) -> Result<(), String>
+async fn http_get<S>(
+    io: S,
+    spec: &ProbeSpec,
+    prepared: &Prepared,
+    kept: &mut Option<KeptConnection>,
+) -> Result<(), String>
 where
     S: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -168,7 +208,7 @@ where
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    let status = request(&mut sender, spec).await;
+    let status = request(&mut sender, prepared).await;
     let connection = KeptConnection { sender, driver };
     let status = status?;
     *kept = Some(connection);
@@ -178,14 +218,19 @@ where
 /// One GET on `sender`; the answer's status.
 async fn request(
     sender: &mut hyper::client::conn::http1::SendRequest<Empty<bytes::Bytes>>,
-    spec: &ProbeSpec,
+    prepared: &Prepared,
 ) -> Result<u16, String> {
+    let (uri, host) = prepared.0.as_ref().map_err(Clone::clone)?;
     sender.ready().await.map_err(|e| format!("HTTP: {e}"))?;
-    let request = http::Request::get(spec.path.as_str())
-        .header(http::header::HOST, &spec.host)
-        .header(http::header::USER_AGENT, "fedns-health-check")
-        .body(Empty::new())
-        .map_err(|e| format!("HTTP request: {e}"))?;
+    let mut request = http::Request::new(Empty::new());
+    *request.uri_mut() = uri.clone();
+    let headers = request.headers_mut();
+    headers.reserve(2);
+    headers.insert(http::header::HOST, host.clone());
+    headers.insert(
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static("fedns-health-check"),
+    );
     let response = sender.send_request(request).await.map_err(|e| format!("HTTP: {e}"))?;
     Ok(response.status().as_u16())
 }
