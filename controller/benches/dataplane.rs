@@ -6,7 +6,7 @@
 //!    a publish) is printed by the controller's e2e tests (health_e2e).
 //! 2. CPU: ADDRESSES (default 10,000) addresses probed every 5 s over HTTP
 //!    for 30 s; the prober process's CPU time over wall time (target < 5 %
-//!    of one core). The responders run in a child process so their CPU is
+//!    of one core). The responders run in child processes so their CPU is
 //!    not counted.
 //!
 //! Run: `cargo bench -p fedns-controller --bench dataplane`
@@ -65,10 +65,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index.min(sorted.len() - 1)]
 }
 
-/// Child mode: serve `count` responders on one port and wait for stdin to close.
-async fn serve_responders(count: u32, port: u16) {
+/// Child mode: serve responders on addresses `first..first + count`, one
+/// port, and wait for stdin to close.
+async fn serve_responders(first: u32, count: u32, port: u16) {
     let mut responders = Vec::new();
-    for i in 0..count {
+    for i in first..first + count {
         match Responder::start(SocketAddr::new(loopback(i), port), None).await {
             Ok(r) => responders.push(r),
             Err(e) => panic!("responder {}: {e}", loopback(i)),
@@ -140,18 +141,26 @@ async fn cpu(addresses: u32, seconds: u64) {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .env("FEDNS_BENCH_RESPONDERS", format!("{addresses}:{port}"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
+    // A responder holds a listener and a kept connection: two descriptors
+    // an address. Children of at most RESPONDERS_PER_CHILD each stay under
+    // a common open-file limit (20,000 here), which one child with 10,000
+    // would pass, leaving the last addresses unanswered.
+    const RESPONDERS_PER_CHILD: u32 = 4_000;
+    let mut children = Vec::new();
+    for first in (0..addresses).step_by(RESPONDERS_PER_CHILD as usize) {
+        let count = RESPONDERS_PER_CHILD.min(addresses - first);
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .env("FEDNS_BENCH_RESPONDERS", format!("{first}:{count}:{port}"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
         use std::io::BufRead as _;
         let mut line = String::new();
         let stdout = child.stdout.take().unwrap();
         std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "ready", "responders did not start");
+        children.push(child);
     }
     let check = default_check(port);
     let plane = DataPlane::start(
@@ -169,6 +178,12 @@ async fn cpu(addresses: u32, seconds: u64) {
     let up = (0..addresses)
         .filter(|i| plane.state(loopback(*i), &check).map(|s| s.state) == Some(State::Up))
         .count();
+    for i in (0..addresses)
+        .filter(|i| plane.state(loopback(*i), &check).map(|s| s.state) != Some(State::Up))
+        .take(5)
+    {
+        println!("not Up: {} {:?}", loopback(i), plane.state(loopback(i), &check));
+    }
     let cpu_before = cpu_seconds();
     let wall = Instant::now();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
@@ -180,8 +195,10 @@ async fn cpu(addresses: u32, seconds: u64) {
         100.0 * cpu / wall,
         1e6 * cpu / (f64::from(addresses) * wall / 5.0)
     );
-    drop(child.stdin.take());
-    let _ = child.wait();
+    for mut child in children {
+        drop(child.stdin.take());
+        let _ = child.wait();
+    }
 }
 
 fn main() {
@@ -191,8 +208,12 @@ fn main() {
         .build()
         .unwrap();
     if let Ok(spec) = std::env::var("FEDNS_BENCH_RESPONDERS") {
-        let (count, port) = spec.split_once(':').unwrap();
-        runtime.block_on(serve_responders(count.parse().unwrap(), port.parse().unwrap()));
+        let numbers: Vec<u32> = spec.split(':').map(|n| n.parse().unwrap()).collect();
+        runtime.block_on(serve_responders(
+            numbers[0],
+            numbers[1],
+            u16::try_from(numbers[2]).unwrap(),
+        ));
         return;
     }
     // `cargo bench` passes --bench; nothing else is expected.
