@@ -56,13 +56,18 @@ fn query_a(port: u16, name: &str) -> Vec<String> {
     out
 }
 
-fn wait_for(deadline: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+fn wait_for(deadline: Duration, check: impl FnMut() -> bool) -> Option<Duration> {
+    wait_every(deadline, Duration::from_millis(2), check)
+}
+
+/// Polls `check` every `interval` until it holds (its time) or `deadline`.
+fn wait_every(deadline: Duration, interval: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < deadline {
         if check() {
             return Some(started.elapsed());
         }
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(interval);
     }
     None
 }
@@ -87,9 +92,24 @@ impl Drop for Controller {
     }
 }
 
+/// The controller under `WRAP` when set (a profiler's command line, e.g.
+/// `heaptrack -o /tmp/fedns`), else as it is.
+fn controller_command() -> Command {
+    let wrap = std::env::var("WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    match words.next() {
+        Some(program) => {
+            let mut command = Command::new(program);
+            command.args(words).arg(env!("CARGO_BIN_EXE_fedns"));
+            command
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_fedns")),
+    }
+}
+
 fn start_controller(federation: &Federation, dns_port: u16) -> Controller {
     Controller(
-        Command::new(env!("CARGO_BIN_EXE_fedns"))
+        controller_command()
             .args([
                 "controller",
                 "--leader-elect=false",
@@ -263,7 +283,9 @@ fn scale(runtime: &tokio::runtime::Runtime) {
     let info = store
         .resource("multiclusterdns.fedns.io", "v1alpha1", "dnsendpoints")
         .unwrap();
-    let converged = wait_for(Duration::from_secs(300), || {
+    // Every 250 ms: a list of every DNSEndpoint is costly, and this process
+    // also serves the members' API servers.
+    let converged = wait_every(Duration::from_secs(300), Duration::from_millis(250), || {
         let Ok(list) = store.list(&info, &Default::default(), None, None) else {
             return false;
         };
@@ -318,6 +340,11 @@ fn main() {
         .build()
         .unwrap();
     let _guard = runtime.enter();
-    latency_and_failover(&runtime);
-    scale(&runtime);
+    let parts = std::env::var("PARTS").unwrap_or_else(|_| "latency,scale".into());
+    if parts.split(',').any(|p| p == "latency") {
+        latency_and_failover(&runtime);
+    }
+    if parts.split(',').any(|p| p == "scale") {
+        scale(&runtime);
+    }
 }
