@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::members::MemberSource;
+
 /// fedns: global DNS and cross-cluster service discovery for Kubernetes federations.
 #[derive(Debug, Parser)]
 #[command(name = "fedns", version)]
@@ -319,6 +321,18 @@ pub struct ControllerArgs {
     /// Response rate limiting of the embedded DNS server.
     #[command(flatten)]
     pub rrl: RrlArgs,
+    /// Where member clusters come from (repeatable): fedns's MemberClusters,
+    /// Karmada's Clusters, kubefed's KubeFedClusters. A name taken by an
+    /// earlier source is ignored in a later one.
+    #[arg(long, value_enum, value_name = "SOURCE", default_values_t = [MemberSource::Fedns])]
+    pub member_source: Vec<MemberSource>,
+    /// Kubeconfig of the Karmada control plane (karmada-apiserver) for
+    /// `--member-source karmada` (default: the host cluster's).
+    #[arg(long, value_name = "PATH")]
+    pub karmada_kubeconfig: Option<PathBuf>,
+    /// Namespace of kubefed's KubeFedClusters and their Secrets.
+    #[arg(long, value_name = "NAMESPACE", default_value = "kube-federation-system")]
+    pub kubefed_namespace: String,
 }
 
 /// Arguments of `fedns explain`.

@@ -25,7 +25,8 @@ use tokio::sync::{watch, Notify};
 
 use crate::cli::{ControllerArgs, Provider};
 use crate::http::{self, HttpState};
-use crate::members::Registry;
+use crate::members::sources::{karmada, kubefed, KarmadaInputs, KubefedInputs};
+use crate::members::{MemberSource, Registry, Sources};
 use crate::metrics::ControllerMetrics;
 use crate::records::queue::{Queue, RecordKey};
 use crate::records::resolver::HostnameResolver;
@@ -156,11 +157,16 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     domains.wait().await;
     endpoints.wait().await;
     tracing::info!("host cluster caches ready");
-    tokio::spawn(
-        registry
-            .clone()
-            .run(clusters.store.clone(), secrets.store.clone(), members_changed),
-    );
+    let sources = member_sources(
+        args,
+        &host,
+        &identity,
+        &clusters.store,
+        &secrets.store,
+        &members_changed,
+    )
+    .await?;
+    tokio::spawn(registry.clone().run(sources, members_changed));
 
     let (resolver_tx, mut resolver_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let resolver = HostnameResolver::new(args.resolver, resolver_tx).context("setting up the hostname resolver")?;
@@ -210,7 +216,8 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             let endpoints = owned(ctx.endpoints.state());
             let services = owned(ctx.services.state());
             let ingresses = owned(ctx.ingresses.state());
-            let members = owned(ctx.clusters.state());
+            let mut members = owned(ctx.clusters.state());
+            members.extend(ctx.registry.engine_members());
             let registry = ctx.registry.clone();
             let facts = move |cluster: &str, namespace: &str, name: &str, service: bool| {
                 let member = registry.members().into_iter().find(|m| m.name == cluster)?;
@@ -378,6 +385,95 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     Ok(())
 }
 
+/// The caches of every `--member-source`. Engine caches are not waited
+/// for: an engine that is not installed (its API answers 404) is logged
+/// and retried while the other sources work.
+async fn member_sources(
+    args: &ControllerArgs,
+    host: &kube::Client,
+    identity: &str,
+    clusters: &Store<MemberCluster>,
+    secrets: &Store<Secret>,
+    changed: &Arc<Notify>,
+) -> anyhow::Result<Sources> {
+    let mut sources = Sources {
+        order: Vec::new(),
+        ..Sources::default()
+    };
+    for source in &args.member_source {
+        if sources.order.contains(source) {
+            continue;
+        }
+        sources.order.push(*source);
+        let notify = {
+            let changed = changed.clone();
+            move || changed.notify_one()
+        };
+        match source {
+            MemberSource::Fedns => sources.fedns = Some((clusters.clone(), secrets.clone())),
+            MemberSource::Karmada => {
+                let path = args.karmada_kubeconfig.as_deref().or(args.kubeconfig.as_deref());
+                let config = crate::kube_client::config(path)
+                    .await
+                    .context("the Karmada control plane (--karmada-kubeconfig)")?;
+                let client = kube::Client::try_from(config.clone()).context("a client of the Karmada control plane")?;
+                let notify2 = notify.clone();
+                let karmada_clusters = reflect(Api::<karmada::Cluster>::all(client.clone()), move |_| notify());
+                let karmada_secrets = reflect_slim(Api::<Secret>::all(client.clone()), slim_engine_secret, move |_| {
+                    notify2()
+                });
+                sources.karmada = Some(KarmadaInputs {
+                    clusters: karmada_clusters.store,
+                    secrets: karmada_secrets.store,
+                    config,
+                    recorder: Recorder::new(client, reporter(identity)),
+                });
+            }
+            MemberSource::Kubefed => {
+                let notify2 = notify.clone();
+                let namespace = &args.kubefed_namespace;
+                let kubefed_clusters = reflect(
+                    Api::<kubefed::KubeFedCluster>::namespaced(host.clone(), namespace),
+                    move |_| notify(),
+                );
+                let kubefed_secrets = reflect_slim(
+                    Api::<Secret>::namespaced(host.clone(), namespace),
+                    slim_engine_secret,
+                    move |_| notify2(),
+                );
+                sources.kubefed = Some(KubefedInputs {
+                    clusters: kubefed_clusters.store,
+                    secrets: kubefed_secrets.store,
+                    recorder: Recorder::new(host.clone(), reporter(identity)),
+                });
+            }
+        }
+    }
+    Ok(sources)
+}
+
+fn reporter(identity: &str) -> Reporter {
+    Reporter {
+        controller: "fedns-controller".into(),
+        instance: Some(identity.to_owned()),
+    }
+}
+
+/// Of an engine's Secrets only the credentials fedns reads are kept (the
+/// namespace may hold many other Secrets).
+fn slim_engine_secret(secret: &mut Secret) {
+    const KEYS: [&str; 2] = ["token", "caBundle"];
+    secret.metadata.managed_fields = None;
+    secret.metadata.annotations = None;
+    secret.metadata.labels = None;
+    if let Some(data) = secret.data.as_mut() {
+        data.retain(|k, _| KEYS.contains(&k.as_str()));
+    }
+    if let Some(data) = secret.string_data.as_mut() {
+        data.retain(|k, _| KEYS.contains(&k.as_str()));
+    }
+}
+
 /// A reflector's store and a future that resolves once it has listed.
 struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
     store: Store<K>,
@@ -407,6 +503,28 @@ where
             match item {
                 Ok(object) => on_change(&object),
                 Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
+            }
+        }
+    });
+    Reflected { store }
+}
+
+/// As [`reflect`], keeping only what `slim` leaves of each object.
+fn reflect_slim<K>(api: Api<K>, slim: fn(&mut K), on_change: impl Fn(&K) + Send + 'static) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).modify(slim))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(object) => on_change(&object),
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
             }
         }
     });

@@ -221,6 +221,9 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         resync_interval: 60,
         workers: 8,
         probe_concurrency: 64,
+        member_source: vec![crate::members::MemberSource::Fedns],
+        karmada_kubeconfig: None,
+        kubefed_namespace: "kube-federation-system".into(),
     };
     let controller = {
         let stop = stop.clone();

@@ -1,0 +1,440 @@
+//! `fedns controller --member-source karmada|kubefed`: the host emulator
+//! stands in for the engine's control plane (its cluster CRD, Cluster or
+//! KubeFedCluster objects and their Secrets), members are emulators
+//! reached through real kubeconfig-style credentials. Per source:
+//! registration (region/zones from the engine, else Node labels),
+//! credential rotation (Secret changed), removal, a pull-mode Karmada
+//! cluster through the control plane's cluster proxy, the engine's own
+//! `Ready=False` against fedns's probes, and bad input.
+
+use std::time::Duration;
+
+use crate::common::*;
+use crate::controller_e2e::member_yaml;
+use fedns_api::DNSEndpoint;
+use fedns_controller::federation::{Engine, Federation, KARMADA_SECRET_NAMESPACE, KUBEFED_NAMESPACE};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::discovery::ApiResource;
+use serde_json::json;
+
+const HOST_YAML: &str = r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com, nameServers: [ns1.example.com]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec: {domainRef: myfed, recordTTL: 30}
+"#;
+
+const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
+
+struct Setup {
+    federation: Federation,
+    dns_port: u16,
+    metrics_port: u16,
+    host: kube::Client,
+    _controller: Process,
+}
+
+/// Members `a` (203.0.113.1, Nodes in r1/r1a), `b` (203.0.113.2, r2/r2a),
+/// `c` (203.0.113.3, r3/r3a); `register` registers them with the engine.
+async fn setup(engine: Engine, register: impl Fn(&Federation)) -> Setup {
+    let dir = temp_dir(&format!("sources-{}", engine.as_str()));
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b", "c"]).await.unwrap();
+    for (name, n) in [("a", 1), ("b", 2), ("c", 3)] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(
+                name,
+                &member_yaml(&format!("r{n}"), &format!("r{n}a"), &[&format!("203.0.113.{n}")]),
+            )
+            .unwrap();
+    }
+    federation.install_engine(engine).unwrap();
+    register(&federation);
+    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let dns_port = free_port();
+    let metrics_port = free_port();
+    let controller = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        dir.join("host.kubeconfig").to_str().unwrap(),
+        "--dns-listen",
+        &format!("127.0.0.1:{dns_port}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{metrics_port}"),
+        "--udp-workers",
+        "1",
+        "--member-source",
+        engine.as_str(),
+    ]);
+    let host = client_of(&federation.host).await;
+    Setup {
+        federation,
+        dns_port,
+        metrics_port,
+        host,
+        _controller: controller,
+    }
+}
+
+/// `name type targets` rows of the nginx DNSEndpoint.
+async fn rows(host: &kube::Client) -> Vec<String> {
+    let api: Api<DNSEndpoint> = Api::namespaced(host.clone(), "ns");
+    let Ok(endpoint) = api.get("service-nginx").await else {
+        return Vec::new();
+    };
+    let mut rows: Vec<String> = endpoint
+        .spec
+        .endpoints
+        .iter()
+        .map(|e| format!("{} {} {}", e.dns_name, e.record_type, e.targets.join(",")))
+        .collect();
+    rows.sort();
+    rows
+}
+
+async fn global_targets(host: &kube::Client) -> String {
+    rows(host)
+        .await
+        .into_iter()
+        .find_map(|r| r.strip_prefix(&format!("{GLOBAL} A ")).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Waits until the global name's A targets are `want`.
+async fn wait_global(s: &Setup, what: &str, want: &str) {
+    let host = s.host.clone();
+    let started = std::time::Instant::now();
+    loop {
+        let got = global_targets(&host).await;
+        if got == want {
+            println!("{what}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: global targets {got:?}, wanted {want:?} within 30 s; rows {:?}",
+            rows(&host).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the nginx DNSEndpoint has `row`.
+async fn wait_row(s: &Setup, row: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let all = rows(&s.host).await;
+        if all.iter().any(|r| r == row) {
+            println!("{row}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no {row:?} within 30 s: {all:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits for an Event on `name` (any kind) whose note contains `needle`.
+async fn wait_event(host: &kube::Client, name: &str, needle: &str) {
+    let api: Api<Event> = Api::all(host.clone());
+    let started = std::time::Instant::now();
+    loop {
+        let events = api.list(&Default::default()).await.unwrap().items;
+        let found = events.iter().find(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                && e.note.as_deref().is_some_and(|n| n.contains(needle))
+        });
+        if let Some(event) = found {
+            println!(
+                "Event on {name} after {:?}: {} {}",
+                started.elapsed(),
+                event.reason.as_deref().unwrap_or_default(),
+                event.note.as_deref().unwrap_or_default()
+            );
+            return;
+        }
+        let notes: Vec<String> = events.iter().filter_map(|e| e.note.clone()).collect();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no Event on {name} mentioning {needle:?} within 30 s; events: {notes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn metrics(s: &Setup) -> String {
+    http_get(&format!("http://127.0.0.1:{}/metrics", s.metrics_port))
+        .await
+        .1
+}
+
+fn karmada_clusters(host: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "cluster.karmada.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "cluster.karmada.io/v1alpha1".into(),
+        kind: "Cluster".into(),
+        plural: "clusters".into(),
+    };
+    Api::all_with(host.clone(), &resource)
+}
+
+fn kubefed_clusters(host: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "core.kubefed.io".into(),
+        version: "v1beta1".into(),
+        api_version: "core.kubefed.io/v1beta1".into(),
+        kind: "KubeFedCluster".into(),
+        plural: "kubefedclusters".into(),
+    };
+    Api::namespaced_with(host.clone(), KUBEFED_NAMESPACE, &resource)
+}
+
+async fn set_token(api: &Api<Secret>, name: &str, token: &str) {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"stringData": {"token": token}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn karmada_clusters_are_members() {
+    let s = setup(Engine::Karmada, |f| {
+        // a: region and zones from the Cluster; b: the older single `zone`
+        // without a region (topology from b's Nodes); c: pull mode,
+        // reached through the control plane's cluster proxy.
+        f.register_engine(Engine::Karmada, "a", json!({"region": "eu", "zones": ["eu-1"]}))
+            .unwrap();
+        f.register_engine(Engine::Karmada, "b", json!({})).unwrap();
+        f.register_engine(Engine::Karmada, "c", json!({"syncMode": "Pull"})).unwrap();
+        // Bad input: a Push cluster without apiEndpoint.
+        f.host
+            .seed_yaml(
+                "bad",
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: noendpoint}\nspec: {syncMode: Push, secretRef: {namespace: karmada-cluster, name: a}}\n",
+            )
+            .unwrap();
+    })
+    .await;
+    let host = s.host.clone();
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), KARMADA_SECRET_NAMESPACE);
+    let clusters = karmada_clusters(&host);
+
+    // Registration: all three, with the Cluster's topology for a and the
+    // Nodes' for b and c; c through the proxy path.
+    wait_global(
+        &s,
+        "three Karmada clusters published",
+        "203.0.113.1,203.0.113.2,203.0.113.3",
+    )
+    .await;
+    for row in [
+        "nginx.ns.myfed.svc.eu.example.com A 203.0.113.1",
+        "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1",
+        "nginx.ns.myfed.svc.r2.example.com A 203.0.113.2",
+        "nginx.ns.myfed.svc.r3a.r3.example.com A 203.0.113.3",
+    ] {
+        wait_row(&s, row).await;
+    }
+    let answer = dig(s.dns_port, GLOBAL, "A", false);
+    assert_eq!(answer, vec!["203.0.113.1", "203.0.113.2", "203.0.113.3"]);
+    // fedns wrote nothing into the Cluster objects.
+    let a = clusters.get("a").await.unwrap();
+    assert!(
+        a.data.get("status").is_none_or(|s| s.is_null()),
+        "status written: {:?}",
+        a.data
+    );
+
+    // Bad input is reported on the Cluster; the rest keeps working.
+    wait_event(&host, "noendpoint", "spec.apiEndpoint is empty").await;
+    let text = metrics(&s).await;
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="noendpoint",source="karmada"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="c",source="karmada"} 1"#),
+        "{text}"
+    );
+
+    // The engine's Ready=False does not override fedns's probes.
+    clusters
+        .patch_status(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{
+                "type": "Ready", "status": "False", "reason": "ClusterNotReachable",
+                "message": "cluster is not reachable", "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]}})),
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let text = metrics(&s).await;
+        if text.contains(r#"fedns_member_engine_ready{cluster="a",source="karmada"} 0"#) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "engine Ready not reported: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for _ in 0..10 {
+        assert_eq!(global_targets(&host).await, "203.0.113.1,203.0.113.2,203.0.113.3");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let explain = http_get(&format!(
+        "http://127.0.0.1:{}/debug/explain?name={GLOBAL}",
+        s.metrics_port
+    ))
+    .await
+    .1;
+    println!("{explain}");
+    assert!(explain.contains("karmada reports Ready=False"), "{explain}");
+    // ...and the engine's Ready=True does not keep a failed member in.
+    clusters
+        .patch_status(
+            "b",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{
+                "type": "Ready", "status": "True", "reason": "ClusterReady",
+                "message": "cluster is healthy and ready to accept workloads",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]}})),
+        )
+        .await
+        .unwrap();
+    s.federation.member("b").unwrap().stop();
+    wait_global(
+        &s,
+        "stopped member b leaves although Karmada says Ready",
+        "203.0.113.1,203.0.113.3",
+    )
+    .await;
+    s.federation.member("b").unwrap().resume().await.unwrap();
+    wait_global(&s, "b back", "203.0.113.1,203.0.113.2,203.0.113.3").await;
+
+    // Credential rotation: a wrong token takes a out, the right one back.
+    set_token(&secrets, "a", "not-the-token").await;
+    wait_global(&s, "a out with a wrong token", "203.0.113.2,203.0.113.3").await;
+    let token = s.federation.member("a").unwrap().token().to_owned();
+    set_token(&secrets, "a", &token).await;
+    wait_global(
+        &s,
+        "a back with the rotated token",
+        "203.0.113.1,203.0.113.2,203.0.113.3",
+    )
+    .await;
+
+    // A Secret without `token`: reported, the member leaves, others stay.
+    secrets
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(json!([{"op": "remove", "path": "/data/token"}])).unwrap()),
+        )
+        .await
+        .unwrap();
+    wait_event(&host, "a", "has no key token").await;
+    wait_global(&s, "a out without a token", "203.0.113.2,203.0.113.3").await;
+
+    // Removal.
+    clusters.delete("c", &DeleteParams::default()).await.unwrap();
+    wait_global(&s, "c removed", "203.0.113.2").await;
+    s.federation.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubefed_clusters_are_members() {
+    let s = setup(Engine::Kubefed, |f| {
+        f.register_engine(Engine::Kubefed, "a", json!({})).unwrap();
+        f.register_engine(Engine::Kubefed, "b", json!({"disabledTLSValidations": ["*"], "caBundle": null}))
+            .unwrap();
+        f.host
+            .seed_yaml(
+                "bad",
+                "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: noendpoint, namespace: kube-federation-system}\nspec: {apiEndpoint: '', secretRef: {name: a-token}}\n",
+            )
+            .unwrap();
+    })
+    .await;
+    let host = s.host.clone();
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), KUBEFED_NAMESPACE);
+    let clusters = kubefed_clusters(&host);
+    // Region and zones from the KubeFedCluster's status (kubefed's own
+    // controller writes them); none for b (its Nodes').
+    clusters
+        .patch_status(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"region": "eu", "zones": ["eu-1"], "conditions": [{
+                "type": "Ready", "status": "False", "reason": "ClusterNotReachable",
+                "message": "cluster is not reachable", "lastProbeTime": "2026-01-01T00:00:00Z"
+            }]}})),
+        )
+        .await
+        .unwrap();
+    wait_global(&s, "two KubeFedClusters published", "203.0.113.1,203.0.113.2").await;
+    wait_row(&s, "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1").await;
+    wait_row(&s, "nginx.ns.myfed.svc.r2a.r2.example.com A 203.0.113.2").await;
+    assert_eq!(dig(s.dns_port, GLOBAL, "A", false), vec!["203.0.113.1", "203.0.113.2"]);
+    // kubefed's Ready=False is reported, not obeyed.
+    let text = metrics(&s).await;
+    assert!(
+        text.contains(r#"fedns_member_engine_ready{cluster="a",source="kubefed"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="a",source="kubefed"} 1"#),
+        "{text}"
+    );
+    wait_event(&host, "noendpoint", "spec.apiEndpoint is empty").await;
+
+    // A third cluster registered while running.
+    s.federation.register_engine(Engine::Kubefed, "c", json!({})).unwrap();
+    wait_global(&s, "c registered", "203.0.113.1,203.0.113.2,203.0.113.3").await;
+
+    // Rotation.
+    set_token(&secrets, "b-token", "wrong").await;
+    wait_global(&s, "b out with a wrong token", "203.0.113.1,203.0.113.3").await;
+    let token = s.federation.member("b").unwrap().token().to_owned();
+    set_token(&secrets, "b-token", &token).await;
+    wait_global(&s, "b back", "203.0.113.1,203.0.113.2,203.0.113.3").await;
+
+    // A Secret without `token`.
+    secrets
+        .patch(
+            "c-token",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(json!([{"op": "remove", "path": "/data/token"}])).unwrap()),
+        )
+        .await
+        .unwrap();
+    wait_event(&host, "c", "has no key token").await;
+    wait_global(&s, "c out", "203.0.113.1,203.0.113.2").await;
+
+    // Removal.
+    clusters.delete("a", &DeleteParams::default()).await.unwrap();
+    wait_global(&s, "a removed", "203.0.113.2").await;
+    s.federation.stop();
+}
