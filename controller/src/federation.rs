@@ -299,6 +299,21 @@ spec:
       schema:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 ---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: federatedservices.types.kubefed.io}
+spec:
+  group: types.kubefed.io
+  scope: Namespaced
+  names: {kind: FederatedService, listKind: FederatedServiceList, plural: federatedservices, singular: federatedservice}
+  versions:
+    - name: v1beta1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
 apiVersion: v1
 kind: Namespace
 metadata: {name: kube-federation-system}

@@ -333,6 +333,17 @@ pub struct ControllerArgs {
     /// Namespace of kubefed's KubeFedClusters and their Secrets.
     #[arg(long, value_name = "NAMESPACE", default_value = "kube-federation-system")]
     pub kubefed_namespace: String,
+    /// Make ServiceDNSRecords and IngressDNSRecords from Service and Ingress
+    /// templates (and kubefed FederatedServices) annotated
+    /// `multiclusterdns.fedns.io/domain: <Domain>`; delete them when their
+    /// source goes. Records not labelled `app.kubernetes.io/managed-by: fedns`
+    /// are never changed.
+    #[arg(long)]
+    pub auto_records: bool,
+    /// Domain for `--auto-records` sources without the domain annotation
+    /// (default: only annotated sources make records).
+    #[arg(long, value_name = "DOMAIN", requires = "auto_records")]
+    pub auto_records_domain: Option<String>,
 }
 
 /// Arguments of `fedns explain`.

@@ -28,6 +28,7 @@ use crate::http::{self, HttpState};
 use crate::members::sources::{karmada, kubefed, KarmadaInputs, KubefedInputs};
 use crate::members::{MemberSource, Registry, Sources};
 use crate::metrics::ControllerMetrics;
+use crate::records::auto::{AutoRecords, TemplateSource};
 use crate::records::queue::{Queue, RecordKey};
 use crate::records::resolver::HostnameResolver;
 use crate::records::{self, RecordContext};
@@ -124,17 +125,31 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         let changed = members_changed.clone();
         move |_: &Secret| changed.notify_one()
     });
+    // Wakes the auto-records loop (when on) on record and Domain changes.
+    let auto_changed = Arc::new(Notify::new());
     let services = reflect(Api::<ServiceDNSRecord>::all(host.clone()), {
         let queue = queue.clone();
-        move |r: &ServiceDNSRecord| queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()))
+        let auto = auto_changed.clone();
+        move |r: &ServiceDNSRecord| {
+            queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
     });
     let ingresses = reflect(Api::<IngressDNSRecord>::all(host.clone()), {
         let queue = queue.clone();
-        move |r: &IngressDNSRecord| queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()))
+        let auto = auto_changed.clone();
+        move |r: &IngressDNSRecord| {
+            queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
     });
     let domains = reflect(Api::<Domain>::namespaced(host.clone(), &namespace), {
         let queue = queue.clone();
-        move |_: &Domain| queue.push_all()
+        let auto = auto_changed.clone();
+        move |_: &Domain| {
+            queue.push_all();
+            auto.notify_one();
+        }
     });
     let endpoints = reflect(Api::<DNSEndpoint>::all(host.clone()), {
         // A DNSEndpoint edited by hand is put back by its record.
@@ -188,6 +203,20 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             queue.push(key)
         })
     };
+    if args.auto_records {
+        let auto = auto_records(
+            args,
+            &host,
+            &identity,
+            &services.store,
+            &ingresses.store,
+            &domains.store,
+            &leader,
+            &auto_changed,
+        )
+        .await?;
+        tokio::spawn(auto.run(auto_changed.clone(), Duration::from_secs(args.resync_interval.max(1))));
+    }
     let ctx = Arc::new(RecordContext {
         host: host.clone(),
         namespace: namespace.clone(),
@@ -450,6 +479,135 @@ async fn member_sources(
         }
     }
     Ok(sources)
+}
+
+/// The `--auto-records` loop: templates in the host (Services, Ingresses,
+/// and FederatedServices when kubefed is a member source) and in the
+/// Karmada control plane when it is another API server.
+#[allow(clippy::too_many_arguments)]
+async fn auto_records(
+    args: &ControllerArgs,
+    host: &kube::Client,
+    identity: &str,
+    services: &Store<ServiceDNSRecord>,
+    ingresses: &Store<IngressDNSRecord>,
+    domains: &Store<Domain>,
+    leader: &watch::Receiver<bool>,
+    changed: &Arc<Notify>,
+) -> anyhow::Result<AutoRecords> {
+    let source = |client: &kube::Client, in_host: bool, federated: bool| {
+        let wake = |changed: &Arc<Notify>| {
+            let changed = changed.clone();
+            move || changed.notify_one()
+        };
+        let (w1, w2, w3) = (wake(changed), wake(changed), wake(changed));
+        let federated_services = federated.then(|| {
+            let resource = kube::discovery::ApiResource {
+                group: "types.kubefed.io".into(),
+                version: "v1beta1".into(),
+                api_version: "types.kubefed.io/v1beta1".into(),
+                kind: "FederatedService".into(),
+                plural: "federatedservices".into(),
+            };
+            reflect_dynamic(client, &resource, move || w3())
+        });
+        TemplateSource {
+            services: reflect_slim(
+                Api::<k8s_openapi::api::core::v1::Service>::all(client.clone()),
+                slim_template,
+                move |_| w1(),
+            )
+            .store,
+            ingresses: reflect_slim(
+                Api::<k8s_openapi::api::networking::v1::Ingress>::all(client.clone()),
+                slim_template,
+                move |_| w2(),
+            )
+            .store,
+            federated_services,
+            in_host,
+            recorder: Recorder::new(client.clone(), reporter(identity)),
+        }
+    };
+    let mut sources = vec![source(host, true, args.member_source.contains(&MemberSource::Kubefed))];
+    if args.member_source.contains(&MemberSource::Karmada) {
+        if let Some(path) = &args.karmada_kubeconfig {
+            let karmada = crate::kube_client::client(Some(path))
+                .await
+                .context("the Karmada control plane (--karmada-kubeconfig)")?;
+            sources.push(source(&karmada, false, false));
+        }
+    }
+    Ok(AutoRecords {
+        host: host.clone(),
+        sources,
+        services: services.clone(),
+        ingresses: ingresses.clone(),
+        domains: domains.clone(),
+        default_domain: args.auto_records_domain.clone(),
+        leader: leader.clone(),
+    })
+}
+
+/// Of a template only its identity, its fedns annotations and (for an
+/// Ingress) its rules are kept.
+fn slim_template<K: Resource + HasRules>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    meta.labels = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|k, _| k.starts_with("multiclusterdns.fedns.io/"));
+    }
+    object.slim_rest();
+}
+
+/// What of a template's body is kept.
+trait HasRules {
+    fn slim_rest(&mut self);
+}
+
+impl HasRules for k8s_openapi::api::core::v1::Service {
+    fn slim_rest(&mut self) {
+        self.spec = None;
+        self.status = None;
+    }
+}
+
+impl HasRules for k8s_openapi::api::networking::v1::Ingress {
+    fn slim_rest(&mut self) {
+        self.status = None;
+        if let Some(spec) = self.spec.as_mut() {
+            spec.default_backend = None;
+            spec.tls = None;
+            for rule in spec.rules.iter_mut().flatten() {
+                rule.http = None;
+            }
+        }
+    }
+}
+
+/// A reflector of dynamic objects (a kind fedns has no type for).
+fn reflect_dynamic(
+    client: &kube::Client,
+    resource: &kube::discovery::ApiResource,
+    on_change: impl Fn() + Send + 'static,
+) -> Store<kube::api::DynamicObject> {
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), resource);
+    let writer = reflector::store::Writer::new(resource.clone());
+    let store = writer.as_reader();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(_) => on_change(),
+                Err(e) => tracing::warn!(kind = "FederatedService", error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    store
 }
 
 fn reporter(identity: &str) -> Reporter {

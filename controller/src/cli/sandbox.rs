@@ -224,6 +224,8 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         member_source: vec![crate::members::MemberSource::Fedns],
         karmada_kubeconfig: None,
         kubefed_namespace: "kube-federation-system".into(),
+        auto_records: false,
+        auto_records_domain: None,
     };
     let controller = {
         let stop = stop.clone();

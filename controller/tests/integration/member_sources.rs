@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use crate::common::*;
 use crate::controller_e2e::member_yaml;
-use fedns_api::DNSEndpoint;
+use fedns_api::{DNSEndpoint, IngressDNSRecord, ServiceDNSRecord};
 use fedns_controller::federation::{Engine, Federation, KARMADA_SECRET_NAMESPACE, KUBEFED_NAMESPACE};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;
+use kube::ResourceExt;
 use serde_json::json;
 
 const HOST_YAML: &str = r#"
@@ -47,7 +48,7 @@ struct Setup {
 
 /// Members `a` (203.0.113.1, Nodes in r1/r1a), `b` (203.0.113.2, r2/r2a),
 /// `c` (203.0.113.3, r3/r3a); `register` registers them with the engine.
-async fn setup(engine: Engine, register: impl Fn(&Federation)) -> Setup {
+async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn(&Federation)) -> Setup {
     let dir = temp_dir(&format!("sources-{}", engine.as_str()));
     let federation = Federation::start(&dir, "fedns-system", &["a", "b", "c"]).await.unwrap();
     for (name, n) in [("a", 1), ("b", 2), ("c", 3)] {
@@ -65,19 +66,24 @@ async fn setup(engine: Engine, register: impl Fn(&Federation)) -> Setup {
     federation.host.seed_yaml("host", HOST_YAML).unwrap();
     let dns_port = free_port();
     let metrics_port = free_port();
-    let controller = spawn_fedns(&[
-        "controller",
-        "--kubeconfig",
-        dir.join("host.kubeconfig").to_str().unwrap(),
-        "--dns-listen",
-        &format!("127.0.0.1:{dns_port}"),
-        "--metrics-addr",
-        &format!("127.0.0.1:{metrics_port}"),
-        "--udp-workers",
-        "1",
-        "--member-source",
-        engine.as_str(),
-    ]);
+    let controller = spawn_fedns(
+        &[
+            "controller",
+            "--kubeconfig",
+            dir.join("host.kubeconfig").to_str().unwrap(),
+            "--dns-listen",
+            &format!("127.0.0.1:{dns_port}"),
+            "--metrics-addr",
+            &format!("127.0.0.1:{metrics_port}"),
+            "--udp-workers",
+            "1",
+            "--member-source",
+            engine.as_str(),
+        ]
+        .into_iter()
+        .chain(extra_args.iter().copied())
+        .collect::<Vec<_>>(),
+    );
     let host = client_of(&federation.host).await;
     Setup {
         federation,
@@ -204,6 +210,40 @@ fn kubefed_clusters(host: &kube::Client) -> Api<DynamicObject> {
     Api::namespaced_with(host.clone(), KUBEFED_NAMESPACE, &resource)
 }
 
+fn federated_services() -> ApiResource {
+    ApiResource {
+        group: "types.kubefed.io".into(),
+        version: "v1beta1".into(),
+        api_version: "types.kubefed.io/v1beta1".into(),
+        kind: "FederatedService".into(),
+        plural: "federatedservices".into(),
+    }
+}
+
+/// Waits until record `name` exists (`present`) or is gone; returns it.
+async fn wait_record<K>(api: &Api<K>, name: &str, present: bool) -> Option<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let started = std::time::Instant::now();
+    loop {
+        let got = api.get_opt(name).await.unwrap();
+        if got.is_some() == present {
+            println!(
+                "record {name} {}: after {:?}",
+                if present { "made" } else { "gone" },
+                started.elapsed()
+            );
+            return got;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "record {name}: wanted present={present} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn set_token(api: &Api<Secret>, name: &str, token: &str) {
     api.patch(
         name,
@@ -216,7 +256,7 @@ async fn set_token(api: &Api<Secret>, name: &str, token: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn karmada_clusters_are_members() {
-    let s = setup(Engine::Karmada, |f| {
+    let s = setup(Engine::Karmada, &[], |f| {
         // a: region and zones from the Cluster; b: the older single `zone`
         // without a region (topology from b's Nodes); c: pull mode,
         // reached through the control plane's cluster proxy.
@@ -366,7 +406,7 @@ async fn karmada_clusters_are_members() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubefed_clusters_are_members() {
-    let s = setup(Engine::Kubefed, |f| {
+    let s = setup(Engine::Kubefed, &["--auto-records"], |f| {
         f.register_engine(Engine::Kubefed, "a", json!({})).unwrap();
         f.register_engine(Engine::Kubefed, "b", json!({"disabledTLSValidations": ["*"], "caBundle": null}))
             .unwrap();
@@ -433,8 +473,153 @@ async fn kubefed_clusters_are_members() {
     wait_event(&host, "c", "has no key token").await;
     wait_global(&s, "c out", "203.0.113.1,203.0.113.2").await;
 
+    // --auto-records: a FederatedService annotated on its template makes a
+    // ServiceDNSRecord (owned by it); deleting it deletes the record.
+    s.federation
+        .host
+        .seed_yaml(
+            "federated",
+            r#"
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedService
+metadata: {name: web, namespace: ns}
+spec:
+  template:
+    metadata:
+      annotations: {multiclusterdns.fedns.io/domain: myfed}
+    spec: {type: LoadBalancer, ports: [{port: 80}]}
+  placement: {clusters: [{name: a}, {name: b}]}
+"#,
+        )
+        .unwrap();
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let record = wait_record(&records, "web", true).await.unwrap();
+    assert_eq!(record.spec.domain_ref, "myfed");
+    assert_eq!(record.owner_references()[0].kind, "FederatedService");
+    let federated = Api::<DynamicObject>::namespaced_with(host.clone(), "ns", &federated_services());
+    federated.delete("web", &DeleteParams::default()).await.unwrap();
+    wait_record(&records, "web", false).await;
+
     // Removal.
     clusters.delete("a", &DeleteParams::default()).await.unwrap();
     wait_global(&s, "a removed", "203.0.113.2").await;
+    s.federation.stop();
+}
+
+/// `--auto-records` with Karmada: Service and Ingress templates in the
+/// control plane (the host here) make records; a hand-written record of
+/// the same name is left alone; bad annotations are reported on the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_records_lifecycle() {
+    let s = setup(Engine::Karmada, &["--auto-records"], |f| {
+        for name in ["a", "b"] {
+            // A second Service, `web`, in the members.
+            f.member(name)
+                .unwrap()
+                .seed_yaml(
+                    "web",
+                    &member_yaml("r", "ra", &[if name == "a" { "198.51.100.1" } else { "198.51.100.2" }])
+                        .replace("nginx", "web")
+                        .replace("node-ra", &format!("node-web-{name}")),
+                )
+                .unwrap();
+            f.register_engine(Engine::Karmada, name, json!({})).unwrap();
+        }
+    })
+    .await;
+    let host = s.host.clone();
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(host.clone(), "ns");
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    wait_global(&s, "hand-written nginx record published", "203.0.113.1,203.0.113.2").await;
+
+    // Annotate → record → answer.
+    s.federation
+        .host
+        .seed_yaml(
+            "templates",
+            r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed, multiclusterdns.fedns.io/ttl: "60", multiclusterdns.fedns.io/dns-prefix: shop}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: nginx
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed, multiclusterdns.fedns.io/ttl: "120"}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: lost
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: nosuchdomain}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: shop
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+spec:
+  rules: [{host: store.example.com}]
+"#,
+        )
+        .unwrap();
+    let record = wait_record(&records, "web", true).await.unwrap();
+    assert_eq!(
+        record.labels().get("app.kubernetes.io/managed-by").map(String::as_str),
+        Some("fedns")
+    );
+    assert_eq!(record.spec.record_ttl, 60);
+    assert_eq!(record.spec.dns_prefix.as_deref(), Some("shop"));
+    let web = services.get("web").await.unwrap();
+    assert_eq!(record.owner_references()[0].uid, web.uid().unwrap());
+    let ingress_records: Api<IngressDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let ingress = wait_record(&ingress_records, "shop", true).await.unwrap();
+    assert_eq!(ingress.spec.hosts, vec!["store.example.com"]);
+    let started = std::time::Instant::now();
+    loop {
+        let answer = dig(s.dns_port, "web.ns.myfed.svc.example.com", "A", false);
+        if answer == vec!["198.51.100.1", "198.51.100.2"] {
+            println!("web answered: after {:?}", started.elapsed());
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "web: {answer:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The hand-written nginx record is untouched; its Service is told.
+    wait_event(&host, "nginx", "was not made by fedns").await;
+    let nginx = records.get("nginx").await.unwrap();
+    assert_eq!(nginx.spec.record_ttl, 30);
+    assert!(nginx.labels().get("app.kubernetes.io/managed-by").is_none());
+    // A missing Domain is reported on the source; the record waits for it.
+    wait_event(&host, "lost", "Domain nosuchdomain").await;
+
+    // Annotation removed → record gone → name gone.
+    services
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"multiclusterdns.fedns.io/domain": null}}})),
+        )
+        .await
+        .unwrap();
+    wait_record(&records, "web", false).await;
+    let started = std::time::Instant::now();
+    while dig_status(s.dns_port, "web.ns.myfed.svc.example.com", "A") != "NXDOMAIN" {
+        assert!(started.elapsed() < Duration::from_secs(30), "web still answered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The hand-written record is still there, unchanged.
+    assert_eq!(records.get("nginx").await.unwrap().spec.record_ttl, 30);
     s.federation.stop();
 }
