@@ -321,6 +321,15 @@ pub struct ControllerArgs {
     /// Response rate limiting of the embedded DNS server.
     #[command(flatten)]
     pub rrl: RrlArgs,
+    /// Member sources and automatic records.
+    #[command(flatten)]
+    pub sources: SourceArgs,
+}
+
+/// Where members and records come from: `--member-source`, the engines'
+/// settings, `--auto-records`.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct SourceArgs {
     /// Where member clusters come from (repeatable): fedns's MemberClusters,
     /// Karmada's Clusters, kubefed's KubeFedClusters. A name taken by an
     /// earlier source is ignored in a later one.
@@ -344,6 +353,19 @@ pub struct ControllerArgs {
     /// (default: only annotated sources make records).
     #[arg(long, value_name = "DOMAIN", requires = "auto_records")]
     pub auto_records_domain: Option<String>,
+}
+
+impl Default for SourceArgs {
+    /// The command line's defaults (checked by a test).
+    fn default() -> Self {
+        SourceArgs {
+            member_source: vec![MemberSource::Fedns],
+            karmada_kubeconfig: None,
+            kubefed_namespace: "kube-federation-system".into(),
+            auto_records: false,
+            auto_records_domain: None,
+        }
+    }
 }
 
 /// Arguments of `fedns explain`.
@@ -501,6 +523,7 @@ mod tests {
             panic!("not the controller")
         };
         assert_eq!(args.route53, Route53Args::default());
+        assert_eq!(args.sources, SourceArgs::default());
         let cli = Cli::try_parse_from([
             "fedns",
             "controller",

@@ -203,7 +203,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             queue.push(key)
         })
     };
-    if args.auto_records {
+    if args.sources.auto_records {
         let auto = auto_records(
             args,
             &host,
@@ -429,7 +429,7 @@ async fn member_sources(
         order: Vec::new(),
         ..Sources::default()
     };
-    for source in &args.member_source {
+    for source in &args.sources.member_source {
         if sources.order.contains(source) {
             continue;
         }
@@ -441,7 +441,11 @@ async fn member_sources(
         match source {
             MemberSource::Fedns => sources.fedns = Some((clusters.clone(), secrets.clone())),
             MemberSource::Karmada => {
-                let path = args.karmada_kubeconfig.as_deref().or(args.kubeconfig.as_deref());
+                let path = args
+                    .sources
+                    .karmada_kubeconfig
+                    .as_deref()
+                    .or(args.kubeconfig.as_deref());
                 let config = crate::kube_client::config(path)
                     .await
                     .context("the Karmada control plane (--karmada-kubeconfig)")?;
@@ -460,7 +464,7 @@ async fn member_sources(
             }
             MemberSource::Kubefed => {
                 let notify2 = notify.clone();
-                let namespace = &args.kubefed_namespace;
+                let namespace = &args.sources.kubefed_namespace;
                 let kubefed_clusters = reflect(
                     Api::<kubefed::KubeFedCluster>::namespaced(host.clone(), namespace),
                     move |_| notify(),
@@ -509,7 +513,7 @@ async fn auto_records(
                 kind: "FederatedService".into(),
                 plural: "federatedservices".into(),
             };
-            reflect_dynamic(client, &resource, move || w3())
+            reflect_dynamic(client, &resource, w3)
         });
         TemplateSource {
             services: reflect_slim(
@@ -529,9 +533,13 @@ async fn auto_records(
             recorder: Recorder::new(client.clone(), reporter(identity)),
         }
     };
-    let mut sources = vec![source(host, true, args.member_source.contains(&MemberSource::Kubefed))];
-    if args.member_source.contains(&MemberSource::Karmada) {
-        if let Some(path) = &args.karmada_kubeconfig {
+    let mut sources = vec![source(
+        host,
+        true,
+        args.sources.member_source.contains(&MemberSource::Kubefed),
+    )];
+    if args.sources.member_source.contains(&MemberSource::Karmada) {
+        if let Some(path) = &args.sources.karmada_kubeconfig {
             let karmada = crate::kube_client::client(Some(path))
                 .await
                 .context("the Karmada control plane (--karmada-kubeconfig)")?;
@@ -544,7 +552,7 @@ async fn auto_records(
         services: services.clone(),
         ingresses: ingresses.clone(),
         domains: domains.clone(),
-        default_domain: args.auto_records_domain.clone(),
+        default_domain: args.sources.auto_records_domain.clone(),
         leader: leader.clone(),
     })
 }

@@ -242,15 +242,15 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         resync_interval: 60,
         workers: 8,
         probe_concurrency: 64,
-        member_source: vec![match args.engine {
-            None => crate::members::MemberSource::Fedns,
-            Some(Engine::Karmada) => crate::members::MemberSource::Karmada,
-            Some(Engine::Kubefed) => crate::members::MemberSource::Kubefed,
-        }],
-        karmada_kubeconfig: None,
-        kubefed_namespace: "kube-federation-system".into(),
-        auto_records: args.engine.is_some(),
-        auto_records_domain: None,
+        sources: crate::cli::SourceArgs {
+            member_source: vec![match args.engine {
+                None => crate::members::MemberSource::Fedns,
+                Some(Engine::Karmada) => crate::members::MemberSource::Karmada,
+                Some(Engine::Kubefed) => crate::members::MemberSource::Kubefed,
+            }],
+            auto_records: args.engine.is_some(),
+            ..Default::default()
+        },
     };
     let controller = {
         let stop = stop.clone();
