@@ -172,6 +172,9 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     domains.wait().await;
     endpoints.wait().await;
     tracing::info!("host cluster caches ready");
+    if args.sources.auto_records {
+        registry.watch_service_exports(auto_changed.clone());
+    }
     let sources = member_sources(
         args,
         &host,
@@ -207,6 +210,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         let auto = auto_records(
             args,
             &host,
+            &registry,
             &identity,
             &services.store,
             &ingresses.store,
@@ -492,6 +496,7 @@ async fn member_sources(
 async fn auto_records(
     args: &ControllerArgs,
     host: &kube::Client,
+    registry: &Arc<Registry>,
     identity: &str,
     services: &Store<ServiceDNSRecord>,
     ingresses: &Store<IngressDNSRecord>,
@@ -548,6 +553,7 @@ async fn auto_records(
     }
     Ok(AutoRecords {
         host: host.clone(),
+        registry: Some(registry.clone()),
         sources,
         services: services.clone(),
         ingresses: ingresses.clone(),

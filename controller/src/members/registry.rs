@@ -28,7 +28,7 @@ use tokio::sync::{watch, Notify};
 use super::member::{Member, Settings};
 use super::probe::Health;
 use super::sources::{Desired, EngineReady, MemberSource, Sources};
-use super::watch::{slim_ingress, slim_node, slim_service, SliceIndex, WatchCtx, WatchHealth};
+use super::watch::{slim_ingress, slim_node, slim_service, spawn_service_exports, SliceIndex, WatchCtx, WatchHealth};
 use crate::metrics::ControllerMetrics;
 use crate::records::queue::{Queue, RecordKey};
 
@@ -57,6 +57,9 @@ pub struct Registry {
     leader: watch::Receiver<bool>,
     recorder: Recorder,
     pub(super) metrics: Arc<ControllerMetrics>,
+    /// With `--auto-records`: watch every member's MCS ServiceExports and
+    /// wake this on their changes.
+    service_exports: Mutex<Option<Arc<Notify>>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -85,7 +88,14 @@ impl Registry {
             leader,
             recorder,
             metrics,
+            service_exports: Mutex::new(None),
         })
+    }
+
+    /// Watch every member's MCS ServiceExports from now on (members
+    /// started later), waking `changed` on their changes.
+    pub fn watch_service_exports(&self, changed: Arc<Notify>) {
+        *self.service_exports.lock().unwrap_or_else(|e| e.into_inner()) = Some(changed);
     }
 
     /// Every running member.
@@ -376,12 +386,19 @@ impl Registry {
             .is_some_and(|s| conditions::is_true(&s.conditions, conditions::READY));
         let settings = Settings::from_spec(&cluster.spec);
         let (settings_tx, _) = watch::channel(settings.clone());
+        let exports_changed = self.service_exports.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let service_exports = exports_changed.map(|changed| {
+            let (store, listed, task) = spawn_service_exports(name.clone(), client.clone(), changed);
+            tasks.push(task);
+            (store, listed)
+        });
         let member = Arc::new(Member {
             name: name.clone(),
             services,
             slices,
             ingresses,
             nodes,
+            service_exports,
             healthy: AtomicBool::new(persisted_ready && !settings.cordoned),
             ready_slices,
             synced,

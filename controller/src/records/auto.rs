@@ -6,7 +6,13 @@
 //!   in the host, or in the Karmada control plane when that is another
 //!   API server (`--karmada-kubeconfig`);
 //! * a kubefed `FederatedService` (`types.kubefed.io/v1beta1`) annotated
-//!   the same way (on itself or on `spec.template`).
+//!   the same way (on itself or on `spec.template`);
+//! * an MCS `ServiceExport` (`multicluster.x-k8s.io/v1alpha1`) in any member
+//!   whose Service of that name is of type LoadBalancer; its Domain from the
+//!   same annotation on the ServiceExport, else `--auto-records-domain`.
+//!   Several members exporting one Service make one record. While a
+//!   member's ServiceExports are not listed yet, no record made from a
+//!   ServiceExport is deleted.
 //!
 //! Optional annotations: `multiclusterdns.fedns.io/ttl` (seconds,
 //! 1..86400) and `multiclusterdns.fedns.io/dns-prefix`. An Ingress gives its
@@ -226,6 +232,10 @@ pub fn wanted(
         }
         let key = (kind, t.namespace.clone(), t.name.clone());
         if let Some(first) = out.get(&key) {
+            if t.kind == "ServiceExport" && first.source == t.id() {
+                // The same Service exported by another member: one record.
+                continue;
+            }
             problems.push(problem(
                 "RecordExists",
                 format!(
@@ -279,6 +289,8 @@ pub struct Existing {
     pub spec: Value,
     /// Its owner references.
     pub owners: Vec<OwnerReference>,
+    /// Its `fedns.io/generated-from` annotation.
+    pub generated_from: Option<String>,
 }
 
 /// One write.
@@ -364,6 +376,8 @@ pub struct AutoRecords {
     pub default_domain: Option<String>,
     /// Leadership (only the leader writes).
     pub leader: watch::Receiver<bool>,
+    /// Members (their ServiceExports and Services); `None`: none read.
+    pub registry: Option<Arc<crate::members::Registry>>,
 }
 
 fn annotations_of(meta: &kube::api::ObjectMeta) -> BTreeMap<String, String> {
@@ -432,6 +446,46 @@ fn templates_of(source: &TemplateSource) -> Vec<Template> {
     out
 }
 
+/// Every member's ServiceExports whose Service is a LoadBalancer, as
+/// templates, and whether every member's ServiceExports have been listed.
+fn member_exports(registry: &crate::members::Registry) -> (Vec<Template>, bool) {
+    let mut out = Vec::new();
+    let mut listed = true;
+    for member in registry.members() {
+        let Some((exports, synced)) = &member.service_exports else {
+            continue;
+        };
+        listed &= synced.load(std::sync::atomic::Ordering::Relaxed);
+        for export in exports.state() {
+            let namespace = export.namespace().unwrap_or_default();
+            let name = export.name_any();
+            let service = member
+                .services
+                .get(&kube::runtime::reflector::ObjectRef::new(&name).within(&namespace));
+            let load_balancer = service
+                .as_ref()
+                .and_then(|s| s.spec.as_ref())
+                .and_then(|s| s.type_.as_deref())
+                == Some("LoadBalancer");
+            if !load_balancer {
+                tracing::debug!(member = %member.name, "ServiceExport {namespace}/{name}: no LoadBalancer Service of that name; no record");
+                continue;
+            }
+            out.push(Template {
+                kind: "ServiceExport",
+                api_version: "multicluster.x-k8s.io/v1alpha1",
+                namespace,
+                name,
+                uid: None,
+                annotations: annotations_of(&export.metadata),
+                hosts: Vec::new(),
+                in_host: false,
+            });
+        }
+    }
+    (out, listed)
+}
+
 fn existing_of(services: &Store<ServiceDNSRecord>, ingresses: &Store<IngressDNSRecord>) -> Vec<Existing> {
     let generated =
         |labels: &BTreeMap<String, String>| labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY);
@@ -445,6 +499,7 @@ fn existing_of(services: &Store<ServiceDNSRecord>, ingresses: &Store<IngressDNSR
             generated: generated(r.labels()),
             spec: serde_json::to_value(&r.spec).unwrap_or_default(),
             owners: r.owner_references().to_vec(),
+            generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
         })
         .collect();
     out.extend(ingresses.state().iter().map(|r| Existing {
@@ -454,6 +509,7 @@ fn existing_of(services: &Store<ServiceDNSRecord>, ingresses: &Store<IngressDNSR
         generated: generated(r.labels()),
         spec: serde_json::to_value(&r.spec).unwrap_or_default(),
         owners: r.owner_references().to_vec(),
+        generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
     }));
     out
 }
@@ -493,9 +549,33 @@ impl AutoRecords {
                 templates.push(t);
             }
         }
+        let exports_listed = match &self.registry {
+            Some(registry) => {
+                let (exports, listed) = member_exports(registry);
+                templates.extend(exports);
+                listed
+            }
+            None => true,
+        };
         let domains: BTreeSet<String> = self.domains.state().iter().map(|d| d.name_any()).collect();
         let (wanted, mut problems) = wanted(&templates, &domains, self.default_domain.as_deref());
-        let actions = plan(&wanted, &existing_of(&self.services, &self.ingresses));
+        let existing = existing_of(&self.services, &self.ingresses);
+        let mut actions = plan(&wanted, &existing);
+        if !exports_listed {
+            // A member's ServiceExports are not known yet: keep what they made.
+            let from_exports: BTreeSet<(RecordKind, &str, &str)> = existing
+                .iter()
+                .filter(|e| {
+                    e.generated_from
+                        .as_deref()
+                        .is_some_and(|g| g.starts_with("ServiceExport/"))
+                })
+                .map(|e| (e.kind, e.namespace.as_str(), e.name.as_str()))
+                .collect();
+            actions.retain(
+                |a| !matches!(a, Action::Delete(k, ns, n) if from_exports.contains(&(*k, ns.as_str(), n.as_str()))),
+            );
+        }
         for action in actions {
             match action {
                 Action::Create(w) => {
@@ -706,6 +786,17 @@ mod tests {
     }
 
     #[test]
+    fn one_record_for_a_service_exported_by_several_members() {
+        let mut export = template("ServiceExport", "nginx", &[]);
+        export.in_host = false;
+        export.uid = None;
+        let (wanted, problems) = wanted(&[export.clone(), export], &domains(), Some("myfed"));
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(wanted.len(), 1);
+        assert!(wanted[0].owner.is_none(), "a member's object owns nothing in the host");
+    }
+
+    #[test]
     fn default_domain_applies_to_unannotated_templates() {
         let (wanted, _) = wanted(&[template("Service", "x", &[])], &domains(), Some("myfed"));
         assert_eq!(wanted.len(), 1);
@@ -725,6 +816,7 @@ mod tests {
             generated: false,
             spec: json!({"domainRef": "other"}),
             owners: Vec::new(),
+            generated_from: None,
         };
         let stale_hand = Existing {
             name: "old".into(),
@@ -762,6 +854,7 @@ mod tests {
             generated: true,
             spec: json!({"domainRef": "myfed", "recordTTL": 60, "allowServiceWithoutEndpoints": false}),
             owners: vec![wanted[0].owner.clone().unwrap()],
+            generated_from: Some("Service/ns/nginx".into()),
         };
         assert!(plan(&wanted, &[existing.clone()]).is_empty());
         existing.spec["recordTTL"] = json!(30);

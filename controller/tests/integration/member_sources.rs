@@ -38,6 +38,24 @@ spec: {domainRef: myfed, recordTTL: 30}
 
 const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 
+/// The MCS ServiceExport CRD (KEP-1645), schema left open.
+const MCS_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: serviceexports.multicluster.x-k8s.io}
+spec:
+  group: multicluster.x-k8s.io
+  scope: Namespaced
+  names: {kind: ServiceExport, listKind: ServiceExportList, plural: serviceexports, singular: serviceexport}
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
 struct Setup {
     federation: Federation,
     dns_port: u16,
@@ -621,5 +639,72 @@ spec:
     }
     // The hand-written record is still there, unchanged.
     assert_eq!(records.get("nginx").await.unwrap().spec.record_ttl, 30);
+
+    // An MCS ServiceExport in member a (b has no MCS API at all) of a
+    // LoadBalancer Service makes a record; one of a ClusterIP Service does not.
+    let a = s.federation.member("a").unwrap();
+    a.seed_yaml("mcs", MCS_CRD).unwrap();
+    a.seed_yaml(
+        "api",
+        &member_yaml("r", "ra", &["198.51.100.9"])
+            .replace("nginx", "api")
+            .replace("node-ra", "node-api"),
+    )
+    .unwrap();
+    a.seed_yaml(
+        "exports",
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {name: internal, namespace: ns}
+spec: {type: ClusterIP, ports: [{port: 80}]}
+---
+apiVersion: multicluster.x-k8s.io/v1alpha1
+kind: ServiceExport
+metadata:
+  name: api
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+---
+apiVersion: multicluster.x-k8s.io/v1alpha1
+kind: ServiceExport
+metadata:
+  name: internal
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+"#,
+    )
+    .unwrap();
+    let api = wait_record(&records, "api", true).await.unwrap();
+    assert_eq!(
+        api.annotations().get("fedns.io/generated-from").map(String::as_str),
+        Some("ServiceExport/ns/api")
+    );
+    assert!(
+        api.owner_references().is_empty(),
+        "a member's object owns nothing in the host"
+    );
+    let started = std::time::Instant::now();
+    while dig(s.dns_port, "api.ns.myfed.svc.example.com", "A", false) != ["198.51.100.9"] {
+        assert!(started.elapsed() < Duration::from_secs(30), "api not answered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        records.get_opt("internal").await.unwrap().is_none(),
+        "no record for a ClusterIP Service"
+    );
+    let member_a = client_of(a).await;
+    let resource = ApiResource {
+        group: "multicluster.x-k8s.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "multicluster.x-k8s.io/v1alpha1".into(),
+        kind: "ServiceExport".into(),
+        plural: "serviceexports".into(),
+    };
+    Api::<DynamicObject>::namespaced_with(member_a, "ns", &resource)
+        .delete("api", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_record(&records, "api", false).await;
     s.federation.stop();
 }
