@@ -174,3 +174,97 @@ fn connection(
         ..Connection::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::{reflector, watcher};
+    use serde_json::json;
+
+    fn secrets(objects: &[serde_json::Value]) -> Store<Secret> {
+        let (store, mut writer) = reflector::store();
+        for o in objects {
+            writer.apply_watcher_event(&watcher::Event::Apply(serde_json::from_value(o.clone()).unwrap()));
+        }
+        store
+    }
+
+    fn cluster(spec: serde_json::Value) -> Cluster {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": "member1"},
+            "spec": spec,
+            "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "ClusterNotReachable",
+                "message": "cluster is not reachable", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        }))
+        .unwrap()
+    }
+
+    fn karmada() -> kube::Config {
+        kube::Config::new("https://karmada.example:5443".parse().unwrap())
+    }
+
+    const SECRET: &str = "karmada-cluster";
+
+    #[test]
+    fn push_cluster_reads_endpoint_secret_and_topology() {
+        let store = secrets(&[json!({"metadata": {"name": "member1", "namespace": SECRET},
+            "data": {"token": "dG9rZW4K", "caBundle": "LS0tLS0="}})]);
+        let c = cluster(json!({"syncMode": "Push", "apiEndpoint": "10.0.0.1:6443",
+            "secretRef": {"namespace": SECRET, "name": "member1"},
+            "insecureSkipTLSVerification": true, "proxyURL": "socks5://127.0.0.1:1080",
+            "region": "eu", "zone": "eu-1"}));
+        let t = translate(&c, &store, &karmada(), "fedns-system");
+        let connection = t.connection.unwrap();
+        assert_eq!(connection.token.as_deref(), Some("token"));
+        assert_eq!(connection.ca_pem.as_deref(), Some(&b"-----"[..]));
+        assert!(connection.insecure);
+        assert_eq!(connection.proxy_url.as_deref(), Some("socks5://127.0.0.1:1080"));
+        assert!(connection.through.is_none());
+        assert_eq!(t.member.spec.region.as_deref(), Some("eu"));
+        assert_eq!(
+            t.member.spec.zones,
+            vec!["eu-1"],
+            "the older zone field when zones is empty"
+        );
+        assert_eq!(t.engine_ready.unwrap().status, "False");
+        assert_eq!(
+            t.member.status.unwrap().conditions[0].status,
+            "False",
+            "the engine's Ready seeds the state"
+        );
+    }
+
+    #[test]
+    fn pull_cluster_goes_through_the_cluster_proxy() {
+        let c = cluster(json!({"syncMode": "Pull", "zones": ["a", "b"], "zone": "ignored"}));
+        let t = translate(&c, &secrets(&[]), &karmada(), "fedns-system");
+        let connection = t.connection.unwrap();
+        let through = connection.through.unwrap();
+        assert_eq!(
+            through.cluster_url.to_string(),
+            "https://karmada.example:5443/apis/cluster.karmada.io/v1alpha1/clusters/member1/proxy"
+        );
+        assert_eq!(t.member.spec.zones, vec!["a", "b"]);
+        assert_eq!(t.member.spec.region, None, "no region: the member's Nodes give it");
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        let store = secrets(&[json!({"metadata": {"name": "member1", "namespace": SECRET},
+            "data": {"caBundle": "LS0tLS0="}})]);
+        let reference = json!({"namespace": SECRET, "name": "member1"});
+        let no_endpoint = cluster(json!({"syncMode": "Push", "secretRef": reference}));
+        let err = translate(&no_endpoint, &store, &karmada(), "ns")
+            .connection
+            .unwrap_err();
+        assert!(err.contains("spec.apiEndpoint is empty"), "{err}");
+        let no_token = cluster(json!({"syncMode": "Push", "apiEndpoint": "https://10.0.0.1", "secretRef": reference}));
+        let err = translate(&no_token, &store, &karmada(), "ns").connection.unwrap_err();
+        assert_eq!(err, "Secret karmada-cluster/member1 has no key token");
+        let no_secret = cluster(json!({"syncMode": "Push", "apiEndpoint": "https://10.0.0.1",
+            "secretRef": {"namespace": SECRET, "name": "other"}}));
+        let err = translate(&no_secret, &store, &karmada(), "ns").connection.unwrap_err();
+        assert!(err.contains("not found"), "{err}");
+    }
+}

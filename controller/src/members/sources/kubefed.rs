@@ -139,3 +139,74 @@ fn connection(cluster: &KubeFedCluster, secrets: &Store<Secret>) -> Result<Conne
         ..Connection::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::{reflector, watcher};
+    use serde_json::json;
+
+    fn secrets() -> Store<Secret> {
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Apply(
+            serde_json::from_value(
+                json!({"metadata": {"name": "c1-token", "namespace": "kube-federation-system"},
+                "data": {"token": "dG9rZW4="}}),
+            )
+            .unwrap(),
+        ));
+        store
+    }
+
+    fn cluster(spec: serde_json::Value, status: serde_json::Value) -> KubeFedCluster {
+        serde_json::from_value(json!({
+            "apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
+            "metadata": {"name": "c1", "namespace": "kube-federation-system"},
+            "spec": spec, "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn reads_endpoint_ca_token_tls_and_status_topology() {
+        let c = cluster(
+            json!({"apiEndpoint": "https://10.0.0.2:6443", "caBundle": "LS0tLS0=",
+                "secretRef": {"name": "c1-token"}, "disabledTLSValidations": ["SubjectName"]}),
+            json!({"region": "us", "zones": ["us-1"], "conditions": [{"type": "Ready", "status": "True",
+                "lastProbeTime": "2026-01-01T00:00:00Z"}]}),
+        );
+        let t = translate(&c, &secrets(), "fedns-system");
+        let connection = t.connection.unwrap();
+        assert_eq!(connection.token.as_deref(), Some("token"));
+        assert_eq!(connection.ca_pem.as_deref(), Some(&b"-----"[..]));
+        assert!(connection.insecure, "any disabled validation turns verification off");
+        assert_eq!(t.member.spec.region.as_deref(), Some("us"));
+        assert_eq!(t.member.spec.zones, vec!["us-1"]);
+        assert_eq!(t.engine_ready.unwrap().summary(), "True");
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        let no_endpoint = cluster(json!({"apiEndpoint": "", "secretRef": {"name": "c1-token"}}), json!({}));
+        assert_eq!(
+            translate(&no_endpoint, &secrets(), "ns").connection.unwrap_err(),
+            "spec.apiEndpoint is empty"
+        );
+        let bad_ca = cluster(
+            json!({"apiEndpoint": "https://x", "caBundle": "%%%", "secretRef": {"name": "c1-token"}}),
+            json!({}),
+        );
+        assert!(translate(&bad_ca, &secrets(), "ns")
+            .connection
+            .unwrap_err()
+            .contains("not base64"));
+        let no_secret = cluster(
+            json!({"apiEndpoint": "https://x", "secretRef": {"name": "nope"}}),
+            json!({}),
+        );
+        assert!(translate(&no_secret, &secrets(), "ns")
+            .connection
+            .unwrap_err()
+            .contains("not found"));
+    }
+}

@@ -277,3 +277,80 @@ impl Sources {
         (kept, dropped)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::events::Reporter;
+    use kube::runtime::{reflector, watcher};
+    use serde_json::json;
+
+    fn store<K>(objects: &[serde_json::Value]) -> Store<K>
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + 'static,
+    {
+        let (store, mut writer) = reflector::store();
+        for o in objects {
+            writer.apply_watcher_event(&watcher::Event::Apply(serde_json::from_value(o.clone()).unwrap()));
+        }
+        store
+    }
+
+    #[tokio::test]
+    async fn a_name_taken_by_an_earlier_source_is_dropped_with_a_message() {
+        let client = kube::Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().unwrap())).unwrap();
+        let recorder = Recorder::new(
+            client,
+            Reporter {
+                controller: "test".into(),
+                instance: None,
+            },
+        );
+        let members: Store<MemberCluster> = store(&[json!({
+            "apiVersion": "core.fedns.io/v1alpha1", "kind": "MemberCluster",
+            "metadata": {"name": "c1", "namespace": "fedns-system"},
+            "spec": {"apiEndpoint": "https://10.0.0.1"},
+        })]);
+        let clusters: Store<kubefed::KubeFedCluster> = store(&[
+            json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
+                "metadata": {"name": "c1", "namespace": "kube-federation-system"},
+                "spec": {"apiEndpoint": "https://10.0.0.2", "secretRef": {"name": "s"}}}),
+            json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
+                "metadata": {"name": "c2", "namespace": "kube-federation-system"},
+                "spec": {"apiEndpoint": "https://10.0.0.3", "secretRef": {"name": "s"}}}),
+        ]);
+        let sources = Sources {
+            order: vec![MemberSource::Fedns, MemberSource::Kubefed],
+            fedns: Some((members, store(&[]))),
+            karmada: None,
+            kubefed: Some(KubefedInputs {
+                clusters,
+                secrets: store(&[]),
+                recorder,
+            }),
+        };
+        let (kept, dropped) = sources.desired("fedns-system");
+        let kept: Vec<(String, MemberSource)> = kept.iter().map(|d| (d.name(), d.source)).collect();
+        assert_eq!(
+            kept,
+            vec![("c1".into(), MemberSource::Fedns), ("c2".into(), MemberSource::Kubefed)]
+        );
+        assert_eq!(dropped.len(), 1);
+        assert!(
+            dropped[0].1.contains("a fedns cluster named c1 is already a member"),
+            "{}",
+            dropped[0].1
+        );
+        let c2 = sources
+            .desired("fedns-system")
+            .0
+            .into_iter()
+            .find(|d| d.name() == "c2")
+            .unwrap();
+        assert_eq!(
+            c2.cluster.annotations().get(SOURCE_ANNOTATION).map(String::as_str),
+            Some("kubefed")
+        );
+        assert!(c2.connection.unwrap_err().contains("Secret kube-federation-system/s"));
+    }
+}
