@@ -4,7 +4,8 @@
 //! reached through real kubeconfig-style credentials. Per source:
 //! registration (region/zones from the engine, else Node labels),
 //! credential rotation (Secret changed), removal, a pull-mode Karmada
-//! cluster through the control plane's cluster proxy, the engine's own
+//! cluster through the control plane's cluster proxy, `spec.proxyURL`
+//! through a loopback CONNECT proxy, the engine's own
 //! `Ready=False` against fedns's probes, and bad input.
 
 use std::time::Duration;
@@ -274,13 +275,15 @@ async fn set_token(api: &Api<Secret>, name: &str, token: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn karmada_clusters_are_members() {
+    let proxy = connect_proxy().await;
+    let proxy_url = proxy.url.clone();
     let s = setup(Engine::Karmada, &[], |f| {
         // a: region and zones from the Cluster; b: the older single `zone`
         // without a region (topology from b's Nodes); c: pull mode,
         // reached through the control plane's cluster proxy.
         f.register_engine(Engine::Karmada, "a", json!({"region": "eu", "zones": ["eu-1"]}))
             .unwrap();
-        f.register_engine(Engine::Karmada, "b", json!({})).unwrap();
+        f.register_engine(Engine::Karmada, "b", json!({"proxyURL": proxy_url})).unwrap();
         f.register_engine(Engine::Karmada, "c", json!({"syncMode": "Pull"})).unwrap();
         // Bad input: a Push cluster without apiEndpoint.
         f.host
@@ -313,6 +316,11 @@ async fn karmada_clusters_are_members() {
     }
     let answer = dig(s.dns_port, GLOBAL, "A", false);
     assert_eq!(answer, vec!["203.0.113.1", "203.0.113.2", "203.0.113.3"]);
+    // b is reached through its spec.proxyURL.
+    assert!(
+        proxy.tunnels.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no tunnel through b's proxyURL"
+    );
     // fedns wrote nothing into the Cluster objects.
     let a = clusters.get("a").await.unwrap();
     assert!(
