@@ -21,6 +21,8 @@ pub(crate) struct Connection {
     pub(crate) api_endpoint: String,
     /// PEM CA bundle (raw, not base64).
     pub(crate) ca_pem: Option<Vec<u8>>,
+    /// Where the CA bundle came from, for error messages (`spec.caBundle`).
+    pub(crate) ca_origin: String,
     /// Skip TLS verification.
     pub(crate) insecure: bool,
     /// Bearer token.
@@ -68,6 +70,7 @@ impl Connection {
         let mut connection = Connection {
             api_endpoint: spec.api_endpoint.clone(),
             insecure: spec.insecure_skip_tls_verify,
+            ca_origin: "spec.caBundle".into(),
             ..Connection::default()
         };
         if let Some(bundle) = &spec.ca_bundle {
@@ -121,9 +124,9 @@ impl Connection {
                 let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(pem)
                     .map(|c| c.map(|c| c.to_vec()))
                     .collect::<Result<_, _>>()
-                    .map_err(|e| format!("the CA bundle is not a PEM certificate bundle: {e}"))?;
+                    .map_err(|e| format!("{} is not a PEM certificate bundle: {e}", self.ca_origin))?;
                 if certs.is_empty() {
-                    return Err("the CA bundle holds no PEM certificate".into());
+                    return Err(format!("{} holds no PEM certificate", self.ca_origin));
                 }
                 config.root_cert = Some(certs);
             }

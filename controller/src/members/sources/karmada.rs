@@ -168,6 +168,7 @@ fn connection(
     Ok(Connection {
         api_endpoint: spec.api_endpoint.clone(),
         ca_pem: secret_value(&secret, CA_KEY).filter(|c| !c.is_empty()),
+        ca_origin: format!("Secret {}/{} key {CA_KEY}", reference.namespace, reference.name),
         insecure: spec.insecure_skip_tls_verification,
         token: Some(token_text(token)?),
         proxy_url: Some(spec.proxy_url.clone()).filter(|p| !p.is_empty()),

@@ -134,6 +134,7 @@ fn connection(cluster: &KubeFedCluster, secrets: &Store<Secret>) -> Result<Conne
     Ok(Connection {
         api_endpoint: spec.api_endpoint.clone(),
         ca_pem,
+        ca_origin: "spec.caBundle".into(),
         insecure,
         token: Some(token_text(token)?),
         ..Connection::default()
