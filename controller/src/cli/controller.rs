@@ -229,7 +229,12 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         ingresses: ingresses.store,
         domains: domains.store,
         endpoints: endpoints.store,
-        clusters: clusters.store,
+        // MemberClusters count only when they are a member source.
+        clusters: if args.sources.member_source.contains(&MemberSource::Fedns) {
+            clusters.store
+        } else {
+            reflector::store::<MemberCluster>().0
+        },
         resolver,
         leader: leader.clone(),
         metrics,

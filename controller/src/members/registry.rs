@@ -136,6 +136,10 @@ impl Registry {
 
     async fn sync(self: &Arc<Self>, sources: &Sources) {
         let (desired, dropped) = sources.desired(&self.namespace);
+        let clashes: std::collections::BTreeSet<String> = dropped
+            .iter()
+            .map(|(d, _)| format!("{}/{}", d.source.as_str(), d.name()))
+            .collect();
         for (clash, message) in dropped {
             let key = format!("{}/{}", clash.source.as_str(), clash.name());
             let first = self
@@ -177,7 +181,7 @@ impl Registry {
         self.failures
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|n, _| wanted.contains_key(n) || n.contains('/'));
+            .retain(|n, _| wanted.contains_key(n) || clashes.contains(n));
         {
             // Engine members: keep fedns's status, take the rest from the engine.
             let mut engine = self.engine_clusters.write().unwrap_or_else(|e| e.into_inner());

@@ -156,6 +156,24 @@ async fn wait_global(s: &Setup, what: &str, want: &str) {
     }
 }
 
+/// Waits until the embedded server answers `name` A with `want` (the
+/// DNSEndpoint is written before the zone snapshot is swapped).
+async fn wait_dig(s: &Setup, name: &str, want: &[&str]) {
+    let started = std::time::Instant::now();
+    loop {
+        let got = dig(s.dns_port, name, "A", false);
+        if got == want {
+            println!("{name} answered {want:?}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name}: {got:?}, wanted {want:?} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Waits until the nginx DNSEndpoint has `row`.
 async fn wait_row(s: &Setup, row: &str) {
     let started = std::time::Instant::now();
@@ -314,8 +332,7 @@ async fn karmada_clusters_are_members() {
     ] {
         wait_row(&s, row).await;
     }
-    let answer = dig(s.dns_port, GLOBAL, "A", false);
-    assert_eq!(answer, vec!["203.0.113.1", "203.0.113.2", "203.0.113.3"]);
+    wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2", "203.0.113.3"]).await;
     // b is reached through its spec.proxyURL.
     assert!(
         proxy.tunnels.load(std::sync::atomic::Ordering::Relaxed) > 0,
@@ -463,7 +480,7 @@ async fn kubefed_clusters_are_members() {
     wait_global(&s, "two KubeFedClusters published", "203.0.113.1,203.0.113.2").await;
     wait_row(&s, "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1").await;
     wait_row(&s, "nginx.ns.myfed.svc.r2a.r2.example.com A 203.0.113.2").await;
-    assert_eq!(dig(s.dns_port, GLOBAL, "A", false), vec!["203.0.113.1", "203.0.113.2"]);
+    wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2"]).await;
     // kubefed's Ready=False is reported, not obeyed.
     let text = metrics(&s).await;
     assert!(
@@ -611,16 +628,7 @@ spec:
     let ingress_records: Api<IngressDNSRecord> = Api::namespaced(host.clone(), "ns");
     let ingress = wait_record(&ingress_records, "shop", true).await.unwrap();
     assert_eq!(ingress.spec.hosts, vec!["store.example.com"]);
-    let started = std::time::Instant::now();
-    loop {
-        let answer = dig(s.dns_port, "web.ns.myfed.svc.example.com", "A", false);
-        if answer == vec!["198.51.100.1", "198.51.100.2"] {
-            println!("web answered: after {:?}", started.elapsed());
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "web: {answer:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_dig(&s, "web.ns.myfed.svc.example.com", &["198.51.100.1", "198.51.100.2"]).await;
 
     // The hand-written nginx record is untouched; its Service is told.
     wait_event(&host, "nginx", "was not made by fedns").await;
@@ -692,11 +700,7 @@ metadata:
         api.owner_references().is_empty(),
         "a member's object owns nothing in the host"
     );
-    let started = std::time::Instant::now();
-    while dig(s.dns_port, "api.ns.myfed.svc.example.com", "A", false) != ["198.51.100.9"] {
-        assert!(started.elapsed() < Duration::from_secs(30), "api not answered");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_dig(&s, "api.ns.myfed.svc.example.com", &["198.51.100.9"]).await;
     assert!(
         records.get_opt("internal").await.unwrap().is_none(),
         "no record for a ClusterIP Service"
