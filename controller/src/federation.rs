@@ -142,7 +142,16 @@ impl Federation {
     /// # Errors
     /// The host rejects the objects.
     pub fn install_engine(&self, engine: Engine) -> anyhow::Result<()> {
-        self.host.seed_yaml(engine.as_str(), engine.crd_yaml())?;
+        self.install_engine_in(&self.host, engine)
+    }
+
+    /// As [`Federation::install_engine`], in `plane` (an engine control
+    /// plane apart from the host, e.g. a karmada-apiserver).
+    ///
+    /// # Errors
+    /// `plane` rejects the objects.
+    pub fn install_engine_in(&self, plane: &Emulator, engine: Engine) -> anyhow::Result<()> {
+        plane.seed_yaml(engine.as_str(), engine.crd_yaml())?;
         Ok(())
     }
 
@@ -156,6 +165,20 @@ impl Federation {
     /// # Errors
     /// The host rejects the objects.
     pub fn register_engine(&self, engine: Engine, name: &str, extra_spec: serde_json::Value) -> anyhow::Result<()> {
+        self.register_engine_in(&self.host, engine, name, extra_spec)
+    }
+
+    /// As [`Federation::register_engine`], in `plane`.
+    ///
+    /// # Errors
+    /// `plane` rejects the objects.
+    pub fn register_engine_in(
+        &self,
+        plane: &Emulator,
+        engine: Engine,
+        name: &str,
+        extra_spec: serde_json::Value,
+    ) -> anyhow::Result<()> {
         let member = self.member(name)?;
         let ca = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
         let (secret, cluster) = match engine {
@@ -201,7 +224,7 @@ impl Federation {
             }
         };
         let objects = json!({"apiVersion": "v1", "kind": "List", "items": [secret, cluster]});
-        self.host.seed_yaml(
+        plane.seed_yaml(
             &format!("{} cluster {name}", engine.as_str()),
             &serde_json::to_string(&objects)?,
         )?;

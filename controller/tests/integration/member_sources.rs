@@ -720,3 +720,112 @@ metadata:
     wait_record(&records, "api", false).await;
     s.federation.stop();
 }
+
+/// Karmada as its own API server (`--karmada-kubeconfig`), apart from the
+/// host: Clusters, Secrets and the Service template live there; a pull-mode
+/// cluster goes through its cluster proxy; the record is made in the host
+/// without an owner (its source is not there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn karmada_as_a_separate_control_plane() {
+    let dir = temp_dir("sources-karmada-plane");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
+    for (name, n) in [("a", 1), ("b", 2)] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(
+                name,
+                &member_yaml(&format!("r{n}"), &format!("r{n}a"), &[&format!("203.0.113.{n}")]),
+            )
+            .unwrap();
+    }
+    let plane = fedns_sandbox::Emulator::start_with(fedns_sandbox::EmulatorConfig {
+        name: "karmada".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    plane.write_kubeconfig(&dir.join("karmada.kubeconfig")).unwrap();
+    federation.install_engine_in(&plane, Engine::Karmada).unwrap();
+    federation
+        .register_engine_in(&plane, Engine::Karmada, "a", json!({}))
+        .unwrap();
+    federation
+        .register_engine_in(&plane, Engine::Karmada, "b", json!({"syncMode": "Pull"}))
+        .unwrap();
+    plane
+        .seed_yaml(
+            "template",
+            r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: nginx
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+"#,
+        )
+        .unwrap();
+    // The host: the Domain and the namespace, no record.
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: Domain\nmetadata: {name: myfed, namespace: fedns-system}\nspec: {domain: example.com, nameServers: [ns1.example.com]}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n",
+        )
+        .unwrap();
+    let dns_port = free_port();
+    let _controller = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        dir.join("host.kubeconfig").to_str().unwrap(),
+        "--karmada-kubeconfig",
+        dir.join("karmada.kubeconfig").to_str().unwrap(),
+        "--member-source",
+        "karmada",
+        "--auto-records",
+        "--dns-listen",
+        &format!("127.0.0.1:{dns_port}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+        "--udp-workers",
+        "1",
+    ]);
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let record = wait_record(&records, "nginx", true).await.unwrap();
+    assert!(
+        record.owner_references().is_empty(),
+        "its source is in the Karmada control plane"
+    );
+    let started = std::time::Instant::now();
+    while dig(dns_port, GLOBAL, "A", false) != ["203.0.113.1", "203.0.113.2"] {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{GLOBAL} not answered by both"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("both Karmada members answered: after {:?}", started.elapsed());
+    // The pull-mode member goes through the control plane: stopping the
+    // plane's proxy (the plane itself) takes b out, a stays.
+    plane.stop();
+    let started = std::time::Instant::now();
+    while dig(dns_port, GLOBAL, "A", false) != ["203.0.113.1"] {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "b still answered without its proxy"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "pull-mode b out with the control plane down: after {:?}",
+        started.elapsed()
+    );
+    federation.stop();
+}
