@@ -92,6 +92,14 @@ impl Registry {
         })
     }
 
+    /// Is `name` a member from an engine (its status kept in memory)?
+    pub(super) fn is_engine_member(&self, name: &str) -> bool {
+        self.engine_clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(name)
+    }
+
     /// Watch every member's MCS ServiceExports from now on (members
     /// started later), waking `changed` on their changes.
     pub fn watch_service_exports(&self, changed: Arc<Notify>) {
@@ -439,10 +447,13 @@ impl Registry {
         version: Option<String>,
         force: bool,
     ) {
-        if !self.is_leader() && !force {
+        // An engine member's status is in memory: every replica keeps it
+        // (for its /debug/explain); a MemberCluster's only the leader writes.
+        let engine = self.is_engine_member(&cluster.name_any());
+        if !engine && !self.is_leader() && !force {
             return;
         }
-        if !self.is_leader() {
+        if !engine && !self.is_leader() {
             return;
         }
         let mut status = cluster.status.clone().unwrap_or_default();
