@@ -638,6 +638,22 @@ spec:
     // A missing Domain is reported on the source; the record waits for it.
     wait_event(&host, "lost", "Domain nosuchdomain").await;
 
+    // An annotation changed → the generated record follows.
+    services
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"multiclusterdns.fedns.io/ttl": "90"}}})),
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    while records.get("web").await.unwrap().spec.record_ttl != 90 {
+        assert!(started.elapsed() < Duration::from_secs(30), "recordTTL not updated");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("web recordTTL 60 -> 90: after {:?}", started.elapsed());
+
     // Annotation removed → record gone → name gone.
     services
         .patch(
