@@ -12,6 +12,14 @@ use kube::{Client, Config};
 /// # Errors
 /// The kubeconfig cannot be read or parsed, or names no usable cluster.
 pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
+    Client::try_from(config(kubeconfig).await?).context("building the Kubernetes client")
+}
+
+/// The client configuration [`client`] uses.
+///
+/// # Errors
+/// As [`client`].
+pub async fn config(kubeconfig: Option<&Path>) -> anyhow::Result<Config> {
     let config = match kubeconfig {
         Some(path) => {
             let kubeconfig =
@@ -24,5 +32,5 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
             .await
             .context("no in-cluster config and no kubeconfig found")?,
     };
-    Client::try_from(config).context("building the Kubernetes client")
+    Ok(config)
 }

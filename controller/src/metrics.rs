@@ -20,6 +20,12 @@ struct ClusterLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MemberLabel {
+    cluster: String,
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReconcileLabel {
     kind: &'static str,
     result: &'static str,
@@ -33,6 +39,8 @@ fn latency_histogram() -> Histogram {
 #[derive(Debug)]
 pub struct ControllerMetrics {
     members: Family<StateLabel, Gauge>,
+    member_ready: Family<MemberLabel, Gauge>,
+    engine_ready: Family<MemberLabel, Gauge>,
     probe_seconds: Family<ClusterLabel, Histogram, fn() -> Histogram>,
     reconciles: Family<ReconcileLabel, Counter>,
     dnsendpoint_writes: Counter,
@@ -46,6 +54,8 @@ impl ControllerMetrics {
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = ControllerMetrics {
             members: Family::default(),
+            member_ready: Family::default(),
+            engine_ready: Family::default(),
             probe_seconds: Family::new_with_constructor(latency_histogram),
             reconciles: Family::default(),
             dnsendpoint_writes: Counter::default(),
@@ -67,6 +77,16 @@ impl ControllerMetrics {
             "fedns_member_clusters",
             "Member clusters by state (ready, not_ready)",
             metrics.members.clone(),
+        );
+        registry.register(
+            "fedns_member_ready",
+            "Per member and source (fedns, karmada, kubefed): 1 when fedns's probes find it Ready, else 0",
+            metrics.member_ready.clone(),
+        );
+        registry.register(
+            "fedns_member_engine_ready",
+            "Per Karmada or kubefed member: the engine's own Ready condition (1 True, 0 False, -1 Unknown or absent); fedns's probes decide, this is reported only",
+            metrics.engine_ready.clone(),
         );
         registry.register(
             "fedns_member_probe_duration_seconds",
@@ -99,6 +119,25 @@ impl ControllerMetrics {
         self.members
             .get_or_create(&StateLabel { state: "not_ready" })
             .set(not_ready as i64);
+    }
+
+    /// Sets the per-member gauges: (cluster, source, fedns Ready, engine
+    /// Ready for engine members: `Some(None)` when the engine reports none).
+    pub fn set_member_states(&self, states: &[(String, &'static str, bool, Option<Option<bool>>)]) {
+        self.member_ready.clear();
+        self.engine_ready.clear();
+        for (cluster, source, ready, engine) in states {
+            let label = MemberLabel {
+                cluster: cluster.clone(),
+                source,
+            };
+            self.member_ready.get_or_create(&label).set(i64::from(*ready));
+            if let Some(engine) = engine {
+                self.engine_ready
+                    .get_or_create(&label)
+                    .set(engine.map_or(-1, i64::from));
+            }
+        }
     }
 
     /// Records one probe.

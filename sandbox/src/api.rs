@@ -209,6 +209,12 @@ async fn route(cluster: &Arc<Cluster>, request: Request<Incoming>) -> Result<Res
             Some(r) => resource(cluster, r, request).await,
             None => Err(ApiError::no_route(&path)),
         },
+        ["apis", "cluster.karmada.io", "v1alpha1", "clusters", name, "proxy", rest @ ..] => {
+            let name = (*name).to_owned();
+            let rest: Vec<String> = rest.iter().map(|s| (*s).to_owned()).collect();
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            crate::cluster_proxy::forward(cluster, &name, &rest, request).await
+        }
         ["apis", group, version, rest @ ..] => match parse_resource_path(group, version, rest) {
             Some(r) => resource(cluster, r, request).await,
             None => Err(ApiError::no_route(&path)),

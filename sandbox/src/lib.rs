@@ -46,6 +46,9 @@
 //! * Faults per instance: [`Emulator::stop`] / [`Emulator::resume`] (same
 //!   port and data), [`Emulator::set_hang`], [`Emulator::set_error_rate`]
 //!   (503s), [`Emulator::set_latency`], [`Emulator::drop_watches`].
+//! * Karmada's cluster proxy (`/apis/cluster.karmada.io/v1alpha1/clusters/NAME/proxy/...`)
+//!   when a `clusters.cluster.karmada.io` CRD is registered: requests go to
+//!   the member named by that Cluster object, with its Secret's token.
 //! * Seeding from YAML ([`Emulator::seed_paths`]), as `kubectl apply -f`
 //!   plus status.
 //!
@@ -77,6 +80,7 @@
 //!   `Terminating` phase (deleting a namespace deletes its objects at once).
 
 mod api;
+mod cluster_proxy;
 mod emulator;
 mod faults;
 mod resources;

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::members::MemberSource;
+
 /// fedns: global DNS and cross-cluster service discovery for Kubernetes federations.
 #[derive(Debug, Parser)]
 #[command(name = "fedns", version)]
@@ -319,6 +321,51 @@ pub struct ControllerArgs {
     /// Response rate limiting of the embedded DNS server.
     #[command(flatten)]
     pub rrl: RrlArgs,
+    /// Member sources and automatic records.
+    #[command(flatten)]
+    pub sources: SourceArgs,
+}
+
+/// Where members and records come from: `--member-source`, the engines'
+/// settings, `--auto-records`.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct SourceArgs {
+    /// Where member clusters come from (repeatable): fedns's MemberClusters,
+    /// Karmada's Clusters, kubefed's KubeFedClusters. A name taken by an
+    /// earlier source is ignored in a later one.
+    #[arg(long, value_enum, value_name = "SOURCE", default_values_t = [MemberSource::Fedns])]
+    pub member_source: Vec<MemberSource>,
+    /// Kubeconfig of the Karmada control plane (karmada-apiserver) for
+    /// `--member-source karmada` (default: the host cluster's).
+    #[arg(long, value_name = "PATH")]
+    pub karmada_kubeconfig: Option<PathBuf>,
+    /// Namespace of kubefed's KubeFedClusters and their Secrets.
+    #[arg(long, value_name = "NAMESPACE", default_value = "kube-federation-system")]
+    pub kubefed_namespace: String,
+    /// Make ServiceDNSRecords and IngressDNSRecords from Service and Ingress
+    /// templates (and kubefed FederatedServices) annotated
+    /// `multiclusterdns.fedns.io/domain: <Domain>`; delete them when their
+    /// source goes. Records not labelled `app.kubernetes.io/managed-by: fedns`
+    /// are never changed.
+    #[arg(long)]
+    pub auto_records: bool,
+    /// Domain for `--auto-records` sources without the domain annotation
+    /// (default: only annotated sources make records).
+    #[arg(long, value_name = "DOMAIN", requires = "auto_records")]
+    pub auto_records_domain: Option<String>,
+}
+
+impl Default for SourceArgs {
+    /// The command line's defaults (checked by a test).
+    fn default() -> Self {
+        SourceArgs {
+            member_source: vec![MemberSource::Fedns],
+            karmada_kubeconfig: None,
+            kubefed_namespace: "kube-federation-system".into(),
+            auto_records: false,
+            auto_records_domain: None,
+        }
+    }
 }
 
 /// Arguments of `fedns explain`.
@@ -368,6 +415,14 @@ pub struct SandboxArgs {
     /// (`kubectl get nodes,svc,endpointslices,ingress -A -o yaml > DIR/<name>/state.yaml`).
     #[arg(long, value_name = "DIR")]
     pub members_from: Option<PathBuf>,
+    /// Seed the host as this propagation engine's control plane: its
+    /// cluster CRD, a Cluster (Karmada; eu-west-1 in pull mode, through the
+    /// cluster proxy) or KubeFedCluster (kubefed) per member with its
+    /// Secret, and annotated Service/Ingress templates instead of
+    /// MemberClusters and hand-written records; the controller runs with
+    /// `--member-source ENGINE --auto-records`.
+    #[arg(long, value_enum, value_name = "ENGINE", conflicts_with = "members_from")]
+    pub engine: Option<crate::federation::Engine>,
 }
 
 /// Actions on a running sandbox, found through its state dir.
@@ -468,6 +523,7 @@ mod tests {
             panic!("not the controller")
         };
         assert_eq!(args.route53, Route53Args::default());
+        assert_eq!(args.sources, SourceArgs::default());
         let cli = Cli::try_parse_from([
             "fedns",
             "controller",

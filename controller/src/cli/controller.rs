@@ -25,8 +25,10 @@ use tokio::sync::{watch, Notify};
 
 use crate::cli::{ControllerArgs, Provider};
 use crate::http::{self, HttpState};
-use crate::members::Registry;
+use crate::members::sources::{karmada, kubefed, KarmadaInputs, KubefedInputs};
+use crate::members::{MemberSource, Registry, Sources};
 use crate::metrics::ControllerMetrics;
+use crate::records::auto::{AutoRecords, TemplateSource};
 use crate::records::queue::{Queue, RecordKey};
 use crate::records::resolver::HostnameResolver;
 use crate::records::{self, RecordContext};
@@ -123,17 +125,31 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         let changed = members_changed.clone();
         move |_: &Secret| changed.notify_one()
     });
+    // Wakes the auto-records loop (when on) on record and Domain changes.
+    let auto_changed = Arc::new(Notify::new());
     let services = reflect(Api::<ServiceDNSRecord>::all(host.clone()), {
         let queue = queue.clone();
-        move |r: &ServiceDNSRecord| queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()))
+        let auto = auto_changed.clone();
+        move |r: &ServiceDNSRecord| {
+            queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
     });
     let ingresses = reflect(Api::<IngressDNSRecord>::all(host.clone()), {
         let queue = queue.clone();
-        move |r: &IngressDNSRecord| queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()))
+        let auto = auto_changed.clone();
+        move |r: &IngressDNSRecord| {
+            queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
     });
     let domains = reflect(Api::<Domain>::namespaced(host.clone(), &namespace), {
         let queue = queue.clone();
-        move |_: &Domain| queue.push_all()
+        let auto = auto_changed.clone();
+        move |_: &Domain| {
+            queue.push_all();
+            auto.notify_one();
+        }
     });
     let endpoints = reflect(Api::<DNSEndpoint>::all(host.clone()), {
         // A DNSEndpoint edited by hand is put back by its record.
@@ -156,11 +172,19 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     domains.wait().await;
     endpoints.wait().await;
     tracing::info!("host cluster caches ready");
-    tokio::spawn(
-        registry
-            .clone()
-            .run(clusters.store.clone(), secrets.store.clone(), members_changed),
-    );
+    if args.sources.auto_records {
+        registry.watch_service_exports(auto_changed.clone());
+    }
+    let sources = member_sources(
+        args,
+        &host,
+        &identity,
+        &clusters.store,
+        &secrets.store,
+        &members_changed,
+    )
+    .await?;
+    tokio::spawn(registry.clone().run(sources, members_changed));
 
     let (resolver_tx, mut resolver_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let resolver = HostnameResolver::new(args.resolver, resolver_tx).context("setting up the hostname resolver")?;
@@ -182,6 +206,21 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             queue.push(key)
         })
     };
+    if args.sources.auto_records {
+        let auto = auto_records(
+            args,
+            &host,
+            &registry,
+            &identity,
+            &services.store,
+            &ingresses.store,
+            &domains.store,
+            &leader,
+            &auto_changed,
+        )
+        .await?;
+        tokio::spawn(auto.run(auto_changed.clone(), Duration::from_secs(args.resync_interval.max(1))));
+    }
     let ctx = Arc::new(RecordContext {
         host: host.clone(),
         namespace: namespace.clone(),
@@ -190,7 +229,12 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         ingresses: ingresses.store,
         domains: domains.store,
         endpoints: endpoints.store,
-        clusters: clusters.store,
+        // MemberClusters count only when they are a member source.
+        clusters: if args.sources.member_source.contains(&MemberSource::Fedns) {
+            clusters.store
+        } else {
+            reflector::store::<MemberCluster>().0
+        },
         resolver,
         leader: leader.clone(),
         metrics,
@@ -210,7 +254,8 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             let endpoints = owned(ctx.endpoints.state());
             let services = owned(ctx.services.state());
             let ingresses = owned(ctx.ingresses.state());
-            let members = owned(ctx.clusters.state());
+            let mut members = owned(ctx.clusters.state());
+            members.extend(ctx.registry.engine_members());
             let registry = ctx.registry.clone();
             let facts = move |cluster: &str, namespace: &str, name: &str, service: bool| {
                 let member = registry.members().into_iter().find(|m| m.name == cluster)?;
@@ -378,6 +423,234 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     Ok(())
 }
 
+/// The caches of every `--member-source`. Engine caches are not waited
+/// for: an engine that is not installed (its API answers 404) is logged
+/// and retried while the other sources work.
+async fn member_sources(
+    args: &ControllerArgs,
+    host: &kube::Client,
+    identity: &str,
+    clusters: &Store<MemberCluster>,
+    secrets: &Store<Secret>,
+    changed: &Arc<Notify>,
+) -> anyhow::Result<Sources> {
+    let mut sources = Sources {
+        order: Vec::new(),
+        ..Sources::default()
+    };
+    for source in &args.sources.member_source {
+        if sources.order.contains(source) {
+            continue;
+        }
+        sources.order.push(*source);
+        let notify = {
+            let changed = changed.clone();
+            move || changed.notify_one()
+        };
+        match source {
+            MemberSource::Fedns => sources.fedns = Some((clusters.clone(), secrets.clone())),
+            MemberSource::Karmada => {
+                let path = args
+                    .sources
+                    .karmada_kubeconfig
+                    .as_deref()
+                    .or(args.kubeconfig.as_deref());
+                let config = crate::kube_client::config(path)
+                    .await
+                    .context("the Karmada control plane (--karmada-kubeconfig)")?;
+                let client = kube::Client::try_from(config.clone()).context("a client of the Karmada control plane")?;
+                let notify2 = notify.clone();
+                let karmada_clusters = reflect(Api::<karmada::Cluster>::all(client.clone()), move |_| notify());
+                let karmada_secrets = reflect_slim(Api::<Secret>::all(client.clone()), slim_engine_secret, move |_| {
+                    notify2()
+                });
+                sources.karmada = Some(KarmadaInputs {
+                    clusters: karmada_clusters.store,
+                    secrets: karmada_secrets.store,
+                    config,
+                    recorder: Recorder::new(client, reporter(identity)),
+                });
+            }
+            MemberSource::Kubefed => {
+                let notify2 = notify.clone();
+                let namespace = &args.sources.kubefed_namespace;
+                let kubefed_clusters = reflect(
+                    Api::<kubefed::KubeFedCluster>::namespaced(host.clone(), namespace),
+                    move |_| notify(),
+                );
+                let kubefed_secrets = reflect_slim(
+                    Api::<Secret>::namespaced(host.clone(), namespace),
+                    slim_engine_secret,
+                    move |_| notify2(),
+                );
+                sources.kubefed = Some(KubefedInputs {
+                    clusters: kubefed_clusters.store,
+                    secrets: kubefed_secrets.store,
+                    recorder: Recorder::new(host.clone(), reporter(identity)),
+                });
+            }
+        }
+    }
+    Ok(sources)
+}
+
+/// The `--auto-records` loop: templates in the host (Services, Ingresses,
+/// and FederatedServices when kubefed is a member source) and in the
+/// Karmada control plane when it is another API server.
+#[allow(clippy::too_many_arguments)]
+async fn auto_records(
+    args: &ControllerArgs,
+    host: &kube::Client,
+    registry: &Arc<Registry>,
+    identity: &str,
+    services: &Store<ServiceDNSRecord>,
+    ingresses: &Store<IngressDNSRecord>,
+    domains: &Store<Domain>,
+    leader: &watch::Receiver<bool>,
+    changed: &Arc<Notify>,
+) -> anyhow::Result<AutoRecords> {
+    let source = |client: &kube::Client, in_host: bool, federated: bool| {
+        let wake = |changed: &Arc<Notify>| {
+            let changed = changed.clone();
+            move || changed.notify_one()
+        };
+        let (w1, w2, w3) = (wake(changed), wake(changed), wake(changed));
+        let federated_services = federated.then(|| {
+            let resource = kube::discovery::ApiResource {
+                group: "types.kubefed.io".into(),
+                version: "v1beta1".into(),
+                api_version: "types.kubefed.io/v1beta1".into(),
+                kind: "FederatedService".into(),
+                plural: "federatedservices".into(),
+            };
+            reflect_dynamic(client, &resource, w3)
+        });
+        TemplateSource {
+            services: reflect_slim(
+                Api::<k8s_openapi::api::core::v1::Service>::all(client.clone()),
+                slim_template,
+                move |_| w1(),
+            )
+            .store,
+            ingresses: reflect_slim(
+                Api::<k8s_openapi::api::networking::v1::Ingress>::all(client.clone()),
+                slim_template,
+                move |_| w2(),
+            )
+            .store,
+            federated_services,
+            in_host,
+            recorder: Recorder::new(client.clone(), reporter(identity)),
+        }
+    };
+    let mut sources = vec![source(
+        host,
+        true,
+        args.sources.member_source.contains(&MemberSource::Kubefed),
+    )];
+    if args.sources.member_source.contains(&MemberSource::Karmada) {
+        if let Some(path) = &args.sources.karmada_kubeconfig {
+            let karmada = crate::kube_client::client(Some(path))
+                .await
+                .context("the Karmada control plane (--karmada-kubeconfig)")?;
+            sources.push(source(&karmada, false, false));
+        }
+    }
+    Ok(AutoRecords {
+        host: host.clone(),
+        registry: Some(registry.clone()),
+        sources,
+        services: services.clone(),
+        ingresses: ingresses.clone(),
+        domains: domains.clone(),
+        default_domain: args.sources.auto_records_domain.clone(),
+        leader: leader.clone(),
+    })
+}
+
+/// Of a template only its identity, its fedns annotations and (for an
+/// Ingress) its rules are kept.
+fn slim_template<K: Resource + HasRules>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    meta.labels = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|k, _| k.starts_with("multiclusterdns.fedns.io/"));
+    }
+    object.slim_rest();
+}
+
+/// What of a template's body is kept.
+trait HasRules {
+    fn slim_rest(&mut self);
+}
+
+impl HasRules for k8s_openapi::api::core::v1::Service {
+    fn slim_rest(&mut self) {
+        self.spec = None;
+        self.status = None;
+    }
+}
+
+impl HasRules for k8s_openapi::api::networking::v1::Ingress {
+    fn slim_rest(&mut self) {
+        self.status = None;
+        if let Some(spec) = self.spec.as_mut() {
+            spec.default_backend = None;
+            spec.tls = None;
+            for rule in spec.rules.iter_mut().flatten() {
+                rule.http = None;
+            }
+        }
+    }
+}
+
+/// A reflector of dynamic objects (a kind fedns has no type for).
+fn reflect_dynamic(
+    client: &kube::Client,
+    resource: &kube::discovery::ApiResource,
+    on_change: impl Fn() + Send + 'static,
+) -> Store<kube::api::DynamicObject> {
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), resource);
+    let writer = reflector::store::Writer::new(resource.clone());
+    let store = writer.as_reader();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(_) => on_change(),
+                Err(e) => tracing::warn!(kind = "FederatedService", error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    store
+}
+
+fn reporter(identity: &str) -> Reporter {
+    Reporter {
+        controller: "fedns-controller".into(),
+        instance: Some(identity.to_owned()),
+    }
+}
+
+/// Of an engine's Secrets only the credentials fedns reads are kept (the
+/// namespace may hold many other Secrets).
+fn slim_engine_secret(secret: &mut Secret) {
+    const KEYS: [&str; 2] = ["token", "caBundle"];
+    secret.metadata.managed_fields = None;
+    secret.metadata.annotations = None;
+    secret.metadata.labels = None;
+    if let Some(data) = secret.data.as_mut() {
+        data.retain(|k, _| KEYS.contains(&k.as_str()));
+    }
+    if let Some(data) = secret.string_data.as_mut() {
+        data.retain(|k, _| KEYS.contains(&k.as_str()));
+    }
+}
+
 /// A reflector's store and a future that resolves once it has listed.
 struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
     store: Store<K>,
@@ -407,6 +680,28 @@ where
             match item {
                 Ok(object) => on_change(&object),
                 Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
+            }
+        }
+    });
+    Reflected { store }
+}
+
+/// As [`reflect`], keeping only what `slim` leaves of each object.
+fn reflect_slim<K>(api: Api<K>, slim: fn(&mut K), on_change: impl Fn(&K) + Send + 'static) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).modify(slim))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(object) => on_change(&object),
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
             }
         }
     });

@@ -34,7 +34,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::cli::{ControllerArgs, Provider, SandboxAction, SandboxArgs};
-use crate::federation::Federation;
+use crate::federation::{Engine, Federation};
 
 /// Controller namespace in the sandbox host.
 const NAMESPACE: &str = "fedns-system";
@@ -67,6 +67,11 @@ const HOST_SEED: [(&str, &str); 2] = [
         include_str!("../../../examples/sandbox/host/20-memberclusters.yaml"),
     ),
 ];
+/// The host seed of `--engine`: the Domain and annotated templates.
+const ENGINE_HOST_SEED: (&str, &str) = (
+    "examples/sandbox/engine/10-templates.yaml",
+    include_str!("../../../examples/sandbox/engine/10-templates.yaml"),
+);
 const MEMBER_SEED: [(&str, &str); 3] = [
     (
         "us-east-1",
@@ -115,6 +120,8 @@ pub struct Running {
     /// Each member's load balancer (its HTTP responder's address), with the
     /// built-in seed; empty with `--members-from`.
     pub load_balancers: BTreeMap<String, SocketAddr>,
+    /// `--engine`.
+    pub engine: Option<Engine>,
     stop: Arc<Notify>,
     controller: tokio::task::JoinHandle<anyhow::Result<()>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -189,6 +196,20 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     }
     if args.members_from.is_some() {
         seed_host_for_exported_state(&federation)?;
+    } else if let Some(engine) = args.engine {
+        federation.install_engine(engine)?;
+        for name in federation.members.keys() {
+            // One Karmada member in pull mode: reached through the host's
+            // cluster proxy, as karmada-aggregated-apiserver serves it.
+            let extra = if engine == Engine::Karmada && name == "eu-west-1" {
+                json!({"syncMode": "Pull"})
+            } else {
+                json!({})
+            };
+            federation.register_engine(engine, name, extra)?;
+        }
+        let (origin, text) = ENGINE_HOST_SEED;
+        federation.host.seed_yaml(origin, text)?;
     } else {
         for (origin, text) in HOST_SEED {
             federation.host.seed_yaml(origin, &federation.render(text))?;
@@ -221,6 +242,15 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         resync_interval: 60,
         workers: 8,
         probe_concurrency: 64,
+        sources: crate::cli::SourceArgs {
+            member_source: vec![match args.engine {
+                None => crate::members::MemberSource::Fedns,
+                Some(Engine::Karmada) => crate::members::MemberSource::Karmada,
+                Some(Engine::Kubefed) => crate::members::MemberSource::Kubefed,
+            }],
+            auto_records: args.engine.is_some(),
+            ..Default::default()
+        },
     };
     let controller = {
         let stop = stop.clone();
@@ -233,6 +263,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let (control_addr, control_task) = serve_control(Control {
         federation: federation.clone(),
         responders,
+        engine: args.engine,
     })
     .await?;
     tasks.push(control_task);
@@ -243,6 +274,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         dns_addr: args.dns_listen,
         control_addr,
         load_balancers,
+        engine: args.engine,
         stop,
         controller,
         tasks,
@@ -264,7 +296,16 @@ impl Running {
             "  host       {}   kubeconfig {dir}/host.kubeconfig",
             self.federation.host.url()
         );
-        if !self.load_balancers.is_empty() {
+        if let Some(engine) = self.engine {
+            let kind = match engine {
+                Engine::Karmada => "clusters.cluster.karmada.io (eu-west-1 in pull mode)",
+                Engine::Kubefed => "kubefedclusters.core.kubefed.io -n kube-federation-system",
+            };
+            println!("The host stands in for {}'s control plane. Members: kubectl --kubeconfig {dir}/host.kubeconfig get {kind}", engine.as_str());
+            println!("  records made from annotated templates (--auto-records): kubectl --kubeconfig {dir}/host.kubeconfig -n ns get servicednsrecords,ingressdnsrecords -l app.kubernetes.io/managed-by=fedns");
+            println!("  generated records have no healthCheck: `fail` takes a member out of nginx's names, `recover` brings it back");
+        }
+        if !self.load_balancers.is_empty() && self.engine.is_none() {
             let list: Vec<String> = self
                 .load_balancers
                 .iter()
@@ -519,6 +560,7 @@ async fn start_load_balancers() -> anyhow::Result<BTreeMap<String, Arc<Responder
 struct Control {
     federation: Federation,
     responders: BTreeMap<String, Arc<Responder>>,
+    engine: Option<Engine>,
 }
 
 async fn serve_control(control: Control) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
@@ -589,6 +631,10 @@ async fn handle_control(
             .await
             .map(|_| format!("{cluster}: API server serving again; it returns after 2 successful probes\n"))
             .map_err(|e| e.to_string()),
+        "cordon" | "uncordon" if control.engine.is_some() => Err(format!(
+            "{action} sets a MemberCluster's spec.cordoned; with --engine the members are the engine's clusters, \
+             which fedns never writes (use fail/recover)"
+        )),
         "cordon" | "uncordon" => {
             let cordoned = action == "cordon";
             let store = federation.host.store();

@@ -1,6 +1,6 @@
-//! A member's kube client, built from its MemberCluster spec (endpoint,
-//! CA bundle) and Secret (token or kubeconfig), and the fingerprint of
-//! those inputs that says when to build a new one.
+//! A member's kube client, built from a [`Connection`] (endpoint, CA
+//! bundle, credentials, proxy) that each member source fills in, and the
+//! fingerprint of those inputs that says when to build a new one.
 
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
@@ -13,27 +13,147 @@ use kube::{Client, Config, ResourceExt};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 
-/// A hash of everything that needs a new client when it changes.
-pub(super) fn connection_fingerprint(spec: &MemberClusterSpec, secret: Option<&Secret>) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    spec.api_endpoint.hash(&mut hasher);
-    spec.ca_bundle.hash(&mut hasher);
-    spec.insecure_skip_tls_verify.hash(&mut hasher);
-    spec.secret_ref.as_ref().map(|r| &r.name).hash(&mut hasher);
-    if let Some(secret) = secret {
-        for (k, v) in secret.data.iter().flatten() {
-            k.hash(&mut hasher);
-            v.0.hash(&mut hasher);
-        }
-        for (k, v) in secret.string_data.iter().flatten() {
-            k.hash(&mut hasher);
-            v.hash(&mut hasher);
-        }
-    }
-    hasher.finish()
+/// How to reach one member's API server, whatever registered it.
+#[derive(Clone, Default)]
+pub(crate) struct Connection {
+    /// URL of the API server (`https://host:port`; a bare `host:port`, as
+    /// Karmada and kubefed allow, is read as https).
+    pub(crate) api_endpoint: String,
+    /// PEM CA bundle (raw, not base64).
+    pub(crate) ca_pem: Option<Vec<u8>>,
+    /// Where the CA bundle came from, for error messages (`spec.caBundle`).
+    pub(crate) ca_origin: String,
+    /// Skip TLS verification.
+    pub(crate) insecure: bool,
+    /// Bearer token.
+    pub(crate) token: Option<String>,
+    /// A whole kubeconfig (its current context), instead of the above.
+    pub(crate) kubeconfig: Option<String>,
+    /// HTTP or SOCKS5 proxy to reach the API server through (Karmada `spec.proxyURL`).
+    pub(crate) proxy_url: Option<String>,
+    /// Reach the member through another API server instead: its client
+    /// configuration with `cluster_url` already pointing at the proxy path
+    /// (Karmada pull mode: `/apis/cluster.karmada.io/v1alpha1/clusters/NAME/proxy`).
+    pub(crate) through: Option<Config>,
 }
 
-fn secret_value(secret: &Secret, key: &str) -> Option<Vec<u8>> {
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("api_endpoint", &self.api_endpoint)
+            .field("through", &self.through.as_ref().map(|c| c.cluster_url.to_string()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// A hash of everything that needs a new client when it changes.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.api_endpoint.hash(&mut hasher);
+        self.ca_pem.hash(&mut hasher);
+        self.insecure.hash(&mut hasher);
+        self.token.hash(&mut hasher);
+        self.kubeconfig.hash(&mut hasher);
+        self.proxy_url.hash(&mut hasher);
+        self.through
+            .as_ref()
+            .map(|c| c.cluster_url.to_string())
+            .hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// A MemberCluster's connection: its spec and its Secret (key `token`
+    /// or key `kubeconfig`). Errors are one-line messages for the
+    /// `AuthFailed` condition.
+    pub(crate) fn from_member_cluster(spec: &MemberClusterSpec, secret: Option<&Secret>) -> Result<Connection, String> {
+        let mut connection = Connection {
+            api_endpoint: spec.api_endpoint.clone(),
+            insecure: spec.insecure_skip_tls_verify,
+            ca_origin: "spec.caBundle".into(),
+            ..Connection::default()
+        };
+        if let Some(bundle) = &spec.ca_bundle {
+            connection.ca_pem = Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(bundle.trim())
+                    .map_err(|e| format!("spec.caBundle is not base64: {e}"))?,
+            );
+        }
+        if let Some(reference) = &spec.secret_ref {
+            let secret = secret.ok_or_else(|| format!("Secret {} (spec.secretRef) not found", reference.name))?;
+            if let Some(kubeconfig) = secret_value(secret, "kubeconfig") {
+                connection.kubeconfig =
+                    Some(String::from_utf8(kubeconfig).map_err(|_| "Secret key kubeconfig is not UTF-8".to_owned())?);
+            } else {
+                let token = secret_value(secret, "token")
+                    .ok_or_else(|| format!("Secret {} has neither key token nor key kubeconfig", secret.name_any()))?;
+                connection.token = Some(token_text(token)?);
+            }
+        }
+        Ok(connection)
+    }
+
+    /// Builds the client. Errors are one-line messages for the
+    /// `AuthFailed` condition.
+    pub(crate) async fn build(&self) -> Result<Client, String> {
+        let mut config = if let Some(through) = &self.through {
+            through.clone()
+        } else if let Some(text) = &self.kubeconfig {
+            let kubeconfig =
+                Kubeconfig::from_yaml(text).map_err(|e| format!("Secret key kubeconfig does not parse: {e}"))?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| format!("Secret key kubeconfig is not usable: {e}"))?
+        } else {
+            if self.api_endpoint.trim().is_empty() {
+                return Err("no API endpoint (spec.apiEndpoint is empty)".into());
+            }
+            let endpoint = if self.api_endpoint.contains("://") {
+                self.api_endpoint.clone()
+            } else {
+                // Karmada and kubefed allow `host:port` without a scheme.
+                format!("https://{}", self.api_endpoint)
+            };
+            let url: http::Uri = endpoint
+                .parse()
+                .map_err(|e| format!("API endpoint {:?} is not a URL: {e}", self.api_endpoint))?;
+            let mut config = Config::new(url);
+            config.accept_invalid_certs = self.insecure;
+            if let Some(pem) = &self.ca_pem {
+                let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(pem)
+                    .map(|c| c.map(|c| c.to_vec()))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("{} is not a PEM certificate bundle: {e}", self.ca_origin))?;
+                if certs.is_empty() {
+                    return Err(format!("{} holds no PEM certificate", self.ca_origin));
+                }
+                config.root_cert = Some(certs);
+            }
+            if let Some(token) = &self.token {
+                config.auth_info = AuthInfo {
+                    token: Some(secrecy::SecretString::from(token.clone())),
+                    ..AuthInfo::default()
+                };
+            }
+            if let Some(proxy) = &self.proxy_url {
+                config.proxy_url = Some(
+                    proxy
+                        .parse()
+                        .map_err(|e| format!("proxy URL {proxy:?} is not a URL: {e}"))?,
+                );
+            }
+            config
+        };
+        // Probes need each failure as it happens; watches have their own backoff.
+        config.default_retry = false;
+        config.connect_timeout = Some(Duration::from_secs(5));
+        Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+    }
+}
+
+/// A Secret's value under `key`, from `data` or `stringData`.
+pub(crate) fn secret_value(secret: &Secret, key: &str) -> Option<Vec<u8>> {
     secret
         .data
         .as_ref()
@@ -48,57 +168,12 @@ fn secret_value(secret: &Secret, key: &str) -> Option<Vec<u8>> {
         })
 }
 
-/// Builds a client for a member. Errors are one-line messages for the
-/// `AuthFailed` condition.
-pub(super) async fn build_client(spec: &MemberClusterSpec, secret: Option<&Secret>) -> Result<Client, String> {
-    let secret_name = spec.secret_ref.as_ref().map(|r| r.name.as_str());
-    let secret = match (secret_name, secret) {
-        (Some(name), None) => return Err(format!("Secret {name} (spec.secretRef) not found")),
-        (_, secret) => secret,
-    };
-    let mut config = match secret.and_then(|s| secret_value(s, "kubeconfig")) {
-        Some(kubeconfig) => {
-            let text = String::from_utf8(kubeconfig).map_err(|_| "Secret key kubeconfig is not UTF-8".to_owned())?;
-            let kubeconfig =
-                Kubeconfig::from_yaml(&text).map_err(|e| format!("Secret key kubeconfig does not parse: {e}"))?;
-            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| format!("Secret key kubeconfig is not usable: {e}"))?
-        }
-        None => {
-            let url: http::Uri = spec
-                .api_endpoint
-                .parse()
-                .map_err(|e| format!("spec.apiEndpoint {:?} is not a URL: {e}", spec.api_endpoint))?;
-            let mut config = Config::new(url);
-            config.accept_invalid_certs = spec.insecure_skip_tls_verify;
-            if let Some(bundle) = &spec.ca_bundle {
-                let pem = base64::engine::general_purpose::STANDARD
-                    .decode(bundle.trim())
-                    .map_err(|e| format!("spec.caBundle is not base64: {e}"))?;
-                let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&pem)
-                    .map(|c| c.map(|c| c.to_vec()))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("spec.caBundle is not a PEM certificate bundle: {e}"))?;
-                if certs.is_empty() {
-                    return Err("spec.caBundle holds no PEM certificate".into());
-                }
-                config.root_cert = Some(certs);
-            }
-            if let Some(secret) = secret {
-                let token = secret_value(secret, "token")
-                    .ok_or_else(|| format!("Secret {} has neither key token nor key kubeconfig", secret.name_any()))?;
-                let token = String::from_utf8(token).map_err(|_| "Secret key token is not UTF-8".to_owned())?;
-                config.auth_info = AuthInfo {
-                    token: Some(secrecy::SecretString::from(token.trim().to_owned())),
-                    ..AuthInfo::default()
-                };
-            }
-            config
-        }
-    };
-    // Probes need each failure as it happens; watches have their own backoff.
-    config.default_retry = false;
-    config.connect_timeout = Some(Duration::from_secs(5));
-    Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+/// A bearer token from a Secret value: UTF-8, surrounding white space dropped, not empty.
+pub(crate) fn token_text(token: Vec<u8>) -> Result<String, String> {
+    let token = String::from_utf8(token).map_err(|_| "Secret key token is not UTF-8".to_owned())?;
+    let token = token.trim();
+    if token.is_empty() {
+        return Err("Secret key token is empty".into());
+    }
+    Ok(token.to_owned())
 }

@@ -11,6 +11,7 @@ use fedns_api::MemberClusterSpec;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -64,6 +65,10 @@ pub struct Member {
     pub ingresses: Store<Ingress>,
     /// Its Nodes.
     pub nodes: Store<Node>,
+    /// Its MCS ServiceExports (`multicluster.x-k8s.io/v1alpha1`), watched
+    /// only with `--auto-records`, and whether they have been listed once
+    /// (or the member serves no such kind).
+    pub service_exports: Option<(Store<DynamicObject>, Arc<AtomicBool>)>,
     pub(super) healthy: AtomicBool,
     /// EndpointSlices with a ready endpoint, by Service: (namespace,
     /// service) → ready slice names. Kept from the watch events.

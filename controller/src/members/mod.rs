@@ -3,13 +3,15 @@
 //! May call the host API, [`crate::metrics`], and [`crate::records::queue`]
 //! (to ask for reconciles); nothing else in `records`.
 
-mod client;
+pub(crate) mod client;
 mod member;
 mod probe;
 mod registry;
+pub mod sources;
 mod watch;
 
 pub use member::{effective_topology, Member};
 pub use probe::Health;
 pub use registry::{Registry, TOPOLOGY_CONDITION};
+pub use sources::{MemberSource, Sources};
 pub use watch::SliceIndex;

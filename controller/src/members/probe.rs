@@ -125,7 +125,8 @@ impl Registry {
             let health_changed =
                 last.0.as_ref().map(|h| (&h.ready, &h.reason)) != Some((&health.ready, &health.reason));
             let due = last_write.elapsed() >= Duration::from_secs(10);
-            if leader && (health_changed || topology_changed || due || !was_leader || last.2 != version.is_some()) {
+            let writes = leader || self.is_engine_member(&name);
+            if writes && (health_changed || topology_changed || due || !was_leader || last.2 != version.is_some()) {
                 if let Some(current) = self.current_cluster(&name).await {
                     if health_changed && last.0.is_some() {
                         let kind = if health.ready {

@@ -1,4 +1,5 @@
-//! The member registry: one [`Member`] per MemberCluster, started with its
+//! The member registry: one [`Member`] per member cluster (a MemberCluster,
+//! or a Karmada or kubefed cluster: `sources/`), started with its
 //! kube client (`client.rs`), its reflectors (`watch.rs`) and its health
 //! prober (`probe.rs`); and the MemberCluster status and Events.
 //!
@@ -13,21 +14,21 @@ use std::time::Duration;
 
 use fedns_api::conditions;
 use fedns_api::{MemberCluster, MemberClusterStatus};
-use k8s_openapi::api::core::v1::{Node, Secret, Service};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
-use super::client::{build_client, connection_fingerprint};
 use super::member::{Member, Settings};
 use super::probe::Health;
-use super::watch::{slim_ingress, slim_node, slim_service, SliceIndex, WatchCtx, WatchHealth};
+use super::sources::{Desired, EngineReady, MemberSource, Sources};
+use super::watch::{slim_ingress, slim_node, slim_service, spawn_service_exports, SliceIndex, WatchCtx, WatchHealth};
 use crate::metrics::ControllerMetrics;
 use crate::records::queue::{Queue, RecordKey};
 
@@ -35,9 +36,20 @@ use crate::records::queue::{Queue, RecordKey};
 /// name only).
 pub const TOPOLOGY_CONDITION: &str = "TopologyKnown";
 
+/// A member from an engine's registry.
+struct EngineMember {
+    cluster: MemberCluster,
+    source: MemberSource,
+    engine_ready: Option<EngineReady>,
+    event_target: Option<(Recorder, ObjectReference)>,
+}
+
 /// Shared context of the registry.
 pub struct Registry {
     members: RwLock<BTreeMap<String, Arc<Member>>>,
+    /// Engine members (Karmada, kubefed) by name: their in-memory
+    /// MemberCluster and where their Events go.
+    engine_clusters: RwLock<BTreeMap<String, EngineMember>>,
     failures: Mutex<BTreeMap<String, String>>,
     pub(super) queue: Queue,
     host: Client,
@@ -45,6 +57,9 @@ pub struct Registry {
     leader: watch::Receiver<bool>,
     recorder: Recorder,
     pub(super) metrics: Arc<ControllerMetrics>,
+    /// With `--auto-records`: watch every member's MCS ServiceExports and
+    /// wake this on their changes.
+    service_exports: Mutex<Option<Arc<Notify>>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -65,6 +80,7 @@ impl Registry {
     ) -> Arc<Registry> {
         Arc::new(Registry {
             members: RwLock::new(BTreeMap::new()),
+            engine_clusters: RwLock::new(BTreeMap::new()),
             failures: Mutex::new(BTreeMap::new()),
             queue,
             host,
@@ -72,7 +88,22 @@ impl Registry {
             leader,
             recorder,
             metrics,
+            service_exports: Mutex::new(None),
         })
+    }
+
+    /// Is `name` a member from an engine (its status kept in memory)?
+    pub(super) fn is_engine_member(&self, name: &str) -> bool {
+        self.engine_clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(name)
+    }
+
+    /// Watch every member's MCS ServiceExports from now on (members
+    /// started later), waking `changed` on their changes.
+    pub fn watch_service_exports(&self, changed: Arc<Notify>) {
+        *self.service_exports.lock().unwrap_or_else(|e| e.into_inner()) = Some(changed);
     }
 
     /// Every running member.
@@ -89,19 +120,59 @@ impl Registry {
         *self.leader.borrow()
     }
 
-    /// Reconciles the running members with the MemberCluster objects and
-    /// their Secrets, until the process ends.
-    pub async fn run(self: Arc<Self>, clusters: Store<MemberCluster>, secrets: Store<Secret>, changed: Arc<Notify>) {
+    /// Reconciles the running members with what the sources ask for
+    /// (MemberClusters, Karmada Clusters, KubeFedClusters, and their
+    /// Secrets), until the process ends.
+    pub async fn run(self: Arc<Self>, sources: Sources, changed: Arc<Notify>) {
         loop {
-            self.sync(&clusters, &secrets).await;
+            self.sync(&sources).await;
             changed.notified().await;
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
-    async fn sync(self: &Arc<Self>, clusters: &Store<MemberCluster>, secrets: &Store<Secret>) {
-        let wanted: BTreeMap<String, Arc<MemberCluster>> =
-            clusters.state().into_iter().map(|c| (c.name_any(), c)).collect();
+    /// The in-memory MemberClusters of engine members (Karmada, kubefed),
+    /// with the status fedns's probes keep: for topology and explain.
+    pub fn engine_members(&self) -> Vec<MemberCluster> {
+        self.engine_clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .map(|e| e.cluster.clone())
+            .collect()
+    }
+
+    async fn sync(self: &Arc<Self>, sources: &Sources) {
+        let (desired, dropped) = sources.desired(&self.namespace);
+        let clashes: std::collections::BTreeSet<String> = dropped
+            .iter()
+            .map(|(d, _)| format!("{}/{}", d.source.as_str(), d.name()))
+            .collect();
+        for (clash, message) in dropped {
+            let key = format!("{}/{}", clash.source.as_str(), clash.name());
+            let first = self
+                .failures
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, message.clone())
+                .as_ref()
+                != Some(&message);
+            if first {
+                tracing::warn!(member = %clash.name(), source = clash.source.as_str(), "{message}");
+                if let Some((recorder, object)) = &clash.event_target {
+                    self.publish(
+                        recorder,
+                        object,
+                        EventType::Warning,
+                        "NameConflict",
+                        "Register",
+                        &message,
+                    )
+                    .await;
+                }
+            }
+        }
+        let wanted: BTreeMap<String, &Desired> = desired.iter().map(|d| (d.name(), d)).collect();
         // Members that went away.
         let removed: Vec<String> = {
             let mut members = self.members.write().unwrap_or_else(|e| e.into_inner());
@@ -118,15 +189,41 @@ impl Registry {
         self.failures
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|n, _| wanted.contains_key(n));
+            .retain(|n, _| wanted.contains_key(n) || clashes.contains(n));
+        {
+            // Engine members: keep fedns's status, take the rest from the engine.
+            let mut engine = self.engine_clusters.write().unwrap_or_else(|e| e.into_inner());
+            engine.retain(|n, _| wanted.get(n).is_some_and(|d| d.source != MemberSource::Fedns));
+            for d in desired.iter().filter(|d| d.source != MemberSource::Fedns) {
+                let mut cluster = d.cluster.clone();
+                if let Some(existing) = engine.get(&d.name()) {
+                    if existing.cluster.status.is_some() {
+                        cluster.status = existing.cluster.status.clone();
+                    }
+                }
+                engine.insert(
+                    d.name(),
+                    EngineMember {
+                        cluster,
+                        source: d.source,
+                        engine_ready: d.engine_ready.clone(),
+                        event_target: d.event_target.clone(),
+                    },
+                );
+            }
+        }
 
-        for (name, cluster) in wanted {
-            let secret = cluster
-                .spec
-                .secret_ref
-                .as_ref()
-                .and_then(|r| secrets.state().into_iter().find(|s| s.name_any() == r.name));
-            let fingerprint = connection_fingerprint(&cluster.spec, secret.as_deref());
+        for d in &desired {
+            let name = d.name();
+            let cluster = self.current_cluster_cached(d);
+            let connection = match &d.connection {
+                Ok(connection) => connection,
+                Err(message) => {
+                    self.member_failed(&cluster, message).await;
+                    continue;
+                }
+            };
+            let fingerprint = connection.fingerprint();
             let existing = self
                 .members
                 .read()
@@ -142,7 +239,7 @@ impl Registry {
                         changed
                     });
                 }
-                _ => match build_client(&cluster.spec, secret.as_deref()).await {
+                _ => match connection.build().await {
                     Ok(client) => {
                         let member = self.start_member(&cluster, client, fingerprint);
                         self.members
@@ -150,55 +247,101 @@ impl Registry {
                             .unwrap_or_else(|e| e.into_inner())
                             .insert(name.clone(), member);
                         self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
-                        tracing::info!(member = %name, endpoint = %cluster.spec.api_endpoint, "member cluster connected");
+                        tracing::info!(member = %name, source = d.source.as_str(), endpoint = %connection.api_endpoint, "member cluster connected");
                         self.queue.push_all();
                     }
-                    Err(message) => {
-                        let was_running = self
-                            .members
-                            .write()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .remove(&name)
-                            .is_some();
-                        if was_running {
-                            self.queue.push_all();
-                        }
-                        let first = self
-                            .failures
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(name.clone(), message.clone())
-                            .as_ref()
-                            != Some(&message);
-                        if first {
-                            tracing::warn!(member = %name, "{message}");
-                            self.write_status(
-                                &cluster,
-                                &Health {
-                                    ready: false,
-                                    reason: conditions::AUTH_FAILED.into(),
-                                    message: message.clone(),
-                                },
-                                None,
-                                None,
-                                true,
-                            )
-                            .await;
-                            self.event(&cluster, EventType::Warning, conditions::AUTH_FAILED, &message)
-                                .await;
-                        }
-                    }
+                    Err(message) => self.member_failed(&cluster, &message).await,
                 },
             }
         }
         self.update_member_gauges();
     }
 
+    /// The MemberCluster a desired member runs as, with fedns's latest
+    /// status for an engine member.
+    fn current_cluster_cached(&self, d: &Desired) -> MemberCluster {
+        if d.source == MemberSource::Fedns {
+            return d.cluster.clone();
+        }
+        self.engine_clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&d.name())
+            .map(|e| e.cluster.clone())
+            .unwrap_or_else(|| d.cluster.clone())
+    }
+
+    /// A member that cannot be connected: stop it, report once per message.
+    async fn member_failed(&self, cluster: &MemberCluster, message: &str) {
+        let name = cluster.name_any();
+        let was_running = self
+            .members
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&name)
+            .is_some();
+        if was_running {
+            self.queue.push_all();
+        }
+        let first = self
+            .failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.clone(), message.to_owned())
+            .as_deref()
+            != Some(message);
+        if first {
+            tracing::warn!(member = %name, "{message}");
+            self.write_status(
+                cluster,
+                &Health {
+                    ready: false,
+                    reason: conditions::AUTH_FAILED.into(),
+                    message: message.to_owned(),
+                },
+                None,
+                None,
+                true,
+            )
+            .await;
+            // Action `Connect`, not `Probe`: Events are aggregated per
+            // (reason, action), and this message must not be folded into an
+            // earlier probe failure's.
+            self.event_for(cluster, EventType::Warning, conditions::AUTH_FAILED, "Connect", message)
+                .await;
+        }
+    }
+
     pub(super) fn update_member_gauges(&self) {
         let members = self.members();
         let ready = members.iter().filter(|m| m.is_healthy()).count();
-        let failed = self.failures.lock().unwrap_or_else(|e| e.into_inner()).len();
-        self.metrics.set_members(ready, members.len() - ready + failed);
+        let failed: Vec<String> = self
+            .failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .filter(|k| !k.contains('/'))
+            .cloned()
+            .collect();
+        self.metrics.set_members(ready, members.len() - ready + failed.len());
+        let engine = self.engine_clusters.read().unwrap_or_else(|e| e.into_inner());
+        let states: Vec<(String, &'static str, bool, Option<Option<bool>>)> = members
+            .iter()
+            .map(|m| (m.name.clone(), m.is_healthy()))
+            .chain(failed.into_iter().map(|n| (n, false)))
+            .map(|(name, ready)| match engine.get(&name) {
+                Some(e) => {
+                    let engine_ready = e.engine_ready.as_ref().and_then(|r| match r.status.as_str() {
+                        "True" => Some(true),
+                        "False" => Some(false),
+                        _ => None,
+                    });
+                    (name, e.source.as_str(), ready, Some(engine_ready))
+                }
+                None => (name, MemberSource::Fedns.as_str(), ready, None),
+            })
+            .collect();
+        self.metrics.set_member_states(&states);
     }
 
     fn start_member(self: &Arc<Self>, cluster: &MemberCluster, client: Client, fingerprint: u64) -> Arc<Member> {
@@ -255,12 +398,19 @@ impl Registry {
             .is_some_and(|s| conditions::is_true(&s.conditions, conditions::READY));
         let settings = Settings::from_spec(&cluster.spec);
         let (settings_tx, _) = watch::channel(settings.clone());
+        let exports_changed = self.service_exports.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let service_exports = exports_changed.map(|changed| {
+            let (store, listed, task) = spawn_service_exports(name.clone(), client.clone(), changed);
+            tasks.push(task);
+            (store, listed)
+        });
         let member = Arc::new(Member {
             name: name.clone(),
             services,
             slices,
             ingresses,
             nodes,
+            service_exports,
             healthy: AtomicBool::new(persisted_ready && !settings.cordoned),
             ready_slices,
             synced,
@@ -280,6 +430,9 @@ impl Registry {
     }
 
     pub(super) async fn current_cluster(&self, name: &str) -> Option<MemberCluster> {
+        if let Some(engine) = self.engine_clusters.read().unwrap_or_else(|e| e.into_inner()).get(name) {
+            return Some(engine.cluster.clone());
+        }
         Api::<MemberCluster>::namespaced(self.host.clone(), &self.namespace)
             .get(name)
             .await
@@ -294,10 +447,13 @@ impl Registry {
         version: Option<String>,
         force: bool,
     ) {
-        if !self.is_leader() && !force {
+        // An engine member's status is in memory: every replica keeps it
+        // (for its /debug/explain); a MemberCluster's only the leader writes.
+        let engine = self.is_engine_member(&cluster.name_any());
+        if !engine && !self.is_leader() && !force {
             return;
         }
-        if !self.is_leader() {
+        if !engine && !self.is_leader() {
             return;
         }
         let mut status = cluster.status.clone().unwrap_or_default();
@@ -330,6 +486,16 @@ impl Registry {
         }
         status.last_probe_time = Some(Time(jiff::Timestamp::now()));
         status.observed_generation = generation;
+        let name = cluster.name_any();
+        {
+            // An engine member's status lives in memory: fedns never writes
+            // into the engine's objects.
+            let mut engine = self.engine_clusters.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(entry) = engine.get_mut(&name) {
+                entry.cluster.status = Some(status);
+                return;
+            }
+        }
         let patch = json!({"status": status_json(&status)});
         let api: Api<MemberCluster> = Api::namespaced(self.host.clone(), &self.namespace);
         if let Err(e) = api
@@ -341,6 +507,41 @@ impl Registry {
     }
 
     pub(super) async fn event(&self, cluster: &MemberCluster, kind: EventType, reason: &str, message: &str) {
+        self.event_for(cluster, kind, reason, "Probe", message).await;
+    }
+
+    /// An Event on a member's object (the MemberCluster, or the engine's
+    /// Cluster or KubeFedCluster), with `action`.
+    async fn event_for(&self, cluster: &MemberCluster, kind: EventType, reason: &str, action: &str, message: &str) {
+        if !self.is_leader() {
+            return;
+        }
+        let target = self
+            .engine_clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&cluster.name_any())
+            .map(|e| e.event_target.clone());
+        match target {
+            // An engine member: the Event goes on the engine's object.
+            Some(Some((recorder, object))) => self.publish(&recorder, &object, kind, reason, action, message).await,
+            Some(None) => {}
+            None => {
+                self.publish(&self.recorder, &cluster.object_ref(&()), kind, reason, action, message)
+                    .await
+            }
+        }
+    }
+
+    async fn publish(
+        &self,
+        recorder: &Recorder,
+        object: &ObjectReference,
+        kind: EventType,
+        reason: &str,
+        action: &str,
+        message: &str,
+    ) {
         if !self.is_leader() {
             return;
         }
@@ -348,10 +549,10 @@ impl Registry {
             type_: kind,
             reason: reason.to_owned(),
             note: Some(message.chars().take(1000).collect()),
-            action: "Probe".into(),
+            action: action.into(),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&event, &cluster.object_ref(&())).await {
+        if let Err(e) = recorder.publish(&event, object).await {
             tracing::debug!(error = %e, "cannot record an Event");
         }
     }

@@ -229,13 +229,22 @@ pub(super) fn slim_service(service: &mut Service) {
         .and_then(|spec| spec.ports.as_ref())
         .and_then(|ports| ports.first())
         .map(|port| port.port);
+    // So is the type: an MCS ServiceExport makes a record only for a LoadBalancer Service.
+    let type_ = service.spec.as_ref().and_then(|spec| spec.type_.clone());
     service.spec = first_port.map(|port| k8s_openapi::api::core::v1::ServiceSpec {
         ports: Some(vec![k8s_openapi::api::core::v1::ServicePort {
             port,
             ..Default::default()
         }]),
+        type_: type_.clone(),
         ..Default::default()
     });
+    if service.spec.is_none() && type_.is_some() {
+        service.spec = Some(k8s_openapi::api::core::v1::ServiceSpec {
+            type_,
+            ..Default::default()
+        });
+    }
     service.metadata.labels = None;
 }
 
@@ -267,4 +276,69 @@ pub(super) fn slim_ingress(ingress: &mut Ingress) {
 pub(super) fn slim_node(node: &mut Node) {
     node.spec = None;
     node.status = None;
+}
+
+/// The MCS ServiceExport resource (`multicluster.x-k8s.io/v1alpha1`, KEP-1645).
+pub fn service_export_resource() -> kube::discovery::ApiResource {
+    kube::discovery::ApiResource {
+        group: "multicluster.x-k8s.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "multicluster.x-k8s.io/v1alpha1".into(),
+        kind: "ServiceExport".into(),
+        plural: "serviceexports".into(),
+    }
+}
+
+/// Watches a member's ServiceExports: a store of their metadata, a flag
+/// set once they are listed (or the member has no such kind: 404), and
+/// `changed` woken on every change. Not one of the member's health watches.
+pub(super) fn spawn_service_exports(
+    member: String,
+    client: kube::Client,
+    changed: std::sync::Arc<tokio::sync::Notify>,
+) -> (
+    reflector::Store<kube::api::DynamicObject>,
+    Arc<AtomicBool>,
+    JoinHandle<()>,
+) {
+    let resource = service_export_resource();
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client, &resource);
+    let writer = reflector::store::Writer::new(resource);
+    let store = writer.as_reader();
+    let listed = Arc::new(AtomicBool::new(false));
+    let flag = listed.clone();
+    let task = tokio::spawn(async move {
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(|o: &mut kube::api::DynamicObject| {
+                o.metadata.managed_fields = None;
+                o.data = serde_json::Value::Null;
+            }),
+        )
+        .backoff(member_backoff());
+        futures::pin_mut!(stream);
+        let mut missing_logged = false;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(watcher::Event::InitDone) => {
+                    flag.store(true, Ordering::Relaxed);
+                    changed.notify_one();
+                }
+                Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => changed.notify_one(),
+                Ok(_) => {}
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
+                    // No MCS API in this member: nothing is exported.
+                    if !flag.swap(true, Ordering::Relaxed) {
+                        changed.notify_one();
+                    }
+                    if !missing_logged {
+                        tracing::info!(member = %member, "no ServiceExport kind (multicluster.x-k8s.io/v1alpha1) in this member");
+                        missing_logged = true;
+                    }
+                }
+                Err(e) => tracing::debug!(member = %member, error = %e, "ServiceExport watch failed; retrying"),
+            }
+        }
+    });
+    (store, listed, task)
 }

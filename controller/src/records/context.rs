@@ -85,7 +85,8 @@ impl RecordContext {
             .map(|m| (m.name.clone(), m))
             .collect();
         let mut topology = Topology::new();
-        for cluster in self.clusters.state() {
+        let engine = self.registry.engine_members();
+        for cluster in self.clusters.state().iter().map(|c| c.as_ref()).chain(engine.iter()) {
             let (region, zones) = match running.get(&cluster.name_any()) {
                 Some(member) => member.topology(),
                 None => {

@@ -5,6 +5,7 @@
 //! objects alone (`fedns explain`, read from the host cluster) or with the
 //! controller's member caches (`/debug/explain` on the metrics port).
 
+use crate::members::sources::{ENGINE_READY_ANNOTATION, SOURCE_ANNOTATION};
 use fedns_api::{
     conditions, AddressHealth, ClusterDNS, DNSEndpoint, IngressDNSRecord, MemberCluster, ServiceDNSRecord,
 };
@@ -45,6 +46,12 @@ pub struct ClusterExplanation {
     pub addresses: Vec<AddressHealth>,
     /// One line: why it is or is not in the answer.
     pub reason: String,
+    /// Where the member comes from when not a MemberCluster: `karmada`, `kubefed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// That engine's own Ready condition (reported; fedns's probes decide).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_ready: Option<String>,
 }
 
 /// The explanation of one name.
@@ -239,6 +246,8 @@ pub fn explain(
             in_answer,
             addresses,
             reason,
+            source: member.annotations().get(SOURCE_ANNOTATION).cloned(),
+            engine_ready: member.annotations().get(ENGINE_READY_ANNOTATION).cloned(),
         });
     }
     explanation
@@ -289,6 +298,14 @@ pub fn render(explanation: &Explanation) -> String {
             }
         );
         let _ = writeln!(out, "  {:<20}      {}", "", cluster.reason);
+        if let Some(source) = &cluster.source {
+            let _ = writeln!(
+                out,
+                "  {:<20}      from {source}; {source} reports Ready={} (fedns's probes decide)",
+                "",
+                cluster.engine_ready.as_deref().unwrap_or("(none)")
+            );
+        }
         for address in &cluster.addresses {
             let _ = writeln!(
                 out,

@@ -3,6 +3,7 @@
 //! DNSEndpoints the [`builder`] makes. May read [`crate::members`] and call
 //! the host API and [`crate::metrics`].
 
+pub mod auto;
 pub mod builder;
 mod context;
 pub mod explain;

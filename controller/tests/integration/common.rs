@@ -157,3 +157,66 @@ pub async fn http_get(url: &str) -> (u16, String) {
     let body = response.into_body().collect().await.unwrap().to_bytes();
     (status, String::from_utf8_lossy(&body).into_owned())
 }
+
+/// An HTTP CONNECT proxy on loopback (as one in front of a member's API
+/// server, Karmada's `spec.proxyURL`), built on hyper's upgrades. It only
+/// tunnels to 127.0.0.1 and counts the tunnels it opened.
+pub struct ConnectProxy {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// Tunnels opened so far.
+    pub tunnels: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+pub async fn connect_proxy() -> ConnectProxy {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use http_body_util::Empty;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let tunnels = Arc::new(AtomicUsize::new(0));
+    let counter = tunnels.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let counter = counter.clone();
+                    async move {
+                        let target = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+                        let status = if request.method() != hyper::Method::CONNECT {
+                            hyper::StatusCode::METHOD_NOT_ALLOWED
+                        } else if !target.starts_with("127.0.0.1:") {
+                            hyper::StatusCode::FORBIDDEN
+                        } else {
+                            counter.fetch_add(1, Ordering::Relaxed);
+                            tokio::spawn(async move {
+                                let Ok(upgraded) = hyper::upgrade::on(request).await else {
+                                    return;
+                                };
+                                let Ok(mut server) = tokio::net::TcpStream::connect(&target).await else {
+                                    return;
+                                };
+                                let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut server).await;
+                            });
+                            hyper::StatusCode::OK
+                        };
+                        let mut response = hyper::Response::new(Empty::<bytes::Bytes>::new());
+                        *response.status_mut() = status;
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    ConnectProxy { url, tunnels }
+}

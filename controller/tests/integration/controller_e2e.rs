@@ -14,7 +14,7 @@ use serde_json::json;
 
 const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 
-fn member_yaml(region: &str, zone: &str, ips: &[&str]) -> String {
+pub(crate) fn member_yaml(region: &str, zone: &str, ips: &[&str]) -> String {
     let ingress: Vec<String> = ips.iter().map(|ip| format!("{{ip: \"{ip}\"}}")).collect();
     format!(
         r#"

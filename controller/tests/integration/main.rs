@@ -10,4 +10,5 @@ mod dataplane;
 mod deploy;
 mod dns_server;
 mod health_e2e;
+mod member_sources;
 mod sandbox_e2e;

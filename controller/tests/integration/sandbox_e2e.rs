@@ -12,6 +12,7 @@ use crate::common::*;
 use fedns_api::MemberCluster;
 use fedns_controller::cli::sandbox;
 use fedns_controller::cli::SandboxArgs;
+use fedns_controller::federation::Engine;
 use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
 use fedns_dnsserver::hickory_proto::rr::{Name, RecordType};
 use kube::api::Api;
@@ -19,6 +20,10 @@ use kube::api::Api;
 const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 
 fn args(members_from: Option<PathBuf>) -> (SandboxArgs, u16) {
+    engine_args(members_from, None)
+}
+
+fn engine_args(members_from: Option<PathBuf>, engine: Option<Engine>) -> (SandboxArgs, u16) {
     let port = free_port();
     (
         SandboxArgs {
@@ -27,6 +32,7 @@ fn args(members_from: Option<PathBuf>) -> (SandboxArgs, u16) {
             dns_listen: SocketAddr::from(([127, 0, 0, 1], port)),
             metrics_addr: "127.0.0.1:0".parse().unwrap(),
             members_from,
+            engine,
         },
         port,
     )
@@ -297,4 +303,47 @@ async fn members_from_a_malformed_file_starts_nothing() {
         .and_then(|n| n.trim().parse().ok());
     assert!(line.is_some_and(|l| l >= 5), "no line number in: {err}");
     assert!(!args.state_dir.join("host.kubeconfig").exists(), "nothing may start");
+}
+
+/// `--engine karmada|kubefed`: the host seeded as the engine's control
+/// plane (Karmada: eu-west-1 in pull mode, through the cluster proxy); the
+/// same names answer, made from the annotated templates, and `fail` /
+/// `recover` move a member out and back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_runs_as_an_engine_control_plane() {
+    for engine in [Engine::Karmada, Engine::Kubefed] {
+        let (args, port) = engine_args(None, Some(engine));
+        let running = sandbox::start(&args).await.unwrap();
+        let host = client_of(&running.federation.host).await;
+        let clusters: Api<MemberCluster> = Api::namespaced(host, "fedns-system");
+        assert!(
+            clusters.list(&Default::default()).await.unwrap().items.is_empty(),
+            "no MemberClusters"
+        );
+        eventually(&format!("{}: the global name", engine.as_str()), || {
+            dig(port, GLOBAL, "A", false) == ALL
+        })
+        .await;
+        eventually(&format!("{}: the region name", engine.as_str()), || {
+            dig(port, "nginx.ns.myfed.svc.eu-west-1.example.com", "A", false) == [EU]
+        })
+        .await;
+        eventually(&format!("{}: www and shop", engine.as_str()), || {
+            dig(port, "www.example.com", "CNAME", false) == ["nginx.ns.myfed.svc.example.com."]
+                && dig(port, "shop.example.com", "A", false) == SHOP_ALL
+        })
+        .await;
+        sandbox::control(&args.state_dir, "fail", "eu-west-1").await.unwrap();
+        eventually(&format!("{}: eu-west-1 out", engine.as_str()), || {
+            dig(port, GLOBAL, "A", false) == [EAST, WEST]
+        })
+        .await;
+        sandbox::control(&args.state_dir, "recover", "eu-west-1").await.unwrap();
+        eventually(&format!("{}: eu-west-1 back", engine.as_str()), || {
+            dig(port, GLOBAL, "A", false) == ALL
+        })
+        .await;
+        assert!(sandbox::control(&args.state_dir, "cordon", "us-east-1").await.is_err());
+        running.shutdown().await;
+    }
 }

@@ -1,0 +1,847 @@
+//! `fedns controller --member-source karmada|kubefed`: the host emulator
+//! stands in for the engine's control plane (its cluster CRD, Cluster or
+//! KubeFedCluster objects and their Secrets), members are emulators
+//! reached through real kubeconfig-style credentials. Per source:
+//! registration (region/zones from the engine, else Node labels),
+//! credential rotation (Secret changed), removal, a pull-mode Karmada
+//! cluster through the control plane's cluster proxy, `spec.proxyURL`
+//! through a loopback CONNECT proxy, the engine's own
+//! `Ready=False` against fedns's probes, and bad input.
+
+use std::time::Duration;
+
+use crate::common::*;
+use crate::controller_e2e::member_yaml;
+use fedns_api::{DNSEndpoint, IngressDNSRecord, ServiceDNSRecord};
+use fedns_controller::federation::{Engine, Federation, KARMADA_SECRET_NAMESPACE, KUBEFED_NAMESPACE};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::discovery::ApiResource;
+use kube::ResourceExt;
+use serde_json::json;
+
+const HOST_YAML: &str = r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com, nameServers: [ns1.example.com]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec: {domainRef: myfed, recordTTL: 30}
+"#;
+
+const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
+
+/// The MCS ServiceExport CRD (KEP-1645), schema left open.
+const MCS_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: serviceexports.multicluster.x-k8s.io}
+spec:
+  group: multicluster.x-k8s.io
+  scope: Namespaced
+  names: {kind: ServiceExport, listKind: ServiceExportList, plural: serviceexports, singular: serviceexport}
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+struct Setup {
+    federation: Federation,
+    dns_port: u16,
+    metrics_port: u16,
+    host: kube::Client,
+    _controller: Process,
+}
+
+/// Members `a` (203.0.113.1, Nodes in r1/r1a), `b` (203.0.113.2, r2/r2a),
+/// `c` (203.0.113.3, r3/r3a); `register` registers them with the engine.
+async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn(&Federation)) -> Setup {
+    let dir = temp_dir(&format!("sources-{}", engine.as_str()));
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b", "c"]).await.unwrap();
+    for (name, n) in [("a", 1), ("b", 2), ("c", 3)] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(
+                name,
+                &member_yaml(&format!("r{n}"), &format!("r{n}a"), &[&format!("203.0.113.{n}")]),
+            )
+            .unwrap();
+    }
+    federation.install_engine(engine).unwrap();
+    register(&federation);
+    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let dns_port = free_port();
+    let metrics_port = free_port();
+    let controller = spawn_fedns(
+        &[
+            "controller",
+            "--kubeconfig",
+            dir.join("host.kubeconfig").to_str().unwrap(),
+            "--dns-listen",
+            &format!("127.0.0.1:{dns_port}"),
+            "--metrics-addr",
+            &format!("127.0.0.1:{metrics_port}"),
+            "--udp-workers",
+            "1",
+            "--member-source",
+            engine.as_str(),
+        ]
+        .into_iter()
+        .chain(extra_args.iter().copied())
+        .collect::<Vec<_>>(),
+    );
+    let host = client_of(&federation.host).await;
+    Setup {
+        federation,
+        dns_port,
+        metrics_port,
+        host,
+        _controller: controller,
+    }
+}
+
+/// `name type targets` rows of the nginx DNSEndpoint.
+async fn rows(host: &kube::Client) -> Vec<String> {
+    let api: Api<DNSEndpoint> = Api::namespaced(host.clone(), "ns");
+    let Ok(endpoint) = api.get("service-nginx").await else {
+        return Vec::new();
+    };
+    let mut rows: Vec<String> = endpoint
+        .spec
+        .endpoints
+        .iter()
+        .map(|e| format!("{} {} {}", e.dns_name, e.record_type, e.targets.join(",")))
+        .collect();
+    rows.sort();
+    rows
+}
+
+async fn global_targets(host: &kube::Client) -> String {
+    rows(host)
+        .await
+        .into_iter()
+        .find_map(|r| r.strip_prefix(&format!("{GLOBAL} A ")).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Waits until the global name's A targets are `want`.
+async fn wait_global(s: &Setup, what: &str, want: &str) {
+    let host = s.host.clone();
+    let started = std::time::Instant::now();
+    loop {
+        let got = global_targets(&host).await;
+        if got == want {
+            println!("{what}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: global targets {got:?}, wanted {want:?} within 30 s; rows {:?}",
+            rows(&host).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the embedded server answers `name` A with `want` (the
+/// DNSEndpoint is written before the zone snapshot is swapped).
+async fn wait_dig(s: &Setup, name: &str, want: &[&str]) {
+    let started = std::time::Instant::now();
+    loop {
+        let got = dig(s.dns_port, name, "A", false);
+        if got == want {
+            println!("{name} answered {want:?}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name}: {got:?}, wanted {want:?} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the nginx DNSEndpoint has `row`.
+async fn wait_row(s: &Setup, row: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let all = rows(&s.host).await;
+        if all.iter().any(|r| r == row) {
+            println!("{row}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no {row:?} within 30 s: {all:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits for an Event on `name` (any kind) whose note contains `needle`.
+async fn wait_event(host: &kube::Client, name: &str, needle: &str) {
+    let api: Api<Event> = Api::all(host.clone());
+    let started = std::time::Instant::now();
+    loop {
+        let events = api.list(&Default::default()).await.unwrap().items;
+        let found = events.iter().find(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                && e.note.as_deref().is_some_and(|n| n.contains(needle))
+        });
+        if let Some(event) = found {
+            println!(
+                "Event on {name} after {:?}: {} {}",
+                started.elapsed(),
+                event.reason.as_deref().unwrap_or_default(),
+                event.note.as_deref().unwrap_or_default()
+            );
+            return;
+        }
+        let notes: Vec<String> = events.iter().filter_map(|e| e.note.clone()).collect();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no Event on {name} mentioning {needle:?} within 30 s; events: {notes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn metrics(s: &Setup) -> String {
+    http_get(&format!("http://127.0.0.1:{}/metrics", s.metrics_port))
+        .await
+        .1
+}
+
+fn karmada_clusters(host: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "cluster.karmada.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "cluster.karmada.io/v1alpha1".into(),
+        kind: "Cluster".into(),
+        plural: "clusters".into(),
+    };
+    Api::all_with(host.clone(), &resource)
+}
+
+fn kubefed_clusters(host: &kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "core.kubefed.io".into(),
+        version: "v1beta1".into(),
+        api_version: "core.kubefed.io/v1beta1".into(),
+        kind: "KubeFedCluster".into(),
+        plural: "kubefedclusters".into(),
+    };
+    Api::namespaced_with(host.clone(), KUBEFED_NAMESPACE, &resource)
+}
+
+fn federated_services() -> ApiResource {
+    ApiResource {
+        group: "types.kubefed.io".into(),
+        version: "v1beta1".into(),
+        api_version: "types.kubefed.io/v1beta1".into(),
+        kind: "FederatedService".into(),
+        plural: "federatedservices".into(),
+    }
+}
+
+/// Waits until record `name` exists (`present`) or is gone; returns it.
+async fn wait_record<K>(api: &Api<K>, name: &str, present: bool) -> Option<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let started = std::time::Instant::now();
+    loop {
+        let got = api.get_opt(name).await.unwrap();
+        if got.is_some() == present {
+            println!(
+                "record {name} {}: after {:?}",
+                if present { "made" } else { "gone" },
+                started.elapsed()
+            );
+            return got;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "record {name}: wanted present={present} within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn set_token(api: &Api<Secret>, name: &str, token: &str) {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"stringData": {"token": token}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn karmada_clusters_are_members() {
+    let proxy = connect_proxy().await;
+    let proxy_url = proxy.url.clone();
+    let s = setup(Engine::Karmada, &[], |f| {
+        // a: region and zones from the Cluster; b: the older single `zone`
+        // without a region (topology from b's Nodes); c: pull mode,
+        // reached through the control plane's cluster proxy.
+        f.register_engine(Engine::Karmada, "a", json!({"region": "eu", "zones": ["eu-1"]}))
+            .unwrap();
+        f.register_engine(Engine::Karmada, "b", json!({"proxyURL": proxy_url})).unwrap();
+        f.register_engine(Engine::Karmada, "c", json!({"syncMode": "Pull"})).unwrap();
+        // Bad input: a Push cluster without apiEndpoint.
+        f.host
+            .seed_yaml(
+                "bad",
+                "apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: noendpoint}\nspec: {syncMode: Push, secretRef: {namespace: karmada-cluster, name: a}}\n",
+            )
+            .unwrap();
+    })
+    .await;
+    let host = s.host.clone();
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), KARMADA_SECRET_NAMESPACE);
+    let clusters = karmada_clusters(&host);
+
+    // Registration: all three, with the Cluster's topology for a and the
+    // Nodes' for b and c; c through the proxy path.
+    wait_global(
+        &s,
+        "three Karmada clusters published",
+        "203.0.113.1,203.0.113.2,203.0.113.3",
+    )
+    .await;
+    for row in [
+        "nginx.ns.myfed.svc.eu.example.com A 203.0.113.1",
+        "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1",
+        "nginx.ns.myfed.svc.r2.example.com A 203.0.113.2",
+        "nginx.ns.myfed.svc.r3a.r3.example.com A 203.0.113.3",
+    ] {
+        wait_row(&s, row).await;
+    }
+    wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2", "203.0.113.3"]).await;
+    // b is reached through its spec.proxyURL.
+    assert!(
+        proxy.tunnels.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no tunnel through b's proxyURL"
+    );
+    // fedns wrote nothing into the Cluster objects.
+    let a = clusters.get("a").await.unwrap();
+    assert!(
+        a.data.get("status").is_none_or(|s| s.is_null()),
+        "status written: {:?}",
+        a.data
+    );
+
+    // Bad input is reported on the Cluster; the rest keeps working.
+    wait_event(&host, "noendpoint", "spec.apiEndpoint is empty").await;
+    let text = metrics(&s).await;
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="noendpoint",source="karmada"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="c",source="karmada"} 1"#),
+        "{text}"
+    );
+
+    // The engine's Ready=False does not override fedns's probes.
+    clusters
+        .patch_status(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{
+                "type": "Ready", "status": "False", "reason": "ClusterNotReachable",
+                "message": "cluster is not reachable", "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]}})),
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let text = metrics(&s).await;
+        if text.contains(r#"fedns_member_engine_ready{cluster="a",source="karmada"} 0"#) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "engine Ready not reported: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for _ in 0..10 {
+        assert_eq!(global_targets(&host).await, "203.0.113.1,203.0.113.2,203.0.113.3");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let explain = http_get(&format!(
+        "http://127.0.0.1:{}/debug/explain?name={GLOBAL}",
+        s.metrics_port
+    ))
+    .await
+    .1;
+    println!("{explain}");
+    assert!(explain.contains("karmada reports Ready=False"), "{explain}");
+    // ...and the engine's Ready=True does not keep a failed member in.
+    clusters
+        .patch_status(
+            "b",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{
+                "type": "Ready", "status": "True", "reason": "ClusterReady",
+                "message": "cluster is healthy and ready to accept workloads",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]}})),
+        )
+        .await
+        .unwrap();
+    s.federation.member("b").unwrap().stop();
+    wait_global(
+        &s,
+        "stopped member b leaves although Karmada says Ready",
+        "203.0.113.1,203.0.113.3",
+    )
+    .await;
+    s.federation.member("b").unwrap().resume().await.unwrap();
+    wait_global(&s, "b back", "203.0.113.1,203.0.113.2,203.0.113.3").await;
+
+    // Credential rotation: a wrong token takes a out, the right one back.
+    set_token(&secrets, "a", "not-the-token").await;
+    wait_global(&s, "a out with a wrong token", "203.0.113.2,203.0.113.3").await;
+    let token = s.federation.member("a").unwrap().token().to_owned();
+    set_token(&secrets, "a", &token).await;
+    wait_global(
+        &s,
+        "a back with the rotated token",
+        "203.0.113.1,203.0.113.2,203.0.113.3",
+    )
+    .await;
+
+    // A Secret without `token`: reported, the member leaves, others stay.
+    secrets
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(json!([{"op": "remove", "path": "/data/token"}])).unwrap()),
+        )
+        .await
+        .unwrap();
+    wait_event(&host, "a", "has no key token").await;
+    wait_global(&s, "a out without a token", "203.0.113.2,203.0.113.3").await;
+
+    // Removal.
+    clusters.delete("c", &DeleteParams::default()).await.unwrap();
+    wait_global(&s, "c removed", "203.0.113.2").await;
+    s.federation.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubefed_clusters_are_members() {
+    let s = setup(Engine::Kubefed, &["--auto-records"], |f| {
+        f.register_engine(Engine::Kubefed, "a", json!({})).unwrap();
+        f.register_engine(Engine::Kubefed, "b", json!({"disabledTLSValidations": ["*"], "caBundle": null}))
+            .unwrap();
+        f.host
+            .seed_yaml(
+                "bad",
+                "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: noendpoint, namespace: kube-federation-system}\nspec: {apiEndpoint: '', secretRef: {name: a-token}}\n",
+            )
+            .unwrap();
+    })
+    .await;
+    let host = s.host.clone();
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), KUBEFED_NAMESPACE);
+    let clusters = kubefed_clusters(&host);
+    // Region and zones from the KubeFedCluster's status (kubefed's own
+    // controller writes them); none for b (its Nodes').
+    clusters
+        .patch_status(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"region": "eu", "zones": ["eu-1"], "conditions": [{
+                "type": "Ready", "status": "False", "reason": "ClusterNotReachable",
+                "message": "cluster is not reachable", "lastProbeTime": "2026-01-01T00:00:00Z"
+            }]}})),
+        )
+        .await
+        .unwrap();
+    wait_global(&s, "two KubeFedClusters published", "203.0.113.1,203.0.113.2").await;
+    wait_row(&s, "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1").await;
+    wait_row(&s, "nginx.ns.myfed.svc.r2a.r2.example.com A 203.0.113.2").await;
+    wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2"]).await;
+    // kubefed's Ready=False is reported, not obeyed.
+    let text = metrics(&s).await;
+    assert!(
+        text.contains(r#"fedns_member_engine_ready{cluster="a",source="kubefed"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="a",source="kubefed"} 1"#),
+        "{text}"
+    );
+    wait_event(&host, "noendpoint", "spec.apiEndpoint is empty").await;
+
+    // A third cluster registered while running.
+    s.federation.register_engine(Engine::Kubefed, "c", json!({})).unwrap();
+    wait_global(&s, "c registered", "203.0.113.1,203.0.113.2,203.0.113.3").await;
+
+    // Rotation.
+    set_token(&secrets, "b-token", "wrong").await;
+    wait_global(&s, "b out with a wrong token", "203.0.113.1,203.0.113.3").await;
+    let token = s.federation.member("b").unwrap().token().to_owned();
+    set_token(&secrets, "b-token", &token).await;
+    wait_global(&s, "b back", "203.0.113.1,203.0.113.2,203.0.113.3").await;
+
+    // A Secret without `token`.
+    secrets
+        .patch(
+            "c-token",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(json!([{"op": "remove", "path": "/data/token"}])).unwrap()),
+        )
+        .await
+        .unwrap();
+    wait_event(&host, "c", "has no key token").await;
+    wait_global(&s, "c out", "203.0.113.1,203.0.113.2").await;
+
+    // --auto-records: a FederatedService annotated on its template makes a
+    // ServiceDNSRecord (owned by it); deleting it deletes the record.
+    s.federation
+        .host
+        .seed_yaml(
+            "federated",
+            r#"
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedService
+metadata: {name: web, namespace: ns}
+spec:
+  template:
+    metadata:
+      annotations: {multiclusterdns.fedns.io/domain: myfed}
+    spec: {type: LoadBalancer, ports: [{port: 80}]}
+  placement: {clusters: [{name: a}, {name: b}]}
+"#,
+        )
+        .unwrap();
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let record = wait_record(&records, "web", true).await.unwrap();
+    assert_eq!(record.spec.domain_ref, "myfed");
+    assert_eq!(record.owner_references()[0].kind, "FederatedService");
+    let federated = Api::<DynamicObject>::namespaced_with(host.clone(), "ns", &federated_services());
+    federated.delete("web", &DeleteParams::default()).await.unwrap();
+    wait_record(&records, "web", false).await;
+
+    // Removal.
+    clusters.delete("a", &DeleteParams::default()).await.unwrap();
+    wait_global(&s, "a removed", "203.0.113.2").await;
+    s.federation.stop();
+}
+
+/// `--auto-records` with Karmada: Service and Ingress templates in the
+/// control plane (the host here) make records; a hand-written record of
+/// the same name is left alone; bad annotations are reported on the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_records_lifecycle() {
+    let s = setup(Engine::Karmada, &["--auto-records"], |f| {
+        for name in ["a", "b"] {
+            // A second Service, `web`, in the members.
+            f.member(name)
+                .unwrap()
+                .seed_yaml(
+                    "web",
+                    &member_yaml("r", "ra", &[if name == "a" { "198.51.100.1" } else { "198.51.100.2" }])
+                        .replace("nginx", "web")
+                        .replace("node-ra", &format!("node-web-{name}")),
+                )
+                .unwrap();
+            f.register_engine(Engine::Karmada, name, json!({})).unwrap();
+        }
+    })
+    .await;
+    let host = s.host.clone();
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(host.clone(), "ns");
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    wait_global(&s, "hand-written nginx record published", "203.0.113.1,203.0.113.2").await;
+
+    // Annotate → record → answer.
+    s.federation
+        .host
+        .seed_yaml(
+            "templates",
+            r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed, multiclusterdns.fedns.io/ttl: "60", multiclusterdns.fedns.io/dns-prefix: shop}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: nginx
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed, multiclusterdns.fedns.io/ttl: "120"}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: lost
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: nosuchdomain}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: shop
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+spec:
+  rules: [{host: store.example.com}]
+"#,
+        )
+        .unwrap();
+    let record = wait_record(&records, "web", true).await.unwrap();
+    assert_eq!(
+        record.labels().get("app.kubernetes.io/managed-by").map(String::as_str),
+        Some("fedns")
+    );
+    assert_eq!(record.spec.record_ttl, 60);
+    assert_eq!(record.spec.dns_prefix.as_deref(), Some("shop"));
+    let web = services.get("web").await.unwrap();
+    assert_eq!(record.owner_references()[0].uid, web.uid().unwrap());
+    let ingress_records: Api<IngressDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let ingress = wait_record(&ingress_records, "shop", true).await.unwrap();
+    assert_eq!(ingress.spec.hosts, vec!["store.example.com"]);
+    wait_dig(&s, "web.ns.myfed.svc.example.com", &["198.51.100.1", "198.51.100.2"]).await;
+
+    // The hand-written nginx record is untouched; its Service is told.
+    wait_event(&host, "nginx", "was not made by fedns").await;
+    let nginx = records.get("nginx").await.unwrap();
+    assert_eq!(nginx.spec.record_ttl, 30);
+    assert!(nginx.labels().get("app.kubernetes.io/managed-by").is_none());
+    // A missing Domain is reported on the source; the record waits for it.
+    wait_event(&host, "lost", "Domain nosuchdomain").await;
+
+    // An annotation changed → the generated record follows.
+    services
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"multiclusterdns.fedns.io/ttl": "90"}}})),
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    while records.get("web").await.unwrap().spec.record_ttl != 90 {
+        assert!(started.elapsed() < Duration::from_secs(30), "recordTTL not updated");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("web recordTTL 60 -> 90: after {:?}", started.elapsed());
+
+    // Annotation removed → record gone → name gone.
+    services
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"multiclusterdns.fedns.io/domain": null}}})),
+        )
+        .await
+        .unwrap();
+    wait_record(&records, "web", false).await;
+    let started = std::time::Instant::now();
+    while dig_status(s.dns_port, "web.ns.myfed.svc.example.com", "A") != "NXDOMAIN" {
+        assert!(started.elapsed() < Duration::from_secs(30), "web still answered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The hand-written record is still there, unchanged.
+    assert_eq!(records.get("nginx").await.unwrap().spec.record_ttl, 30);
+
+    // An MCS ServiceExport in member a (b has no MCS API at all) of a
+    // LoadBalancer Service makes a record; one of a ClusterIP Service does not.
+    let a = s.federation.member("a").unwrap();
+    a.seed_yaml("mcs", MCS_CRD).unwrap();
+    a.seed_yaml(
+        "api",
+        &member_yaml("r", "ra", &["198.51.100.9"])
+            .replace("nginx", "api")
+            .replace("node-ra", "node-api"),
+    )
+    .unwrap();
+    a.seed_yaml(
+        "exports",
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {name: internal, namespace: ns}
+spec: {type: ClusterIP, ports: [{port: 80}]}
+---
+apiVersion: multicluster.x-k8s.io/v1alpha1
+kind: ServiceExport
+metadata:
+  name: api
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+---
+apiVersion: multicluster.x-k8s.io/v1alpha1
+kind: ServiceExport
+metadata:
+  name: internal
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+"#,
+    )
+    .unwrap();
+    let api = wait_record(&records, "api", true).await.unwrap();
+    assert_eq!(
+        api.annotations().get("fedns.io/generated-from").map(String::as_str),
+        Some("ServiceExport/ns/api")
+    );
+    assert!(
+        api.owner_references().is_empty(),
+        "a member's object owns nothing in the host"
+    );
+    wait_dig(&s, "api.ns.myfed.svc.example.com", &["198.51.100.9"]).await;
+    assert!(
+        records.get_opt("internal").await.unwrap().is_none(),
+        "no record for a ClusterIP Service"
+    );
+    let member_a = client_of(a).await;
+    let resource = ApiResource {
+        group: "multicluster.x-k8s.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "multicluster.x-k8s.io/v1alpha1".into(),
+        kind: "ServiceExport".into(),
+        plural: "serviceexports".into(),
+    };
+    Api::<DynamicObject>::namespaced_with(member_a, "ns", &resource)
+        .delete("api", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_record(&records, "api", false).await;
+    s.federation.stop();
+}
+
+/// Karmada as its own API server (`--karmada-kubeconfig`), apart from the
+/// host: Clusters, Secrets and the Service template live there; a pull-mode
+/// cluster goes through its cluster proxy; the record is made in the host
+/// without an owner (its source is not there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn karmada_as_a_separate_control_plane() {
+    let dir = temp_dir("sources-karmada-plane");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
+    for (name, n) in [("a", 1), ("b", 2)] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(
+                name,
+                &member_yaml(&format!("r{n}"), &format!("r{n}a"), &[&format!("203.0.113.{n}")]),
+            )
+            .unwrap();
+    }
+    let plane = fedns_sandbox::Emulator::start_with(fedns_sandbox::EmulatorConfig {
+        name: "karmada".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    plane.write_kubeconfig(&dir.join("karmada.kubeconfig")).unwrap();
+    federation.install_engine_in(&plane, Engine::Karmada).unwrap();
+    federation
+        .register_engine_in(&plane, Engine::Karmada, "a", json!({}))
+        .unwrap();
+    federation
+        .register_engine_in(&plane, Engine::Karmada, "b", json!({"syncMode": "Pull"}))
+        .unwrap();
+    plane
+        .seed_yaml(
+            "template",
+            r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: nginx
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+"#,
+        )
+        .unwrap();
+    // The host: the Domain and the namespace, no record.
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: Domain\nmetadata: {name: myfed, namespace: fedns-system}\nspec: {domain: example.com, nameServers: [ns1.example.com]}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n",
+        )
+        .unwrap();
+    let dns_port = free_port();
+    let _controller = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        dir.join("host.kubeconfig").to_str().unwrap(),
+        "--karmada-kubeconfig",
+        dir.join("karmada.kubeconfig").to_str().unwrap(),
+        "--member-source",
+        "karmada",
+        "--auto-records",
+        "--dns-listen",
+        &format!("127.0.0.1:{dns_port}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+        "--udp-workers",
+        "1",
+    ]);
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let record = wait_record(&records, "nginx", true).await.unwrap();
+    assert!(
+        record.owner_references().is_empty(),
+        "its source is in the Karmada control plane"
+    );
+    let started = std::time::Instant::now();
+    while dig(dns_port, GLOBAL, "A", false) != ["203.0.113.1", "203.0.113.2"] {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{GLOBAL} not answered by both"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("both Karmada members answered: after {:?}", started.elapsed());
+    // The pull-mode member goes through the control plane: stopping the
+    // plane's proxy (the plane itself) takes b out, a stays.
+    plane.stop();
+    let started = std::time::Instant::now();
+    while dig(dns_port, GLOBAL, "A", false) != ["203.0.113.1"] {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "b still answered without its proxy"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "pull-mode b out with the control plane down: after {:?}",
+        started.elapsed()
+    );
+    federation.stop();
+}
