@@ -72,6 +72,8 @@ pub struct ZoneStore {
     /// (the NOTIFY task watches it).
     transfer_changes: tokio::sync::watch::Sender<u64>,
     transfer_counters: TransferCounters,
+    /// GeoIP database for `Nearest` names.
+    geo: Mutex<Option<Arc<crate::GeoIpDb>>>,
 }
 
 /// Zone transfer and NOTIFY counters, read by the metrics collector.
@@ -118,6 +120,7 @@ impl Default for ZoneStore {
             transfers: Mutex::new(BTreeMap::new()),
             transfer_changes: tokio::sync::watch::Sender::new(0),
             transfer_counters: TransferCounters::default(),
+            geo: Mutex::new(None),
         }
     }
 }
@@ -152,6 +155,12 @@ impl ZoneStore {
         if serial_gt(serial, zone.serial) || zone.serial == 0 {
             zone.serial = serial;
         }
+    }
+
+    /// Uses `db` for the GeoIP fallback of `Nearest` names from the next
+    /// snapshot on (call before the first [`ZoneStore::publish`]).
+    pub fn set_geoip(&self, db: Option<Arc<crate::GeoIpDb>>) {
+        *self.geo.lock().unwrap_or_else(|e| e.into_inner()) = db;
     }
 
     /// Publishes `zones` as the complete set served. Zones whose content
@@ -212,7 +221,8 @@ impl ZoneStore {
             });
         }
         *state = next;
-        let (snapshot, versions) = Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex));
+        let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (snapshot, versions) = Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
         self.update_transfers(&policies, versions);
         let outcome = PublishOutcome {
             changed: true,
@@ -358,6 +368,8 @@ fn fingerprint(zone: &ZoneContent) -> u64 {
     lines.hash(&mut hasher);
     ns.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
+    format!("{:?}", zone.routed).hash(&mut hasher);
+    zone.client_regions.hash(&mut hasher);
     hasher.finish()
 }
 
