@@ -151,6 +151,7 @@ mod tests {
             targets: targets.iter().map(|s| s.to_string()).collect(),
             provider_specific: vec![],
             sources: ["ns/service-nginx".to_string()].into(),
+            routing: None,
         }
     }
 

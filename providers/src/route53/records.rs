@@ -276,6 +276,7 @@ mod tests {
             targets: targets.iter().map(|s| s.to_string()).collect(),
             provider_specific: specific.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
             sources: BTreeSet::new(),
+            routing: None,
         }
     }
 

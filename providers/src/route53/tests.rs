@@ -42,6 +42,7 @@ fn want(name: &str, t: RecordType, targets: &[&str]) -> DesiredRRset {
         targets: targets.iter().map(|s| s.to_string()).collect(),
         provider_specific: vec![],
         sources: BTreeSet::from(["ns/web".to_owned()]),
+        routing: None,
     }
 }
 
