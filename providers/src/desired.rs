@@ -166,10 +166,12 @@ fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<EndpointRou
         (None, Some(_), false) => RoutingPolicy::Failover,
         (None, None, true) => RoutingPolicy::Nearest,
         (None, None, false) => return None,
-        _ => return Some(Err(format!(
+        _ => {
+            return Some(Err(format!(
             "set {}: more than one routing policy ({AWS_WEIGHT}, {AWS_FAILOVER}, {AWS_REGION}/{FEDNS_NEAREST_REGION})",
             endpoint.set_identifier
-        ))),
+        )))
+        }
     };
     let weight = match weight {
         Some(w) => match w.parse::<i64>() {
