@@ -74,6 +74,8 @@ pub struct ZoneStore {
     transfer_counters: TransferCounters,
     /// GeoIP database for `Nearest` names.
     geo: Mutex<Option<Arc<crate::GeoIpDb>>>,
+    /// Why the GeoIP database given could not be read, if it could not.
+    geo_problem: Mutex<Option<String>>,
 }
 
 /// Zone transfer and NOTIFY counters, read by the metrics collector.
@@ -121,6 +123,7 @@ impl Default for ZoneStore {
             transfer_changes: tokio::sync::watch::Sender::new(0),
             transfer_counters: TransferCounters::default(),
             geo: Mutex::new(None),
+            geo_problem: Mutex::new(None),
         }
     }
 }
@@ -161,6 +164,41 @@ impl ZoneStore {
     /// snapshot on (call before the first [`ZoneStore::publish`]).
     pub fn set_geoip(&self, db: Option<Arc<crate::GeoIpDb>>) {
         *self.geo.lock().unwrap_or_else(|e| e.into_inner()) = db;
+    }
+
+    /// Reads the GeoIP database at `path` for the next snapshots. On error
+    /// the store keeps serving without one and remembers why
+    /// ([`ZoneStore::geoip_problem`]).
+    ///
+    /// # Errors
+    /// The file is missing, unreadable or not a MaxMind DB.
+    pub fn load_geoip(&self, path: &std::path::Path) -> Result<(), String> {
+        let result = crate::GeoIpDb::open(path);
+        let (db, problem) = match result {
+            Ok(db) => (Some(Arc::new(db)), None),
+            Err(e) => (None, Some(e)),
+        };
+        self.set_geoip(db);
+        (*self.geo_problem.lock().unwrap_or_else(|e| e.into_inner())).clone_from(&problem);
+        match problem {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Why no GeoIP database is in use: `None` when one is loaded; else
+    /// the read error, or that none was given.
+    pub fn geoip_problem(&self) -> Option<String> {
+        if self.geo.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+            return None;
+        }
+        Some(
+            self.geo_problem
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(|| "no GeoIP database is loaded (start the server with --geoip-db PATH)".into()),
+        )
     }
 
     /// Publishes `zones` as the complete set served. Zones whose content

@@ -137,6 +137,12 @@ pub struct DnsServerArgs {
     /// Serve /metrics, /healthz and /readyz here (omit to disable).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_addr: Option<SocketAddr>,
+    /// MaxMind DB file (GeoIP2/GeoLite2 Country or City) placing clients
+    /// of `Nearest` records by country or continent (Domain
+    /// `spec.geoRegions`). Unreadable: served without, and said so on the
+    /// Domains.
+    #[arg(long, value_name = "PATH")]
+    pub geoip_db: Option<PathBuf>,
     /// Response rate limiting.
     #[command(flatten)]
     pub rrl: RrlArgs,
@@ -304,6 +310,10 @@ pub struct ControllerArgs {
     /// DNS server resolving load balancer host names (default: the system's resolvers).
     #[arg(long, value_name = "ADDR:PORT")]
     pub resolver: Option<SocketAddr>,
+    /// MaxMind DB file for the embedded server's `Nearest` records (see
+    /// `fedns dns-server --geoip-db`).
+    #[arg(long, value_name = "PATH")]
+    pub geoip_db: Option<PathBuf>,
     /// Elect a leader through the Lease fedns-controller (only it writes).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub leader_elect: bool,

@@ -217,6 +217,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         rrl: Default::default(),
         metrics_addr: args.metrics_addr,
         resolver: None,
+        geoip_db: None,
         leader_elect: false,
         resync_interval: 60,
         workers: 8,
