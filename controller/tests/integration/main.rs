@@ -10,4 +10,5 @@ mod dataplane;
 mod deploy;
 mod dns_server;
 mod health_e2e;
+mod routing_e2e;
 mod sandbox_e2e;
