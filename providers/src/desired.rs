@@ -103,6 +103,29 @@ pub struct DesiredRRset {
     /// provider without policies publishes: the union of every member
     /// (`Weighted`, `Nearest`) or the active failover role's (`Failover`).
     pub routing: Option<RoutedSet>,
+    /// Set identifier of one routed record set, for providers that publish
+    /// each member of a routed RRset on its own (Route53); empty otherwise.
+    pub set_identifier: String,
+}
+
+impl DesiredRRset {
+    /// The routing attribute of one member record set (`set_identifier`
+    /// non-empty, `routing` holding that one member): `weight=N`,
+    /// `failover=PRIMARY|SECONDARY` or `region=R`; empty otherwise.
+    pub fn policy_key(&self) -> String {
+        let Some(routing) = self.routing.as_ref().filter(|_| !self.set_identifier.is_empty()) else {
+            return String::new();
+        };
+        let Some(member) = routing.members.first() else {
+            return String::new();
+        };
+        match routing.policy {
+            RoutingPolicy::Weighted => format!("weight={}", member.weight.unwrap_or(0)),
+            RoutingPolicy::Failover => format!("failover={}", member.failover.as_deref().unwrap_or("PRIMARY")),
+            RoutingPolicy::Nearest => format!("region={}", member.aws_region.as_deref().unwrap_or_default()),
+            RoutingPolicy::All => String::new(),
+        }
+    }
 }
 
 /// The members of a routed RRset: one per set identifier.
@@ -673,6 +696,7 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
                                 .collect(),
                             sources: BTreeSet::new(),
                             routing: None,
+                            set_identifier: String::new(),
                         },
                         Vec::new(),
                     )

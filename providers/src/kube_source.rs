@@ -294,6 +294,9 @@ async fn read_tsig_secrets(
 /// The most serious of `reasons`: a provider error, then a conflict, then
 /// a namespace not allowed, else invalid input.
 fn worst_reason(reasons: &[&'static str]) -> &'static str {
+    if !reasons.is_empty() && reasons.iter().all(|r| *r == conditions::POLICY_DOWNGRADED) {
+        return conditions::POLICY_DOWNGRADED;
+    }
     [PROVIDER_ERROR, conditions::CONFLICT, conditions::NOT_ALLOWED]
         .into_iter()
         .find(|r| reasons.contains(r))
@@ -350,6 +353,15 @@ fn provider_problems(
                 &rrset.sources,
                 conditions::CONFLICT,
                 format!("{inner} is nested under {outer}: CoreDNS answers {outer} with {inner}'s records too"),
+            );
+        }
+    }
+    for (name, record_type, message) in &report.downgraded {
+        for rrset in rrsets().filter(|r| &r.name == name && r.record_type == *record_type) {
+            add(
+                &rrset.sources,
+                conditions::POLICY_DOWNGRADED,
+                format!("{name} {record_type}: {message}"),
             );
         }
     }
@@ -427,11 +439,23 @@ async fn write_statuses(
         let mut reasons: Vec<&'static str> = Vec::new();
         for (provider, by_endpoint) in results {
             let mine = by_endpoint.get(&key).cloned().unwrap_or_default();
+            let only_downgrades = mine.iter().all(|p| p.reason == conditions::POLICY_DOWNGRADED);
             let (ok, reason, message) = if mine.is_empty() {
                 (
                     true,
                     "Published",
                     format!("all {} endpoints are published", endpoint.spec.endpoints.len()),
+                )
+            } else if only_downgrades {
+                let messages: Vec<&str> = mine.iter().map(|p| p.message.as_str()).collect();
+                (
+                    true,
+                    conditions::POLICY_DOWNGRADED,
+                    format!(
+                        "published; {} without their traffic policy: {}",
+                        mine.len(),
+                        messages.join("; ")
+                    ),
                 )
             } else {
                 // The most serious reason names the condition.
