@@ -159,6 +159,11 @@ impl Snapshot {
         Snapshot::build_keeping(contents, &|_| false, None).0
     }
 
+    /// [`Snapshot::build`] with a GeoIP database for `Nearest` names.
+    pub fn build_with_geoip(contents: &[(ZoneContent, u32)], geo: Option<Arc<GeoIpDb>>) -> Snapshot {
+        Snapshot::build_keeping(contents, &|_| false, geo).0
+    }
+
     /// [`Snapshot::build`], also returning the records of every zone whose
     /// apex (lower case, fully qualified) `keep` selects, as served.
     pub(crate) fn build_keeping(

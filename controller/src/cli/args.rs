@@ -346,6 +346,15 @@ pub struct ExplainArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ExplainOutput::Text)]
     pub output: ExplainOutput,
+    /// Show which answer of a traffic policy a client in this subnet gets
+    /// (as an EDNS Client Subnet option would carry it, e.g. `192.0.2.0/24`;
+    /// `0.0.0.0/0`: no client information).
+    #[arg(long, value_name = "CIDR")]
+    pub client_subnet: Option<ipnet::IpNet>,
+    /// MaxMind DB file placing the client by country or continent, as the
+    /// DNS server's --geoip-db.
+    #[arg(long, value_name = "PATH")]
+    pub geoip_db: Option<PathBuf>,
 }
 
 /// Output of `fedns explain`.

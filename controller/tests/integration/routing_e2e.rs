@@ -68,6 +68,8 @@ spec:
     - {cidr: 198.51.100.0/24, region: us-west-2}
     - {cidr: 127.0.0.2/32, region: eu-west-1}
     - {cidr: 127.0.0.3/32, region: us-west-2}
+  geoRegions:
+    - {region: eu-west-1, continents: [EU]}
 ---
 apiVersion: v1
 kind: Namespace
@@ -284,6 +286,55 @@ async fn policies_follow_clients_weights_and_health() {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "no InputValid=False: {conditions:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // `fedns explain --client-subnet` says which answer a client gets, and why.
+    let kubeconfig = dir.join("host.kubeconfig");
+    let explain = |name: &str, subnet: &str| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_fedns"))
+            .args([
+                "explain",
+                name,
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--client-subnet",
+                subnet,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = explain(&nginx, "192.0.2.0/24");
+    println!("{text}");
+    assert!(text.contains("routing Nearest"), "{text}");
+    assert!(
+        text.contains("client 192.0.2.0/24: region eu-west-1, answered with c (SCOPE PREFIX-LENGTH 24)"),
+        "{text}"
+    );
+    let text = explain(&nginx, "203.0.113.0/24");
+    assert!(text.contains("region (none), answered with a"), "{text}");
+    assert!(text.contains("no known region"), "{text}");
+    let text = explain(&web, "192.0.2.0/24");
+    assert!(text.contains("b: 127.0.2.2 — weight 3 (75.0 % of answers)"), "{text}");
+    // geoRegions without --geoip-db: the Domain says so, the table still places clients.
+    let domains: Api<fedns_api::Domain> = Api::namespaced(client_of(&federation.host).await, "fedns-system");
+    let started = Instant::now();
+    loop {
+        let domain = domains.get("myfed").await.unwrap();
+        let condition = domain
+            .status
+            .and_then(|s| fedns_api::conditions::get(&s.conditions, "ClientRegionsValid").cloned());
+        if let Some(c) = condition.filter(|c| c.reason == "GeoIPUnavailable") {
+            assert_eq!(c.status, "False");
+            assert!(c.message.contains("--geoip-db"), "{}", c.message);
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no ClientRegionsValid=False GeoIPUnavailable"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
