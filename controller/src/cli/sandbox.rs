@@ -278,6 +278,7 @@ impl Running {
         }
         println!("DNS on {ip} port {port} (UDP and TCP). Try:");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.example.com");
+        println!("  dig @{ip} -p {port} +subnet=192.0.2.0/24 nginx.ns.myfed.svc.example.com   (Nearest: eu-west-1)");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2.example.com");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com");
         println!("  dig @{ip} -p {port} shop.example.com");
