@@ -200,11 +200,26 @@ pub fn explain_routing(
                     routing.fallback
                 ),
             };
+            let clusters = if routing.policy == RoutingPolicy::Weighted {
+                // Route53's semantics: weight 0 is standby while any has weight.
+                let weighted: Vec<String> = members
+                    .iter()
+                    .filter(|(_, ms)| ms[0].weight.unwrap_or(0) > 0)
+                    .map(|(id, _)| id.to_string())
+                    .collect();
+                if weighted.is_empty() {
+                    choice.variants
+                } else {
+                    weighted
+                }
+            } else {
+                choice.variants
+            };
             ClientExplanation {
                 subnet: subnet.to_string(),
                 region: choice.region,
                 scope: choice.scope,
-                clusters: choice.variants,
+                clusters,
                 reason,
             }
         }
