@@ -21,11 +21,12 @@
 # zone where half the names are under Weighted or Nearest (3 clusters each,
 # a client table on the Domain) and on the same zone without policies,
 # with EDNS Client Subnet on half the queries (two dnsperf clients at once,
-# one sending ECS 192.0.2.0/24): queries/s and the ratio policy/policy-free
-# (target >= 0.9).
+# one sending ECS 192.0.2.0/24): queries/s, server CPU per answered query
+# and the ratios policy/policy-free (target >= 0.9), over REPEAT alternating
+# rounds (median).
 #
 # Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 TCP_DURATION=$DURATION NAMES=10000 RRL_RATE=1000000
-#                            POLICIES=1 (0: skip the policy runs), ONLY_POLICIES=1 (skip Knot and the base run))
+#                            POLICIES=1 (0: skip the policy runs), ONLY_POLICIES=1 (skip Knot and the base run), REPEAT=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
@@ -153,14 +154,16 @@ PY
   RSS_KIB=$(peak_rss_kib "$pid")
 }
 
-# policy_phase NAME MANIFESTS -> sets POLICY_QPS: saturation with two
-# dnsperf clients at once (half the load with ECS 192.0.2.0/24).
+# policy_phase NAME MANIFESTS -> sets POLICY_QPS and POLICY_CPU_US:
+# saturation with two dnsperf clients at once (half the load with ECS
+# 192.0.2.0/24), and the server's CPU time per answered query.
 policy_phase() {
-  local name=$1 manifests=$2 port pid
+  local name=$1 manifests=$2 port pid ticks_before answered
   port=$(free_port)
   RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$manifests" \
     --listen "127.0.0.1:$port" --udp-workers 1 --rrl-rate "${RRL_RATE:-1000000}" --rrl-slip 2 & pid=$!
   wait_ready "$port"
+  ticks_before=$(cpu_ticks "$pid")
   taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -c 2 -q 250 \
     -E 8:00011800c00002 > "$WORK/$name-ecs.txt" 2>&1 &
   local ecs=$!
@@ -168,6 +171,8 @@ policy_phase() {
     > "$WORK/$name-plain.txt" 2>&1
   wait "$ecs"
   POLICY_QPS=$(awk '/Queries per second/ {s += $4} END {print s}' "$WORK/$name-ecs.txt" "$WORK/$name-plain.txt")
+  answered=$(awk '/Queries completed/ {s += $3} END {print s}' "$WORK/$name-ecs.txt" "$WORK/$name-plain.txt")
+  POLICY_CPU_US=$(cpu_per_query "$pid" "$ticks_before" "$answered")
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 
@@ -240,13 +245,22 @@ fi
 if [ "${POLICIES:-1}" = 1 ]; then
   echo
   echo "== traffic policies: half the names Weighted/Nearest, ECS on half the queries"
-  policy_phase plain "$WORK/manifests-plain.yaml"
-  PLAIN_QPS=$POLICY_QPS
-  policy_phase policy "$WORK/manifests-policy.yaml"
-  python3 - "$PLAIN_QPS" "$POLICY_QPS" <<'PY'
-import sys
-plain, policy = map(float, sys.argv[1:])
-print(f"fedns queries/s without policies {plain:,.0f}, with policies {policy:,.0f}")
-print(f"ratio with/without policies: {policy / plain:.3f} (target >= 0.9)")
+  # Rates drift by tens of percent within minutes on shared machines: run
+  # the two variants alternately REPEAT times and compare each pair.
+  PAIRS=()
+  for round in $(seq "${REPEAT:-3}"); do
+    policy_phase "plain-$round" "$WORK/manifests-plain.yaml"
+    plain=("$POLICY_QPS" "$POLICY_CPU_US")
+    policy_phase "policy-$round" "$WORK/manifests-policy.yaml"
+    echo "round $round: without policies ${plain[0]} q/s ${plain[1]} us/q, with policies $POLICY_QPS q/s $POLICY_CPU_US us/q"
+    PAIRS+=("${plain[0]},${plain[1]},$POLICY_QPS,$POLICY_CPU_US")
+  done
+  python3 - "${PAIRS[@]}" <<'PY'
+import statistics, sys
+pairs = [tuple(map(float, p.split(","))) for p in sys.argv[1:]]
+qps = [b / a for a, _, b, _ in pairs]
+cpu = [ca / cb for _, ca, _, cb in pairs]
+print(f"ratio with/without policies, queries/s per round: {', '.join(f'{r:.3f}' for r in qps)}; median {statistics.median(qps):.3f} (target >= 0.9)")
+print(f"ratio with/without policies, answers per core of server CPU: {', '.join(f'{r:.3f}' for r in cpu)}; median {statistics.median(cpu):.3f}")
 PY
 fi
