@@ -30,6 +30,8 @@
 //! * [`DnsMetrics`] exposes query counts, latency and TCP connection
 //!   counts ([`TcpStats`]) to Prometheus.
 
+#[cfg(test)]
+mod alloc_check;
 pub mod answer;
 mod check;
 mod metrics;
