@@ -537,4 +537,41 @@ mod tests {
             .filter(|e| e.dns_name != "nginx.ns.myfed.svc.example.com")
             .all(|e| e.set_identifier.is_empty() && e.provider_specific.is_empty()));
     }
+
+    #[test]
+    fn ingress_hosts_follow_the_policy() {
+        let routing = Routing {
+            policy: RoutingPolicy::Failover,
+            priorities: vec![vec!["eu-west-1".into()]],
+            ..Default::default()
+        };
+        let mut problems = Vec::new();
+        let e = ingress_endpoints(
+            &["shop.example.com".into()],
+            &[
+                ("a".into(), Some("us-east-1".into()), lb(&["203.0.113.1"])),
+                ("b".into(), Some("eu-west-1".into()), lb(&["203.0.113.2"])),
+            ],
+            60,
+            Some(&routing),
+            &BTreeMap::new(),
+            &mut problems,
+        );
+        let rows: Vec<String> = e
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} {}={}",
+                    e.dns_name, e.set_identifier, e.provider_specific[0].name, e.provider_specific[0].value
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "shop.example.com a aws/failover=SECONDARY",
+                "shop.example.com b aws/failover=PRIMARY"
+            ]
+        );
+    }
 }
