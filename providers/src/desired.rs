@@ -122,7 +122,10 @@ impl DesiredRRset {
         match routing.policy {
             RoutingPolicy::Weighted => format!("weight={}", member.weight.unwrap_or(0)),
             RoutingPolicy::Failover => format!("failover={}", member.failover.as_deref().unwrap_or("PRIMARY")),
-            RoutingPolicy::Nearest => format!("region={}", member.aws_region.as_deref().unwrap_or_default()),
+            RoutingPolicy::Nearest => match &member.geo {
+                Some(location) => format!("geo={location}"),
+                None => format!("region={}", member.aws_region.as_deref().unwrap_or_default()),
+            },
             RoutingPolicy::All => String::new(),
         }
     }
@@ -137,6 +140,10 @@ pub struct RoutedSet {
     pub members: Vec<RoutedMember>,
     /// `Nearest`: the region order after the client's own.
     pub fallback: Vec<String>,
+    /// `Nearest`: the Domain's GeoIP table, (`country:DE` or
+    /// `continent:EU`, region), for providers that route by location
+    /// (Route53 geolocation record sets).
+    pub locations: Vec<(String, String)>,
 }
 
 /// One set identifier's share of a routed RRset.
@@ -156,6 +163,10 @@ pub struct RoutedMember {
     pub aws_region: Option<String>,
     /// Every providerSpecific property of the endpoint.
     pub provider_specific: Vec<(String, String)>,
+    /// A geolocation record set's location (`country:DE`, `continent:EU`,
+    /// `country:*` for the default), set by providers that expand
+    /// `Nearest` that way (Route53); None otherwise.
+    pub geo: Option<String>,
 }
 
 /// The routing facts one endpoint carries, before merging.
@@ -242,6 +253,7 @@ fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<EndpointRou
                 .iter()
                 .map(|p| (p.name.clone(), p.value.clone()))
                 .collect(),
+            geo: None,
         },
         fallback,
     }))
@@ -784,6 +796,14 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
                     })
                     .collect(),
                 fallback: fallback.clone(),
+                locations: if policy == RoutingPolicy::Nearest {
+                    zones
+                        .get(&apex)
+                        .map(|(_, content)| locations_of(&content.client_regions))
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
             });
         }
     }
@@ -878,6 +898,20 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
     out.problems.sort();
     out.problems.dedup();
     out
+}
+
+/// The GeoIP part of a zone's client table as (`country:DE` or
+/// `continent:EU`, region).
+fn locations_of(regions: &fedns_dnsserver::ClientRegions) -> Vec<(String, String)> {
+    let countries = regions
+        .countries
+        .iter()
+        .map(|(c, r)| (format!("country:{c}"), r.clone()));
+    let continents = regions
+        .continents
+        .iter()
+        .map(|(c, r)| (format!("continent:{c}"), r.clone()));
+    countries.chain(continents).collect()
 }
 
 /// The embedded server's routed names (`Weighted`, `Nearest`) of one

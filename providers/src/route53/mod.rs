@@ -745,6 +745,52 @@ fn registry_rrset(owner: &str, rrset: &DesiredRRset) -> Result<ResourceRecordSet
     )
 }
 
+/// `Nearest` as geolocation record sets from the Domain's geo table: one
+/// per country or continent whose region has clusters (`SetIdentifier`
+/// `country-DE`, `continent-EU`), answering that region's clusters, and a
+/// default location (`*`) answering the fallback order's first region with
+/// clusters, else every cluster.
+fn geolocation_record_sets(
+    routing: &crate::desired::RoutedSet,
+    one: &dyn Fn(crate::desired::RoutedMember, Vec<String>) -> DesiredRRset,
+) -> Vec<DesiredRRset> {
+    let targets_of = |region: Option<&str>| -> Vec<String> {
+        let mut targets: Vec<String> = routing
+            .members
+            .iter()
+            .filter(|m| region.is_none() || m.region.as_deref() == region)
+            .flat_map(|m| m.targets.iter().cloned())
+            .collect();
+        targets.sort();
+        targets.dedup();
+        targets
+    };
+    let member = |location: &str| crate::desired::RoutedMember {
+        set_identifier: if location == "country:*" {
+            "default".to_owned()
+        } else {
+            location.replace(':', "-")
+        },
+        geo: Some(location.to_owned()),
+        ..routing.members[0].clone()
+    };
+    let mut out = Vec::new();
+    for (location, region) in &routing.locations {
+        let targets = targets_of(Some(region));
+        if !targets.is_empty() {
+            out.push(one(member(location), targets));
+        }
+    }
+    let default = routing
+        .fallback
+        .iter()
+        .map(|r| targets_of(Some(r)))
+        .find(|t| !t.is_empty())
+        .unwrap_or_else(|| targets_of(None));
+    out.push(one(member("country:*"), default));
+    out
+}
+
 /// One routed RRset as Route53 record sets: `Weighted` → one weighted
 /// record set per member (`SetIdentifier` = the cluster, `Weight`);
 /// `Failover` → a `PRIMARY` and a `SECONDARY` record set (several clusters
@@ -768,6 +814,7 @@ fn routed_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String>
             policy: routing.policy,
             members: vec![member],
             fallback: Vec::new(),
+            locations: Vec::new(),
         }),
         ..rrset.clone()
     };
@@ -802,28 +849,32 @@ fn routed_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String>
         }
         RoutingPolicy::Nearest => {
             let regions: Vec<Option<&str>> = routing.members.iter().map(|m| m.aws_region.as_deref()).collect();
-            if let Some(member) = routing.members.iter().find(|m| m.aws_region.is_none()) {
-                return Err(format!(
-                    "Route53 latency records need an AWS region for every cluster; {} has {} — published as All",
+            let distinct: std::collections::BTreeSet<&Option<&str>> = regions.iter().collect();
+            let latency = match routing.members.iter().find(|m| m.aws_region.is_none()) {
+                Some(member) => Err(format!(
+                    "Route53 latency records need an AWS region for every cluster; {} has {}",
                     member.set_identifier,
                     member
                         .region
                         .as_deref()
                         .map_or("none".to_owned(), |r| format!("region {r}"))
-                ));
+                )),
+                None if distinct.len() != regions.len() => Err(
+                    "Route53 latency records allow one record set per AWS region and several clusters share one".into(),
+                ),
+                None => Ok(()),
+            };
+            match latency {
+                Ok(()) => Ok(routing
+                    .members
+                    .iter()
+                    .map(|m| one(m.clone(), m.targets.clone()))
+                    .collect()),
+                Err(why) if routing.locations.is_empty() => {
+                    Err(format!("{why}, and the Domain has no geoRegions — published as All"))
+                }
+                Err(_) => Ok(geolocation_record_sets(routing, &one)),
             }
-            let distinct: std::collections::BTreeSet<&Option<&str>> = regions.iter().collect();
-            if distinct.len() != regions.len() {
-                return Err(
-                    "Route53 latency records allow one record set per AWS region and several clusters share one — published as All"
-                        .into(),
-                );
-            }
-            Ok(routing
-                .members
-                .iter()
-                .map(|m| one(m.clone(), m.targets.clone()))
-                .collect())
         }
         RoutingPolicy::All => Ok(vec![rrset.clone()]),
     }

@@ -10,7 +10,8 @@
 //! external-dns writes for the same target.
 
 use aws_sdk_route53::types::{
-    AliasTarget, ResourceRecord, ResourceRecordSet, ResourceRecordSetFailover, ResourceRecordSetRegion, RrType,
+    AliasTarget, GeoLocation, ResourceRecord, ResourceRecordSet, ResourceRecordSetFailover, ResourceRecordSetRegion,
+    RrType,
 };
 use fedns_api::RecordType;
 
@@ -215,6 +216,14 @@ pub fn build_routed_rrset(
             Some(("weight", w)) => builder.weight(w.parse::<i64>().map_err(|_| format!("weight {w:?}"))?),
             Some(("failover", role)) => builder.failover(ResourceRecordSetFailover::from(role)),
             Some(("region", region)) => builder.region(ResourceRecordSetRegion::from(region)),
+            Some(("geo", location)) => {
+                let geo = match location.split_once(':') {
+                    Some(("country", code)) => GeoLocation::builder().country_code(code),
+                    Some(("continent", code)) => GeoLocation::builder().continent_code(code),
+                    _ => return Err(format!("set {set_identifier}: location {location:?}")),
+                };
+                builder.geo_location(geo.build())
+            }
             _ => return Err(format!("set {set_identifier}: no routing policy Route53 can express")),
         };
     }
@@ -267,8 +276,15 @@ pub struct Held {
 /// The routing attribute of a record set, as [`DesiredRRset::policy_key`]
 /// writes it; empty when it has none fedns writes.
 fn policy_of(raw: &ResourceRecordSet) -> String {
-    if raw.set_identifier().is_none() || raw.geo_location().is_some() || raw.multi_value_answer().is_some() {
+    if raw.set_identifier().is_none() || raw.multi_value_answer().is_some() {
         return String::new();
+    }
+    if let Some(geo) = raw.geo_location() {
+        return match (geo.continent_code(), geo.country_code(), geo.subdivision_code()) {
+            (Some(continent), None, None) => format!("geo=continent:{continent}"),
+            (None, Some(country), None) => format!("geo=country:{country}"),
+            _ => String::new(),
+        };
     }
     if let Some(weight) = raw.weight() {
         return format!("weight={weight}");

@@ -271,6 +271,7 @@ fn routed(name: &str, policy: fedns_api::RoutingPolicy, members: &[(&str, &str, 
                 .filter(|r| r.contains('-'))
                 .map(str::to_owned),
             provider_specific: vec![],
+            geo: None,
         })
         .collect();
     rrset.targets = members.iter().flat_map(|m| m.targets.clone()).collect();
@@ -278,6 +279,7 @@ fn routed(name: &str, policy: fedns_api::RoutingPolicy, members: &[(&str, &str, 
         policy,
         members,
         fallback: vec![],
+        locations: vec![],
     });
     rrset
 }
@@ -381,4 +383,59 @@ fn routing_policies_become_route53_routing_record_sets_with_matching_registry_re
             && deletes.contains(&("DELETE".into(), "TXT".into(), "a-w.example.com.".into())),
         "{deletes:#?}"
     );
+}
+
+#[test]
+fn nearest_without_aws_regions_uses_the_domains_geo_table() {
+    use fedns_api::RoutingPolicy;
+    let mut rrset = routed(
+        "g.example.com",
+        RoutingPolicy::Nearest,
+        &[
+            ("a", "region=europe", "192.0.2.1"),
+            ("b", "region=americas", "192.0.2.2"),
+        ],
+    );
+    if let Some(routing) = rrset.routing.as_mut() {
+        routing.fallback = vec!["americas".into()];
+        routing.locations = vec![
+            ("country:DE".into(), "europe".into()),
+            ("continent:NA".into(), "americas".into()),
+            ("continent:AS".into(), "asia".into()),
+        ];
+    }
+    let plan = plan_zone("fedns", "example.com", "Z1", &[rrset.clone()], &apex_records());
+    assert!(plan.downgraded.is_empty(), "{:?}", plan.downgraded);
+    let rows = routed_rows(&plan);
+    let row = |n: &str, s: &str, p: &str| (n.to_owned(), s.to_owned(), p.to_owned());
+    for expected in [
+        row("g.example.com.", "country-DE", "geo=country:DE"),
+        row("g.example.com.", "continent-NA", "geo=continent:NA"),
+        row("g.example.com.", "default", "geo=country:*"),
+        row("a-g.example.com.", "default", "geo=country:*"),
+    ] {
+        assert!(rows.contains(&expected), "{expected:?} missing from {rows:#?}");
+    }
+    assert!(
+        !rows.iter().any(|r| r.1 == "continent-AS"),
+        "asia has no cluster: {rows:#?}"
+    );
+    // The default location answers the fallback region.
+    let default = plan
+        .units
+        .iter()
+        .flat_map(|u| u.changes.iter())
+        .map(|c| c.resource_record_set().unwrap())
+        .find(|r| r.set_identifier() == Some("default") && r.r#type().as_str() == "A")
+        .unwrap();
+    assert_eq!(default.resource_records()[0].value(), "192.0.2.2");
+    // Read back: nothing to change.
+    let mut zone = apex_records();
+    for unit in &plan.units {
+        for change in &unit.changes {
+            zone.push(change.resource_record_set().unwrap().clone());
+        }
+    }
+    let again = plan_zone("fedns", "example.com", "Z1", &[rrset], &zone);
+    assert!(again.units.is_empty(), "{:#?}", summary(&again));
 }

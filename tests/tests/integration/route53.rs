@@ -524,3 +524,73 @@ async fn routing_policies_become_routing_record_sets() {
     assert_eq!((again.writes, again.changes), (0, 0), "{again:?}");
     assert_eq!(again.downgraded.len(), 1);
 }
+
+/// Nearest with regions that are not AWS regions and a Domain geo table:
+/// geolocation record sets (country, continent, default `*`), read back
+/// from moto; a second sync writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nearest_becomes_geolocation_record_sets_from_the_domains_geo_table() {
+    let moto = Moto::start();
+    let admin = moto::client(&moto.url());
+    let zone = moto::create_zone(&admin, "example.com").await;
+    let route53 = provider(&moto.url(), |_| {});
+    let domain: fedns_api::Domain = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+        "metadata": {"name": "myfed", "namespace": "fedns-system"},
+        "spec": {"domain": "example.com", "geoRegions": [
+            {"region": "europe", "countries": ["DE"]},
+            {"region": "americas", "continents": ["NA"]}]},
+    }))
+    .unwrap();
+    let endpoint: fedns_api::DNSEndpoint = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+        "metadata": {"name": "service-g", "namespace": "ns"},
+        "spec": {"endpoints": [
+            {"dnsName": "g.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.1"], "setIdentifier": "a",
+             "providerSpecific": [{"name": "fedns/nearest-region", "value": "europe"}]},
+            {"dnsName": "g.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.2"], "setIdentifier": "b",
+             "providerSpecific": [{"name": "fedns/nearest-region", "value": "americas"}]},
+        ]},
+    }))
+    .unwrap();
+    let fixture = fedns_providers::desired::desired_zones(&[domain], &[endpoint]);
+    let report = route53.sync_all(&fixture, SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
+    assert!(report.downgraded.is_empty(), "{report:?}");
+    let sets = admin
+        .list_resource_record_sets()
+        .hosted_zone_id(&zone)
+        .send()
+        .await
+        .unwrap()
+        .resource_record_sets()
+        .to_vec();
+    let mut rows: Vec<String> = sets
+        .iter()
+        .filter(|s| s.name() == "g.example.com." && s.set_identifier().is_some())
+        .map(|s| {
+            let geo = s.geo_location().unwrap();
+            format!(
+                "{} country={:?} continent={:?} {:?}",
+                s.set_identifier().unwrap_or_default(),
+                geo.country_code(),
+                geo.continent_code(),
+                s.resource_records()
+                    .iter()
+                    .map(|r| r.value().to_owned())
+                    .collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            "continent-NA country=None continent=Some(\"NA\") [\"203.0.113.2\"]",
+            "country-DE country=Some(\"DE\") continent=None [\"203.0.113.1\"]",
+            "default country=Some(\"*\") continent=None [\"203.0.113.1\", \"203.0.113.2\"]",
+        ]
+    );
+    let again = route53.sync_all(&fixture, SyncMode::Full).await;
+    assert_eq!((again.writes, again.changes), (0, 0), "{again:?}");
+}
