@@ -17,7 +17,16 @@
 # fedns runs with response rate limiting enabled but not triggered (issue
 # 15: the limiter's cost is in the figures).
 #
-# Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 TCP_DURATION=$DURATION NAMES=10000 RRL_RATE=1000000)
+# Then (issue 13) traffic policies: the same fedns invocation twice, on a
+# zone where half the names are under Weighted or Nearest (3 clusters each,
+# a client table on the Domain) and on the same zone without policies,
+# with EDNS Client Subnet on half the queries (two dnsperf clients at once,
+# one sending ECS 192.0.2.0/24): queries/s, server CPU per answered query
+# and the ratios policy/policy-free (target >= 0.9), over REPEAT alternating
+# rounds (median).
+#
+# Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 TCP_DURATION=$DURATION NAMES=10000 RRL_RATE=1000000
+#                            POLICIES=1 (0: skip the policy runs), ONLY_POLICIES=1 (skip Knot and the base run), REPEAT=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
@@ -60,6 +69,30 @@ with open(f"{work}/manifests.yaml", "w") as m:
         for i, name in enumerate(names):
             if i % 50 == ns:
                 m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i)}, {addr(i + 7)}]}}\n")
+# Traffic policies: the same names; half of them (even i) as three
+# clusters under Weighted (i % 4 == 0) or Nearest (i % 4 == 2); the
+# baseline has the same names and addresses with no policy.
+regions = ["eu-west-1", "us-west-2", "ap-south-1"]
+for variant in ("policy", "plain"):
+    with open(f"{work}/manifests-{variant}.yaml", "w") as m:
+        m.write("apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: Domain\nmetadata: {name: myfed, namespace: fedns-system}\n")
+        m.write("spec:\n  domain: example.com\n  nameServers: [ns1.example.com]\n  soa: {ttl: 30, minimum: 30}\n")
+        m.write("  clientRegions: [{cidr: 192.0.2.0/24, region: eu-west-1}, {cidr: 198.51.100.0/24, region: us-west-2}, {cidr: 127.0.0.0/8, region: ap-south-1}]\n")
+        for ns in range(50):
+            m.write(f"---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {{name: bench, namespace: ns{ns}}}\nspec:\n  endpoints:\n")
+            for i, name in enumerate(names):
+                if i % 50 != ns:
+                    continue
+                if i % 2 == 1:
+                    m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i)}, {addr(i + 7)}]}}\n")
+                    continue
+                for c, offset in enumerate((0, 7, 13)):
+                    if variant == "plain":
+                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}]}}\n")
+                    elif i % 4 == 0:
+                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}], setIdentifier: c{c}, providerSpecific: [{{name: aws/weight, value: '{c + 1}'}}]}}\n")
+                    else:
+                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}], setIdentifier: c{c}, providerSpecific: [{{name: fedns/nearest-region, value: {regions[c]}}}]}}\n")
 with open(f"{work}/queries.txt", "w") as q:
     for _ in range(200000):
         if random.random() < 0.1:
@@ -121,6 +154,31 @@ PY
   RSS_KIB=$(peak_rss_kib "$pid")
 }
 
+# policy_phase NAME MANIFESTS -> sets POLICY_QPS and POLICY_CPU_US:
+# saturation with two dnsperf clients at once (half the load with ECS
+# 192.0.2.0/24), and the server's CPU time per answered query.
+policy_phase() {
+  local name=$1 manifests=$2 port pid ticks_before answered
+  port=$(free_port)
+  RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$manifests" \
+    --listen "127.0.0.1:$port" --udp-workers 1 --rrl-rate "${RRL_RATE:-1000000}" --rrl-slip 2 & pid=$!
+  wait_ready "$port"
+  ticks_before=$(cpu_ticks "$pid")
+  taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -c 2 -q 250 \
+    -E 8:00011800c00002 > "$WORK/$name-ecs.txt" 2>&1 &
+  local ecs=$!
+  taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -c 2 -q 250 -e \
+    > "$WORK/$name-plain.txt" 2>&1
+  wait "$ecs"
+  POLICY_QPS=$(awk '/Queries per second/ {s += $4} END {print s}' "$WORK/$name-ecs.txt" "$WORK/$name-plain.txt")
+  answered=$(awk '/Queries completed/ {s += $3} END {print s}' "$WORK/$name-ecs.txt" "$WORK/$name-plain.txt")
+  POLICY_CPU_US=$(cpu_per_query "$pid" "$ticks_before" "$answered")
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
+if [ "${ONLY_POLICIES:-0}" = 1 ]; then
+  POLICIES=1
+else
 echo "== Knot DNS ($("$KNOTD" --version | head -1))"
 KPORT=$(free_port)
 cat > "$WORK/knot.conf" <<CONF
@@ -182,3 +240,27 @@ if ftq > 0 and ktq > 0 and ftc > 0 and ktc > 0:
 else:
     print("TCP: no figures (see the dnsperf output under KEEP=1)")
 PY
+fi
+
+if [ "${POLICIES:-1}" = 1 ]; then
+  echo
+  echo "== traffic policies: half the names Weighted/Nearest, ECS on half the queries"
+  # Rates drift by tens of percent within minutes on shared machines: run
+  # the two variants alternately REPEAT times and compare each pair.
+  PAIRS=()
+  for round in $(seq "${REPEAT:-3}"); do
+    policy_phase "plain-$round" "$WORK/manifests-plain.yaml"
+    plain=("$POLICY_QPS" "$POLICY_CPU_US")
+    policy_phase "policy-$round" "$WORK/manifests-policy.yaml"
+    echo "round $round: without policies ${plain[0]} q/s ${plain[1]} us/q, with policies $POLICY_QPS q/s $POLICY_CPU_US us/q"
+    PAIRS+=("${plain[0]},${plain[1]},$POLICY_QPS,$POLICY_CPU_US")
+  done
+  python3 - "${PAIRS[@]}" <<'PY'
+import statistics, sys
+pairs = [tuple(map(float, p.split(","))) for p in sys.argv[1:]]
+qps = [b / a for a, _, b, _ in pairs]
+cpu = [ca / cb for _, ca, _, cb in pairs]
+print(f"ratio with/without policies, queries/s per round: {', '.join(f'{r:.3f}' for r in qps)}; median {statistics.median(qps):.3f} (target >= 0.9)")
+print(f"ratio with/without policies, answers per core of server CPU: {', '.join(f'{r:.3f}' for r in cpu)}; median {statistics.median(cpu):.3f}")
+PY
+fi

@@ -120,6 +120,14 @@ if ! has_moto; then
   fi
   has_moto || { log "moto >= 5 did not install into $VENV"; exit 1; }
 fi
+# mmdb-writer: the GeoIP tests write their own small MaxMind DB files.
+has_mmdb_writer() { "$VENV/bin/python" -c 'import mmdb_writer, netaddr; mmdb_writer.MMDBWriter' 2>/dev/null; }
+if ! has_mmdb_writer; then
+  log "installing mmdb-writer into $VENV"
+  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check 'mmdb-writer>=0.2' 2>"$VENV/pip.log" \
+    || { cat "$VENV/pip.log" >&2; exit 1; }
+  has_mmdb_writer || { log "mmdb-writer did not install into $VENV"; exit 1; }
+fi
 export PATH="$PWD/$VENV/bin:$PATH"
 if [ "${1:-}" = --deps-only ]; then
   log "every capability the tests need is here"

@@ -42,6 +42,15 @@ pub const CONFLICT: &str = "Conflict";
 /// `allowedNamespaces`, or a service name of another namespace).
 pub const NOT_ALLOWED: &str = "NotAllowed";
 
+/// Domain condition type: `spec.clientRegions` and `spec.geoRegions` are
+/// all usable (False: which entries were left out, and why).
+pub const CLIENT_REGIONS_VALID: &str = "ClientRegionsValid";
+/// Domain: `spec.geoRegions` is set but no GeoIP database could be read.
+pub const GEOIP_UNAVAILABLE: &str = "GeoIPUnavailable";
+/// `<provider>/Published` reason: the provider cannot express a record's
+/// traffic policy and publishes every healthy cluster instead (`All`).
+pub const POLICY_DOWNGRADED: &str = "PolicyDowngraded";
+
 /// The condition type of `provider`'s publishing state.
 pub fn published_type(provider: &str) -> String {
     format!("{provider}/{PUBLISHED}")

@@ -57,6 +57,17 @@ pub struct DomainSpec {
     /// are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transfer: Option<ZoneTransfer>,
+    /// Where clients are, for records with `routing.policy: Nearest`:
+    /// client networks → region; the longest prefix wins. The client is
+    /// the EDNS Client Subnet of the query (RFC 7871), else its source.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 10000))]
+    pub client_regions: Vec<crate::routing::ClientRegion>,
+    /// GeoIP country and continent codes → region, for clients the
+    /// `clientRegions` table does not place (needs `--geoip-db`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
+    pub geo_regions: Vec<crate::routing::GeoRegion>,
 }
 
 /// An IPv4 or IPv6 network in CIDR notation (`192.0.2.0/24`, `2001:db8::/48`).

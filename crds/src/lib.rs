@@ -27,6 +27,7 @@ pub mod health;
 pub mod member_cluster;
 pub mod names;
 pub mod records;
+pub mod routing;
 mod schema;
 
 pub use dns_endpoint::{
@@ -42,6 +43,7 @@ pub use records::{
     ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus, ServiceDNSRecord,
     ServiceDNSRecordSpec, ServiceDNSRecordStatus,
 };
+pub use routing::{ClientRegion, GeoRegion, Routing, RoutingPolicy};
 
 /// Re-exported so dependants use the same k8s-openapi version.
 pub use k8s_openapi;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::health::{AddressHealth, DataPlaneCheck, WhenAllUnhealthy};
 use crate::names::{HOSTNAME_PATTERN, LABEL_PATTERN, MAX_LABEL_OCTETS, MAX_NAME_OCTETS};
+use crate::routing::Routing;
 
 /// Kubernetes object names (RFC 1123 subdomain), as `domainRef` names a Domain.
 const OBJECT_NAME_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
@@ -69,6 +70,9 @@ pub struct ServiceDNSRecordSpec {
     /// What to serve when health alone would remove every cluster.
     #[serde(default)]
     pub when_all_unhealthy: WhenAllUnhealthy,
+    /// Traffic policy of the global name (absent: `All`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<Routing>,
 }
 
 /// One healthy cluster's share of a Service record.
@@ -148,6 +152,9 @@ pub struct IngressDNSRecordSpec {
     /// What to serve when health alone would remove every cluster.
     #[serde(default)]
     pub when_all_unhealthy: WhenAllUnhealthy,
+    /// Traffic policy of every host (absent: `All`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing: Option<Routing>,
 }
 
 /// One healthy cluster's share of an Ingress record.

@@ -273,3 +273,38 @@ fn schema_rejects_a_bad_health_check() {
         "/spec/whenAllUnhealthy",
     );
 }
+
+#[test]
+fn schema_rejects_bad_routing_and_client_tables() {
+    let ok = service_record(
+        json!({"domainRef": "myfed", "routing": {"policy": "Weighted", "weights": {"east": 0, "us-west-2": 255}}}),
+    );
+    assert!(schema_errors(&ok).is_empty(), "{:?}", schema_errors(&ok));
+    for weight in [-1, 256] {
+        let bad = service_record(
+            json!({"domainRef": "myfed", "routing": {"policy": "Weighted", "weights": {"east": weight}}}),
+        );
+        assert_rejected(&bad, "/spec/routing/weights/east");
+    }
+    let bad = service_record(json!({"domainRef": "myfed", "routing": {"policy": "Random"}}));
+    assert_rejected(&bad, "/spec/routing/policy");
+    let bad = service_record(json!({"domainRef": "myfed", "routing": {"policy": "Failover", "priorities": [[]]}}));
+    assert_rejected(&bad, "/spec/routing/priorities/0");
+    let ok = service_record(json!({"domainRef": "myfed", "routing": {"policy": "Nearest", "fallback": ["us-east-1"]}}));
+    assert!(schema_errors(&ok).is_empty(), "{:?}", schema_errors(&ok));
+
+    let domain = |spec: Value| {
+        json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+               "metadata": {"name": "myfed", "namespace": "fedns-system"}, "spec": spec})
+    };
+    let ok = domain(json!({"domain": "example.com",
+        "clientRegions": [{"cidr": "192.0.2.0/24", "region": "eu"}, {"cidr": "2001:db8::/32", "region": "us"}],
+        "geoRegions": [{"region": "eu", "countries": ["DE"], "continents": ["EU"]}]}));
+    assert!(schema_errors(&ok).is_empty(), "{:?}", schema_errors(&ok));
+    let bad = domain(json!({"domain": "example.com", "clientRegions": [{"cidr": "eu", "region": "eu"}]}));
+    assert_rejected(&bad, "/spec/clientRegions/0/cidr");
+    let bad = domain(json!({"domain": "example.com", "geoRegions": [{"region": "eu", "countries": ["de"]}]}));
+    assert_rejected(&bad, "/spec/geoRegions/0/countries/0");
+    let bad = domain(json!({"domain": "example.com", "geoRegions": [{"region": "eu", "continents": ["XX"]}]}));
+    assert_rejected(&bad, "/spec/geoRegions/0/continents/0");
+}

@@ -9,6 +9,8 @@
 //! decode per query is what makes general-purpose servers several times
 //! slower than Knot (DESIGN.md, "Embedded DNS server behaviour").
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
 use hickory_proto::op::Query;
 use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
@@ -25,6 +27,11 @@ const MIN_UDP_PAYLOAD: u16 = 512;
 const TYPE_OPT: u16 = 41;
 /// TSIG RR type (RFC 8945).
 const TYPE_TSIG: u16 = 250;
+/// EDNS option code of Client Subnet (RFC 7871 §6).
+const OPTION_ECS: u16 = 8;
+/// ECS address families (IANA Address Family Numbers).
+const FAMILY_IPV4: u16 = 1;
+const FAMILY_IPV6: u16 = 2;
 const CLASS_IN: u16 = 1;
 const CLASS_ANY: u16 = 255;
 
@@ -92,6 +99,74 @@ struct Edns {
     dnssec_ok: bool,
 }
 
+/// An EDNS Client Subnet option of a request (RFC 7871 §6), as given.
+#[derive(Debug, Clone, Copy)]
+struct ClientSubnet {
+    family: u16,
+    /// SOURCE PREFIX-LENGTH.
+    source: u8,
+    /// ADDRESS, zero-padded to 16 octets.
+    address: [u8; 16],
+    /// Octets of ADDRESS sent (ceil(source / 8)).
+    address_len: u8,
+}
+
+impl ClientSubnet {
+    /// The client address the option stands for; `None` for SOURCE
+    /// PREFIX-LENGTH 0 (RFC 7871 §7.1.2: no client information; the
+    /// answer is the one for everybody, with SCOPE 0).
+    fn client(&self) -> Option<IpAddr> {
+        if self.source == 0 {
+            return None;
+        }
+        Some(match self.family {
+            FAMILY_IPV4 => IpAddr::V4(Ipv4Addr::new(
+                self.address[0],
+                self.address[1],
+                self.address[2],
+                self.address[3],
+            )),
+            _ => IpAddr::V6(Ipv6Addr::from(self.address)),
+        })
+    }
+
+    /// Length of the option in a response (code, length, data).
+    fn wire_len(&self) -> usize {
+        4 + 4 + self.address_len as usize
+    }
+}
+
+/// Reads one ECS option's data; `None` when it is malformed (RFC 7871 §6:
+/// unknown FAMILY, SOURCE PREFIX-LENGTH too long for the family, too few
+/// or too many ADDRESS octets, or address bits set beyond the prefix).
+fn parse_client_subnet(data: &[u8]) -> Option<ClientSubnet> {
+    let family = u16::from_be_bytes([*data.first()?, *data.get(1)?]);
+    let source = *data.get(2)?;
+    let address = data.get(4..)?;
+    let max = match family {
+        FAMILY_IPV4 => 32,
+        FAMILY_IPV6 => 128,
+        _ => return None,
+    };
+    if source > max || address.len() != (source as usize).div_ceil(8) {
+        return None;
+    }
+    if source % 8 != 0 {
+        let last = address[address.len() - 1];
+        if last & (0xFF >> (source % 8)) != 0 {
+            return None;
+        }
+    }
+    let mut subnet = ClientSubnet {
+        family,
+        source,
+        address: [0; 16],
+        address_len: address.len() as u8,
+    };
+    subnet.address[..address.len()].copy_from_slice(address);
+    Some(subnet)
+}
+
 /// The parsed request, all on the stack.
 struct Request<'q> {
     packet: &'q [u8],
@@ -110,6 +185,10 @@ struct Request<'q> {
     bad_version: bool,
     /// The additional section ends with a TSIG RR (RFC 8945).
     tsig: bool,
+    /// The OPT RR's Client Subnet option, if any.
+    ecs: Option<ClientSubnet>,
+    /// An ECS option was malformed (FORMERR, RFC 7871 §7.1.2 / §6).
+    bad_ecs: bool,
 }
 
 /// Answers one request from `snapshot` into `out` (cleared first).
@@ -127,7 +206,21 @@ pub fn answer(
     config: &AnswerConfig,
     out: &mut Vec<u8>,
 ) -> Option<Answered> {
-    answer_or_defer(snapshot, packet, transport, config, out, false).unwrap_or(None)
+    answer_or_defer(snapshot, packet, transport, config, None, out, false).unwrap_or(None)
+}
+
+/// [`answer`] for a request that came from `source`: names under a
+/// `Nearest` policy place the client by its EDNS Client Subnet option
+/// (RFC 7871), else by `source`.
+pub fn answer_from(
+    snapshot: &Snapshot,
+    packet: &[u8],
+    transport: Transport,
+    config: &AnswerConfig,
+    source: IpAddr,
+    out: &mut Vec<u8>,
+) -> Option<Answered> {
+    answer_or_defer(snapshot, packet, transport, config, Some(source), out, false).unwrap_or(None)
 }
 
 /// The request is for the transfer code (`crate::transfer::handle`): an
@@ -143,6 +236,7 @@ pub(crate) fn answer_or_defer(
     packet: &[u8],
     transport: Transport,
     config: &AnswerConfig,
+    source: Option<IpAddr>,
     out: &mut Vec<u8>,
     defer: bool,
 ) -> Result<Option<Answered>, Deferred> {
@@ -178,6 +272,9 @@ pub(crate) fn answer_or_defer(
     if request.bad_version {
         return Ok(Some(error_response(packet, Some(&request), rcode::BADVERS, out)));
     }
+    if request.bad_ecs {
+        return Ok(Some(error_response(packet, Some(&request), rcode::FORMERR, out)));
+    }
     if request.qtype == TYPE_OPT {
         return Ok(Some(error_response(packet, Some(&request), rcode::FORMERR, out)));
     }
@@ -202,8 +299,12 @@ pub(crate) fn answer_or_defer(
     let limits = Limits { size, advertise };
     let key = &request.key[..request.key_len];
     if let Some(entry) = snapshot.lookup(key) {
-        let bytes = snapshot.response(entry, request.qtype);
-        return Ok(Some(finish_prerendered(&request, bytes, limits, out)));
+        let client = match &request.ecs {
+            Some(ecs) => ecs.client(),
+            None => source,
+        };
+        let (bytes, scope) = snapshot.response(entry, request.qtype, client);
+        return Ok(Some(finish_prerendered(&request, bytes, limits, scope, out)));
     }
     // Not an owner name: find the closest existing ancestor.
     for label in 1..request.labels {
@@ -253,6 +354,8 @@ fn parse(packet: &[u8]) -> (Request<'_>, Parsed) {
         edns: None,
         bad_version: false,
         tsig: false,
+        ecs: None,
+        bad_ecs: false,
     };
     let mut pos = HEADER_LEN;
     loop {
@@ -324,6 +427,21 @@ fn parse(packet: &[u8]) -> (Request<'_>, Parsed) {
                 dnssec_ok: fixed[6] & 0x80 != 0,
             });
             request.bad_version = version != 0;
+            // Options (RFC 6891 §6.1.2): code, length, data.
+            let mut options = &packet[after_name + 10..next];
+            while options.len() >= 4 {
+                let code = u16::from_be_bytes([options[0], options[1]]);
+                let len = u16::from_be_bytes([options[2], options[3]]) as usize;
+                let Some(data) = options.get(4..4 + len) else {
+                    request.bad_ecs = code == OPTION_ECS;
+                    break;
+                };
+                if code == OPTION_ECS && request.ecs.is_none() {
+                    request.ecs = parse_client_subnet(data);
+                    request.bad_ecs |= request.ecs.is_none();
+                }
+                options = &options[4 + len..];
+            }
         }
         request.tsig = rtype == TYPE_TSIG;
         pos = next;
@@ -362,11 +480,14 @@ fn write_header(out: &mut Vec<u8>, packet: &[u8], flags: [u8; 2], counts: [u16; 
     }
 }
 
-/// Appends the response OPT RR (RFC 6891 §6.1.2) and counts it.
-fn push_opt(out: &mut Vec<u8>, edns: Edns, rcode: u16, max_payload: u16) {
+/// Appends the response OPT RR (RFC 6891 §6.1.2) and counts it; with
+/// `ecs`, the request's Client Subnet option echoed with the SCOPE
+/// PREFIX-LENGTH the answer holds for (RFC 7871 §7.2.1).
+fn push_opt(out: &mut Vec<u8>, edns: Edns, rcode: u16, max_payload: u16, ecs: Option<(&ClientSubnet, u8)>) {
     let payload = max_payload.max(MIN_UDP_PAYLOAD).to_be_bytes();
     let ext_rcode = (rcode >> 4) as u8;
     let do_bit = if edns.dnssec_ok { 0x80 } else { 0 };
+    let rdlen = ecs.map_or(0, |(e, _)| e.wire_len() as u16).to_be_bytes();
     out.extend_from_slice(&[
         0,
         0,
@@ -377,9 +498,24 @@ fn push_opt(out: &mut Vec<u8>, edns: Edns, rcode: u16, max_payload: u16) {
         0,
         do_bit,
         0,
-        0,
-        0,
+        rdlen[0],
+        rdlen[1],
     ]);
+    if let Some((subnet, scope)) = ecs {
+        let len = (4 + subnet.address_len as u16).to_be_bytes();
+        let family = subnet.family.to_be_bytes();
+        out.extend_from_slice(&[
+            0,
+            OPTION_ECS as u8,
+            len[0],
+            len[1],
+            family[0],
+            family[1],
+            subnet.source,
+            scope,
+        ]);
+        out.extend_from_slice(&subnet.address[..subnet.address_len as usize]);
+    }
     let arcount = u16::from_be_bytes([out[10], out[11]]) + 1;
     out[10..12].copy_from_slice(&arcount.to_be_bytes());
 }
@@ -396,8 +532,9 @@ struct Limits {
 /// Appends OPT when the request had one, and truncates a response that does
 /// not fit to header + question (+ OPT) with TC set (RFC 1035 §4.2.1,
 /// RFC 6891 §7): the client retries over TCP.
-fn finish(request: &Request<'_>, rcode: u16, limits: Limits, out: &mut Vec<u8>) -> Answered {
-    let opt_len = if request.edns.is_some() { 11 } else { 0 };
+fn finish(request: &Request<'_>, rcode: u16, limits: Limits, scope: u8, out: &mut Vec<u8>) -> Answered {
+    let ecs_len = request.ecs.as_ref().map_or(0, ClientSubnet::wire_len);
+    let opt_len = if request.edns.is_some() { 11 + ecs_len } else { 0 };
     let truncated = out.len() + opt_len > limits.size;
     if truncated {
         out.truncate(request.question_end);
@@ -405,7 +542,13 @@ fn finish(request: &Request<'_>, rcode: u16, limits: Limits, out: &mut Vec<u8>) 
         out[6..12].fill(0);
     }
     if let Some(edns) = request.edns {
-        push_opt(out, edns, rcode, limits.advertise);
+        push_opt(
+            out,
+            edns,
+            rcode,
+            limits.advertise,
+            request.ecs.as_ref().map(|e| (e, scope)),
+        );
     }
     Answered {
         qtype: request.qtype,
@@ -415,7 +558,7 @@ fn finish(request: &Request<'_>, rcode: u16, limits: Limits, out: &mut Vec<u8>) 
 }
 
 /// Copies a stored response and patches ID, flags and the question as asked.
-fn finish_prerendered(request: &Request<'_>, stored: &[u8], limits: Limits, out: &mut Vec<u8>) -> Answered {
+fn finish_prerendered(request: &Request<'_>, stored: &[u8], limits: Limits, scope: u8, out: &mut Vec<u8>) -> Answered {
     out.extend_from_slice(stored);
     let packet = request.packet;
     out[0..2].copy_from_slice(&packet[0..2]);
@@ -425,7 +568,7 @@ fn finish_prerendered(request: &Request<'_>, stored: &[u8], limits: Limits, out:
     // a placeholder type for "any other type": copy the asked one in.
     out[HEADER_LEN..request.question_end].copy_from_slice(&packet[HEADER_LEN..request.question_end]);
     let rcode = u16::from(out[3] & 0x0F);
-    finish(request, rcode, limits, out)
+    finish(request, rcode, limits, scope, out)
 }
 
 /// NXDOMAIN with the zone's SOA in the authority section (RFC 2308 §2.1),
@@ -437,7 +580,7 @@ fn nxdomain(request: &Request<'_>, apex_offset: usize, soa_tail: &[u8], limits: 
     let pointer = 0xC000 | apex_offset as u16;
     out.extend_from_slice(&pointer.to_be_bytes());
     out.extend_from_slice(soa_tail);
-    finish(request, rcode::NXDOMAIN, limits, out)
+    finish(request, rcode::NXDOMAIN, limits, 0, out)
 }
 
 /// Rare answers rendered at query time: wildcard synthesis (RFC 4592) and
@@ -449,7 +592,7 @@ fn slow_path(snapshot: &Snapshot, request: &Request<'_>, limits: Limits, out: &m
         .ok()
         .and_then(|q| snapshot.render_now(&q.name, q.query_type));
     match rendered {
-        Some(bytes) => finish_prerendered(request, &bytes, limits, out),
+        Some(bytes) => finish_prerendered(request, &bytes, limits, 0, out),
         None => error_response(packet, Some(request), rcode::REFUSED, out),
     }
 }
@@ -470,7 +613,7 @@ fn error_response(packet: &[u8], request: Option<&Request<'_>>, rcode: u16, out:
         out.extend_from_slice(&packet[HEADER_LEN..request.question_end]);
         answered.qtype = request.qtype;
         if let Some(edns) = request.edns {
-            push_opt(out, edns, rcode, AnswerConfig::default().max_udp_payload);
+            push_opt(out, edns, rcode, AnswerConfig::default().max_udp_payload, None);
         }
     }
     answered

@@ -30,11 +30,14 @@
 //! * [`DnsMetrics`] exposes query counts, latency and TCP connection
 //!   counts ([`TcpStats`]) to Prometheus.
 
+#[cfg(test)]
+mod alloc_check;
 pub mod answer;
 mod check;
 mod metrics;
 mod notify;
 mod render;
+mod routing;
 mod rrl;
 mod server;
 mod snapshot;
@@ -46,13 +49,14 @@ mod tsig;
 mod udp;
 mod zone;
 
-pub use answer::{answer, AnswerConfig, Answered, Transport};
+pub use answer::{answer, answer_from, AnswerConfig, Answered, Transport};
 pub use check::check_answer;
 pub use hickory_proto;
 pub use metrics::{DnsMetrics, TcpStats, WorkerMetrics};
+pub use routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
 pub use rrl::RrlConfig;
 pub use server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
-pub use snapshot::{Snapshot, ZoneSummary};
+pub use snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
 pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneStore};
 pub use transfer::{TransferPolicy, JOURNAL_VERSIONS};
 pub use tree::SkippedRecord;

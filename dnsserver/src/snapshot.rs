@@ -7,14 +7,17 @@
 //! the stored bytes and patches the ID, the flags and the question's case.
 
 use std::hash::BuildHasher;
+use std::net::IpAddr;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 use hickory_proto::rr::{Name, RecordType};
 use rustc_hash::FxBuildHasher;
 
 use crate::render::{record_without_owner, render};
+use crate::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
 use crate::transfer::ZoneVersion;
-use crate::tree::{SkippedRecord, Tree};
+use crate::tree::{Override, RRset, SkippedRecord, Tree, VariantSets};
 use crate::zone::ZoneContent;
 
 /// A range of [`Snapshot::arena`].
@@ -48,6 +51,23 @@ pub(crate) struct NameAnswers {
     pub below_cut: bool,
     /// Has a `*` child: missing names below it are synthesised at query time.
     pub wildcard_child: bool,
+    /// Index into [`Snapshot::routes`], or [`NO_ROUTE`]: the answer depends
+    /// on the query (a traffic policy).
+    route: u32,
+    /// First of this name's entries in [`Snapshot::variant_answers`], one
+    /// per variant of its route.
+    variants_start: u32,
+}
+
+/// [`NameAnswers::route`] of names without a policy.
+const NO_ROUTE: u32 = u32::MAX;
+
+/// The stored answers of one variant of a routed name.
+#[derive(Debug, Clone, Copy)]
+struct AnswerSet {
+    other: Span,
+    types_start: u32,
+    types_len: u16,
 }
 
 /// Per-zone data of the NXDOMAIN fast path.
@@ -57,6 +77,8 @@ pub(crate) struct ZoneAnswers {
     pub apex_labels: u8,
     /// The negative SOA RR without its owner (see [`record_without_owner`]).
     pub negative_soa_tail: Box<[u8]>,
+    /// Where clients are (`Nearest` names of this zone).
+    pub clients: ClientTable,
 }
 
 /// Facts about one served zone, for status reports and metrics.
@@ -87,6 +109,36 @@ pub struct Snapshot {
     /// (wildcards, zone cuts).
     tree: Option<Tree>,
     skipped: Vec<SkippedRecord>,
+    routes: Vec<Route>,
+    variant_answers: Vec<AnswerSet>,
+    /// The GeoIP database `Nearest` names fall back to.
+    geo: Option<Arc<GeoIpDb>>,
+    /// Per route: the routed name and its variants, for reports.
+    route_reports: Vec<RouteReport>,
+}
+
+/// What a routed name answers, for `explain` and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteReport {
+    /// The routed owner name.
+    pub name: String,
+    /// `Weighted` or `Nearest`.
+    pub policy: String,
+    /// Per variant: the set identifiers (clusters) whose records it holds.
+    pub variants: Vec<Vec<String>>,
+}
+
+/// Which variant of a routed name one client gets, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientChoice {
+    /// The client's region, if placed.
+    pub region: Option<String>,
+    /// RFC 7871 SCOPE PREFIX-LENGTH the answer carries.
+    pub scope: u8,
+    /// The clusters answered (for `Weighted`: every candidate, one per answer).
+    pub variants: Vec<String>,
+    /// The policy.
+    pub policy: String,
 }
 
 /// A query type unused by any RRset: its answer stands for all absent types.
@@ -104,7 +156,12 @@ impl Snapshot {
     /// Builds a snapshot from zones and their SOA serials. Records that
     /// cannot be served are left out and listed in [`Snapshot::skipped`].
     pub fn build(contents: &[(ZoneContent, u32)]) -> Snapshot {
-        Snapshot::build_keeping(contents, &|_| false).0
+        Snapshot::build_keeping(contents, &|_| false, None).0
+    }
+
+    /// [`Snapshot::build`] with a GeoIP database for `Nearest` names.
+    pub fn build_with_geoip(contents: &[(ZoneContent, u32)], geo: Option<Arc<GeoIpDb>>) -> Snapshot {
+        Snapshot::build_keeping(contents, &|_| false, geo).0
     }
 
     /// [`Snapshot::build`], also returning the records of every zone whose
@@ -112,21 +169,26 @@ impl Snapshot {
     pub(crate) fn build_keeping(
         contents: &[(ZoneContent, u32)],
         keep: &dyn Fn(&Name) -> bool,
+        geo: Option<Arc<GeoIpDb>>,
     ) -> (Snapshot, Vec<ZoneVersion>) {
         let (tree, mut skipped) = Tree::build(contents);
+        let tables = client_tables(&tree, contents, &mut skipped);
         let versions = tree.versions(keep);
         let query_types = tree.query_types();
         let mut snapshot = Snapshot {
             zones: tree
                 .zones
                 .iter()
-                .map(|zone| ZoneAnswers {
+                .zip(tables)
+                .map(|(zone, clients)| ZoneAnswers {
                     apex_labels: zone.apex.num_labels(),
                     negative_soa_tail: record_without_owner(&zone.negative_soa)
                         .unwrap_or_default()
                         .into_boxed_slice(),
+                    clients,
                 })
                 .collect(),
+            geo,
             summaries: tree
                 .zones
                 .iter()
@@ -139,14 +201,27 @@ impl Snapshot {
             table: HashTable::with_capacity(tree.nodes.len()),
             ..Snapshot::default()
         };
+        // Every routed name: its query-time route and the RRsets of each
+        // variant it renders.
+        let mut route_sets: Vec<Vec<VariantSets>> = Vec::with_capacity(tree.routed.len());
+        for routed in &tree.routed {
+            let (route, sets, report) = route_of(routed, &snapshot.zones[routed.zone].clients);
+            snapshot.routes.push(route);
+            snapshot.route_reports.push(report);
+            route_sets.push(sets);
+        }
         let mut needs_tree = false;
         let mut answers: Vec<(u16, Vec<u8>)> = Vec::new();
         for (key, node) in &tree.nodes {
-            let render_type = |qtype: RecordType| -> Option<Vec<u8>> {
-                let resolution = tree.resolve(&node.name, qtype)?;
+            let touched: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
+            let render_type = |qtype: RecordType, variant: Override<'_>| -> Option<Vec<u8>> {
+                let (resolution, routed) = tree.resolve_routed(&node.name, qtype, variant)?;
+                if touched.get().is_none() {
+                    touched.set(routed);
+                }
                 render(&node.name, ABSENT_TYPE, &resolution)
             };
-            let Some(other) = render_type(ABSENT_TYPE) else {
+            let Some(other) = render_type(ABSENT_TYPE, None) else {
                 skipped.push(SkippedRecord {
                     name: node.name.to_ascii(),
                     record_type: "*".into(),
@@ -156,14 +231,14 @@ impl Snapshot {
             };
             answers.clear();
             for &qtype in &query_types {
-                if let Some(bytes) = render_type(qtype) {
+                if let Some(bytes) = render_type(qtype, None) {
                     if bytes != other {
                         answers.push((u16::from(qtype), bytes));
                     }
                 }
             }
             needs_tree |= node.cut.is_some() || node.wildcard_child;
-            let Some(entry) = snapshot.store_name(
+            let Some(mut entry) = snapshot.store_name(
                 key,
                 node.zone as u32,
                 &other,
@@ -178,6 +253,41 @@ impl Snapshot {
                 });
                 continue;
             };
+            if let Some(route) = touched.get() {
+                // The answer goes through a routed name: one answer set per variant.
+                let start = snapshot.variant_answers.len() as u32;
+                let mut complete = true;
+                for sets in &route_sets[route] {
+                    let variant = Some((route, sets));
+                    let Some(other) = render_type(ABSENT_TYPE, variant) else {
+                        complete = false;
+                        break;
+                    };
+                    answers.clear();
+                    for &qtype in &query_types {
+                        if let Some(bytes) = render_type(qtype, variant) {
+                            if bytes != other {
+                                answers.push((u16::from(qtype), bytes));
+                            }
+                        }
+                    }
+                    match snapshot.store_set(&other, &answers) {
+                        Some(set) => snapshot.variant_answers.push(set),
+                        None => complete = false,
+                    }
+                }
+                if complete {
+                    entry.route = route as u32;
+                    entry.variants_start = start;
+                } else {
+                    snapshot.variant_answers.truncate(start as usize);
+                    skipped.push(SkippedRecord {
+                        name: node.name.to_ascii(),
+                        record_type: "*".into(),
+                        reason: "a policy variant could not be encoded; every variant is answered together".into(),
+                    });
+                }
+            }
             let hash = FxBuildHasher.hash_one(key.as_ref());
             let arena = &snapshot.arena;
             snapshot
@@ -207,6 +317,27 @@ impl Snapshot {
             return None;
         }
         let key = self.push(key);
+        let set = self.store_set(other, answers)?;
+        Some(NameAnswers {
+            key,
+            zone,
+            other: set.other,
+            types_start: set.types_start,
+            types_len: set.types_len,
+            below_cut,
+            wildcard_child,
+            route: NO_ROUTE,
+            variants_start: 0,
+        })
+    }
+
+    /// Appends one answer set (the answer for absent types and the
+    /// answers of other types) to the arena.
+    fn store_set(&mut self, other: &[u8], answers: &[(u16, Vec<u8>)]) -> Option<AnswerSet> {
+        let total = other.len() + answers.iter().map(|(_, a)| a.len()).sum::<usize>();
+        if self.arena.len() + total > u32::MAX as usize {
+            return None;
+        }
         let other = self.push(other);
         let types_start = self.type_answers.len() as u32;
         let mut stored: Vec<(Span, &[u8])> = Vec::new();
@@ -222,14 +353,10 @@ impl Snapshot {
             };
             self.type_answers.push((*qtype, span));
         }
-        Some(NameAnswers {
-            key,
-            zone,
+        Some(AnswerSet {
             other,
             types_start,
             types_len: answers.len() as u16,
-            below_cut,
-            wildcard_child,
         })
     }
 
@@ -254,17 +381,84 @@ impl Snapshot {
         self.table.find(hash, |entry| self.slice(entry.key) == key)
     }
 
-    /// The stored response of `entry` for `qtype`.
+    /// The stored response of `entry` for `qtype` for a client at
+    /// `client` (None: unknown, e.g. an ECS option with SOURCE
+    /// PREFIX-LENGTH 0), and the SCOPE PREFIX-LENGTH (RFC 7871 §7.2.1) it
+    /// holds for: 0 unless the answer depends on the client's address.
     #[inline]
-    pub(crate) fn response(&self, entry: &NameAnswers, qtype: u16) -> &[u8] {
-        let start = entry.types_start as usize;
+    pub(crate) fn response(&self, entry: &NameAnswers, qtype: u16, client: Option<IpAddr>) -> (&[u8], u8) {
+        if entry.route == NO_ROUTE {
+            return (
+                self.answer_of(entry.other, entry.types_start, entry.types_len, qtype),
+                0,
+            );
+        }
+        let (variant, scope) = self.pick(entry.route as usize, client);
+        let set = self.variant_answers[entry.variants_start as usize + variant];
+        (self.answer_of(set.other, set.types_start, set.types_len, qtype), scope)
+    }
+
+    /// The variant of route `route` a client gets, and the scope.
+    #[inline]
+    fn pick(&self, route: usize, client: Option<IpAddr>) -> (usize, u8) {
+        match &self.routes[route] {
+            Route::Weighted { cumulative } => (weighted_pick(cumulative), 0),
+            Route::Nearest {
+                zone,
+                by_region,
+                unknown,
+            } => match client {
+                None => (*unknown as usize, 0),
+                Some(addr) => {
+                    let placed = self.zones[*zone as usize].clients.place(addr, self.geo.as_deref());
+                    let variant = by_region.get(placed.region as usize).unwrap_or(unknown);
+                    (*variant as usize, placed.scope)
+                }
+            },
+        }
+    }
+
+    #[inline]
+    fn answer_of(&self, other: Span, types_start: u32, types_len: u16, qtype: u16) -> &[u8] {
+        let start = types_start as usize;
         // A handful of entries: a linear scan beats anything cleverer.
-        for (t, span) in &self.type_answers[start..start + entry.types_len as usize] {
+        for (t, span) in &self.type_answers[start..start + types_len as usize] {
             if *t == qtype {
                 return self.slice(*span);
             }
         }
-        self.slice(entry.other)
+        self.slice(other)
+    }
+
+    /// Every routed name, with its policy and variants.
+    pub fn routes(&self) -> &[RouteReport] {
+        &self.route_reports
+    }
+
+    /// Which variant of the routed name `name` (lower case, fully
+    /// qualified, e.g. `www.example.com.`) a client at `client` gets;
+    /// `None` when the name has no policy.
+    pub fn choice_for(&self, name: &str, client: Option<IpAddr>) -> Option<ClientChoice> {
+        let route = self.route_reports.iter().position(|r| r.name == name)?;
+        let report = &self.route_reports[route];
+        let (region, scope) = match (&self.routes[route], client) {
+            (Route::Nearest { zone, .. }, Some(addr)) => {
+                let table = &self.zones[*zone as usize].clients;
+                let placed = table.place(addr, self.geo.as_deref());
+                (table.regions.get(placed.region as usize).cloned(), placed.scope)
+            }
+            _ => (None, 0),
+        };
+        let variants = match &self.routes[route] {
+            Route::Weighted { .. } => report.variants.iter().flatten().cloned().collect(),
+            Route::Nearest { .. } => report.variants[self.pick(route, client).0].clone(),
+        };
+        Some(ClientChoice {
+            region,
+            scope,
+            variants,
+            policy: report.policy.clone(),
+        })
     }
 
     /// Records left out while building, with reasons.
@@ -292,9 +486,134 @@ impl Snapshot {
         self.arena.len()
     }
 
+    /// The GeoIP database in use, if any.
+    pub fn geoip(&self) -> Option<&GeoIpDb> {
+        self.geo.as_deref()
+    }
+
     /// The slow path: resolve and render at query time.
     pub(crate) fn render_now(&self, qname: &Name, qtype: RecordType) -> Option<Vec<u8>> {
         let resolution = self.tree.as_ref()?.resolve(&qname.to_lowercase(), qtype)?;
         render(qname, qtype, &resolution)
     }
+}
+
+/// One client table per zone of `tree`, from the zone's `client_regions`
+/// and the regions of its routed names; problems are reported as skipped.
+fn client_tables(tree: &Tree, contents: &[(ZoneContent, u32)], skipped: &mut Vec<SkippedRecord>) -> Vec<ClientTable> {
+    tree.zones
+        .iter()
+        .enumerate()
+        .map(|(index, zone)| {
+            let content = contents
+                .iter()
+                .find(|(c, _)| c.apex.to_lowercase() == zone.apex.to_lowercase());
+            let regions: Vec<&str> = tree
+                .routed
+                .iter()
+                .filter(|r| r.zone == index)
+                .flat_map(|r| r.regions.iter().flatten().map(String::as_str))
+                .collect();
+            let Some((content, _)) = content else {
+                return ClientTable::default();
+            };
+            let (table, problems) = ClientTable::build(&content.client_regions, &regions);
+            skipped.extend(problems.into_iter().map(|reason| SkippedRecord {
+                name: zone.apex.to_ascii(),
+                record_type: "clientRegions".into(),
+                reason,
+            }));
+            table
+        })
+        .collect()
+}
+
+/// The query-time route of one routed name, the RRsets of each variant it
+/// renders, and its report.
+fn route_of(routed: &crate::tree::RoutedNode, table: &ClientTable) -> (Route, Vec<VariantSets>, RouteReport) {
+    let mut report = RouteReport {
+        name: routed.name.to_ascii().to_lowercase(),
+        policy: String::new(),
+        variants: Vec::new(),
+    };
+    match &routed.policy {
+        RoutingPolicy::Weighted => {
+            report.policy = "Weighted".into();
+            // Route53's semantics: weight 0 gets nothing while any
+            // variant has weight; when all are 0, all share equally.
+            let any = routed.weights.iter().any(|&w| w > 0);
+            let mut total = 0u32;
+            let cumulative: Vec<u32> = routed
+                .weights
+                .iter()
+                .map(|&w| {
+                    total = total.saturating_add(if any { w } else { 1 });
+                    total
+                })
+                .collect();
+            report.variants = routed.ids.iter().map(|id| vec![id.clone()]).collect();
+            (
+                Route::Weighted {
+                    cumulative: cumulative.into_boxed_slice(),
+                },
+                routed.sets.clone(),
+                report,
+            )
+        }
+        RoutingPolicy::Nearest { fallback } => {
+            report.policy = "Nearest".into();
+            let variants: Vec<crate::RoutedVariant> = routed
+                .regions
+                .iter()
+                .zip(&routed.ids)
+                .map(|(region, id)| crate::RoutedVariant {
+                    id: id.clone(),
+                    weight: 0,
+                    region: region.clone(),
+                    records: Vec::new(),
+                })
+                .collect();
+            let (sets, by_region, unknown) = nearest_sets(&variants, fallback, table);
+            let rendered: Vec<VariantSets> = sets
+                .iter()
+                .map(|set| merge_sets(set.iter().map(|&i| &routed.sets[i])))
+                .collect();
+            report.variants = sets
+                .iter()
+                .map(|set| set.iter().map(|&i| routed.ids[i].clone()).collect())
+                .collect();
+            (
+                Route::Nearest {
+                    zone: routed.zone as u32,
+                    by_region: by_region.into_boxed_slice(),
+                    unknown,
+                },
+                rendered,
+                report,
+            )
+        }
+    }
+}
+
+/// The union of several variants' RRsets (smallest TTL per type).
+fn merge_sets<'a>(sets: impl Iterator<Item = &'a VariantSets>) -> VariantSets {
+    let mut out = VariantSets::new();
+    for sets in sets {
+        for (rtype, set) in sets {
+            let merged = out.entry(*rtype).or_insert(RRset {
+                ttl: set.ttl,
+                rdatas: Vec::new(),
+            });
+            merged.ttl = merged.ttl.min(set.ttl);
+            for rdata in &set.rdatas {
+                if !merged.rdatas.contains(rdata) {
+                    merged.rdatas.push(rdata.clone());
+                }
+            }
+        }
+    }
+    for set in out.values_mut() {
+        set.rdatas.sort_by_key(|r| r.to_string());
+    }
+    out
 }

@@ -72,6 +72,10 @@ pub struct ZoneStore {
     /// (the NOTIFY task watches it).
     transfer_changes: tokio::sync::watch::Sender<u64>,
     transfer_counters: TransferCounters,
+    /// GeoIP database for `Nearest` names.
+    geo: Mutex<Option<Arc<crate::GeoIpDb>>>,
+    /// Why the GeoIP database given could not be read, if it could not.
+    geo_problem: Mutex<Option<String>>,
 }
 
 /// Zone transfer and NOTIFY counters, read by the metrics collector.
@@ -118,6 +122,8 @@ impl Default for ZoneStore {
             transfers: Mutex::new(BTreeMap::new()),
             transfer_changes: tokio::sync::watch::Sender::new(0),
             transfer_counters: TransferCounters::default(),
+            geo: Mutex::new(None),
+            geo_problem: Mutex::new(None),
         }
     }
 }
@@ -152,6 +158,47 @@ impl ZoneStore {
         if serial_gt(serial, zone.serial) || zone.serial == 0 {
             zone.serial = serial;
         }
+    }
+
+    /// Uses `db` for the GeoIP fallback of `Nearest` names from the next
+    /// snapshot on (call before the first [`ZoneStore::publish`]).
+    pub fn set_geoip(&self, db: Option<Arc<crate::GeoIpDb>>) {
+        *self.geo.lock().unwrap_or_else(|e| e.into_inner()) = db;
+    }
+
+    /// Reads the GeoIP database at `path` for the next snapshots. On error
+    /// the store keeps serving without one and remembers why
+    /// ([`ZoneStore::geoip_problem`]).
+    ///
+    /// # Errors
+    /// The file is missing, unreadable or not a MaxMind DB.
+    pub fn load_geoip(&self, path: &std::path::Path) -> Result<(), String> {
+        let result = crate::GeoIpDb::open(path);
+        let (db, problem) = match result {
+            Ok(db) => (Some(Arc::new(db)), None),
+            Err(e) => (None, Some(e)),
+        };
+        self.set_geoip(db);
+        (*self.geo_problem.lock().unwrap_or_else(|e| e.into_inner())).clone_from(&problem);
+        match problem {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Why no GeoIP database is in use: `None` when one is loaded; else
+    /// the read error, or that none was given.
+    pub fn geoip_problem(&self) -> Option<String> {
+        if self.geo.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+            return None;
+        }
+        Some(
+            self.geo_problem
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(|| "no GeoIP database is loaded (start the server with --geoip-db PATH)".into()),
+        )
     }
 
     /// Publishes `zones` as the complete set served. Zones whose content
@@ -212,7 +259,8 @@ impl ZoneStore {
             });
         }
         *state = next;
-        let (snapshot, versions) = Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex));
+        let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (snapshot, versions) = Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
         self.update_transfers(&policies, versions);
         let outcome = PublishOutcome {
             changed: true,
@@ -358,6 +406,8 @@ fn fingerprint(zone: &ZoneContent) -> u64 {
     lines.hash(&mut hasher);
     ns.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
+    format!("{:?}", zone.routed).hash(&mut hasher);
+    zone.client_regions.hash(&mut hasher);
     hasher.finish()
 }
 

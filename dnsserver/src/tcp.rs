@@ -546,39 +546,46 @@ async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService, peer: 
                 let started = Instant::now();
                 let message = &input[consumed + 2..consumed + 2 + length];
                 consumed += 2 + length;
-                let result =
-                    match answer_or_defer(&snapshot, message, Transport::Tcp, &service.answer, &mut response, true) {
-                        Ok(result) => result,
-                        Err(Deferred) => {
-                            // A zone transfer or a signed request: several
-                            // messages, possibly many; written as they come.
-                            let (messages, answered) = crate::transfer::handle(
-                                &service.store,
-                                &snapshot,
-                                message,
-                                peer,
-                                Transport::Tcp,
-                                &service.answer,
-                            );
-                            service.metrics.record(&answered, started.elapsed());
-                            for message in &messages {
-                                let Ok(length) = u16::try_from(message.len()) else {
-                                    break;
-                                };
-                                output.extend_from_slice(&length.to_be_bytes());
-                                output.extend_from_slice(message);
-                                if output.len() >= FLUSH_AT {
-                                    if let Some(end) =
-                                        write_answers(stream, &mut output, registry.idle_timeout_now()).await?
-                                    {
-                                        return Ok(end);
-                                    }
+                let result = match answer_or_defer(
+                    &snapshot,
+                    message,
+                    Transport::Tcp,
+                    &service.answer,
+                    Some(peer),
+                    &mut response,
+                    true,
+                ) {
+                    Ok(result) => result,
+                    Err(Deferred) => {
+                        // A zone transfer or a signed request: several
+                        // messages, possibly many; written as they come.
+                        let (messages, answered) = crate::transfer::handle(
+                            &service.store,
+                            &snapshot,
+                            message,
+                            peer,
+                            Transport::Tcp,
+                            &service.answer,
+                        );
+                        service.metrics.record(&answered, started.elapsed());
+                        for message in &messages {
+                            let Ok(length) = u16::try_from(message.len()) else {
+                                break;
+                            };
+                            output.extend_from_slice(&length.to_be_bytes());
+                            output.extend_from_slice(message);
+                            if output.len() >= FLUSH_AT {
+                                if let Some(end) =
+                                    write_answers(stream, &mut output, registry.idle_timeout_now()).await?
+                                {
+                                    return Ok(end);
                                 }
                             }
-                            conn.answered.store(true, Ordering::Relaxed);
-                            continue;
                         }
-                    };
+                        conn.answered.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                };
                 let Some(answered) = result else {
                     service.metrics.record_dropped();
                     // Not a query: nothing sensible to say on this stream;

@@ -12,6 +12,7 @@ use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use rustc_hash::FxHashMap;
 
+use crate::routing::RoutingPolicy;
 use crate::transfer::ZoneVersion;
 use crate::zone::ZoneContent;
 
@@ -99,12 +100,35 @@ impl Resolution {
     }
 }
 
+/// The RRsets one variant of a routed name holds at that name.
+pub(crate) type VariantSets = BTreeMap<RecordType, RRset>;
+
+/// A routed name as the tree keeps it (see [`crate::RoutedName`]).
+#[derive(Debug)]
+pub(crate) struct RoutedNode {
+    pub name: Name,
+    pub zone: usize,
+    pub policy: RoutingPolicy,
+    /// Per variant: id (set identifier), weight, region, RRsets.
+    pub ids: Vec<String>,
+    pub weights: Vec<u32>,
+    pub regions: Vec<Option<String>>,
+    pub sets: Vec<VariantSets>,
+}
+
 /// All served zones and their names.
 #[derive(Debug, Default)]
 pub(crate) struct Tree {
     pub zones: Vec<ZoneInfo>,
     pub nodes: FxHashMap<Key, Node>,
+    /// Routed names, by index; `routed_keys` finds them by key.
+    pub routed: Vec<RoutedNode>,
+    pub routed_keys: FxHashMap<Key, usize>,
 }
+
+/// The RRsets a resolution uses at one routed name instead of its plain
+/// ones: (index into [`Tree::routed`], the variant's RRsets).
+pub(crate) type Override<'a> = Option<(usize, &'a VariantSets)>;
 
 impl Tree {
     /// Builds the tree from zone contents with their serials. Records that
@@ -254,6 +278,11 @@ impl Tree {
             }
         }
 
+        for (zone, (content, _)) in tree_zone_contents(&tree, contents) {
+            for routed in &content.routed {
+                tree.add_routed(zone, routed, &mut skipped);
+            }
+        }
         tree.enforce_cname_exclusivity(&mut skipped);
         tree.add_empty_non_terminals();
         tree.mark_cuts_and_wildcards();
@@ -299,6 +328,76 @@ impl Tree {
             .zip(soas.into_iter().zip(records))
             .filter_map(|(zone, (soa, records))| Some(ZoneVersion::new(zone.apex.clone(), soa?, records)))
             .collect()
+    }
+
+    /// Adds one routed name of `zone`, or skips it (reported) when its
+    /// name has no plain records, holds a CNAME, or a variant is empty.
+    fn add_routed(&mut self, zone: usize, routed: &crate::RoutedName, skipped: &mut Vec<SkippedRecord>) {
+        let owner = fqdn(routed.name.to_lowercase());
+        let mut skip = |reason: String| {
+            skipped.push(SkippedRecord {
+                name: owner.to_ascii(),
+                record_type: "*".into(),
+                reason,
+            })
+        };
+        let key = wire_key(&owner);
+        match self.nodes.get(&key) {
+            Some(node) if node.zone == zone && !node.rrsets.contains_key(&RecordType::CNAME) => {}
+            Some(_) => {
+                return skip("a routed name must hold addresses of its own zone, not a CNAME; policy ignored".into())
+            }
+            None => return skip("a routed name needs its plain records too; policy ignored".into()),
+        }
+        if self.routed_keys.contains_key(&key) {
+            return skip("routed twice; the first policy is used".into());
+        }
+        let mut node = RoutedNode {
+            name: owner.clone(),
+            zone,
+            policy: routed.policy.clone(),
+            ids: Vec::new(),
+            weights: Vec::new(),
+            regions: Vec::new(),
+            sets: Vec::new(),
+        };
+        for variant in &routed.variants {
+            let mut sets = VariantSets::new();
+            for record in &variant.records {
+                let rtype = record.record_type();
+                if fqdn(record.name.to_lowercase()) != owner
+                    || record.data.record_type() != rtype
+                    || matches!(rtype, RecordType::CNAME | RecordType::SOA | RecordType::NS)
+                {
+                    skip(format!(
+                        "variant {}: a {rtype} record that cannot be routed; left out",
+                        variant.id
+                    ));
+                    continue;
+                }
+                let set = sets.entry(rtype).or_insert(RRset {
+                    ttl: record.ttl,
+                    rdatas: Vec::new(),
+                });
+                set.ttl = set.ttl.min(record.ttl);
+                if !set.rdatas.contains(&record.data) {
+                    set.rdatas.push(record.data.clone());
+                }
+            }
+            if sets.is_empty() {
+                skip(format!("variant {} has no records; left out", variant.id));
+                continue;
+            }
+            node.ids.push(variant.id.clone());
+            node.weights.push(variant.weight);
+            node.regions.push(variant.region.clone());
+            node.sets.push(sets);
+        }
+        if node.sets.is_empty() {
+            return skip("no variant has records; policy ignored".into());
+        }
+        self.routed_keys.insert(key, self.routed.len());
+        self.routed.push(node);
     }
 
     fn node_mut(&mut self, name: &Name, zone: usize) -> &mut Node {
@@ -415,6 +514,30 @@ impl Tree {
     /// resolver, which discards them (RFC 2181 §5.4.1), so they only cost
     /// octets. `None`: the name is in no served zone (REFUSED).
     pub fn resolve(&self, qname: &Name, qtype: RecordType) -> Option<Resolution> {
+        self.resolve_routed(qname, qtype, None).map(|(res, _)| res)
+    }
+
+    /// [`Tree::resolve`], answering the routed name of `variant` with the
+    /// variant's RRsets; also returns the first routed name the answer
+    /// went through (its answer depends on the variant).
+    pub fn resolve_routed(
+        &self,
+        qname: &Name,
+        qtype: RecordType,
+        variant: Override<'_>,
+    ) -> Option<(Resolution, Option<usize>)> {
+        let mut touched = None;
+        let res = self.resolve_inner(qname, qtype, variant, &mut touched)?;
+        Some((res, touched))
+    }
+
+    fn resolve_inner(
+        &self,
+        qname: &Name,
+        qtype: RecordType,
+        variant: Override<'_>,
+        touched: &mut Option<usize>,
+    ) -> Option<Resolution> {
         let qname = fqdn(qname.clone());
         let question_zone = self.zone_for(&qname)?;
         let mut res = Resolution::new();
@@ -466,20 +589,27 @@ impl Tree {
                 return Some(res);
             }
             let owner = current.clone();
+            let mut rrsets = &node.rrsets;
+            if let Some(&routed) = self.routed_keys.get(&key).filter(|_| !synthesized) {
+                touched.get_or_insert(routed);
+                if let Some((_, sets)) = variant.filter(|(r, _)| *r == routed) {
+                    rrsets = sets;
+                }
+            }
             if qtype == RecordType::ANY {
                 // RFC 8482 §4.1: one RRset is enough; the first in type order.
-                match node.rrsets.iter().next() {
+                match rrsets.iter().next() {
                     Some((rtype, set)) => push_rrset(&mut res.answers, &owner, *rtype, set),
                     None => res.authorities.push(self.zones[zone].negative_soa.clone()),
                 }
                 return Some(res);
             }
-            if let Some(set) = node.rrsets.get(&qtype) {
+            if let Some(set) = rrsets.get(&qtype) {
                 push_rrset(&mut res.answers, &owner, qtype, set);
                 self.add_additionals(qtype, set, &mut res);
                 return Some(res);
             }
-            if let Some(cname) = node.rrsets.get(&RecordType::CNAME) {
+            if let Some(cname) = rrsets.get(&RecordType::CNAME) {
                 push_rrset(&mut res.answers, &owner, RecordType::CNAME, cname);
                 match cname.rdatas.first() {
                     Some(RData::CNAME(target)) => current = fqdn(target.0.to_lowercase()),
@@ -563,6 +693,29 @@ impl Tree {
         types.insert(RecordType::DS);
         types.into_iter().collect()
     }
+}
+
+/// The zone index each accepted content got, in build order.
+fn tree_zone_contents<'a>(tree: &Tree, contents: &'a [(ZoneContent, u32)]) -> Vec<(usize, &'a (ZoneContent, u32))> {
+    contents
+        .iter()
+        .filter_map(|entry| {
+            let apex = wire_key(&fqdn(entry.0.apex.to_lowercase()));
+            let zone = tree.zones.iter().position(|z| z.apex_key == apex)?;
+            Some((zone, entry))
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        // A duplicate apex maps to the first zone; keep only its first content.
+        .fold(
+            Vec::new(),
+            |mut acc: Vec<(usize, &(ZoneContent, u32))>, (zone, entry)| {
+                if !acc.iter().any(|(z, _)| *z == zone) {
+                    acc.push((zone, entry));
+                }
+                acc
+            },
+        )
 }
 
 fn push_rrset(out: &mut Vec<Record>, owner: &Name, rtype: RecordType, set: &RRset) {

@@ -76,7 +76,15 @@ pub(crate) fn udp_loop(
             let request = &requests[index * SLOT..index * SLOT + len];
             // Responses are written in order into the first `replies` slots.
             let out = &mut responses[replies];
-            let result = match answer_or_defer(snapshot, request, Transport::Udp, &config, out, true) {
+            let result = match answer_or_defer(
+                snapshot,
+                request,
+                Transport::Udp,
+                &config,
+                peer.as_ref().and_then(peer_ip),
+                out,
+                true,
+            ) {
                 Ok(result) => result,
                 // Signed with TSIG, or a transfer: the slow path.
                 Err(Deferred) => {

@@ -2,6 +2,7 @@
 
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use crate::routing::{ClientRegions, RoutedName};
 use crate::transfer::TransferPolicy;
 
 /// SOA values other than the serial, which [`crate::ZoneStore`] assigns.
@@ -43,6 +44,12 @@ pub struct ZoneContent {
     /// Zone transfers and NOTIFY (default: none). Not part of the
     /// content: changing it does not change the serial.
     pub transfer: TransferPolicy,
+    /// Names answered by a traffic policy (default: none). Each also needs
+    /// its plain records in `records` (the union of its variants), which
+    /// zone transfers and policy-free answers serve.
+    pub routed: Vec<RoutedName>,
+    /// Where clients are, for `Nearest` names.
+    pub client_regions: ClientRegions,
 }
 
 impl ZoneContent {
@@ -68,6 +75,8 @@ impl ZoneContent {
             name_servers: vec![mname],
             records: Vec::new(),
             transfer: TransferPolicy::default(),
+            routed: Vec::new(),
+            client_regions: ClientRegions::default(),
             apex,
         }
     }

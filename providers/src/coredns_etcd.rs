@@ -248,6 +248,8 @@ impl CorednsEtcd {
                 ttl,
                 targets: Vec::new(),
                 owner: Some(self.config.owner_id.clone()),
+                set_identifier: String::new(),
+                policy: String::new(),
             });
             entry.targets.push(target);
             entry.targets.sort();
@@ -315,6 +317,26 @@ impl CorednsEtcd {
         report: &mut SyncReport,
     ) -> Result<(), String> {
         let (current, foreign, owned_keys) = self.read_zone(client, zone).await?;
+        // The etcd plugin has no traffic policies: Weighted and Nearest
+        // names are published with every member (Failover RRsets already
+        // hold the active role only).
+        for rrset in desired {
+            if let Some(routing) = rrset
+                .routing
+                .as_ref()
+                .filter(|r| r.policy != fedns_api::RoutingPolicy::Failover)
+            {
+                report.downgraded.push((
+                    rrset.name.clone(),
+                    rrset.record_type,
+                    format!(
+                        "CoreDNS's etcd plugin has no traffic policies: {} published as All ({} members in every answer)",
+                        routing.policy.as_str(),
+                        routing.members.len()
+                    ),
+                ));
+            }
+        }
         // A foreign key at or below a desired name would be answered with it.
         let mut allowed = Vec::new();
         for rrset in desired {

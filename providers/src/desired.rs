@@ -20,7 +20,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use fedns_api::{names, DNSEndpoint, Domain, RecordType, TsigKeyReference};
+use fedns_api::routing::{
+    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION, MAX_WEIGHT,
+};
+use fedns_api::{names, DNSEndpoint, Domain, RecordType, RoutingPolicy, TsigKeyReference};
 use fedns_dnsserver::hickory_proto::rr::rdata::{self, MX, SRV, TXT};
 use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
 use fedns_dnsserver::{SoaFields, ZoneContent};
@@ -94,6 +97,166 @@ pub struct DesiredRRset {
     pub provider_specific: Vec<(String, String)>,
     /// The DNSEndpoints (`namespace/name`) that contributed.
     pub sources: BTreeSet<String>,
+    /// The traffic policy of this RRset's name, when its endpoints carry
+    /// one (`setIdentifier` plus `aws/weight`, `aws/failover`,
+    /// `aws/region` or `fedns/nearest-region`). `targets` is then what a
+    /// provider without policies publishes: the union of every member
+    /// (`Weighted`, `Nearest`) or the active failover role's (`Failover`).
+    pub routing: Option<RoutedSet>,
+    /// Set identifier of one routed record set, for providers that publish
+    /// each member of a routed RRset on its own (Route53); empty otherwise.
+    pub set_identifier: String,
+}
+
+impl DesiredRRset {
+    /// The routing attribute of one member record set (`set_identifier`
+    /// non-empty, `routing` holding that one member): `weight=N`,
+    /// `failover=PRIMARY|SECONDARY` or `region=R`; empty otherwise.
+    pub fn policy_key(&self) -> String {
+        let Some(routing) = self.routing.as_ref().filter(|_| !self.set_identifier.is_empty()) else {
+            return String::new();
+        };
+        let Some(member) = routing.members.first() else {
+            return String::new();
+        };
+        match routing.policy {
+            RoutingPolicy::Weighted => format!("weight={}", member.weight.unwrap_or(0)),
+            RoutingPolicy::Failover => format!("failover={}", member.failover.as_deref().unwrap_or("PRIMARY")),
+            RoutingPolicy::Nearest => match &member.geo {
+                Some(location) => format!("geo={location}"),
+                None => format!("region={}", member.aws_region.as_deref().unwrap_or_default()),
+            },
+            RoutingPolicy::All => String::new(),
+        }
+    }
+}
+
+/// The members of a routed RRset: one per set identifier.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RoutedSet {
+    /// `Weighted`, `Failover` or `Nearest` (never `All`).
+    pub policy: RoutingPolicy,
+    /// Sorted by set identifier.
+    pub members: Vec<RoutedMember>,
+    /// `Nearest`: the region order after the client's own.
+    pub fallback: Vec<String>,
+    /// `Nearest`: the Domain's GeoIP table, (`country:DE` or
+    /// `continent:EU`, region), for providers that route by location
+    /// (Route53 geolocation record sets).
+    pub locations: Vec<(String, String)>,
+}
+
+/// One set identifier's share of a routed RRset.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RoutedMember {
+    /// The endpoint's `setIdentifier` (the cluster, for fedns's own).
+    pub set_identifier: String,
+    /// Targets, canonical, sorted.
+    pub targets: Vec<String>,
+    /// `aws/weight` (`Weighted`).
+    pub weight: Option<u32>,
+    /// `aws/failover`: `PRIMARY` or `SECONDARY` (`Failover`).
+    pub failover: Option<String>,
+    /// The region (`Nearest`): `fedns/nearest-region`, else `aws/region`.
+    pub region: Option<String>,
+    /// `aws/region` as given (Route53 latency records).
+    pub aws_region: Option<String>,
+    /// Every providerSpecific property of the endpoint.
+    pub provider_specific: Vec<(String, String)>,
+    /// A geolocation record set's location (`country:DE`, `continent:EU`,
+    /// `country:*` for the default), set by providers that expand
+    /// `Nearest` that way (Route53); None otherwise.
+    pub geo: Option<String>,
+}
+
+/// The routing facts one endpoint carries, before merging.
+#[derive(Debug, Clone)]
+struct EndpointRouting {
+    policy: RoutingPolicy,
+    member: RoutedMember,
+    fallback: Vec<String>,
+}
+
+/// Reads an endpoint's routing properties: `None` when it carries no
+/// policy (no set identifier, or none of the properties fedns routes by);
+/// `Err` with a reason when a value is invalid.
+fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<EndpointRouting, String>> {
+    if endpoint.set_identifier.is_empty() {
+        return None;
+    }
+    let get = |key: &str| {
+        endpoint
+            .provider_specific
+            .iter()
+            .find(|p| p.name == key)
+            .map(|p| p.value.trim().to_owned())
+    };
+    let weight = get(AWS_WEIGHT);
+    let failover = get(AWS_FAILOVER);
+    let nearest = get(FEDNS_NEAREST_REGION);
+    let aws_region = get(AWS_REGION);
+    let policy = match (&weight, &failover, nearest.is_some() || aws_region.is_some()) {
+        (Some(_), None, false) => RoutingPolicy::Weighted,
+        (None, Some(_), false) => RoutingPolicy::Failover,
+        (None, None, true) => RoutingPolicy::Nearest,
+        (None, None, false) => return None,
+        _ => {
+            return Some(Err(format!(
+            "set {}: more than one routing policy ({AWS_WEIGHT}, {AWS_FAILOVER}, {AWS_REGION}/{FEDNS_NEAREST_REGION})",
+            endpoint.set_identifier
+        )))
+        }
+    };
+    let weight = match weight {
+        Some(w) => match w.parse::<i64>() {
+            Ok(v) if (0..=MAX_WEIGHT).contains(&v) => Some(v as u32),
+            _ => {
+                return Some(Err(format!(
+                    "set {}: {AWS_WEIGHT} {w:?} is not a whole number 0..{MAX_WEIGHT}",
+                    endpoint.set_identifier
+                )))
+            }
+        },
+        None => None,
+    };
+    let failover = match failover {
+        Some(f) if f == "PRIMARY" || f == "SECONDARY" => Some(f),
+        Some(f) => {
+            return Some(Err(format!(
+                "set {}: {AWS_FAILOVER} {f:?} must be PRIMARY or SECONDARY",
+                endpoint.set_identifier
+            )))
+        }
+        None => None,
+    };
+    let region = nearest.clone().or(aws_region.clone()).filter(|r| !r.is_empty());
+    let fallback = get(FEDNS_NEAREST_FALLBACK)
+        .map(|f| {
+            f.split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Ok(EndpointRouting {
+        policy,
+        member: RoutedMember {
+            set_identifier: endpoint.set_identifier.clone(),
+            targets: Vec::new(),
+            weight,
+            failover,
+            region,
+            aws_region,
+            provider_specific: endpoint
+                .provider_specific
+                .iter()
+                .map(|p| (p.name.clone(), p.value.clone()))
+                .collect(),
+            geo: None,
+        },
+        fallback,
+    }))
 }
 
 /// One zone as desired.
@@ -119,6 +282,9 @@ pub struct DesiredZones {
     pub problems: Vec<EndpointProblem>,
     /// Domains not served.
     pub domain_problems: Vec<DomainProblem>,
+    /// Domains served, with parts of their client table left out
+    /// (`spec.clientRegions`, `spec.geoRegions`).
+    pub client_region_problems: Vec<DomainProblem>,
 }
 
 impl DesiredZones {
@@ -202,6 +368,69 @@ fn zone_of(domain: &Domain) -> Result<(String, ZoneContent), String> {
         }
     }
     Ok((apex, zone))
+}
+
+/// The Domain's client table for `Nearest` names; problems (invalid
+/// networks, one network given for two regions) are returned as lines and
+/// the offending entry is left out, the rest kept.
+pub fn client_regions_of(domain: &Domain) -> (fedns_dnsserver::ClientRegions, Vec<String>) {
+    let mut out = fedns_dnsserver::ClientRegions::default();
+    let mut problems = Vec::new();
+    let mut seen: BTreeMap<ipnet::IpNet, String> = BTreeMap::new();
+    for entry in &domain.spec.client_regions {
+        let Ok(net) = entry.cidr.parse::<ipnet::IpNet>() else {
+            problems.push(format!(
+                "spec.clientRegions: {:?} is not a network in CIDR notation; left out",
+                entry.cidr
+            ));
+            continue;
+        };
+        let net = net.trunc();
+        match seen.get(&net) {
+            Some(region) if *region != entry.region => {
+                problems.push(format!(
+                    "spec.clientRegions: {net} is given for regions {region} and {}; {region} (the first) is used",
+                    entry.region
+                ));
+                continue;
+            }
+            Some(_) => continue,
+            None => {
+                seen.insert(net, entry.region.clone());
+            }
+        }
+        out.networks.push((net, entry.region.clone()));
+    }
+    let mut countries: BTreeMap<String, String> = BTreeMap::new();
+    let mut continents: BTreeMap<String, String> = BTreeMap::new();
+    for geo in &domain.spec.geo_regions {
+        for (codes, map, what, list) in [
+            (&geo.countries, &mut countries, "country", &mut out.countries),
+            (&geo.continents, &mut continents, "continent", &mut out.continents),
+        ] {
+            for code in codes {
+                let code = code.trim().to_ascii_uppercase();
+                if code.len() != 2 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+                    problems.push(format!(
+                        "spec.geoRegions: {what} code {code:?} is not two letters; left out"
+                    ));
+                    continue;
+                }
+                match map.get(&code) {
+                    Some(region) if *region != geo.region => problems.push(format!(
+                        "spec.geoRegions: {what} {code} is given for regions {region} and {}; {region} (the first) is used",
+                        geo.region
+                    )),
+                    Some(_) => {}
+                    None => {
+                        map.insert(code.clone(), geo.region.clone());
+                        list.push((code, geo.region.clone()));
+                    }
+                }
+            }
+        }
+    }
+    (out, problems)
 }
 
 /// Parses one target of `rtype` into RDATA.
@@ -299,6 +528,16 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
                         message: format!("zone {apex} is already served by Domain {owner}"),
                     });
                 } else {
+                    let (client_regions, region_problems) = client_regions_of(domain);
+                    if !region_problems.is_empty() {
+                        out.client_region_problems.push(DomainProblem {
+                            namespace: namespace.clone(),
+                            name: name.clone(),
+                            message: region_problems.join("; "),
+                        });
+                    }
+                    let mut content = content;
+                    content.client_regions = client_regions;
                     let admission = ZoneAdmission::of(domain);
                     if let Some(problem) = admission.problem() {
                         out.domain_problems.push(DomainProblem {
@@ -334,6 +573,12 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
 
     // Merge endpoints into RRsets keyed by (zone apex, name, type).
     let mut rrsets: BTreeMap<(String, String, RecordType), (DesiredRRset, Vec<RData>)> = BTreeMap::new();
+    // Routed endpoints per (apex, name): (type, routing, parsed targets,
+    // source); and names that also have endpoints without a policy.
+    type RoutedPart = (RecordType, EndpointRouting, Vec<RData>, String);
+    let mut routed_parts: BTreeMap<(String, String), Vec<RoutedPart>> = BTreeMap::new();
+    let mut plain_names: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut routing_problems: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
     for endpoint_object in ordered {
         let (namespace, object) = object_key(&endpoint_object.metadata);
         let source = format!("{namespace}/{object}");
@@ -421,6 +666,32 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
             if parsed.is_empty() {
                 continue;
             }
+            let key = (apex.clone(), owner.clone());
+            match endpoint_routing(endpoint) {
+                None => {
+                    plain_names.insert(key);
+                }
+                Some(Err(why)) => {
+                    plain_names.insert(key.clone());
+                    routing_problems.entry(key).or_default().push((source.clone(), why));
+                }
+                Some(Ok(_)) if !matches!(endpoint.record_type, RecordType::A | RecordType::AAAA) => {
+                    plain_names.insert(key.clone());
+                    routing_problems.entry(key).or_default().push((
+                        source.clone(),
+                        format!(
+                            "set {}: routing applies to A and AAAA records only; this {} is published for every client",
+                            endpoint.set_identifier, endpoint.record_type
+                        ),
+                    ));
+                }
+                Some(Ok(routing)) => routed_parts.entry(key).or_default().push((
+                    endpoint.record_type,
+                    routing,
+                    parsed.clone(),
+                    source.clone(),
+                )),
+            }
             let entry = rrsets
                 .entry((apex, owner.clone(), endpoint.record_type))
                 .or_insert_with(|| {
@@ -436,6 +707,8 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
                                 .map(|p| (p.name.clone(), p.value.clone()))
                                 .collect(),
                             sources: BTreeSet::new(),
+                            routing: None,
+                            set_identifier: String::new(),
                         },
                         Vec::new(),
                     )
@@ -444,6 +717,106 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
             entry.0.targets.extend(targets);
             entry.0.sources.insert(source.clone());
             entry.1.extend(parsed);
+        }
+    }
+
+    // Traffic policies: one policy per name, every endpoint of the name
+    // routed; otherwise the name is answered as All and the reason reported.
+    for ((apex, owner), parts) in routed_parts {
+        let key = (apex.clone(), owner.clone());
+        let policies: BTreeSet<RoutingPolicy> = parts.iter().map(|p| p.1.policy).collect();
+        let why = if plain_names.contains(&key) {
+            Some("some endpoints of the name carry no routing policy (or an invalid one)".to_owned())
+        } else if policies.len() > 1 {
+            Some(format!(
+                "its endpoints mix policies {}",
+                policies.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            for (_, _, _, source) in &parts {
+                routing_problems
+                    .entry(key.clone())
+                    .or_default()
+                    .push((source.clone(), format!("{why}; every client gets every address")));
+            }
+            continue;
+        }
+        let policy = parts[0].1.policy;
+        let fallback = parts
+            .iter()
+            .map(|p| p.1.fallback.clone())
+            .find(|f| !f.is_empty())
+            .unwrap_or_default();
+        // Failover: providers without policies publish the active role.
+        let active_role = (policy == RoutingPolicy::Failover).then(|| {
+            if parts.iter().any(|p| p.1.member.failover.as_deref() == Some("PRIMARY")) {
+                "PRIMARY"
+            } else {
+                "SECONDARY"
+            }
+        });
+        for rtype in [RecordType::A, RecordType::AAAA] {
+            let Some(entry) = rrsets.get_mut(&(apex.clone(), owner.clone(), rtype)) else {
+                continue;
+            };
+            let mut members: BTreeMap<String, (RoutedMember, Vec<RData>)> = BTreeMap::new();
+            for (t, routing, rdatas, _) in &parts {
+                if *t != rtype {
+                    continue;
+                }
+                let member = members
+                    .entry(routing.member.set_identifier.clone())
+                    .or_insert_with(|| (routing.member.clone(), Vec::new()));
+                member.1.extend(rdatas.iter().cloned());
+            }
+            if let Some(role) = active_role {
+                entry.1 = members
+                    .values()
+                    .filter(|(m, _)| m.failover.as_deref() == Some(role))
+                    .flat_map(|(_, r)| r.iter().cloned())
+                    .collect();
+                if entry.1.is_empty() {
+                    // This type has only the other role: keep it all.
+                    entry.1 = members.values().flat_map(|(_, r)| r.iter().cloned()).collect();
+                }
+            }
+            entry.0.routing = Some(RoutedSet {
+                policy,
+                members: members
+                    .into_values()
+                    .map(|(mut m, rdatas)| {
+                        let mut targets: Vec<String> = rdatas.iter().map(canonical_target).collect();
+                        targets.sort();
+                        targets.dedup();
+                        m.targets = targets;
+                        m
+                    })
+                    .collect(),
+                fallback: fallback.clone(),
+                locations: if policy == RoutingPolicy::Nearest {
+                    zones
+                        .get(&apex)
+                        .map(|(_, content)| locations_of(&content.client_regions))
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
+            });
+        }
+    }
+    for ((_, owner), problems) in routing_problems {
+        for (source, message) in problems {
+            let (namespace, object) = source.split_once('/').unwrap_or(("", &source));
+            out.problems.push(EndpointProblem {
+                namespace: namespace.to_owned(),
+                name: object.to_owned(),
+                dns_name: owner.clone(),
+                message,
+                kind: ProblemKind::InvalidInput,
+            });
         }
     }
 
@@ -514,6 +887,7 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
             }
             zone_rrsets.push(set);
         }
+        content.routed = routed_names(&zone_rrsets);
         out.zones.push(DesiredZone {
             domain,
             content,
@@ -523,6 +897,73 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
     }
     out.problems.sort();
     out.problems.dedup();
+    out
+}
+
+/// The GeoIP part of a zone's client table as (`country:DE` or
+/// `continent:EU`, region).
+fn locations_of(regions: &fedns_dnsserver::ClientRegions) -> Vec<(String, String)> {
+    let countries = regions
+        .countries
+        .iter()
+        .map(|(c, r)| (format!("country:{c}"), r.clone()));
+    let continents = regions
+        .continents
+        .iter()
+        .map(|(c, r)| (format!("continent:{c}"), r.clone()));
+    countries.chain(continents).collect()
+}
+
+/// The embedded server's routed names (`Weighted`, `Nearest`) of one
+/// zone's RRsets: one variant per set identifier with its A and AAAA
+/// records. `Failover` needs none: its RRsets already hold the active role.
+fn routed_names(rrsets: &[DesiredRRset]) -> Vec<fedns_dnsserver::RoutedName> {
+    use fedns_dnsserver::{RoutedName, RoutedVariant, RoutingPolicy as Served};
+    let mut by_name: BTreeMap<&str, Vec<&DesiredRRset>> = BTreeMap::new();
+    for set in rrsets {
+        if set
+            .routing
+            .as_ref()
+            .is_some_and(|r| r.policy != RoutingPolicy::Failover)
+        {
+            by_name.entry(&set.name).or_default().push(set);
+        }
+    }
+    let mut out = Vec::new();
+    for (name, sets) in by_name {
+        let Some(owner) = to_name(name) else { continue };
+        let Some(first) = sets[0].routing.as_ref() else {
+            continue;
+        };
+        let policy = match first.policy {
+            RoutingPolicy::Weighted => Served::Weighted,
+            _ => Served::Nearest {
+                fallback: first.fallback.clone(),
+            },
+        };
+        let mut variants: BTreeMap<&str, RoutedVariant> = BTreeMap::new();
+        for set in &sets {
+            let Some(routing) = &set.routing else { continue };
+            for member in &routing.members {
+                let variant = variants.entry(&member.set_identifier).or_insert_with(|| RoutedVariant {
+                    id: member.set_identifier.clone(),
+                    weight: member.weight.unwrap_or(0),
+                    region: member.region.clone(),
+                    records: Vec::new(),
+                });
+                for target in &member.targets {
+                    if let Ok(rdata) = parse_target(set.record_type, target) {
+                        variant.records.push(Record::from_rdata(owner.clone(), set.ttl, rdata));
+                    }
+                }
+            }
+        }
+        out.push(RoutedName {
+            name: owner,
+            policy,
+            variants: variants.into_values().collect(),
+        });
+    }
     out
 }
 
@@ -542,6 +983,8 @@ mod tests {
                 soa: Default::default(),
                 allowed_namespaces: None,
                 transfer: None,
+                client_regions: vec![],
+                geo_regions: vec![],
             },
         );
         d.metadata.namespace = Some("fedns-system".into());
@@ -874,5 +1317,211 @@ mod tests {
             RData::TXT(txt) => assert_eq!(txt.txt_data.len(), 3),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn routed(dns_name: &str, rtype: RecordType, set: &str, targets: &[&str], props: &[(&str, &str)]) -> Endpoint {
+        let mut e = ep(dns_name, rtype, targets, Some(30));
+        e.set_identifier = set.into();
+        e.provider_specific = props
+            .iter()
+            .map(|(n, v)| fedns_api::ProviderSpecificProperty {
+                name: n.to_string(),
+                value: v.to_string(),
+            })
+            .collect();
+        e
+    }
+
+    #[test]
+    fn weighted_endpoints_become_a_routed_name_and_a_union() {
+        let n = "w.example.com";
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![
+                    routed(n, RecordType::A, "east", &["203.0.113.1"], &[(AWS_WEIGHT, "1")]),
+                    routed(n, RecordType::AAAA, "east", &["2001:db8::1"], &[(AWS_WEIGHT, "1")]),
+                    routed(n, RecordType::A, "west", &["203.0.113.2"], &[(AWS_WEIGHT, "3")]),
+                ],
+            )],
+        );
+        assert!(desired.problems.is_empty(), "{:?}", desired.problems);
+        let a = rrset(&desired, n, RecordType::A).unwrap();
+        assert_eq!(a.targets, ["203.0.113.1", "203.0.113.2"], "the All answer is the union");
+        let routing = a.routing.as_ref().unwrap();
+        assert_eq!(routing.policy, RoutingPolicy::Weighted);
+        assert_eq!(routing.members.len(), 2);
+        assert_eq!(routing.members[1].weight, Some(3));
+        let zone = &desired.zones[0].content;
+        assert_eq!(zone.routed.len(), 1);
+        let variants = &zone.routed[0].variants;
+        assert_eq!(variants.len(), 2);
+        assert_eq!(variants[0].id, "east");
+        assert_eq!(variants[0].records.len(), 2, "A and AAAA of east");
+    }
+
+    #[test]
+    fn failover_publishes_the_active_role() {
+        let n = "f.example.com";
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![
+                    routed(n, RecordType::A, "east", &["203.0.113.1"], &[(AWS_FAILOVER, "PRIMARY")]),
+                    routed(
+                        n,
+                        RecordType::A,
+                        "west",
+                        &["203.0.113.2"],
+                        &[(AWS_FAILOVER, "SECONDARY")],
+                    ),
+                ],
+            )],
+        );
+        assert!(desired.problems.is_empty(), "{:?}", desired.problems);
+        let a = rrset(&desired, n, RecordType::A).unwrap();
+        assert_eq!(a.targets, ["203.0.113.1"]);
+        assert!(desired.zones[0].content.routed.is_empty());
+        // Only the secondary left (the primary is unhealthy): it answers.
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![routed(
+                    n,
+                    RecordType::A,
+                    "west",
+                    &["203.0.113.2"],
+                    &[(AWS_FAILOVER, "SECONDARY")],
+                )],
+            )],
+        );
+        assert_eq!(rrset(&desired, n, RecordType::A).unwrap().targets, ["203.0.113.2"]);
+    }
+
+    #[test]
+    fn nearest_reads_region_and_fallback() {
+        let n = "n.example.com";
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![
+                    routed(
+                        n,
+                        RecordType::A,
+                        "east",
+                        &["203.0.113.1"],
+                        &[
+                            (FEDNS_NEAREST_REGION, "us-east-1"),
+                            (FEDNS_NEAREST_FALLBACK, "us-east-1, eu"),
+                        ],
+                    ),
+                    routed(n, RecordType::A, "lab", &["203.0.113.9"], &[(FEDNS_NEAREST_REGION, "")]),
+                ],
+            )],
+        );
+        assert!(desired.problems.is_empty(), "{:?}", desired.problems);
+        let routed = &desired.zones[0].content.routed[0];
+        assert_eq!(
+            routed.policy,
+            fedns_dnsserver::RoutingPolicy::Nearest {
+                fallback: vec!["us-east-1".into(), "eu".into()]
+            }
+        );
+        assert_eq!(routed.variants[0].region.as_deref(), Some("us-east-1"));
+        assert_eq!(routed.variants[1].region, None);
+    }
+
+    #[test]
+    fn bad_or_mixed_routing_is_reported_and_answered_as_all() {
+        let n = "m.example.com";
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![
+                    routed(n, RecordType::A, "east", &["203.0.113.1"], &[(AWS_WEIGHT, "-1")]),
+                    routed(n, RecordType::A, "west", &["203.0.113.2"], &[(AWS_WEIGHT, "2")]),
+                    routed(
+                        "x.example.com",
+                        RecordType::A,
+                        "a",
+                        &["203.0.113.3"],
+                        &[(AWS_WEIGHT, "1")],
+                    ),
+                    routed(
+                        "x.example.com",
+                        RecordType::A,
+                        "b",
+                        &["203.0.113.4"],
+                        &[(AWS_FAILOVER, "PRIMARY")],
+                    ),
+                    routed(
+                        "y.example.com",
+                        RecordType::A,
+                        "a",
+                        &["203.0.113.5"],
+                        &[(AWS_FAILOVER, "MAYBE")],
+                    ),
+                ],
+            )],
+        );
+        let messages: Vec<&str> = desired.problems.iter().map(|p| p.message.as_str()).collect();
+        assert!(
+            messages.iter().any(|m| m.contains("\"-1\" is not a whole number")),
+            "{messages:#?}"
+        );
+        assert!(messages.iter().any(|m| m.contains("mix policies")), "{messages:#?}");
+        assert!(
+            messages.iter().any(|m| m.contains("PRIMARY or SECONDARY")),
+            "{messages:#?}"
+        );
+        // Nothing is lost: every address is served to everyone.
+        assert_eq!(
+            rrset(&desired, n, RecordType::A).unwrap().targets,
+            ["203.0.113.1", "203.0.113.2"]
+        );
+        assert!(rrset(&desired, n, RecordType::A).unwrap().routing.is_none());
+        assert_eq!(
+            rrset(&desired, "x.example.com", RecordType::A).unwrap().targets.len(),
+            2
+        );
+        assert!(desired.zones[0].content.routed.is_empty());
+    }
+
+    #[test]
+    fn client_table_problems_are_reported_and_the_rest_kept() {
+        let mut d = domain("myfed", "example.com");
+        d.spec.client_regions = vec![
+            fedns_api::ClientRegion {
+                cidr: "10.0.0.0/8".into(),
+                region: "eu".into(),
+            },
+            fedns_api::ClientRegion {
+                cidr: "10.0.0.0/8".into(),
+                region: "us".into(),
+            },
+            fedns_api::ClientRegion {
+                cidr: "300.0.0.0/8".into(),
+                region: "us".into(),
+            },
+            fedns_api::ClientRegion {
+                cidr: "192.0.2.0/24".into(),
+                region: "us".into(),
+            },
+        ];
+        let desired = desired_zones(&[d], &[]);
+        assert_eq!(desired.zones.len(), 1, "the zone is still served");
+        assert_eq!(desired.client_region_problems.len(), 1);
+        let message = &desired.client_region_problems[0].message;
+        assert!(
+            message.contains("10.0.0.0/8 is given for regions eu and us"),
+            "{message}"
+        );
+        assert!(message.contains("\"300.0.0.0/8\" is not a network"), "{message}");
+        assert_eq!(desired.zones[0].content.client_regions.networks.len(), 2);
     }
 }

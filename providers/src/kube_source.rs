@@ -222,6 +222,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         state.send_modify(|s| s.publishes += 1);
         if config.write_status && leading {
             let served = sinks.embedded.as_ref().map(|e| e.store().load().zones());
+            let geoip_problem = sinks.embedded.as_ref().and_then(|e| e.store().geoip_problem());
             write_statuses(
                 &client,
                 &recorder,
@@ -230,6 +231,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 &desired,
                 &results,
                 served,
+                geoip_problem,
                 &mut reported,
             )
             .await;
@@ -292,6 +294,9 @@ async fn read_tsig_secrets(
 /// The most serious of `reasons`: a provider error, then a conflict, then
 /// a namespace not allowed, else invalid input.
 fn worst_reason(reasons: &[&'static str]) -> &'static str {
+    if !reasons.is_empty() && reasons.iter().all(|r| *r == conditions::POLICY_DOWNGRADED) {
+        return conditions::POLICY_DOWNGRADED;
+    }
     [PROVIDER_ERROR, conditions::CONFLICT, conditions::NOT_ALLOWED]
         .into_iter()
         .find(|r| reasons.contains(r))
@@ -348,6 +353,15 @@ fn provider_problems(
                 &rrset.sources,
                 conditions::CONFLICT,
                 format!("{inner} is nested under {outer}: CoreDNS answers {outer} with {inner}'s records too"),
+            );
+        }
+    }
+    for (name, record_type, message) in &report.downgraded {
+        for rrset in rrsets().filter(|r| &r.name == name && r.record_type == *record_type) {
+            add(
+                &rrset.sources,
+                conditions::POLICY_DOWNGRADED,
+                format!("{name} {record_type}: {message}"),
             );
         }
     }
@@ -411,6 +425,7 @@ async fn write_statuses(
     desired: &DesiredZones,
     results: &ProviderResults,
     served: Option<Vec<fedns_dnsserver::ZoneSummary>>,
+    geoip_problem: Option<String>,
     reported: &mut BTreeMap<String, Vec<String>>,
 ) {
     for endpoint in endpoints.state() {
@@ -424,11 +439,23 @@ async fn write_statuses(
         let mut reasons: Vec<&'static str> = Vec::new();
         for (provider, by_endpoint) in results {
             let mine = by_endpoint.get(&key).cloned().unwrap_or_default();
+            let only_downgrades = mine.iter().all(|p| p.reason == conditions::POLICY_DOWNGRADED);
             let (ok, reason, message) = if mine.is_empty() {
                 (
                     true,
                     "Published",
                     format!("all {} endpoints are published", endpoint.spec.endpoints.len()),
+                )
+            } else if only_downgrades {
+                let messages: Vec<&str> = mine.iter().map(|p| p.message.as_str()).collect();
+                (
+                    true,
+                    conditions::POLICY_DOWNGRADED,
+                    format!(
+                        "published; {} without their traffic policy: {}",
+                        mine.len(),
+                        messages.join("; ")
+                    ),
                 )
             } else {
                 // The most serious reason names the condition.
@@ -535,6 +562,7 @@ async fn write_statuses(
                 generation,
             ),
         };
+        changed |= set_client_regions_condition(&domain, desired, geoip_problem.as_deref(), &mut status.conditions);
         let serial = summary.map(|z| i64::from(z.serial));
         let count = summary.map(|z| z.rrset_count as i64);
         changed |= status.serial != serial || status.record_count != count || status.observed_generation != generation;
@@ -551,6 +579,61 @@ async fn write_statuses(
                 tracing::warn!(domain = %format!("{namespace}/{name}"), error = %e, "status update failed (retried on the next change)");
             }
         }
+    }
+}
+
+/// The Domain condition `ClientRegionsValid` (only on Domains with
+/// `clientRegions` or `geoRegions`): False with the entries left out, or
+/// with reason `GeoIPUnavailable` when `geoRegions` is set and the
+/// embedded server has no GeoIP database.
+fn set_client_regions_condition(
+    domain: &Domain,
+    desired: &DesiredZones,
+    geoip_problem: Option<&str>,
+    list: &mut Vec<fedns_api::Condition>,
+) -> bool {
+    if domain.spec.client_regions.is_empty() && domain.spec.geo_regions.is_empty() {
+        let before = list.len();
+        list.retain(|c| c.type_ != conditions::CLIENT_REGIONS_VALID);
+        return list.len() != before;
+    }
+    let namespace = domain.namespace().unwrap_or_default();
+    let name = domain.name_any();
+    let generation = domain.metadata.generation;
+    let problem = desired
+        .client_region_problems
+        .iter()
+        .find(|p| p.namespace == namespace && p.name == name);
+    let geo_missing = (!domain.spec.geo_regions.is_empty()).then_some(geoip_problem).flatten();
+    match (problem, geo_missing) {
+        (Some(p), _) => conditions::set(
+            list,
+            conditions::CLIENT_REGIONS_VALID,
+            false,
+            conditions::INVALID_INPUT,
+            &format!("{}; the other entries are used", p.message),
+            generation,
+        ),
+        (None, Some(why)) => conditions::set(
+            list,
+            conditions::CLIENT_REGIONS_VALID,
+            false,
+            conditions::GEOIP_UNAVAILABLE,
+            &format!("spec.geoRegions cannot be used: {why}; clients are placed by spec.clientRegions only"),
+            generation,
+        ),
+        (None, None) => conditions::set(
+            list,
+            conditions::CLIENT_REGIONS_VALID,
+            true,
+            "Valid",
+            &format!(
+                "{} client network(s), {} GeoIP region(s)",
+                domain.spec.client_regions.len(),
+                domain.spec.geo_regions.len()
+            ),
+            generation,
+        ),
     }
 }
 

@@ -150,6 +150,8 @@ mod tests {
                 soa: Default::default(),
                 allowed_namespaces: allowed,
                 transfer: None,
+                client_regions: vec![],
+                geo_regions: vec![],
             },
         );
         d.metadata.namespace = Some("fedns-system".into());

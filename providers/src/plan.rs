@@ -26,6 +26,10 @@ pub struct CurrentRRset {
     pub targets: Vec<String>,
     /// Owner id recorded with it (None: not created by an owner-aware tool).
     pub owner: Option<String>,
+    /// Set identifier of a routed record set (Route53); empty otherwise.
+    pub set_identifier: String,
+    /// Its routing attribute, as [`DesiredRRset::policy_key`] writes it.
+    pub policy: String,
 }
 
 /// One change to make.
@@ -87,28 +91,33 @@ fn sorted(targets: &[String]) -> Vec<String> {
 /// Plans one zone. `owner` is our owner id; `current` is everything the
 /// provider holds in the zone, of any owner.
 pub fn plan(desired: &[DesiredRRset], current: &[CurrentRRset], owner: &str) -> Plan {
-    let mut held: BTreeMap<(&str, RecordType), &CurrentRRset> = BTreeMap::new();
+    // Keyed by (name, type, set identifier): routed record sets (Route53)
+    // are one per set identifier.
+    let mut held: BTreeMap<(&str, RecordType, &str), &CurrentRRset> = BTreeMap::new();
     let mut foreign_names: BTreeMap<&str, Option<String>> = BTreeMap::new();
     for rrset in current {
-        held.insert((rrset.name.as_str(), rrset.record_type), rrset);
+        held.insert(
+            (rrset.name.as_str(), rrset.record_type, rrset.set_identifier.as_str()),
+            rrset,
+        );
         if rrset.owner.as_deref() != Some(owner) {
             foreign_names.insert(rrset.name.as_str(), rrset.owner.clone());
         }
     }
     let mut out = Plan::default();
-    let mut wanted: BTreeSet<(&str, RecordType)> = BTreeSet::new();
+    let mut wanted: BTreeSet<(&str, RecordType, &str)> = BTreeSet::new();
+    let foreign_at = |name: &str, t: RecordType| {
+        held.iter()
+            .any(|((n, ty, _), c)| *n == name && *ty == t && c.owner.as_deref() != Some(owner))
+    };
     for d in desired {
-        wanted.insert((d.name.as_str(), d.record_type));
+        wanted.insert((d.name.as_str(), d.record_type, d.set_identifier.as_str()));
         // Another owner at this name: a CNAME there, or the same type, or
         // any of our CNAMEs would collide with it.
         if let Some(holder) = foreign_names.get(d.name.as_str()) {
-            let collides = held
-                .get(&(d.name.as_str(), d.record_type))
-                .is_some_and(|c| c.owner.as_deref() != Some(owner))
+            let collides = foreign_at(&d.name, d.record_type)
                 || d.record_type == RecordType::CNAME
-                || held
-                    .get(&(d.name.as_str(), RecordType::CNAME))
-                    .is_some_and(|c| c.owner.as_deref() != Some(owner));
+                || foreign_at(&d.name, RecordType::CNAME);
             if collides {
                 out.conflicts.push(Conflict {
                     desired: d.clone(),
@@ -117,10 +126,10 @@ pub fn plan(desired: &[DesiredRRset], current: &[CurrentRRset], owner: &str) -> 
                 continue;
             }
         }
-        match held.get(&(d.name.as_str(), d.record_type)) {
+        match held.get(&(d.name.as_str(), d.record_type, d.set_identifier.as_str())) {
             None => out.changes.push(Change::Create(d.clone())),
             Some(c) if c.owner.as_deref() == Some(owner) => {
-                if c.ttl != d.ttl || sorted(&c.targets) != sorted(&d.targets) {
+                if c.ttl != d.ttl || sorted(&c.targets) != sorted(&d.targets) || c.policy != d.policy_key() {
                     out.changes.push(Change::Update {
                         current: (*c).clone(),
                         desired: d.clone(),
@@ -131,7 +140,9 @@ pub fn plan(desired: &[DesiredRRset], current: &[CurrentRRset], owner: &str) -> 
         }
     }
     for c in current {
-        if c.owner.as_deref() == Some(owner) && !wanted.contains(&(c.name.as_str(), c.record_type)) {
+        if c.owner.as_deref() == Some(owner)
+            && !wanted.contains(&(c.name.as_str(), c.record_type, c.set_identifier.as_str()))
+        {
             out.changes.push(Change::Delete(c.clone()));
         }
     }
@@ -151,6 +162,8 @@ mod tests {
             targets: targets.iter().map(|s| s.to_string()).collect(),
             provider_specific: vec![],
             sources: ["ns/service-nginx".to_string()].into(),
+            routing: None,
+            set_identifier: String::new(),
         }
     }
 
@@ -161,6 +174,8 @@ mod tests {
             ttl,
             targets: targets.iter().map(|s| s.to_string()).collect(),
             owner: owner.map(str::to_owned),
+            set_identifier: String::new(),
+            policy: String::new(),
         }
     }
 

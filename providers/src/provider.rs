@@ -60,6 +60,10 @@ pub struct SyncReport {
     /// Failures that stopped a zone or the whole provider; retried on the
     /// next sync.
     pub errors: Vec<(ErrorScope, String)>,
+    /// RRsets published without their traffic policy (the provider cannot
+    /// express it; every member is published, `All`): (owner name, type,
+    /// why). Reported as `<provider>/Published=True reason PolicyDowngraded`.
+    pub downgraded: Vec<(String, RecordType, String)>,
 }
 
 impl SyncReport {
@@ -79,6 +83,7 @@ impl SyncReport {
         self.nested.extend(other.nested);
         self.rejected.extend(other.rejected);
         self.errors.extend(other.errors);
+        self.downgraded.extend(other.downgraded);
     }
 }
 
@@ -124,6 +129,7 @@ impl AppliedCache {
             conflicts: outcome.conflicts.clone(),
             nested: outcome.nested.clone(),
             rejected: outcome.rejected.clone(),
+            downgraded: outcome.downgraded.clone(),
             ..SyncReport::default()
         };
         self.lock().insert(zone.to_owned(), (rrsets.to_vec(), findings));

@@ -138,6 +138,7 @@ async fn publishes_to_every_provider_at_once() {
         udp_workers: Some(1),
         metrics_addr: "127.0.0.1:0".parse().unwrap(),
         resolver: None,
+        geoip_db: None,
         leader_elect: false,
         resync_interval: 60,
         workers: 4,

@@ -139,6 +139,12 @@ pub struct DnsServerArgs {
     /// Serve /metrics, /healthz and /readyz here (omit to disable).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_addr: Option<SocketAddr>,
+    /// MaxMind DB file (GeoIP2/GeoLite2 Country or City) placing clients
+    /// of `Nearest` records by country or continent (Domain
+    /// `spec.geoRegions`). Unreadable: served without, and said so on the
+    /// Domains.
+    #[arg(long, value_name = "PATH")]
+    pub geoip_db: Option<PathBuf>,
     /// Response rate limiting.
     #[command(flatten)]
     pub rrl: RrlArgs,
@@ -306,6 +312,10 @@ pub struct ControllerArgs {
     /// DNS server resolving load balancer host names (default: the system's resolvers).
     #[arg(long, value_name = "ADDR:PORT")]
     pub resolver: Option<SocketAddr>,
+    /// MaxMind DB file for the embedded server's `Nearest` records (see
+    /// `fedns dns-server --geoip-db`).
+    #[arg(long, value_name = "PATH")]
+    pub geoip_db: Option<PathBuf>,
     /// Elect a leader through the Lease fedns-controller (only it writes).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub leader_elect: bool,
@@ -383,6 +393,15 @@ pub struct ExplainArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = ExplainOutput::Text)]
     pub output: ExplainOutput,
+    /// Show which answer of a traffic policy a client in this subnet gets
+    /// (as an EDNS Client Subnet option would carry it, e.g. `192.0.2.0/24`;
+    /// `0.0.0.0/0`: no client information).
+    #[arg(long, value_name = "CIDR")]
+    pub client_subnet: Option<ipnet::IpNet>,
+    /// MaxMind DB file placing the client by country or continent, as the
+    /// DNS server's --geoip-db.
+    #[arg(long, value_name = "PATH")]
+    pub geoip_db: Option<PathBuf>,
 }
 
 /// Output of `fedns explain`.

@@ -54,6 +54,12 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let probe_metrics = crate::dataplane::ProbeMetrics::new(&mut metrics_registry);
     let dns_metrics = DnsMetrics::new();
     let zones = ZoneStore::new();
+    if let Some(path) = &args.geoip_db {
+        match zones.load_geoip(path) {
+            Ok(()) => tracing::info!(path = %path.display(), "GeoIP database loaded"),
+            Err(e) => tracing::error!("{e}; Nearest records place clients by spec.clientRegions only"),
+        }
+    }
     dns_metrics.watch_store(zones.clone());
     metrics_registry.register_collector(Box::new(dns_metrics.clone()));
     let state = HttpState::new(metrics_registry);

@@ -60,6 +60,12 @@ fn read_tsig_key_file(path: &std::path::Path) -> anyhow::Result<Vec<TsigKey>> {
 /// Bad manifests, or an address that cannot be bound.
 pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     let store = ZoneStore::new();
+    if let Some(path) = &args.geoip_db {
+        match store.load_geoip(path) {
+            Ok(()) => tracing::info!(path = %path.display(), "GeoIP database loaded"),
+            Err(e) => tracing::error!("{e}; Nearest records place clients by spec.clientRegions only"),
+        }
+    }
     let sink = EmbeddedSink::new(store.clone());
     let metrics = DnsMetrics::new();
     metrics.watch_store(store.clone());

@@ -4,11 +4,11 @@
 //! member caches' endpoint readiness).
 
 use anyhow::Context;
-use fedns_api::{DNSEndpoint, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
+use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
 use kube::api::{Api, ListParams};
 
 use crate::cli::{ExplainArgs, ExplainOutput};
-use crate::records::explain::{explain, render};
+use crate::records::explain::{explain, explain_routing, render};
 
 /// Runs `fedns explain`.
 ///
@@ -32,12 +32,17 @@ pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
         .await
         .context("listing IngressDNSRecords")?
         .items;
+    let domains = Api::<Domain>::namespaced(client.clone(), &args.namespace)
+        .list(&list)
+        .await
+        .with_context(|| format!("listing Domains in {}", args.namespace))?
+        .items;
     let members = Api::<MemberCluster>::namespaced(client, &args.namespace)
         .list(&list)
         .await
         .with_context(|| format!("listing MemberClusters in {}", args.namespace))?
         .items;
-    let explanation = explain(
+    let mut explanation = explain(
         &args.name,
         &endpoints,
         &services,
@@ -45,6 +50,16 @@ pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
         &members,
         &|_, _, _, _| None,
     );
+    let geo = match &args.geoip_db {
+        Some(path) => Some(std::sync::Arc::new(
+            fedns_dnsserver::GeoIpDb::open(path).map_err(anyhow::Error::msg)?,
+        )),
+        None => None,
+    };
+    explanation.routing = explain_routing(&args.name, &domains, &endpoints, args.client_subnet, geo);
+    if args.client_subnet.is_some() && explanation.routing.is_none() {
+        eprintln!("{}: no traffic policy; every client gets the same answer", args.name);
+    }
     match args.output {
         ExplainOutput::Text => print!("{}", render(&explanation)),
         ExplainOutput::Json => println!("{}", serde_json::to_string_pretty(&explanation)?),

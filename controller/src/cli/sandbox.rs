@@ -238,6 +238,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         rrl: Default::default(),
         metrics_addr: args.metrics_addr,
         resolver: None,
+        geoip_db: None,
         leader_elect: false,
         resync_interval: 60,
         workers: 8,
@@ -318,6 +319,7 @@ impl Running {
         }
         println!("DNS on {ip} port {port} (UDP and TCP). Try:");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.example.com");
+        println!("  dig @{ip} -p {port} +subnet=192.0.2.0/24 nginx.ns.myfed.svc.example.com   (Nearest: eu-west-1)");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2.example.com");
         println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com");
         println!("  dig @{ip} -p {port} shop.example.com");

@@ -17,7 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use fedns_api::names::{self, NameKind};
-use fedns_api::{ClusterDNS, Endpoint, RecordType};
+use fedns_api::{ClusterDNS, Endpoint, RecordType, Routing, RoutingPolicy};
+
+use super::routing::{policy_endpoints, PolicyShard};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
 
 /// Something skipped while building, for a condition and an Event.
@@ -109,6 +111,24 @@ pub struct ServiceNames<'a> {
     pub dns_prefix: Option<&'a str>,
     /// TTL in seconds.
     pub ttl: i64,
+    /// `spec.routing` (None or `All`: every healthy cluster in every answer).
+    pub routing: Option<&'a Routing>,
+}
+
+/// The endpoints of the global name: every address in one RRset per
+/// family, or, under a traffic policy, one endpoint per cluster
+/// ([`policy_endpoints`]).
+fn global_endpoints(
+    name: &str,
+    all: &BTreeSet<IpAddr>,
+    routing: Option<&Routing>,
+    shards: &[PolicyShard],
+    ttl: i64,
+) -> Vec<Endpoint> {
+    match routing.filter(|r| r.policy != RoutingPolicy::All) {
+        Some(routing) => policy_endpoints(name, routing, shards, ttl),
+        None => address_endpoints(name, all, ttl),
+    }
 }
 
 fn address_endpoints(name: &str, addrs: &BTreeSet<IpAddr>, ttl: i64) -> Vec<Endpoint> {
@@ -173,9 +193,15 @@ pub fn service_endpoints(
     let mut by_region: BTreeMap<&str, BTreeSet<IpAddr>> = BTreeMap::new();
     let mut by_zone: BTreeMap<(&str, &str), BTreeSet<IpAddr>> = BTreeMap::new();
     let mut shard_problems = Vec::new();
+    let mut policy_shards = Vec::with_capacity(shards.len());
     for shard in shards {
         let addrs = lb_addresses(&shard.cluster, &shard.load_balancer, resolved, &mut shard_problems);
         all.extend(addrs.iter().copied());
+        policy_shards.push(PolicyShard {
+            cluster: shard.cluster.clone(),
+            region: shard.region.clone(),
+            addresses: addrs.clone(),
+        });
         if let Some(region) = shard.region.as_deref() {
             by_region.entry(region).or_default().extend(addrs.iter().copied());
             for zone in &shard.zones {
@@ -188,7 +214,7 @@ pub fn service_endpoints(
     }
     problems.extend(shard_problems);
 
-    let mut out = address_endpoints(&global, &all, names_in.ttl);
+    let mut out = global_endpoints(&global, &all, names_in.routing, &policy_shards, names_in.ttl);
     for (region, zones) in topology {
         let Some(region_name) = join(&format!("{prefix}.{region}")) else {
             continue;
@@ -228,17 +254,27 @@ pub fn service_endpoints(
 }
 
 /// Builds the endpoints of one IngressDNSRecord: each host gets the union
-/// of every healthy cluster's Ingress load balancer addresses.
+/// of every healthy cluster's Ingress load balancer addresses, or, under
+/// a traffic policy, one endpoint per cluster. `shards` are (cluster,
+/// its region, its Ingress load balancer).
 pub fn ingress_endpoints(
     hosts: &[String],
-    shards: &[(String, LoadBalancerStatus)],
+    shards: &[(String, Option<String>, LoadBalancerStatus)],
     ttl: i64,
+    routing: Option<&Routing>,
     resolved: &dyn HostnameAddresses,
     problems: &mut Vec<BuildProblem>,
 ) -> Vec<Endpoint> {
     let mut all = BTreeSet::new();
-    for (cluster, lb) in shards {
-        all.extend(lb_addresses(cluster, lb, resolved, problems));
+    let mut policy_shards = Vec::with_capacity(shards.len());
+    for (cluster, region, lb) in shards {
+        let addrs = lb_addresses(cluster, lb, resolved, problems);
+        all.extend(addrs.iter().copied());
+        policy_shards.push(PolicyShard {
+            cluster: cluster.clone(),
+            region: region.clone(),
+            addresses: addrs,
+        });
     }
     let mut out = Vec::new();
     let unique: BTreeSet<String> = hosts
@@ -255,7 +291,7 @@ pub fn ingress_endpoints(
         })
         .collect();
     for host in unique {
-        out.extend(address_endpoints(&host, &all, ttl));
+        out.extend(global_endpoints(&host, &all, routing, &policy_shards, ttl));
     }
     out
 }
@@ -316,6 +352,7 @@ mod tests {
             zone: "example.com",
             dns_prefix: Some("www"),
             ttl: 30,
+            routing: None,
         }
     }
 
@@ -427,6 +464,7 @@ mod tests {
             zone: &long_zone,
             dns_prefix: None,
             ttl: 30,
+            routing: None,
         };
         let mut problems = Vec::new();
         let e = service_endpoints(
@@ -451,10 +489,11 @@ mod tests {
         let e = ingress_endpoints(
             &["shop.example.com".into(), "Shop.Example.com.".into(), "bad_host".into()],
             &[
-                ("a".into(), lb(&["203.0.113.1"])),
-                ("b".into(), lb(&["203.0.113.2", "2001:db8::1"])),
+                ("a".into(), None, lb(&["203.0.113.1"])),
+                ("b".into(), None, lb(&["203.0.113.2", "2001:db8::1"])),
             ],
             60,
+            None,
             &BTreeMap::new(),
             &mut problems,
         );
@@ -466,5 +505,73 @@ mod tests {
             ]
         );
         assert_eq!(problems.len(), 1);
+    }
+
+    #[test]
+    fn a_policy_changes_the_global_name_only() {
+        let shards = [
+            shard("east-a", "us-east-1", &["us-east-1a"], &["203.0.113.10"]),
+            shard("west", "us-west-2", &["us-west-2a"], &["198.51.100.10"]),
+        ];
+        let routing = Routing {
+            policy: RoutingPolicy::Weighted,
+            weights: [("east-a".to_string(), 2), ("us-west-2".to_string(), 1)].into(),
+            ..Default::default()
+        };
+        let n = ServiceNames {
+            routing: Some(&routing),
+            ..names()
+        };
+        let mut problems = Vec::new();
+        let e = service_endpoints(&n, &shards, &topology(), &BTreeMap::new(), &mut problems);
+        let global: Vec<&Endpoint> = e
+            .iter()
+            .filter(|e| e.dns_name == "nginx.ns.myfed.svc.example.com")
+            .collect();
+        assert_eq!(global.len(), 2);
+        assert_eq!(global[0].set_identifier, "east-a");
+        assert_eq!(global[0].provider_specific[0].value, "2");
+        assert_eq!(global[1].set_identifier, "west");
+        assert!(e
+            .iter()
+            .filter(|e| e.dns_name != "nginx.ns.myfed.svc.example.com")
+            .all(|e| e.set_identifier.is_empty() && e.provider_specific.is_empty()));
+    }
+
+    #[test]
+    fn ingress_hosts_follow_the_policy() {
+        let routing = Routing {
+            policy: RoutingPolicy::Failover,
+            priorities: vec![vec!["eu-west-1".into()]],
+            ..Default::default()
+        };
+        let mut problems = Vec::new();
+        let e = ingress_endpoints(
+            &["shop.example.com".into()],
+            &[
+                ("a".into(), Some("us-east-1".into()), lb(&["203.0.113.1"])),
+                ("b".into(), Some("eu-west-1".into()), lb(&["203.0.113.2"])),
+            ],
+            60,
+            Some(&routing),
+            &BTreeMap::new(),
+            &mut problems,
+        );
+        let rows: Vec<String> = e
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} {}={}",
+                    e.dns_name, e.set_identifier, e.provider_specific[0].name, e.provider_specific[0].value
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "shop.example.com a aws/failover=SECONDARY",
+                "shop.example.com b aws/failover=PRIMARY"
+            ]
+        );
     }
 }

@@ -76,6 +76,66 @@ impl RecordContext {
         *self.leader.borrow()
     }
 
+    /// Every member cluster's name and effective region (healthy or not).
+    pub(super) fn cluster_regions(&self) -> BTreeMap<String, Option<String>> {
+        let running: BTreeMap<String, Arc<Member>> = self
+            .registry
+            .members()
+            .into_iter()
+            .map(|m| (m.name.clone(), m))
+            .collect();
+        self.clusters
+            .state()
+            .iter()
+            .map(|cluster| {
+                let name = cluster.name_any();
+                let region = match running.get(&name) {
+                    Some(member) => member.topology().0,
+                    None => cluster
+                        .spec
+                        .region
+                        .clone()
+                        .or(cluster.status.as_ref().and_then(|s| s.region.clone())),
+                };
+                (name, region)
+            })
+            .collect()
+    }
+
+    /// Problems of a record's `spec.routing` against the federation's
+    /// clusters and regions and the client tables of `domains` (the
+    /// Domains its names are in).
+    pub(super) fn routing_problems(
+        &self,
+        routing: Option<&fedns_api::Routing>,
+        domains: &[&Domain],
+    ) -> Vec<BuildProblem> {
+        let Some(routing) = routing else {
+            return Vec::new();
+        };
+        let clusters = self.cluster_regions();
+        let regions: std::collections::BTreeSet<String> = clusters.values().flatten().cloned().collect();
+        let names: std::collections::BTreeSet<String> = clusters.into_keys().collect();
+        let places = domains
+            .iter()
+            .any(|d| !d.spec.client_regions.is_empty() || !d.spec.geo_regions.is_empty());
+        super::routing::check(routing, &names, &regions, places)
+    }
+
+    /// The Domains whose zones hold any of `hosts`.
+    pub(super) fn domains_of(&self, hosts: &[String]) -> Vec<Arc<Domain>> {
+        self.domains
+            .state()
+            .into_iter()
+            .filter(|d| {
+                let zone = names::normalize_hostname(&d.spec.domain).unwrap_or_default();
+                hosts.iter().any(|h| {
+                    names::normalize_hostname(h).is_ok_and(|h| !zone.is_empty() && names::is_subdomain(&h, &zone))
+                })
+            })
+            .collect()
+    }
+
     /// region → zones of every member, healthy or not.
     pub(super) fn topology(&self) -> Topology {
         let running: BTreeMap<String, Arc<Member>> = self

@@ -78,14 +78,23 @@ pub(super) async fn reconcile_ingress(
     );
     let shards = selection.shards;
     let resolved = selection.resolved;
-    let pairs: Vec<(String, LoadBalancerStatus)> = shards
+    let regions = ctx.cluster_regions();
+    let pairs: Vec<(String, Option<String>, LoadBalancerStatus)> = shards
         .iter()
-        .map(|s| (s.cluster.clone(), s.load_balancer.clone()))
+        .map(|s| {
+            let region = regions.get(&s.cluster).cloned().flatten();
+            (s.cluster.clone(), region, s.load_balancer.clone())
+        })
         .collect();
+    let routing = record.spec.routing.as_ref();
+    let domains = ctx.domains_of(&record.spec.hosts);
+    let domain_refs: Vec<&fedns_api::Domain> = domains.iter().map(|d| d.as_ref()).collect();
+    problems.extend(ctx.routing_problems(routing, &domain_refs));
     let endpoints = builder::ingress_endpoints(
         &record.spec.hosts,
         &pairs,
         record.spec.record_ttl,
+        routing,
         &resolved,
         &mut problems,
     );

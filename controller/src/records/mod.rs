@@ -11,6 +11,7 @@ mod health;
 mod ingress;
 pub mod queue;
 pub mod resolver;
+pub mod routing;
 mod service;
 mod status;
 mod worker;

@@ -123,7 +123,9 @@ pub(super) async fn reconcile_service(
         zone: &zone,
         dns_prefix: record.spec.dns_prefix.as_deref(),
         ttl: record.spec.record_ttl,
+        routing: record.spec.routing.as_ref(),
     };
+    problems.extend(ctx.routing_problems(record.spec.routing.as_ref(), &[&domain]));
     let endpoints = builder::service_endpoints(&names_in, &shards, &ctx.topology(), &resolved, &mut problems);
     problems.sort();
     problems.dedup();

@@ -11,4 +11,5 @@ mod deploy;
 mod dns_server;
 mod health_e2e;
 mod member_sources;
+mod routing_e2e;
 mod sandbox_e2e;

@@ -96,6 +96,32 @@ async fn the_sandbox_serves_and_fails_over() {
         let wire = if *rtype == "A" { RecordType::A } else { RecordType::AAAA };
         assert_eq!(hickory(port, name, wire), *answer, "{name} through hickory-proto");
     }
+    // nginx is Nearest: a client subnet in the Domain's table gets its region.
+    let nearest = |subnet: &str| -> Vec<String> {
+        let out = std::process::Command::new("dig")
+            .args([
+                "+short",
+                "+time=1",
+                "+tries=1",
+                "-p",
+                &port.to_string(),
+                "@127.0.0.1",
+                GLOBAL,
+                "A",
+            ])
+            .arg(format!("+subnet={subnet}"))
+            .output()
+            .unwrap();
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(nearest("192.0.2.0/24"), [EU]);
+    assert_eq!(nearest("198.51.100.0/24"), [WEST]);
+    assert_eq!(nearest("2001:db8:e0::/56"), [EU]);
     // No IPv6 load balancer address: nothing outside 127.0.0.0/8 is probed.
     assert!(dig(port, GLOBAL, "AAAA", false).is_empty());
     assert_eq!(

@@ -7,6 +7,7 @@ mod common;
 mod answer_path;
 mod knot_differential;
 mod robustness;
+mod routing;
 mod rrl;
 mod tcp_pressure;
 mod transfer;

@@ -113,6 +113,8 @@ pub struct ZonePlan {
     pub conflicts: Vec<(DesiredRRset, String)>,
     /// Desired RRsets fedns cannot express in Route53: (name, type, why).
     pub rejected: Vec<(String, RecordType, String)>,
+    /// RRsets published without their traffic policy: (name, type, why).
+    pub downgraded: Vec<(String, RecordType, String)>,
     /// RRsets owned by fedns now.
     pub owned: usize,
 }
@@ -436,6 +438,7 @@ impl Route53 {
         self.metrics.records_owned(NAME, apex, plan.owned);
         report.conflicts.extend(plan.conflicts);
         report.rejected.extend(plan.rejected);
+        report.downgraded.extend(plan.downgraded);
         if plan.units.is_empty() {
             return Ok(());
         }
@@ -501,16 +504,18 @@ impl Provider for Route53 {
 /// Ownership as the registry records of a zone state it.
 #[derive(Debug, Default)]
 struct Ownership {
-    /// New-format registry records: (name, type) → (owner, the TXT).
-    typed: BTreeMap<(String, RecordType), (String, Held)>,
+    /// New-format registry records: (name, type, set identifier) →
+    /// (owner, the TXT). external-dns gives the registry record of a
+    /// routed record set the same set identifier (and routing policy).
+    typed: BTreeMap<(String, RecordType, String), (String, Held)>,
     /// Legacy registry records: name → owner.
     legacy: BTreeMap<String, String>,
 }
 
 impl Ownership {
-    fn owner(&self, name: &str, record_type: RecordType) -> Option<String> {
+    fn owner(&self, name: &str, record_type: RecordType, set_identifier: &str) -> Option<String> {
         self.typed
-            .get(&(name.to_owned(), record_type))
+            .get(&(name.to_owned(), record_type, set_identifier.to_owned()))
             .map(|(owner, _)| owner.clone())
             .or_else(|| self.legacy.get(name).cloned())
     }
@@ -533,8 +538,11 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         match registry_owner {
             Some((record_owner, _)) => {
                 let (typed, legacy) = registry::covered(&held.name);
-                if let Some(key) = typed {
-                    ownership.typed.insert(key, (record_owner.clone(), held.clone()));
+                if let Some((name, record_type)) = typed {
+                    let set = held.set_identifier.clone().unwrap_or_default();
+                    ownership
+                        .typed
+                        .insert((name, record_type, set), (record_owner.clone(), held.clone()));
                 }
                 // Our own registry records are always new-format: never
                 // read them as legacy claims on a name.
@@ -548,20 +556,25 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
 
     // What Route53 holds, as the planner sees it.
     let mut current: Vec<CurrentRRset> = Vec::new();
-    let mut raw_of: BTreeMap<(String, RecordType), Held> = BTreeMap::new();
+    let mut raw_of: BTreeMap<(String, RecordType, String), Held> = BTreeMap::new();
     let mut other_names: BTreeMap<String, String> = BTreeMap::new();
     for held in records {
         match held.record_type {
-            Some(record_type) if !held.has_set_identifier => {
-                let record_owner = ownership.owner(&held.name, record_type);
+            // Plain record sets, and routed ones of the kinds fedns writes
+            // (weighted, failover, latency).
+            Some(record_type) if held.set_identifier.is_none() || !held.policy.is_empty() => {
+                let set = held.set_identifier.clone().unwrap_or_default();
+                let record_owner = ownership.owner(&held.name, record_type, &set);
                 current.push(CurrentRRset {
                     name: held.name.clone(),
                     record_type,
                     ttl: held.ttl,
                     targets: held.targets.clone(),
                     owner: record_owner,
+                    set_identifier: set.clone(),
+                    policy: held.policy.clone(),
                 });
-                raw_of.insert((held.name.clone(), record_type), held);
+                raw_of.insert((held.name.clone(), record_type, set), held);
             }
             _ => {
                 let what = format!("a {} record", held.raw.r#type().as_str());
@@ -570,22 +583,38 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         }
     }
     // A foreign registry record whose RRset is gone still claims it.
-    for ((name, record_type), (record_owner, _)) in &ownership.typed {
-        if record_owner != owner && !raw_of.contains_key(&(name.clone(), *record_type)) {
+    for ((name, record_type, set), (record_owner, _)) in &ownership.typed {
+        if record_owner != owner && !raw_of.contains_key(&(name.clone(), *record_type, set.clone())) {
             current.push(CurrentRRset {
                 name: name.clone(),
                 record_type: *record_type,
                 ttl: 0,
                 targets: Vec::new(),
                 owner: Some(record_owner.clone()),
+                set_identifier: set.clone(),
+                policy: String::new(),
             });
         }
     }
     out.owned = current.iter().filter(|c| c.owner.as_deref() == Some(owner)).count();
 
-    // What fedns wants, in Route53's terms.
-    let mut allowed: Vec<DesiredRRset> = Vec::new();
+    // What fedns wants, in Route53's terms: routed RRsets as one record
+    // set per set identifier where Route53 can express the policy.
+    let mut expanded: Vec<DesiredRRset> = Vec::new();
     for rrset in desired {
+        match routed_record_sets(rrset) {
+            Ok(sets) => expanded.extend(sets),
+            Err(why) => {
+                out.downgraded.push((rrset.name.clone(), rrset.record_type, why));
+                expanded.push(DesiredRRset {
+                    routing: None,
+                    ..rrset.clone()
+                });
+            }
+        }
+    }
+    let mut allowed: Vec<DesiredRRset> = Vec::new();
+    for rrset in &expanded {
         let txt_name = registry::txt_name(&rrset.name, rrset.record_type);
         if !txt_name.ends_with(&format!(".{apex}")) {
             out.rejected.push((
@@ -633,26 +662,35 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         }
     };
     let mut units = Vec::new();
-    let mut touched: BTreeSet<(String, RecordType)> = BTreeSet::new();
+    let mut touched: BTreeSet<(String, RecordType, String)> = BTreeSet::new();
     for change in plan.changes {
         match change {
             plan::Change::Create(d) | plan::Change::Update { desired: d, .. } => {
-                let action = if raw_of.contains_key(&(d.name.clone(), d.record_type)) {
+                let key = (d.name.clone(), d.record_type, d.set_identifier.clone());
+                let action = if raw_of.contains_key(&key) {
                     ChangeAction::Upsert
                 } else {
                     ChangeAction::Create
                 };
-                let changes = records::build_rrset(&d.name, d.record_type, d.ttl, &d.targets).and_then(|record| {
+                let changes = records::build_routed_rrset(
+                    &d.name,
+                    d.record_type,
+                    d.ttl,
+                    &d.targets,
+                    &d.set_identifier,
+                    &d.policy_key(),
+                )
+                .and_then(|record| {
                     Ok(vec![
                         change_of(action, record)?,
                         change_of(ChangeAction::Upsert, registry_rrset(owner, &d)?)?,
                     ])
                 });
-                touched.insert((d.name.clone(), d.record_type));
+                touched.insert(key);
                 built(&mut units, &d.name, d.record_type, changes);
             }
             plan::Change::Delete(c) => {
-                let key = (c.name.clone(), c.record_type);
+                let key = (c.name.clone(), c.record_type, c.set_identifier.clone());
                 let mut changes = Vec::new();
                 if let Some(held) = raw_of.get(&key) {
                     changes.push(change_of(ChangeAction::Delete, held.raw.clone()));
@@ -666,8 +704,8 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         }
     }
     // Our registry records whose RRset is gone and not wanted: clean up.
-    for ((name, record_type), (record_owner, txt)) in &ownership.typed {
-        let key = (name.clone(), *record_type);
+    for ((name, record_type, set), (record_owner, txt)) in &ownership.typed {
+        let key = (name.clone(), *record_type, set.clone());
         if record_owner == owner && !raw_of.contains_key(&key) && !touched.contains(&key) {
             built(
                 &mut units,
@@ -689,16 +727,157 @@ fn change_of(action: ChangeAction, rrset: ResourceRecordSet) -> Result<Change, S
         .map_err(|e| e.to_string())
 }
 
-/// The registry TXT RRset of a desired RRset.
+/// The registry TXT RRset of a desired RRset. For a routed record set it
+/// carries the same set identifier and routing policy, as external-dns's
+/// TXT registry writes it (the registry endpoint copies `SetIdentifier`
+/// and `ProviderSpecific`), so external-dns reads fedns's ownership the
+/// same way.
 fn registry_rrset(owner: &str, rrset: &DesiredRRset) -> Result<ResourceRecordSet, String> {
     let resource = rrset.sources.iter().next().map(|s| registry::resource_of(s));
     let ttl = if rrset.ttl == 0 { ALIAS_REGISTRY_TTL } else { rrset.ttl };
-    records::build_rrset(
+    records::build_routed_rrset(
         &registry::txt_name(&rrset.name, rrset.record_type),
         RecordType::TXT,
         ttl,
         &[registry::txt_value(owner, resource.as_deref())],
+        &rrset.set_identifier,
+        &rrset.policy_key(),
     )
+}
+
+/// `Nearest` as geolocation record sets from the Domain's geo table: one
+/// per country or continent whose region has clusters (`SetIdentifier`
+/// `country-DE`, `continent-EU`), answering that region's clusters, and a
+/// default location (`*`) answering the fallback order's first region with
+/// clusters, else every cluster.
+fn geolocation_record_sets(
+    routing: &crate::desired::RoutedSet,
+    one: &dyn Fn(crate::desired::RoutedMember, Vec<String>) -> DesiredRRset,
+) -> Vec<DesiredRRset> {
+    let targets_of = |region: Option<&str>| -> Vec<String> {
+        let mut targets: Vec<String> = routing
+            .members
+            .iter()
+            .filter(|m| region.is_none() || m.region.as_deref() == region)
+            .flat_map(|m| m.targets.iter().cloned())
+            .collect();
+        targets.sort();
+        targets.dedup();
+        targets
+    };
+    let member = |location: &str| crate::desired::RoutedMember {
+        set_identifier: if location == "country:*" {
+            "default".to_owned()
+        } else {
+            location.replace(':', "-")
+        },
+        geo: Some(location.to_owned()),
+        ..routing.members[0].clone()
+    };
+    let mut out = Vec::new();
+    for (location, region) in &routing.locations {
+        let targets = targets_of(Some(region));
+        if !targets.is_empty() {
+            out.push(one(member(location), targets));
+        }
+    }
+    let default = routing
+        .fallback
+        .iter()
+        .map(|r| targets_of(Some(r)))
+        .find(|t| !t.is_empty())
+        .unwrap_or_else(|| targets_of(None));
+    out.push(one(member("country:*"), default));
+    out
+}
+
+/// One routed RRset as Route53 record sets: `Weighted` → one weighted
+/// record set per member (`SetIdentifier` = the cluster, `Weight`);
+/// `Failover` → a `PRIMARY` and a `SECONDARY` record set (several clusters
+/// of one role share one, named by their set identifiers joined with `+`);
+/// `Nearest` → one latency record set per member when every member's
+/// region is a distinct AWS region (`aws/region`). A plain RRset comes back
+/// as it is.
+///
+/// # Errors
+/// Why Route53 cannot express the policy (the caller publishes `All`).
+fn routed_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String> {
+    use crate::desired::{RoutedMember, RoutedSet};
+    use fedns_api::RoutingPolicy;
+    let Some(routing) = rrset.routing.as_ref().filter(|r| r.policy != RoutingPolicy::All) else {
+        return Ok(vec![rrset.clone()]);
+    };
+    let one = |member: RoutedMember, targets: Vec<String>| DesiredRRset {
+        targets,
+        set_identifier: member.set_identifier.clone(),
+        routing: Some(RoutedSet {
+            policy: routing.policy,
+            members: vec![member],
+            fallback: Vec::new(),
+            locations: Vec::new(),
+        }),
+        ..rrset.clone()
+    };
+    match routing.policy {
+        RoutingPolicy::Weighted => Ok(routing
+            .members
+            .iter()
+            .map(|m| one(m.clone(), m.targets.clone()))
+            .collect()),
+        RoutingPolicy::Failover => {
+            let mut out = Vec::new();
+            for role in ["PRIMARY", "SECONDARY"] {
+                let members: Vec<&RoutedMember> = routing
+                    .members
+                    .iter()
+                    .filter(|m| m.failover.as_deref() == Some(role))
+                    .collect();
+                if members.is_empty() {
+                    continue;
+                }
+                let mut targets: Vec<String> = members.iter().flat_map(|m| m.targets.iter().cloned()).collect();
+                targets.sort();
+                targets.dedup();
+                let ids: Vec<&str> = members.iter().map(|m| m.set_identifier.as_str()).collect();
+                let member = RoutedMember {
+                    set_identifier: ids.join("+"),
+                    ..members[0].clone()
+                };
+                out.push(one(member, targets));
+            }
+            Ok(out)
+        }
+        RoutingPolicy::Nearest => {
+            let regions: Vec<Option<&str>> = routing.members.iter().map(|m| m.aws_region.as_deref()).collect();
+            let distinct: std::collections::BTreeSet<&Option<&str>> = regions.iter().collect();
+            let latency = match routing.members.iter().find(|m| m.aws_region.is_none()) {
+                Some(member) => Err(format!(
+                    "Route53 latency records need an AWS region for every cluster; {} has {}",
+                    member.set_identifier,
+                    member
+                        .region
+                        .as_deref()
+                        .map_or("none".to_owned(), |r| format!("region {r}"))
+                )),
+                None if distinct.len() != regions.len() => Err(
+                    "Route53 latency records allow one record set per AWS region and several clusters share one".into(),
+                ),
+                None => Ok(()),
+            };
+            match latency {
+                Ok(()) => Ok(routing
+                    .members
+                    .iter()
+                    .map(|m| one(m.clone(), m.targets.clone()))
+                    .collect()),
+                Err(why) if routing.locations.is_empty() => {
+                    Err(format!("{why}, and the Domain has no geoRegions — published as All"))
+                }
+                Err(_) => Ok(geolocation_record_sets(routing, &one)),
+            }
+        }
+        RoutingPolicy::All => Ok(vec![rrset.clone()]),
+    }
 }
 
 #[cfg(test)]

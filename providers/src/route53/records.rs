@@ -9,7 +9,10 @@
 //! value is the canonical form itself: for a quoted target that is what
 //! external-dns writes for the same target.
 
-use aws_sdk_route53::types::{AliasTarget, ResourceRecord, ResourceRecordSet, RrType};
+use aws_sdk_route53::types::{
+    AliasTarget, GeoLocation, ResourceRecord, ResourceRecordSet, ResourceRecordSetFailover, ResourceRecordSetRegion,
+    RrType,
+};
 use fedns_api::RecordType;
 
 use crate::desired::{canonical_target, parse_target, DesiredRRset};
@@ -186,9 +189,44 @@ pub fn build_rrset(
     ttl: u32,
     targets: &[String],
 ) -> Result<ResourceRecordSet, String> {
-    let builder = ResourceRecordSet::builder()
+    build_routed_rrset(name, record_type, ttl, targets, "", "")
+}
+
+/// [`build_rrset`] for one routed record set: `set_identifier` and its
+/// routing attribute `policy` (`weight=N`, `failover=PRIMARY|SECONDARY`,
+/// `region=R`, as [`DesiredRRset::policy_key`] writes it); both empty for
+/// a plain record set.
+///
+/// # Errors
+/// The SDK's builder refusing a field, or a policy it cannot express.
+pub fn build_routed_rrset(
+    name: &str,
+    record_type: RecordType,
+    ttl: u32,
+    targets: &[String],
+    set_identifier: &str,
+    policy: &str,
+) -> Result<ResourceRecordSet, String> {
+    let mut builder = ResourceRecordSet::builder()
         .name(format!("{name}."))
         .r#type(RrType::from(record_type.as_str()));
+    if !set_identifier.is_empty() {
+        builder = builder.set_identifier(set_identifier);
+        builder = match policy.split_once('=') {
+            Some(("weight", w)) => builder.weight(w.parse::<i64>().map_err(|_| format!("weight {w:?}"))?),
+            Some(("failover", role)) => builder.failover(ResourceRecordSetFailover::from(role)),
+            Some(("region", region)) => builder.region(ResourceRecordSetRegion::from(region)),
+            Some(("geo", location)) => {
+                let geo = match location.split_once(':') {
+                    Some(("country", code)) => GeoLocation::builder().country_code(code),
+                    Some(("continent", code)) => GeoLocation::builder().continent_code(code),
+                    _ => return Err(format!("set {set_identifier}: location {location:?}")),
+                };
+                builder.geo_location(geo.build())
+            }
+            _ => return Err(format!("set {set_identifier}: no routing policy Route53 can express")),
+        };
+    }
     let builder = match targets.first().and_then(|t| parse_alias_key(t)) {
         Some((dns_name, zone, health)) => builder.alias_target(
             AliasTarget::builder()
@@ -225,10 +263,39 @@ pub struct Held {
     pub ttl: u32,
     /// Canonical targets, sorted (one ALIAS key for alias records).
     pub targets: Vec<String>,
-    /// Set by routing policies (weighted, latency…): never fedns's.
-    pub has_set_identifier: bool,
+    /// Set identifier of a routed record set (weighted, failover, latency…).
+    pub set_identifier: Option<String>,
+    /// Its routing attribute as fedns writes them (`weight=N`,
+    /// `failover=ROLE`, `region=R`); empty for a plain record set or one
+    /// fedns does not write (geolocation, multivalue…).
+    pub policy: String,
     /// The record exactly as read, for DELETE (which must match it).
     pub raw: ResourceRecordSet,
+}
+
+/// The routing attribute of a record set, as [`DesiredRRset::policy_key`]
+/// writes it; empty when it has none fedns writes.
+fn policy_of(raw: &ResourceRecordSet) -> String {
+    if raw.set_identifier().is_none() || raw.multi_value_answer().is_some() {
+        return String::new();
+    }
+    if let Some(geo) = raw.geo_location() {
+        return match (geo.continent_code(), geo.country_code(), geo.subdivision_code()) {
+            (Some(continent), None, None) => format!("geo=continent:{continent}"),
+            (None, Some(country), None) => format!("geo=country:{country}"),
+            _ => String::new(),
+        };
+    }
+    if let Some(weight) = raw.weight() {
+        return format!("weight={weight}");
+    }
+    if let Some(role) = raw.failover() {
+        return format!("failover={}", role.as_str());
+    }
+    if let Some(region) = raw.region() {
+        return format!("region={}", region.as_str());
+    }
+    String::new()
 }
 
 /// Decodes one `ResourceRecordSet`.
@@ -258,7 +325,8 @@ pub fn decode(raw: &ResourceRecordSet) -> Held {
             u32::try_from(raw.ttl().unwrap_or(0)).unwrap_or(u32::MAX)
         },
         targets,
-        has_set_identifier: raw.set_identifier().is_some(),
+        set_identifier: raw.set_identifier().map(str::to_owned),
+        policy: policy_of(raw),
         raw: raw.clone(),
     }
 }
@@ -276,6 +344,8 @@ mod tests {
             targets: targets.iter().map(|s| s.to_string()).collect(),
             provider_specific: specific.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
             sources: BTreeSet::new(),
+            routing: None,
+            set_identifier: String::new(),
         }
     }
 

@@ -42,6 +42,8 @@ fn want(name: &str, t: RecordType, targets: &[&str]) -> DesiredRRset {
         targets: targets.iter().map(|s| s.to_string()).collect(),
         provider_specific: vec![],
         sources: BTreeSet::from(["ns/web".to_owned()]),
+        routing: None,
+        set_identifier: String::new(),
     }
 }
 
@@ -181,7 +183,8 @@ fn records_of_other_owners_are_never_touched() {
             ("claimed.example.com".into(), "owner \"cluster-b\"".into()),
             ("legacy.example.com".into(), "owner \"old-tool\"".into()),
             ("manual.example.com".into(), "a record with no owner".into()),
-            ("weighted.example.com".into(), "a A record".into()),
+            // A routed record set nobody owns is a record with no owner.
+            ("weighted.example.com".into(), "a record with no owner".into()),
         ]
     );
     assert_eq!(
@@ -250,4 +253,189 @@ fn alias_records_plan_as_a_records() {
     let plan = plan_zone("fedns", "example.com", "Z1", &[alias], &zone);
     assert!(plan.units.is_empty(), "{:?}", summary(&plan));
     assert_eq!(plan.owned, 1);
+}
+
+fn routed(name: &str, policy: fedns_api::RoutingPolicy, members: &[(&str, &str, &str)]) -> DesiredRRset {
+    use crate::desired::{RoutedMember, RoutedSet};
+    let mut rrset = want(name, RecordType::A, &[]);
+    let members: Vec<RoutedMember> = members
+        .iter()
+        .map(|(id, attribute, target)| RoutedMember {
+            set_identifier: id.to_string(),
+            targets: vec![target.to_string()],
+            weight: attribute.strip_prefix("weight=").map(|w| w.parse().unwrap()),
+            failover: attribute.strip_prefix("failover=").map(str::to_owned),
+            region: attribute.strip_prefix("region=").map(str::to_owned),
+            aws_region: attribute
+                .strip_prefix("region=")
+                .filter(|r| r.contains('-'))
+                .map(str::to_owned),
+            provider_specific: vec![],
+            geo: None,
+        })
+        .collect();
+    rrset.targets = members.iter().flat_map(|m| m.targets.clone()).collect();
+    rrset.routing = Some(RoutedSet {
+        policy,
+        members,
+        fallback: vec![],
+        locations: vec![],
+    });
+    rrset
+}
+
+/// (set identifier, routing attribute) of every record set the plan writes.
+fn routed_rows(plan: &ZonePlan) -> Vec<(String, String, String)> {
+    plan.units
+        .iter()
+        .flat_map(|u| u.changes.iter())
+        .map(|c| {
+            let rrset = c.resource_record_set().unwrap();
+            let held = crate::route53::records::decode(rrset);
+            (
+                rrset.name().to_owned(),
+                rrset.set_identifier().unwrap_or_default().to_owned(),
+                held.policy,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn routing_policies_become_route53_routing_record_sets_with_matching_registry_records() {
+    use fedns_api::RoutingPolicy;
+    let desired = vec![
+        routed(
+            "w.example.com",
+            RoutingPolicy::Weighted,
+            &[("east", "weight=1", "192.0.2.1"), ("west", "weight=3", "192.0.2.2")],
+        ),
+        routed(
+            "f.example.com",
+            RoutingPolicy::Failover,
+            &[
+                ("east", "failover=PRIMARY", "192.0.2.1"),
+                ("west", "failover=SECONDARY", "192.0.2.2"),
+            ],
+        ),
+        routed(
+            "n.example.com",
+            RoutingPolicy::Nearest,
+            &[
+                ("east", "region=us-east-1", "192.0.2.1"),
+                ("eu", "region=eu-west-1", "192.0.2.3"),
+            ],
+        ),
+        routed(
+            "lab.example.com",
+            RoutingPolicy::Nearest,
+            &[
+                ("east", "region=us-east-1", "192.0.2.1"),
+                ("lab", "region=basement", "192.0.2.9"),
+            ],
+        ),
+    ];
+    let plan = plan_zone("fedns", "example.com", "Z1", &desired, &apex_records());
+    let rows = routed_rows(&plan);
+    let row = |n: &str, s: &str, p: &str| (n.to_owned(), s.to_owned(), p.to_owned());
+    for expected in [
+        row("w.example.com.", "east", "weight=1"),
+        row("a-w.example.com.", "east", "weight=1"),
+        row("w.example.com.", "west", "weight=3"),
+        row("a-w.example.com.", "west", "weight=3"),
+        row("f.example.com.", "east", "failover=PRIMARY"),
+        row("a-f.example.com.", "west", "failover=SECONDARY"),
+        row("n.example.com.", "eu", "region=eu-west-1"),
+        row("a-n.example.com.", "east", "region=us-east-1"),
+        // Not expressible (basement is no AWS region): All, plain.
+        row("lab.example.com.", "", ""),
+    ] {
+        assert!(rows.contains(&expected), "{expected:?} missing from {rows:#?}");
+    }
+    assert_eq!(plan.downgraded.len(), 1, "{:?}", plan.downgraded);
+    assert!(plan.downgraded[0].2.contains("basement"), "{:?}", plan.downgraded);
+
+    // Read back as written: nothing to change.
+    let mut zone = apex_records();
+    for unit in &plan.units {
+        for change in &unit.changes {
+            zone.push(change.resource_record_set().unwrap().clone());
+        }
+    }
+    let again = plan_zone("fedns", "example.com", "Z1", &desired, &zone);
+    assert!(again.units.is_empty(), "{:#?}", summary(&again));
+    assert_eq!(again.owned, 7);
+
+    // A weight change is an update of that record set only; a member gone
+    // is deleted with its registry record.
+    let changed = vec![routed(
+        "w.example.com",
+        RoutingPolicy::Weighted,
+        &[("east", "weight=2", "192.0.2.1")],
+    )];
+    let plan = plan_zone("fedns", "example.com", "Z1", &changed, &zone);
+    let rows = routed_rows(&plan);
+    assert!(rows.contains(&row("w.example.com.", "east", "weight=2")), "{rows:#?}");
+    assert!(rows.contains(&row("w.example.com.", "west", "weight=3")), "{rows:#?}");
+    let deletes: Vec<_> = summary(&plan).into_iter().filter(|r| r.0 == "DELETE").collect();
+    assert!(
+        deletes.contains(&("DELETE".into(), "A".into(), "w.example.com.".into()))
+            && deletes.contains(&("DELETE".into(), "TXT".into(), "a-w.example.com.".into())),
+        "{deletes:#?}"
+    );
+}
+
+#[test]
+fn nearest_without_aws_regions_uses_the_domains_geo_table() {
+    use fedns_api::RoutingPolicy;
+    let mut rrset = routed(
+        "g.example.com",
+        RoutingPolicy::Nearest,
+        &[
+            ("a", "region=europe", "192.0.2.1"),
+            ("b", "region=americas", "192.0.2.2"),
+        ],
+    );
+    if let Some(routing) = rrset.routing.as_mut() {
+        routing.fallback = vec!["americas".into()];
+        routing.locations = vec![
+            ("country:DE".into(), "europe".into()),
+            ("continent:NA".into(), "americas".into()),
+            ("continent:AS".into(), "asia".into()),
+        ];
+    }
+    let plan = plan_zone("fedns", "example.com", "Z1", &[rrset.clone()], &apex_records());
+    assert!(plan.downgraded.is_empty(), "{:?}", plan.downgraded);
+    let rows = routed_rows(&plan);
+    let row = |n: &str, s: &str, p: &str| (n.to_owned(), s.to_owned(), p.to_owned());
+    for expected in [
+        row("g.example.com.", "country-DE", "geo=country:DE"),
+        row("g.example.com.", "continent-NA", "geo=continent:NA"),
+        row("g.example.com.", "default", "geo=country:*"),
+        row("a-g.example.com.", "default", "geo=country:*"),
+    ] {
+        assert!(rows.contains(&expected), "{expected:?} missing from {rows:#?}");
+    }
+    assert!(
+        !rows.iter().any(|r| r.1 == "continent-AS"),
+        "asia has no cluster: {rows:#?}"
+    );
+    // The default location answers the fallback region.
+    let default = plan
+        .units
+        .iter()
+        .flat_map(|u| u.changes.iter())
+        .map(|c| c.resource_record_set().unwrap())
+        .find(|r| r.set_identifier() == Some("default") && r.r#type().as_str() == "A")
+        .unwrap();
+    assert_eq!(default.resource_records()[0].value(), "192.0.2.2");
+    // Read back: nothing to change.
+    let mut zone = apex_records();
+    for unit in &plan.units {
+        for change in &unit.changes {
+            zone.push(change.resource_record_set().unwrap().clone());
+        }
+    }
+    let again = plan_zone("fedns", "example.com", "Z1", &[rrset], &zone);
+    assert!(again.units.is_empty(), "{:#?}", summary(&again));
 }

@@ -444,3 +444,57 @@ async fn txt_text_and_cname_layout() {
     assert_eq!((again.writes, again.errors.len()), (0, 0), "{again:?}");
     assert_eq!(client.revision().await.unwrap(), revision);
 }
+
+/// The etcd plugin has no traffic policies: a Weighted name is published
+/// with every member and the sync says so; a Failover name carries the
+/// active role only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_are_published_as_all_and_reported() {
+    let etcd = Etcd::start();
+    let provider = CorednsEtcd::new(
+        EtcdConfig {
+            endpoints: vec![etcd.url()],
+            ..EtcdConfig::default()
+        },
+        ProviderMetrics::default(),
+    );
+    let ep = |name: &str, set: &str, target: &str, key: &str, value: &str| {
+        json!({"dnsName": name, "recordType": "A", "recordTTL": 30, "targets": [target],
+               "setIdentifier": set, "providerSpecific": [{"name": key, "value": value}]})
+    };
+    let report = provider
+        .sync_all(
+            &desired(json!([
+                ep("w.example.com", "east", "203.0.113.1", "aws/weight", "1"),
+                ep("w.example.com", "west", "203.0.113.2", "aws/weight", "3"),
+                ep("f.example.com", "east", "203.0.113.1", "aws/failover", "PRIMARY"),
+                ep("f.example.com", "west", "203.0.113.2", "aws/failover", "SECONDARY"),
+            ])),
+            SyncMode::Changed,
+        )
+        .await;
+    assert!(report.errors.is_empty(), "{report:?}");
+    assert_eq!(report.downgraded.len(), 1, "{report:?}");
+    assert_eq!(report.downgraded[0].0, "w.example.com");
+    assert!(
+        report.downgraded[0].2.contains("Weighted published as All"),
+        "{report:?}"
+    );
+    let client = etcd.client();
+    let hosts = |keys: BTreeMap<String, Value>| -> Vec<String> {
+        let mut h: Vec<String> = keys
+            .values()
+            .map(|v| v["host"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        h.sort();
+        h
+    };
+    assert_eq!(
+        hosts(coredns_keys(&client, "w.example.com", false).await),
+        ["203.0.113.1", "203.0.113.2"]
+    );
+    assert_eq!(
+        hosts(coredns_keys(&client, "f.example.com", false).await),
+        ["203.0.113.1"]
+    );
+}

@@ -399,3 +399,198 @@ async fn txt_values_are_written_as_external_dns_writes_them() {
     let again = route53.sync_all(&fixture, SyncMode::Full).await;
     assert_eq!((again.changes, again.errors.len()), (0, 0), "{again:?}");
 }
+
+/// Weighted, failover and latency record sets against moto, read back:
+/// SetIdentifier, Weight, Failover, Region, and registry records with the
+/// same set identifier; a Nearest name without AWS regions is published as
+/// All and reported as downgraded; a second sync writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routing_policies_become_routing_record_sets() {
+    let moto = Moto::start();
+    let admin = moto::client(&moto.url());
+    let zone = moto::create_zone(&admin, "example.com").await;
+    let route53 = provider(&moto.url(), |_| {});
+    let ep = |name: &str, set: &str, target: &str, props: Value| {
+        json!({"dnsName": name, "recordType": "A", "recordTTL": 30, "targets": [target],
+               "setIdentifier": set, "providerSpecific": props})
+    };
+    let fixture = desired(json!([
+        ep(
+            "w.example.com",
+            "east",
+            "203.0.113.1",
+            json!([{"name": "aws/weight", "value": "1"}])
+        ),
+        ep(
+            "w.example.com",
+            "west",
+            "203.0.113.2",
+            json!([{"name": "aws/weight", "value": "3"}])
+        ),
+        ep(
+            "f.example.com",
+            "east",
+            "203.0.113.1",
+            json!([{"name": "aws/failover", "value": "PRIMARY"}])
+        ),
+        ep(
+            "f.example.com",
+            "west",
+            "203.0.113.2",
+            json!([{"name": "aws/failover", "value": "SECONDARY"}])
+        ),
+        ep(
+            "n.example.com",
+            "east",
+            "203.0.113.1",
+            json!([{"name": "fedns/nearest-region", "value": "us-east-1"}, {"name": "aws/region", "value": "us-east-1"}])
+        ),
+        ep(
+            "n.example.com",
+            "eu",
+            "203.0.113.3",
+            json!([{"name": "fedns/nearest-region", "value": "eu-west-1"}, {"name": "aws/region", "value": "eu-west-1"}])
+        ),
+        ep(
+            "lab.example.com",
+            "east",
+            "203.0.113.1",
+            json!([{"name": "fedns/nearest-region", "value": "us-east-1"}, {"name": "aws/region", "value": "us-east-1"}])
+        ),
+        ep(
+            "lab.example.com",
+            "lab",
+            "203.0.113.9",
+            json!([{"name": "fedns/nearest-region", "value": "basement"}])
+        ),
+    ]));
+    let report = route53.sync_all(&fixture, SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
+    assert_eq!(report.downgraded.len(), 1, "{report:?}");
+    assert_eq!(report.downgraded[0].0, "lab.example.com");
+
+    let sets = admin
+        .list_resource_record_sets()
+        .hosted_zone_id(&zone)
+        .send()
+        .await
+        .unwrap()
+        .resource_record_sets()
+        .to_vec();
+    let mut rows: Vec<String> = sets
+        .iter()
+        .filter(|s| s.set_identifier().is_some())
+        .map(|s| {
+            format!(
+                "{} {} {} weight={:?} failover={:?} region={:?} {:?}",
+                s.name(),
+                s.r#type().as_str(),
+                s.set_identifier().unwrap_or_default(),
+                s.weight(),
+                s.failover().map(|f| f.as_str().to_owned()),
+                s.region().map(|r| r.as_str().to_owned()),
+                s.resource_records()
+                    .iter()
+                    .map(|r| r.value().to_owned())
+                    .collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    rows.sort();
+    println!("{rows:#?}");
+    for expected in [
+        "w.example.com. A east weight=Some(1) failover=None region=None [\"203.0.113.1\"]",
+        "w.example.com. A west weight=Some(3) failover=None region=None [\"203.0.113.2\"]",
+        "f.example.com. A east weight=None failover=Some(\"PRIMARY\") region=None [\"203.0.113.1\"]",
+        "f.example.com. A west weight=None failover=Some(\"SECONDARY\") region=None [\"203.0.113.2\"]",
+        "n.example.com. A east weight=None failover=None region=Some(\"us-east-1\") [\"203.0.113.1\"]",
+        "n.example.com. A eu weight=None failover=None region=Some(\"eu-west-1\") [\"203.0.113.3\"]",
+    ] {
+        assert!(rows.iter().any(|r| r == expected), "{expected} not in {rows:#?}");
+    }
+    // Registry records carry the same set identifier and policy.
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("a-w.example.com. TXT west weight=Some(3)") && r.contains("owner=fedns")),
+        "{rows:#?}"
+    );
+    // The downgraded name is one plain record set with every member.
+    assert_eq!(
+        values(&admin, &zone, "lab.example.com", "A").await,
+        ["203.0.113.1", "203.0.113.9"]
+    );
+    // Read back, nothing to change.
+    let again = route53.sync_all(&fixture, SyncMode::Full).await;
+    assert_eq!((again.writes, again.changes), (0, 0), "{again:?}");
+    assert_eq!(again.downgraded.len(), 1);
+}
+
+/// Nearest with regions that are not AWS regions and a Domain geo table:
+/// geolocation record sets (country, continent, default `*`), read back
+/// from moto; a second sync writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nearest_becomes_geolocation_record_sets_from_the_domains_geo_table() {
+    let moto = Moto::start();
+    let admin = moto::client(&moto.url());
+    let zone = moto::create_zone(&admin, "example.com").await;
+    let route53 = provider(&moto.url(), |_| {});
+    let domain: fedns_api::Domain = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+        "metadata": {"name": "myfed", "namespace": "fedns-system"},
+        "spec": {"domain": "example.com", "geoRegions": [
+            {"region": "europe", "countries": ["DE"]},
+            {"region": "americas", "continents": ["NA"]}]},
+    }))
+    .unwrap();
+    let endpoint: fedns_api::DNSEndpoint = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+        "metadata": {"name": "service-g", "namespace": "ns"},
+        "spec": {"endpoints": [
+            {"dnsName": "g.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.1"], "setIdentifier": "a",
+             "providerSpecific": [{"name": "fedns/nearest-region", "value": "europe"}]},
+            {"dnsName": "g.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.2"], "setIdentifier": "b",
+             "providerSpecific": [{"name": "fedns/nearest-region", "value": "americas"}]},
+        ]},
+    }))
+    .unwrap();
+    let fixture = fedns_providers::desired::desired_zones(&[domain], &[endpoint]);
+    let report = route53.sync_all(&fixture, SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
+    assert!(report.downgraded.is_empty(), "{report:?}");
+    let sets = admin
+        .list_resource_record_sets()
+        .hosted_zone_id(&zone)
+        .send()
+        .await
+        .unwrap()
+        .resource_record_sets()
+        .to_vec();
+    let mut rows: Vec<String> = sets
+        .iter()
+        .filter(|s| s.name() == "g.example.com." && s.set_identifier().is_some())
+        .map(|s| {
+            let geo = s.geo_location().unwrap();
+            format!(
+                "{} country={:?} continent={:?} {:?}",
+                s.set_identifier().unwrap_or_default(),
+                geo.country_code(),
+                geo.continent_code(),
+                s.resource_records()
+                    .iter()
+                    .map(|r| r.value().to_owned())
+                    .collect::<Vec<_>>()
+            )
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            "continent-NA country=None continent=Some(\"NA\") [\"203.0.113.2\"]",
+            "country-DE country=Some(\"DE\") continent=None [\"203.0.113.1\"]",
+            "default country=Some(\"*\") continent=None [\"203.0.113.1\", \"203.0.113.2\"]",
+        ]
+    );
+    let again = route53.sync_all(&fixture, SyncMode::Full).await;
+    assert_eq!((again.writes, again.changes), (0, 0), "{again:?}");
+}

@@ -1,0 +1,344 @@
+//! Traffic policies (`spec.routing`) written into the DNSEndpoint in
+//! external-dns's vocabulary: one endpoint per healthy cluster (and
+//! address family) with `setIdentifier` = the cluster and the
+//! `providerSpecific` properties external-dns defines for Route53
+//! (`aws/weight`, `aws/failover`, `aws/region`), plus fedns's own where
+//! external-dns has none (`fedns/nearest-region`, `fedns/nearest-fallback`).
+//!
+//! Health has been applied before: the shards given are the healthy ones
+//! (or the last-known set when health failed open), so the policy only
+//! chooses among clusters that may be answered.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use fedns_api::routing::{AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION};
+use fedns_api::{Endpoint, ProviderSpecificProperty, RecordType, Routing, RoutingPolicy};
+
+use super::builder::BuildProblem;
+
+/// One healthy cluster as a policy sees it.
+#[derive(Debug, Clone)]
+pub struct PolicyShard {
+    /// MemberCluster name (the set identifier).
+    pub cluster: String,
+    /// Its region, if known.
+    pub region: Option<String>,
+    /// Its load balancer addresses.
+    pub addresses: BTreeSet<IpAddr>,
+}
+
+/// Problems of `routing` the schema cannot see: names in `weights`,
+/// `priorities` or `fallback` that are neither a member cluster
+/// (`clusters`) nor a region of one (`regions`), a name in two priority
+/// groups, `Nearest` on a Domain without a client table. The policy still
+/// applies; an unknown name just matches nothing.
+pub fn check(
+    routing: &Routing,
+    clusters: &BTreeSet<String>,
+    regions: &BTreeSet<String>,
+    domain_places_clients: bool,
+) -> Vec<BuildProblem> {
+    let mut problems = Vec::new();
+    let unknown = |problems: &mut Vec<BuildProblem>, field: &str, name: &str, what: &str| {
+        problems.push(BuildProblem {
+            cluster: None,
+            message: format!("spec.routing.{field}: {name:?} is not {what}; it matches nothing"),
+        })
+    };
+    for name in routing.weights.keys() {
+        if !clusters.contains(name) && !regions.contains(name) {
+            unknown(&mut problems, "weights", name, "a member cluster or a region");
+        }
+    }
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, group) in routing.priorities.iter().enumerate() {
+        for name in group {
+            if !clusters.contains(name) && !regions.contains(name) {
+                unknown(&mut problems, "priorities", name, "a member cluster or a region");
+            }
+            if let Some(first) = seen.insert(name, index) {
+                if first != index {
+                    problems.push(BuildProblem {
+                        cluster: None,
+                        message: format!(
+                            "spec.routing.priorities: {name:?} is in groups {first} and {index}; group {first} counts"
+                        ),
+                    });
+                }
+                seen.insert(name, first);
+            }
+        }
+    }
+    for name in &routing.fallback {
+        if !regions.contains(name) {
+            unknown(&mut problems, "fallback", name, "a region of a member cluster");
+        }
+    }
+    match routing.policy {
+        RoutingPolicy::Failover if routing.priorities.is_empty() => problems.push(BuildProblem {
+            cluster: None,
+            message: "spec.routing: policy Failover without priorities answers every healthy cluster".into(),
+        }),
+        RoutingPolicy::Nearest if !domain_places_clients => problems.push(BuildProblem {
+            cluster: None,
+            message: "spec.routing: policy Nearest, but the Domain has no clientRegions or geoRegions; every client gets the fallback order".into(),
+        }),
+        _ => {}
+    }
+    problems
+}
+
+/// The priority group of a cluster: the first group naming it or its
+/// region; clusters in no group come last.
+fn group_of(routing: &Routing, shard: &PolicyShard) -> usize {
+    routing
+        .priorities
+        .iter()
+        .position(|group| {
+            group
+                .iter()
+                .any(|n| *n == shard.cluster || Some(n.as_str()) == shard.region.as_deref())
+        })
+        .unwrap_or(routing.priorities.len())
+}
+
+/// The weight of a cluster: its own entry, else its region's, else 0.
+pub fn weight_of(routing: &Routing, cluster: &str, region: Option<&str>) -> i64 {
+    routing
+        .weights
+        .get(cluster)
+        .or_else(|| region.and_then(|r| routing.weights.get(r)))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Whether `region` names an AWS region (`us-east-1`, `eu-central-2`,
+/// `us-gov-west-1`, `ap-southeast-4`), so Route53 latency records can use it.
+pub fn is_aws_region(region: &str) -> bool {
+    let parts: Vec<&str> = region.split('-').collect();
+    let (first, rest) = match parts.as_slice() {
+        [first, rest @ ..] if rest.len() >= 2 => (first, rest),
+        _ => return false,
+    };
+    let letters = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase());
+    first.len() == 2
+        && letters(first)
+        && rest[..rest.len() - 1].iter().all(|p| letters(p))
+        && rest[rest.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        && !rest[rest.len() - 1].is_empty()
+}
+
+fn property(name: &str, value: impl Into<String>) -> ProviderSpecificProperty {
+    ProviderSpecificProperty {
+        name: name.to_owned(),
+        value: value.into(),
+    }
+}
+
+fn per_family(name: &str, shard: &PolicyShard, ttl: i64, properties: &[ProviderSpecificProperty]) -> Vec<Endpoint> {
+    let mut out = Vec::new();
+    for (rtype, v6) in [(RecordType::A, false), (RecordType::AAAA, true)] {
+        let targets: Vec<String> = shard
+            .addresses
+            .iter()
+            .filter(|a| a.is_ipv6() == v6)
+            .map(ToString::to_string)
+            .collect();
+        if targets.is_empty() {
+            continue;
+        }
+        out.push(Endpoint {
+            dns_name: name.to_owned(),
+            targets,
+            record_type: rtype,
+            set_identifier: shard.cluster.clone(),
+            record_ttl: Some(ttl),
+            labels: Default::default(),
+            provider_specific: properties.to_vec(),
+        });
+    }
+    out
+}
+
+/// The endpoints of `name` under `routing` (a policy other than `All`):
+/// one per cluster and address family. `Failover` writes the first group
+/// with a healthy cluster as `PRIMARY` and the next as `SECONDARY` (what
+/// Route53 can express); later groups appear when those fail.
+pub fn policy_endpoints(name: &str, routing: &Routing, shards: &[PolicyShard], ttl: i64) -> Vec<Endpoint> {
+    let shards: Vec<&PolicyShard> = shards.iter().filter(|s| !s.addresses.is_empty()).collect();
+    let mut out = Vec::new();
+    match routing.policy {
+        RoutingPolicy::All => {}
+        RoutingPolicy::Weighted => {
+            for shard in shards {
+                let weight = weight_of(routing, &shard.cluster, shard.region.as_deref());
+                out.extend(per_family(
+                    name,
+                    shard,
+                    ttl,
+                    &[property(AWS_WEIGHT, weight.to_string())],
+                ));
+            }
+        }
+        RoutingPolicy::Failover => {
+            let groups: BTreeSet<usize> = shards.iter().map(|s| group_of(routing, s)).collect();
+            let mut roles = groups.into_iter();
+            let primary = roles.next();
+            let secondary = roles.next();
+            for shard in shards {
+                let group = Some(group_of(routing, shard));
+                let role = if group == primary {
+                    "PRIMARY"
+                } else if group == secondary {
+                    "SECONDARY"
+                } else {
+                    continue;
+                };
+                out.extend(per_family(name, shard, ttl, &[property(AWS_FAILOVER, role)]));
+            }
+        }
+        RoutingPolicy::Nearest => {
+            for shard in shards {
+                let region = shard.region.clone().unwrap_or_default();
+                let mut properties = vec![property(FEDNS_NEAREST_REGION, region.clone())];
+                if !routing.fallback.is_empty() {
+                    properties.push(property(FEDNS_NEAREST_FALLBACK, routing.fallback.join(",")));
+                }
+                if is_aws_region(&region) {
+                    properties.push(property(AWS_REGION, region));
+                }
+                out.extend(per_family(name, shard, ttl, &properties));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(cluster: &str, region: &str, ips: &[&str]) -> PolicyShard {
+        PolicyShard {
+            cluster: cluster.into(),
+            region: (!region.is_empty()).then(|| region.into()),
+            addresses: ips.iter().map(|i| i.parse().unwrap()).collect(),
+        }
+    }
+
+    fn props(e: &Endpoint) -> Vec<String> {
+        e.provider_specific
+            .iter()
+            .map(|p| format!("{}={}", p.name, p.value))
+            .collect()
+    }
+
+    fn routing(policy: RoutingPolicy) -> Routing {
+        Routing {
+            policy,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn weighted_writes_one_endpoint_per_cluster_and_family() {
+        let mut r = routing(RoutingPolicy::Weighted);
+        r.weights.insert("east".into(), 3);
+        r.weights.insert("eu-west-1".into(), 1);
+        let shards = [
+            shard("east", "us-east-1", &["203.0.113.1", "2001:db8::1"]),
+            shard("eu", "eu-west-1", &["203.0.113.2"]),
+            shard("lab", "", &["203.0.113.3"]),
+        ];
+        let e = policy_endpoints("n.example.com", &r, &shards, 30);
+        let rows: Vec<String> = e
+            .iter()
+            .map(|e| format!("{} {} {}", e.set_identifier, e.record_type, props(e).join(",")))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "east A aws/weight=3",
+                "east AAAA aws/weight=3",
+                "eu A aws/weight=1",
+                "lab A aws/weight=0"
+            ]
+        );
+    }
+
+    #[test]
+    fn failover_marks_the_first_two_healthy_groups() {
+        let mut r = routing(RoutingPolicy::Failover);
+        r.priorities = vec![vec!["us-east-1".into()], vec!["west".into()], vec!["eu".into()]];
+        let all = [
+            shard("east", "us-east-1", &["203.0.113.1"]),
+            shard("west", "us-west-2", &["203.0.113.2"]),
+            shard("eu", "eu-west-1", &["203.0.113.3"]),
+        ];
+        let roles = |shards: &[PolicyShard]| -> Vec<String> {
+            policy_endpoints("n.example.com", &r, shards, 30)
+                .iter()
+                .map(|e| format!("{} {}", e.set_identifier, props(e).join(",")))
+                .collect()
+        };
+        assert_eq!(
+            roles(&all),
+            ["east aws/failover=PRIMARY", "west aws/failover=SECONDARY"]
+        );
+        // east unhealthy: west is primary, eu secondary.
+        assert_eq!(
+            roles(&all[1..]),
+            ["west aws/failover=PRIMARY", "eu aws/failover=SECONDARY"]
+        );
+    }
+
+    #[test]
+    fn nearest_writes_regions_and_aws_regions_where_they_are() {
+        let mut r = routing(RoutingPolicy::Nearest);
+        r.fallback = vec!["us-east-1".into(), "europe".into()];
+        let shards = [
+            shard("east", "us-east-1", &["203.0.113.1"]),
+            shard("eu", "europe", &["203.0.113.2"]),
+        ];
+        let e = policy_endpoints("n.example.com", &r, &shards, 30);
+        assert_eq!(
+            props(&e[0]),
+            [
+                "fedns/nearest-region=us-east-1",
+                "fedns/nearest-fallback=us-east-1,europe",
+                "aws/region=us-east-1"
+            ]
+        );
+        assert_eq!(
+            props(&e[1]),
+            ["fedns/nearest-region=europe", "fedns/nearest-fallback=us-east-1,europe"]
+        );
+    }
+
+    #[test]
+    fn unknown_names_are_reported() {
+        let mut r = routing(RoutingPolicy::Weighted);
+        r.weights.insert("east".into(), 1);
+        r.weights.insert("nowhere".into(), 1);
+        let clusters: BTreeSet<String> = ["east".to_string()].into();
+        let regions: BTreeSet<String> = ["us-east-1".to_string()].into();
+        let p = check(&r, &clusters, &regions, true);
+        assert_eq!(p.len(), 1);
+        assert!(p[0].message.contains("\"nowhere\""), "{p:?}");
+        let mut r = routing(RoutingPolicy::Nearest);
+        r.fallback = vec!["east".into()];
+        let p = check(&r, &clusters, &regions, false);
+        assert_eq!(p.len(), 2, "{p:?}");
+    }
+
+    #[test]
+    fn aws_regions() {
+        for r in ["us-east-1", "eu-central-2", "us-gov-west-1", "ap-southeast-4"] {
+            assert!(is_aws_region(r), "{r}");
+        }
+        for r in ["europe", "us-east", "east-1", "US-EAST-1", "us-east-1a", ""] {
+            assert!(!is_aws_region(r), "{r}");
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Traffic policies end to end: `fedns controller` against three emulated
+//! members (regions us-east-1, us-west-2, eu-west-1) whose Service load
+//! balancers are HTTP responders on 127.0.2.1-3, answers read with `dig`
+//! (`+subnet` for EDNS Client Subnet, `-b` for the source address).
+//!
+//! Nearest by ECS and by source; Weighted keeps its standby out until the
+//! weighted clusters fail; Failover switches group on health change and
+//! back; with every load balancer down, each policy keeps answering from
+//! the last-known set (fail-open); the DNSEndpoint is in external-dns's
+//! vocabulary; an unknown cluster in the policy is a condition, not an outage.
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use fedns_api::{DNSEndpoint, ServiceDNSRecord};
+use fedns_controller::federation::Federation;
+use fedns_sandbox::responder::Responder;
+use kube::api::Api;
+use serde_json::json;
+
+const ZONE: &str = "ns.myfed.svc.example.com";
+
+fn member_yaml(region: &str, ip: &str, port: u16) -> String {
+    let mut yaml = format!(
+        r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-{region}
+  labels: {{topology.kubernetes.io/region: {region}, topology.kubernetes.io/zone: {region}a}}
+"#
+    );
+    for service in ["nginx", "web", "api"] {
+        yaml.push_str(&format!(
+            r#"---
+apiVersion: v1
+kind: Service
+metadata: {{name: {service}, namespace: ns}}
+spec: {{type: LoadBalancer, ports: [{{port: {port}}}]}}
+status: {{loadBalancer: {{ingress: [{{ip: "{ip}"}}]}}}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: {service}-abcde
+  namespace: ns
+  labels: {{kubernetes.io/service-name: {service}}}
+addressType: IPv4
+endpoints:
+  - addresses: ["10.1.0.5"]
+    conditions: {{ready: true}}
+"#
+        ));
+    }
+    yaml
+}
+
+const HOST_YAML: &str = r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec:
+  domain: example.com
+  clientRegions:
+    - {cidr: 192.0.2.0/24, region: eu-west-1}
+    - {cidr: 198.51.100.0/24, region: us-west-2}
+    - {cidr: 127.0.0.2/32, region: eu-west-1}
+    - {cidr: 127.0.0.3/32, region: us-west-2}
+  geoRegions:
+    - {region: eu-west-1, continents: [EU]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTP, path: /healthz, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+  routing: {policy: Nearest, fallback: [us-east-1]}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: web, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTP, path: /healthz, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+  routing: {policy: Weighted, weights: {a: 1, us-west-2: 3, nowhere: 5}}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: api, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTP, path: /healthz, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+  routing: {policy: Failover, priorities: [[us-east-1], [b]]}
+"#;
+
+/// `dig +short` with extra options (`+subnet=...`, `-b ADDR`), sorted.
+fn dig_with(port: u16, name: &str, extra: &[&str]) -> Vec<String> {
+    let out = Command::new("dig")
+        .args([
+            "+short",
+            "+time=1",
+            "+tries=1",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            name,
+            "A",
+        ])
+        .args(extra)
+        .output()
+        .expect("dig (Debian bind9-dnsutils) must be installed");
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty() && !l.starts_with(";;"))
+        .collect();
+    lines.sort();
+    lines
+}
+
+async fn becomes(port: u16, name: &str, extra: &[&str], want: &[&str], what: &str) -> Duration {
+    let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    let started = Instant::now();
+    loop {
+        let got = dig_with(port, name, extra);
+        if got == want {
+            let took = started.elapsed();
+            println!("{what}: {want:?} after {took:?}");
+            return took;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: still {got:?} after 30 s, want {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The distinct single-address answers of `n` queries.
+fn spread(port: u16, name: &str, n: usize) -> std::collections::BTreeMap<String, usize> {
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..n {
+        let got = dig_with(port, name, &[]);
+        assert_eq!(got.len(), 1, "one cluster per Weighted answer: {got:?}");
+        *seen.entry(got[0].clone()).or_default() += 1;
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_follow_clients_weights_and_health() {
+    let first = Responder::start("127.0.2.1:0".parse().unwrap(), None).await.unwrap();
+    let port = first.address().port();
+    let mut responders = vec![first];
+    for ip in ["127.0.2.2", "127.0.2.3"] {
+        responders.push(
+            Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
+                .await
+                .unwrap(),
+        );
+    }
+    let dir = temp_dir("routing");
+    let members = [("a", "us-east-1"), ("b", "us-west-2"), ("c", "eu-west-1")];
+    let names: Vec<&str> = members.iter().map(|m| m.0).collect();
+    let federation = Federation::start(&dir, "fedns-system", &names).await.unwrap();
+    for (i, (name, region)) in members.iter().enumerate() {
+        let ip = format!("127.0.2.{}", i + 1);
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(name, &member_yaml(region, &ip, port))
+            .unwrap();
+        federation
+            .register(
+                name,
+                json!({"healthCheck": {"periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2, "successThreshold": 1}}),
+            )
+            .unwrap();
+    }
+    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let dns = free_port();
+    let _controller = spawn_fedns(&[
+        "controller",
+        "--kubeconfig",
+        dir.join("host.kubeconfig").to_str().unwrap(),
+        "--dns-listen",
+        &format!("127.0.0.1:{dns}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{}", free_port()),
+        "--udp-workers",
+        "1",
+    ]);
+    let nginx = format!("nginx.{ZONE}");
+    let web = format!("web.{ZONE}");
+    let api = format!("api.{ZONE}");
+
+    // Nearest: by ECS, by source address, unknown → fallback us-east-1.
+    becomes(
+        dns,
+        &nginx,
+        &["+subnet=192.0.2.0/24"],
+        &["127.0.2.3"],
+        "Nearest, ECS in eu-west-1",
+    )
+    .await;
+    assert_eq!(dig_with(dns, &nginx, &["+subnet=198.51.100.7/32"]), ["127.0.2.2"]);
+    assert_eq!(dig_with(dns, &nginx, &["-b", "127.0.0.2"]), ["127.0.2.3"]);
+    assert_eq!(dig_with(dns, &nginx, &["-b", "127.0.0.3"]), ["127.0.2.2"]);
+    assert_eq!(
+        dig_with(dns, &nginx, &["-b", "127.0.0.1"]),
+        ["127.0.2.1"],
+        "unknown → fallback"
+    );
+    let full = Command::new("dig")
+        .args([
+            "-p",
+            &dns.to_string(),
+            "@127.0.0.1",
+            &nginx,
+            "A",
+            "+subnet=192.0.2.0/24",
+        ])
+        .output()
+        .unwrap();
+    let full = String::from_utf8_lossy(&full.stdout);
+    assert!(
+        full.contains("CLIENT-SUBNET: 192.0.2.0/24/24"),
+        "ECS echoed with SCOPE 24:\n{full}"
+    );
+
+    // Failover: the first group answers.
+    becomes(dns, &api, &[], &["127.0.2.1"], "Failover, primary a").await;
+
+    // Weighted: a 1, b 3 (its region's weight), c standby (0).
+    becomes(dns, &web, &[], &["127.0.2.2"], "Weighted published").await;
+    let seen = spread(dns, &web, 120);
+    println!("Weighted 1:3 over 120 answers: {seen:?}");
+    assert!(!seen.contains_key("127.0.2.3"), "standby c is not answered: {seen:?}");
+    assert!(
+        seen.contains_key("127.0.2.1") && seen.contains_key("127.0.2.2"),
+        "{seen:?}"
+    );
+
+    // The DNSEndpoint speaks external-dns.
+    let host = client_of(&federation.host).await;
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(host.clone(), "ns");
+    let web_endpoint = endpoints.get("service-web").await.unwrap();
+    let global: Vec<String> = web_endpoint
+        .spec
+        .endpoints
+        .iter()
+        .filter(|e| e.dns_name == web)
+        .map(|e| {
+            let props: Vec<String> = e
+                .provider_specific
+                .iter()
+                .map(|p| format!("{}={}", p.name, p.value))
+                .collect();
+            format!("{} {}", e.set_identifier, props.join(","))
+        })
+        .collect();
+    assert_eq!(global, ["a aws/weight=1", "b aws/weight=3", "c aws/weight=0"]);
+    // The unknown weight key is a condition, the rest serves.
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host, "ns");
+    let started = Instant::now();
+    loop {
+        let record = records.get("web").await.unwrap();
+        let conditions = record.status.map(|s| s.conditions).unwrap_or_default();
+        if let Some(c) = conditions
+            .iter()
+            .find(|c| c.type_ == "InputValid" && c.status == "False")
+        {
+            assert!(c.message.contains("\"nowhere\""), "{}", c.message);
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no InputValid=False: {conditions:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // `fedns explain --client-subnet` says which answer a client gets, and why.
+    let kubeconfig = dir.join("host.kubeconfig");
+    let explain = |name: &str, subnet: &str| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_fedns"))
+            .args([
+                "explain",
+                name,
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--client-subnet",
+                subnet,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = explain(&nginx, "192.0.2.0/24");
+    println!("{text}");
+    assert!(text.contains("routing Nearest"), "{text}");
+    assert!(
+        text.contains("client 192.0.2.0/24: region eu-west-1, answered with c (SCOPE PREFIX-LENGTH 24)"),
+        "{text}"
+    );
+    let text = explain(&nginx, "203.0.113.0/24");
+    assert!(text.contains("region (none), answered with a"), "{text}");
+    assert!(text.contains("no known region"), "{text}");
+    let text = explain(&web, "192.0.2.0/24");
+    assert!(text.contains("b: 127.0.2.2 — weight 3 (75.0 % of answers)"), "{text}");
+    // geoRegions without --geoip-db: the Domain says so, the table still places clients.
+    let domains: Api<fedns_api::Domain> = Api::namespaced(client_of(&federation.host).await, "fedns-system");
+    let started = Instant::now();
+    loop {
+        let domain = domains.get("myfed").await.unwrap();
+        let condition = domain
+            .status
+            .and_then(|s| fedns_api::conditions::get(&s.conditions, "ClientRegionsValid").cloned());
+        if let Some(c) = condition.filter(|c| c.reason == "GeoIPUnavailable") {
+            assert_eq!(c.status, "False");
+            assert!(c.message.contains("--geoip-db"), "{}", c.message);
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no ClientRegionsValid=False GeoIPUnavailable"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Health changes: a's load balancer fails.
+    responders[0].stop();
+    becomes(dns, &api, &[], &["127.0.2.2"], "Failover to group 2 (b)").await;
+    becomes(
+        dns,
+        &nginx,
+        &["-b", "127.0.0.1"],
+        &["127.0.2.2", "127.0.2.3"],
+        "Nearest fallback gone: every healthy cluster",
+    )
+    .await;
+    // b fails too: Weighted has only its standby left.
+    responders[1].stop();
+    becomes(dns, &web, &[], &["127.0.2.3"], "Weighted standby c").await;
+    becomes(
+        dns,
+        &api,
+        &[],
+        &["127.0.2.3"],
+        "Failover to the implicit last group (c)",
+    )
+    .await;
+    // a comes back: primary again.
+    responders[0].resume().await.unwrap();
+    becomes(dns, &api, &[], &["127.0.2.1"], "Failover back to a").await;
+
+    // Every load balancer down: fail-open, each policy over the last-known set.
+    responders[0].stop();
+    responders[2].stop();
+    let started = Instant::now();
+    while records
+        .get("api")
+        .await
+        .ok()
+        .and_then(|r| r.status)
+        .and_then(|s| fedns_api::conditions::get(&s.conditions, "Ready").map(|c| c.reason.clone()))
+        .as_deref()
+        != Some("AllUnhealthy")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no AllUnhealthy within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("fail-open after {:?}", started.elapsed());
+    becomes(dns, &api, &[], &["127.0.2.1"], "fail-open Failover: the primary group").await;
+    becomes(
+        dns,
+        &nginx,
+        &["+subnet=192.0.2.0/24"],
+        &["127.0.2.3"],
+        "fail-open Nearest: still by region",
+    )
+    .await;
+    let seen = spread(dns, &web, 40);
+    assert!(
+        !seen.contains_key("127.0.2.3"),
+        "fail-open Weighted: weights again: {seen:?}"
+    );
+    federation.stop();
+}
