@@ -508,7 +508,14 @@ pub fn desired_zones(domains: &[Domain], endpoints: &[DNSEndpoint]) -> DesiredZo
 
 /// Computes the desired zones from every Domain and DNSEndpoint;
 /// `namespaces` gives the labels `allowedNamespaces` selectors match.
-pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespaces: &NamespaceLabels) -> DesiredZones {
+/// `endpoints` may be the objects or shared pointers to them (a watch
+/// cache's `Arc`s: copying every DNSEndpoint per publish cost 30 MiB at
+/// 40,000 shards).
+pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
+    domains: &[Domain],
+    endpoints: &[E],
+    namespaces: &NamespaceLabels,
+) -> DesiredZones {
     let mut out = DesiredZones::default();
     let mut admissions: BTreeMap<String, ZoneAdmission> = BTreeMap::new();
 
@@ -567,7 +574,7 @@ pub fn desired_zones_with(domains: &[Domain], endpoints: &[DNSEndpoint], namespa
 
     // Claims: which object holds each (apex, owner name). Objects are
     // visited oldest first, so the first admitted claim of a name holds it.
-    let mut ordered: Vec<&DNSEndpoint> = endpoints.iter().collect();
+    let mut ordered: Vec<&DNSEndpoint> = endpoints.iter().map(std::borrow::Borrow::borrow).collect();
     ordered.sort_by_cached_key(|e| ClaimOrder::of(&e.metadata));
     let mut holders: BTreeMap<(String, String), String> = BTreeMap::new();
 

@@ -180,8 +180,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         }
         let desired = {
             let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-            let endpoints: Vec<DNSEndpoint> = endpoints.state().iter().map(|e| (**e).clone()).collect();
-            desired_zones_with(&domains, &endpoints, &labels)
+            desired_zones_with(&domains, &endpoints.state(), &labels)
         };
         let invalid = by_source(desired.problems.iter().map(|p| {
             (

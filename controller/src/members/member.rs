@@ -1,4 +1,5 @@
-//! One member's live state: its four caches, whether it is healthy and
+//! One member's live state: its caches (Services, Ingresses, Nodes; of
+//! EndpointSlices only which Services have a ready endpoint), whether it is healthy and
 //! synced, the settings applied without a new client, and its effective
 //! region and zones.
 
@@ -9,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use fedns_api::MemberClusterSpec;
 use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
@@ -59,8 +59,6 @@ pub struct Member {
     pub name: String,
     /// Its Services.
     pub services: Store<Service>,
-    /// Its EndpointSlices.
-    pub slices: Store<EndpointSlice>,
     /// Its Ingresses.
     pub ingresses: Store<Ingress>,
     /// Its Nodes.

@@ -347,7 +347,6 @@ impl Registry {
     fn start_member(self: &Arc<Self>, cluster: &MemberCluster, client: Client, fingerprint: u64) -> Arc<Member> {
         let name = cluster.name_any();
         let (services, services_writer) = reflector::store();
-        let (slices, slices_writer) = reflector::store();
         let (ingresses, ingresses_writer) = reflector::store();
         let (nodes, nodes_writer) = reflector::store();
         let synced: Arc<[AtomicBool; 4]> = Arc::new(Default::default());
@@ -368,7 +367,6 @@ impl Registry {
         let ready_slices: Arc<RwLock<SliceIndex>> = Arc::default();
         tasks.push(ctx.spawn_slices(
             Api::<EndpointSlice>::all(client.clone()),
-            slices_writer,
             ready_slices.clone(),
             queue.clone(),
         ));
@@ -407,7 +405,6 @@ impl Registry {
         let member = Arc::new(Member {
             name: name.clone(),
             services,
-            slices,
             ingresses,
             nodes,
             service_exports,

@@ -16,8 +16,9 @@
 //!   healthy (Route53's rule): the reachable members' current shards and the
 //!   unreachable ones' last-known shards, unfiltered.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fedns_api::{AddressHealth, ClusterDNS, DataPlaneCheck, IngressClusterDNS, ProbeProtocol, WhenAllUnhealthy};
@@ -31,7 +32,7 @@ use crate::dataplane::{Check, ProbeSpec, State};
 use crate::members::Member;
 
 /// A cluster's share of a record, whichever kind.
-pub(super) trait Shard: Clone + PartialEq + serde::Serialize + serde::de::DeserializeOwned {
+pub(super) trait Shard: Clone + PartialEq + Send + Sync + 'static {
     fn cluster(&self) -> &str;
     fn load_balancer(&self) -> &LoadBalancerStatus;
     fn load_balancer_mut(&mut self) -> &mut LoadBalancerStatus;
@@ -144,12 +145,12 @@ pub(super) fn select<T: Shard>(
         .unwrap_or_else(|e| e.into_inner())
         .remove(&id)
         .unwrap_or_default();
-    let previous_of = |name: &str, cache: &BTreeMap<String, serde_json::Value>| {
+    let previous_of = |name: &str, cache: &super::context::LastShards| {
         previous
             .iter()
             .find(|p| p.cluster() == name)
             .cloned()
-            .or_else(|| cache.get(name).and_then(|v| serde_json::from_value(v.clone()).ok()))
+            .or_else(|| cache.get(name).and_then(|v| v.downcast_ref::<T>()).cloned())
     };
     for member in ctx.registry.members() {
         if member.is_cordoned() {
@@ -159,8 +160,12 @@ pub(super) fn select<T: Shard>(
             if member.is_synced() {
                 match fresh(&member) {
                     Some(shard) => {
-                        if let Ok(value) = serde_json::to_value(&shard) {
-                            cache.insert(member.name.clone(), value);
+                        let unchanged = cache
+                            .get(&member.name)
+                            .and_then(|v| v.downcast_ref::<T>())
+                            .is_some_and(|last| *last == shard);
+                        if !unchanged {
+                            cache.insert(member.name.clone(), Arc::new(shard.clone()));
                         }
                         selection.shards.push(shard);
                     }
