@@ -240,6 +240,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         resolver: None,
         leader_elect: false,
         resync_interval: 60,
+        max_object_bytes: crate::records::object_size::DEFAULT_MAX_OBJECT_BYTES,
         workers: 8,
         probe_concurrency: 64,
         sources: crate::cli::SourceArgs {

@@ -10,5 +10,6 @@ mod dataplane;
 mod deploy;
 mod dns_server;
 mod health_e2e;
+mod large_objects;
 mod member_sources;
 mod sandbox_e2e;
