@@ -252,8 +252,24 @@ impl RecordContext {
             Err(too_large) => return Ok(EndpointWrite::TooLarge(too_large)),
         };
         let api: Api<DNSEndpoint> = Api::namespaced(self.host.clone(), namespace);
-        api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
-            .await?;
+        let applied = api
+            .patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
+            .await;
+        if let Err(error) = applied {
+            // The server's limit may be lower than ours: a size refusal is
+            // reported like ours, not retried forever.
+            return match object_size::refusal(&error) {
+                Some(refused) => Ok(EndpointWrite::TooLarge(TooLarge {
+                    endpoint: format!("{namespace}/{name}"),
+                    bytes,
+                    limit: self.max_object_bytes,
+                    endpoints: spec.endpoints.len(),
+                    targets: spec.endpoints.iter().map(|e| e.targets.len()).sum(),
+                    refused: Some(refused),
+                })),
+                None => Err(error),
+            };
+        }
         self.metrics.dnsendpoint_written(since.elapsed());
         tracing::debug!(dnsendpoint = %format!("{namespace}/{name}"), endpoints = spec.endpoints.len(), bytes, "DNSEndpoint written");
         Ok(EndpointWrite::Done)

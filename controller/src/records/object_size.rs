@@ -39,11 +39,22 @@ pub struct TooLarge {
     pub endpoints: usize,
     /// Targets in it, all endpoints together.
     pub targets: usize,
+    /// The API server's refusal, when it was sent (it fitted the limit
+    /// but the server's own limit is lower) and refused for its size.
+    pub refused: Option<String>,
 }
 
 impl TooLarge {
     /// The `Ready` condition's message and the Event's note.
     pub fn message(&self) -> String {
+        if let Some(refusal) = &self.refused {
+            return format!(
+                "DNSEndpoint {} ({} bytes, {} endpoints, {} targets) was refused by the API server for its size \
+                 ({refusal}): not written; its names keep what they served before. Fewer hosts or load balancer \
+                 addresses make it fit; lower --max-object-bytes so such objects are not sent.",
+                self.endpoint, self.bytes, self.endpoints, self.targets
+            );
+        }
         format!(
             "DNSEndpoint {} would be {} bytes ({} endpoints, {} targets), over the {}-byte object limit \
              (--max-object-bytes, less {} bytes the API server adds): not written; its names keep what \
@@ -74,7 +85,25 @@ pub fn check(
         limit,
         endpoints: spec.endpoints.len(),
         targets: spec.endpoints.iter().map(|e| e.targets.len()).sum(),
+        refused: None,
     })
+}
+
+/// Whether the API server refused a write for its size: 413
+/// RequestEntityTooLarge (kube-apiserver's body limit, 3 MiB), or etcd's
+/// "request is too large" passed through (its `--max-request-bytes`).
+/// Returns the server's message then.
+pub fn refusal(error: &kube::Error) -> Option<String> {
+    match error {
+        kube::Error::Api(status)
+            if status.code == 413
+                || status.reason == "RequestEntityTooLarge"
+                || status.message.contains("request is too large") =>
+        {
+            Some(format!("{} {}: {}", status.code, status.reason, status.message))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -103,6 +132,24 @@ mod tests {
         assert_eq!(
             (too_large.bytes, too_large.endpoints, too_large.targets),
             (bytes, 1, 10)
+        );
+    }
+
+    #[test]
+    fn the_servers_size_refusals_are_recognised() {
+        let api = |code: u16, reason: &str, message: &str| {
+            kube::Error::Api(Box::new(kube::core::Status::failure(message, reason).with_code(code)))
+        };
+        let refused = refusal(&api(413, "RequestEntityTooLarge", "limit is 3145728")).unwrap();
+        assert!(refused.contains("413"), "{refused}");
+        assert!(refusal(&api(500, "InternalError", "etcdserver: request is too large")).is_some());
+        assert!(refusal(&api(409, "Conflict", "the object has been modified")).is_none());
+        let mut too_large = check("ns/service-web", &json!({"spec": spec(1)}), &spec(1), 0).unwrap_err();
+        too_large.refused = Some(refused);
+        assert!(
+            too_large.message().contains("refused by the API server"),
+            "{}",
+            too_large.message()
         );
     }
 

@@ -185,3 +185,60 @@ async fn a_zone_with_200000_names_publishes_and_answers() {
     println!("large zone: RSS with only the snapshot kept {} MiB", rss_mib());
     server.shutdown().await;
 }
+
+/// One name with more addresses than a DNS message holds (65,535 octets
+/// over TCP: about 4,000 A records). Checked: the rest of the zone still
+/// publishes and answers, and the server answers that name over UDP and
+/// TCP without a hang or a crash. Printed, not asserted: what the answer
+/// holds (today an empty answer with TC set, even over TCP, so no client
+/// can get those addresses; issue 18 report).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_with_more_addresses_than_a_message_holds() {
+    let targets: Vec<String> = (0..5000).map(|i| format!("10.8.{}.{}", i / 250, i % 250 + 1)).collect();
+    let desired = fedns_e2e::desired(
+        "example.com",
+        json!([
+            {"dnsName": "big.ns.myfed.svc.example.com", "recordType": "A", "targets": targets},
+            {"dnsName": "small.ns.myfed.svc.example.com", "recordType": "A", "targets": ["192.0.2.1"]},
+        ]),
+    );
+    let store = ZoneStore::new();
+    let outcome = EmbeddedSink::new(store.clone()).apply(&desired);
+    println!("skipped: {:?}", outcome.skipped);
+    let config = ServerConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        udp_workers: 1,
+        ..ServerConfig::default()
+    };
+    let server = DnsServer::start(config, store.clone(), DnsMetrics::new())
+        .await
+        .unwrap();
+    let port = server.udp_addrs()[0].port();
+    let small = tokio::task::spawn_blocking(move || dig(port, "small.ns.myfed.svc.example.com", "A", false))
+        .await
+        .unwrap();
+    assert_eq!(status(&small), "NOERROR", "{small}");
+    assert!(small.contains("192.0.2.1"), "{small}");
+    let udp = tokio::task::spawn_blocking(move || dig(port, "big.ns.myfed.svc.example.com", "A", false))
+        .await
+        .unwrap();
+    let tcp = tokio::task::spawn_blocking(move || dig(port, "big.ns.myfed.svc.example.com", "A", true))
+        .await
+        .unwrap();
+    let answers = |text: &str| text.lines().filter(|l| l.contains("\tA\t")).count();
+    println!(
+        "5,000 addresses at one name: UDP {} ({} A), TCP {} ({} A)",
+        status(&udp),
+        answers(&udp),
+        status(&tcp),
+        answers(&tcp)
+    );
+    println!(
+        "{}",
+        tcp.lines()
+            .filter(|l| l.starts_with(";;"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    server.shutdown().await;
+}
