@@ -288,6 +288,14 @@ impl RecordContext {
             EndpointWrite::TooLarge(t) => Some(t),
             EndpointWrite::Done => None,
         };
+        if !self.is_leader() {
+            // Only the leader writes, so only it knows; a follower counts none.
+            let mut set = self.too_large.lock().unwrap_or_else(|e| e.into_inner());
+            if set.remove(key) {
+                self.metrics.dnsendpoints_too_large(set.len());
+            }
+            return;
+        }
         let (changed, now) = {
             let mut set = self.too_large.lock().unwrap_or_else(|e| e.into_inner());
             let changed = match too_large {
@@ -313,9 +321,6 @@ impl RecordContext {
                 )
             }
         };
-        if !self.is_leader() {
-            return;
-        }
         let event = Event {
             type_,
             reason: conditions::OBJECT_TOO_LARGE.into(),
