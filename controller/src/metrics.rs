@@ -47,6 +47,7 @@ pub struct ControllerMetrics {
     change_to_write: Histogram,
     failing_open: Gauge,
     fail_open_engaged: Counter,
+    too_large: Gauge,
 }
 
 impl ControllerMetrics {
@@ -62,7 +63,13 @@ impl ControllerMetrics {
             change_to_write: latency_histogram(),
             failing_open: Gauge::default(),
             fail_open_engaged: Counter::default(),
+            too_large: Gauge::default(),
         };
+        registry.register(
+            "fedns_dnsendpoints_too_large",
+            "Records whose DNSEndpoint would exceed --max-object-bytes and is not written",
+            metrics.too_large.clone(),
+        );
         registry.register(
             "fedns_records_failing_open",
             "Records serving their last-known addresses because health would remove every cluster",
@@ -165,6 +172,11 @@ impl ControllerMetrics {
         if engaged {
             self.fail_open_engaged.inc();
         }
+    }
+
+    /// Sets how many records' DNSEndpoints are over the size limit now.
+    pub fn dnsendpoints_too_large(&self, now: usize) {
+        self.too_large.set(i64::try_from(now).unwrap_or(i64::MAX));
     }
 
     /// Counts one DNSEndpoint write, `since` the change that caused it.

@@ -35,6 +35,9 @@ pub const ALL_UNHEALTHY: &str = "AllUnhealthy";
 pub const SERVING_LAST_KNOWN: &str = "ServingLastKnown";
 /// Record or DNSEndpoint: a value was skipped because it is invalid.
 pub const INVALID_INPUT: &str = "InvalidInput";
+/// Reason: the record's DNSEndpoint would exceed the API server's object
+/// size limit, so it was not written.
+pub const OBJECT_TOO_LARGE: &str = "ObjectTooLarge";
 /// DNSEndpoint: a desired record collides with one fedns does not own,
 /// or an older DNSEndpoint already holds the name.
 pub const CONFLICT: &str = "Conflict";

@@ -141,6 +141,7 @@ async fn publishes_to_every_provider_at_once() {
         geoip_db: None,
         leader_elect: false,
         resync_interval: 60,
+        max_object_bytes: fedns_controller::records::object_size::DEFAULT_MAX_OBJECT_BYTES,
         workers: 4,
         rrl: Default::default(),
         probe_concurrency: 16,

@@ -322,6 +322,12 @@ pub struct ControllerArgs {
     /// Seconds between full resyncs of every record and of external providers.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub resync_interval: u64,
+    /// Largest DNSEndpoint the controller writes, in bytes of JSON. A
+    /// record whose DNSEndpoint would be larger is not written; the record
+    /// gets Ready=False reason ObjectTooLarge and a Warning Event. Default:
+    /// etcd's request limit (1.5 MiB), which bounds every object.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::records::object_size::DEFAULT_MAX_OBJECT_BYTES)]
+    pub max_object_bytes: usize,
     /// Records reconciled at once.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub workers: usize,

@@ -249,6 +249,8 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         failing_open: Default::default(),
         last_shards: Default::default(),
         reported: Default::default(),
+        max_object_bytes: args.max_object_bytes,
+        too_large: Default::default(),
     });
     {
         // /debug/explain: the command's view plus the member caches.

@@ -19,6 +19,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::builder::{self, BuildProblem, Topology};
+use super::object_size::{self, TooLarge};
 use super::resolver::HostnameResolver;
 use crate::members::{Member, Registry};
 use crate::metrics::ControllerMetrics;
@@ -69,6 +70,30 @@ pub struct RecordContext {
     pub failing_open: Mutex<BTreeSet<String>>,
     /// Problems last reported per record, so Events are sent on change.
     pub reported: Mutex<BTreeMap<String, Vec<String>>>,
+    /// Largest DNSEndpoint written, in bytes of JSON (`--max-object-bytes`,
+    /// default [`super::object_size::DEFAULT_MAX_OBJECT_BYTES`]).
+    pub max_object_bytes: usize,
+    /// Records whose DNSEndpoint is over `max_object_bytes`, by record id.
+    pub too_large: Mutex<BTreeSet<String>>,
+}
+
+/// What [`RecordContext::write_endpoint`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum EndpointWrite {
+    /// Written, or already as desired, or this replica does not lead.
+    Done,
+    /// Over the size limit: not sent (the previous DNSEndpoint stays).
+    TooLarge(TooLarge),
+}
+
+impl EndpointWrite {
+    /// The `Ready` condition's message when the DNSEndpoint was not written.
+    pub(super) fn too_large_message(&self) -> Option<String> {
+        match self {
+            EndpointWrite::Done => None,
+            EndpointWrite::TooLarge(t) => Some(t.message()),
+        }
+    }
 }
 
 impl std::fmt::Debug for RecordContext {
@@ -263,17 +288,17 @@ impl RecordContext {
         owner: OwnerReference,
         endpoints: Vec<fedns_api::Endpoint>,
         since: Instant,
-    ) -> Result<(), kube::Error> {
+    ) -> Result<EndpointWrite, kube::Error> {
         let spec = DNSEndpointSpec { endpoints };
         let current = self.endpoints.get(&ObjectRef::new(name).within(namespace));
         let owned = current
             .as_ref()
             .is_some_and(|c| c.owner_references().iter().any(|o| o.uid == owner.uid));
         if current.as_ref().is_some_and(|c| c.spec == spec) && owned {
-            return Ok(());
+            return Ok(EndpointWrite::Done);
         }
         if !self.is_leader() {
-            return Ok(());
+            return Ok(EndpointWrite::Done);
         }
         let object = json!({
             "apiVersion": "multiclusterdns.fedns.io/v1alpha1",
@@ -286,12 +311,92 @@ impl RecordContext {
             },
             "spec": spec,
         });
+        // Never send what the API server (etcd) would refuse: the write
+        // would fail on every retry while the record said nothing useful.
+        let bytes = match object_size::check(&format!("{namespace}/{name}"), &object, &spec, self.max_object_bytes) {
+            Ok(bytes) => bytes,
+            Err(too_large) => return Ok(EndpointWrite::TooLarge(too_large)),
+        };
         let api: Api<DNSEndpoint> = Api::namespaced(self.host.clone(), namespace);
-        api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
-            .await?;
+        let applied = api
+            .patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
+            .await;
+        if let Err(error) = applied {
+            // The server's limit may be lower than ours: a size refusal is
+            // reported like ours, not retried forever.
+            return match object_size::refusal(&error) {
+                Some(refused) => Ok(EndpointWrite::TooLarge(TooLarge {
+                    endpoint: format!("{namespace}/{name}"),
+                    bytes,
+                    limit: self.max_object_bytes,
+                    endpoints: spec.endpoints.len(),
+                    targets: spec.endpoints.iter().map(|e| e.targets.len()).sum(),
+                    refused: Some(refused),
+                })),
+                None => Err(error),
+            };
+        }
         self.metrics.dnsendpoint_written(since.elapsed());
-        tracing::debug!(dnsendpoint = %format!("{namespace}/{name}"), endpoints = spec.endpoints.len(), "DNSEndpoint written");
-        Ok(())
+        tracing::debug!(dnsendpoint = %format!("{namespace}/{name}"), endpoints = spec.endpoints.len(), bytes, "DNSEndpoint written");
+        Ok(EndpointWrite::Done)
+    }
+
+    /// Notes whether record `key`'s DNSEndpoint is over the size limit;
+    /// on a change, a Warning Event (Normal when it fits again), a log line
+    /// and the metric.
+    pub(super) async fn note_size(
+        &self,
+        key: &str,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+        write: &EndpointWrite,
+    ) {
+        let too_large = match write {
+            EndpointWrite::TooLarge(t) => Some(t),
+            EndpointWrite::Done => None,
+        };
+        if !self.is_leader() {
+            // Only the leader writes, so only it knows; a follower counts none.
+            let mut set = self.too_large.lock().unwrap_or_else(|e| e.into_inner());
+            if set.remove(key) {
+                self.metrics.dnsendpoints_too_large(set.len());
+            }
+            return;
+        }
+        let (changed, now) = {
+            let mut set = self.too_large.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = match too_large {
+                Some(_) => set.insert(key.to_owned()),
+                None => set.remove(key),
+            };
+            (changed, set.len())
+        };
+        if !changed {
+            return;
+        }
+        self.metrics.dnsendpoints_too_large(now);
+        let (type_, note) = match too_large {
+            Some(t) => {
+                tracing::warn!(record = %key, dnsendpoint = %t.endpoint, bytes = t.bytes, limit = t.limit, "DNSEndpoint over the object size limit: not written");
+                (EventType::Warning, t.message())
+            }
+            None => {
+                tracing::info!(record = %key, "DNSEndpoint fits the object size limit again");
+                (
+                    EventType::Normal,
+                    "the DNSEndpoint fits the object size limit again and is written".to_owned(),
+                )
+            }
+        };
+        let event = Event {
+            type_,
+            reason: conditions::OBJECT_TOO_LARGE.into(),
+            note: Some(note.chars().take(1000).collect()),
+            action: "WriteDNSEndpoint".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, object).await {
+            tracing::debug!(error = %e, "cannot record an Event");
+        }
     }
 
     /// A record was deleted: forget its host names, probe targets and

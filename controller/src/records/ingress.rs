@@ -14,7 +14,7 @@ use super::builder::{self, BuildProblem};
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
 use super::queue::RecordKey;
-use super::status::{patch_status, set_health_conditions, set_record_conditions};
+use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
 
 pub(super) async fn reconcile_ingress(
     ctx: &RecordContext,
@@ -98,11 +98,18 @@ pub(super) async fn reconcile_ingress(
         &resolved,
         &mut problems,
     );
+    // Written before the conditions are set: a DNSEndpoint over the size
+    // limit is not sent, and `Ready` says so.
+    let written = ctx
+        .write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
+        .await?;
+    let too_large = written.too_large_message();
     let mut changed = set_record_conditions(
         &mut status.conditions,
         shards.len(),
         "no healthy member cluster has an Ingress load balancer address",
         &problems,
+        too_large.as_deref(),
         generation,
     );
     changed |= set_health_conditions(
@@ -113,6 +120,9 @@ pub(super) async fn reconcile_ingress(
         &selection.last_known,
         generation,
     );
+    if let Some(message) = &too_large {
+        changed |= set_too_large(&mut status.conditions, message, generation);
+    }
     changed |= status.dns != shards || status.probes != selection.probes || status.observed_generation != generation;
     let served = shards.len();
     status.dns = shards;
@@ -121,8 +131,7 @@ pub(super) async fn reconcile_ingress(
     let object = record.object_ref(&());
     ctx.fail_open(&key, &object, selection.all_unhealthy, served).await;
     ctx.report(&key, &object, &problems).await;
-    ctx.write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
-        .await?;
+    ctx.note_size(&key, &object, &written).await;
     if changed && ctx.is_leader() {
         patch_status(
             Api::<IngressDNSRecord>::namespaced(ctx.host.clone(), namespace),

@@ -9,6 +9,7 @@ mod context;
 pub mod explain;
 mod health;
 mod ingress;
+pub mod object_size;
 pub mod queue;
 pub mod resolver;
 pub mod routing;

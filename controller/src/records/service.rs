@@ -15,7 +15,7 @@ use super::builder::{self, BuildProblem, ServiceNames};
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
 use super::queue::RecordKey;
-use super::status::{patch_status, set_health_conditions, set_record_conditions};
+use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
 
 /// The port a Service's health check probes by default: its first port,
 /// as any member serving it declares (80 when none does).
@@ -130,11 +130,18 @@ pub(super) async fn reconcile_service(
     problems.sort();
     problems.dedup();
 
+    // Written before the conditions are set: a DNSEndpoint over the size
+    // limit is not sent, and `Ready` says so.
+    let written = ctx
+        .write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
+        .await?;
+    let too_large = written.too_large_message();
     let mut changed = set_record_conditions(
         &mut status.conditions,
         shards.len(),
         "no healthy member cluster has a load balancer address with ready endpoints",
         &problems,
+        too_large.as_deref(),
         generation,
     );
     changed |= set_health_conditions(
@@ -145,6 +152,9 @@ pub(super) async fn reconcile_service(
         &selection.last_known,
         generation,
     );
+    if let Some(message) = &too_large {
+        changed |= set_too_large(&mut status.conditions, message, generation);
+    }
     changed |= status.domain.as_deref() != Some(zone.as_str())
         || status.dns != shards
         || status.probes != selection.probes
@@ -158,8 +168,7 @@ pub(super) async fn reconcile_service(
     let object = record.object_ref(&());
     ctx.fail_open(&key, &object, selection.all_unhealthy, served).await;
     ctx.report(&key, &object, &problems).await;
-    ctx.write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
-        .await?;
+    ctx.note_size(&key, &object, &written).await;
     if changed && ctx.is_leader() {
         patch_status(
             Api::<ServiceDNSRecord>::namespaced(ctx.host.clone(), namespace),

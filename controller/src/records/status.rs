@@ -63,17 +63,21 @@ pub(super) fn set_health_conditions(
 /// Condition saying whether every input value was usable.
 pub const INPUT_VALID: &str = "InputValid";
 
-/// A record's `Ready` (from how many healthy shards it has) and
-/// `InputValid` (from the problems building its endpoints); returns
-/// whether either changed.
+/// A record's `Ready` (from how many healthy shards it has, or `False`
+/// reason `ObjectTooLarge` with `too_large` as message when its
+/// DNSEndpoint was not written for its size) and `InputValid` (from the
+/// problems building its endpoints); returns whether either changed.
 pub(super) fn set_record_conditions(
     conditions_list: &mut Vec<Condition>,
     healthy: usize,
     none_message: &str,
     problems: &[BuildProblem],
+    too_large: Option<&str>,
     generation: Option<i64>,
 ) -> bool {
-    let changed = if healthy == 0 {
+    let changed = if let Some(message) = too_large {
+        set_too_large(conditions_list, message, generation)
+    } else if healthy == 0 {
         conditions::set(
             conditions_list,
             conditions::READY,
@@ -93,6 +97,19 @@ pub(super) fn set_record_conditions(
         )
     };
     changed | set_input_condition(conditions_list, problems, generation)
+}
+
+/// `Ready=False` reason `ObjectTooLarge`: the DNSEndpoint was not written
+/// (it outranks the health reasons: none of them is published either).
+pub(super) fn set_too_large(conditions_list: &mut Vec<Condition>, message: &str, generation: Option<i64>) -> bool {
+    conditions::set(
+        conditions_list,
+        conditions::READY,
+        false,
+        conditions::OBJECT_TOO_LARGE,
+        message,
+        generation,
+    )
 }
 
 fn set_input_condition(

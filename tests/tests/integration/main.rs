@@ -7,6 +7,7 @@
 //! other tests reading it.
 
 mod coredns_etcd;
+mod large_zone;
 mod monitoring;
 mod pipeline_leadership;
 mod route53;
