@@ -20,6 +20,11 @@ use crate::transfer::ZoneVersion;
 use crate::tree::{Override, RRset, SkippedRecord, Tree, VariantSets};
 use crate::zone::ZoneContent;
 
+/// The largest stored response that still fits one message over TCP
+/// (65,535 octets, RFC 1035 §4.2.2) with the OPT RR the query path may
+/// append: 11 octets plus an ECS option of up to 24 (RFC 7871 §6).
+const MAX_STORED_MESSAGE: usize = 65_535 - 11 - 24;
+
 /// A range of [`Snapshot::arena`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Span {
@@ -236,6 +241,22 @@ impl Snapshot {
                         answers.push((u16::from(qtype), bytes));
                     }
                 }
+            }
+            if let Some(largest) = std::iter::once(other.len())
+                .chain(answers.iter().map(|(_, bytes)| bytes.len()))
+                .max()
+                .filter(|len| *len > MAX_STORED_MESSAGE)
+            {
+                // Still stored (clients get TC), but said: no transport can
+                // carry it, and nothing else would tell the operator.
+                skipped.push(SkippedRecord {
+                    name: node.name.to_ascii(),
+                    record_type: "*".into(),
+                    reason: format!(
+                        "its answer is {largest} octets, more than one DNS message holds (65,535, RFC 1035 §4.2.2, \
+                         less room for OPT); clients get TC and no records: publish fewer targets under this name"
+                    ),
+                });
             }
             needs_tree |= node.cut.is_some() || node.wildcard_child;
             let Some(mut entry) = snapshot.store_name(

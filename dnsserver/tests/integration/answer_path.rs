@@ -257,3 +257,45 @@ fn publishes_are_atomic_for_readers() {
     writer.join().unwrap();
     assert!(!seen.is_empty());
 }
+
+/// 5,000 A records at one name make an answer of about 80,000 octets: no
+/// message carries it (65,535 at most over TCP). It is reported, and the
+/// rest of the zone is served.
+#[test]
+fn an_answer_larger_than_any_message_is_reported() {
+    let mut zone = ZoneContent::new(name("example.com."));
+    for i in 0..5_000u32 {
+        let address = std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string();
+        zone.records.push(Record::from_rdata(
+            name("huge.example.com."),
+            30,
+            rdata(RecordType::A, &address),
+        ));
+    }
+    zone.records.push(Record::from_rdata(
+        name("small.example.com."),
+        30,
+        rdata(RecordType::A, "192.0.2.1"),
+    ));
+    let store = ZoneStore::new();
+    let outcome = store.publish(vec![zone]);
+    let reasons: Vec<String> = outcome
+        .skipped
+        .iter()
+        .map(|s| format!("{} {}: {}", s.name, s.record_type, s.reason))
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("huge.example.com.") && r.contains("more than one DNS message holds")),
+        "{reasons:#?}"
+    );
+    assert!(
+        !reasons.iter().any(|r| r.starts_with("small.example.com.")),
+        "{reasons:#?}"
+    );
+    let m = ask(&store, "small.example.com.", RecordType::A, None, Transport::Tcp);
+    assert_eq!(m.answers.len(), 1);
+    let m = ask(&store, "huge.example.com.", RecordType::A, None, Transport::Tcp);
+    assert!(m.metadata.truncation, "no transport carries it: TC");
+}
