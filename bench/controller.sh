@@ -2,7 +2,8 @@
 # Controller benchmark: change-to-answer latency (p50/p99 over 100 load
 # balancer changes), failover time, and the 20 × 2,000 scale run (cold-start
 # convergence and peak RSS). Figures are printed; nothing is asserted.
-# Env: MEMBERS (20), SERVICES (2000), CHANGES (100).
+# Env: MEMBERS (20), SERVICES (2000), CHANGES (100), SCALE_CHANGES (20),
+# PARTS (latency,scale), WRAP (a profiler command line before the controller).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo bench -p fedns-controller --bench federation
+exec cargo bench --workspace --bench federation

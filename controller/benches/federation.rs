@@ -5,11 +5,15 @@
 //! 2. failover time after a member's API server stops, default health
 //!    settings (target < 5 s);
 //! 3. scale: MEMBERS members × SERVICES Services (default 20 × 2,000 =
-//!    40,000 shards): time to converge from a cold start and the
-//!    controller's peak RSS (targets < 30 s, < 512 MiB).
+//!    40,000 shards): seed time, time to converge from a cold start, the
+//!    controller's peak RSS (targets < 30 s, < 512 MiB), the last snapshot
+//!    build time, and LB change → answer p50/p99 over SCALE_CHANGES (20)
+//!    changes at that scale, with its ratio to part 1's p99 (target ≤ 2×).
 //!
-//! Run: `cargo bench -p fedns-controller --bench federation`
-//! (env: MEMBERS, SERVICES, CHANGES).
+//! Run: `cargo bench --workspace --bench federation`, or `bench/controller.sh`
+//! (env: MEMBERS, SERVICES, CHANGES, SCALE_CHANGES; PARTS=latency,scale
+//! picks the parts; WRAP puts a profiler's command line before the
+//! controller, e.g. `WRAP="heaptrack -o /tmp/fedns"`).
 
 use std::net::UdpSocket;
 use std::process::{Child, Command, Stdio};
@@ -107,7 +111,7 @@ fn controller_command() -> Command {
     }
 }
 
-fn start_controller(federation: &Federation, dns_port: u16) -> Controller {
+fn start_controller(federation: &Federation, dns_port: u16, metrics_port: u16) -> Controller {
     Controller(
         controller_command()
             .args([
@@ -122,7 +126,7 @@ fn start_controller(federation: &Federation, dns_port: u16) -> Controller {
                 "--dns-listen",
                 &format!("127.0.0.1:{dns_port}"),
                 "--metrics-addr",
-                "127.0.0.1:0",
+                &format!("127.0.0.1:{metrics_port}"),
             ])
             .env("RUST_LOG", "error,kube_client=off")
             .stdout(Stdio::null())
@@ -169,7 +173,8 @@ fn host_objects(services: usize) -> String {
     serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()
 }
 
-fn latency_and_failover(runtime: &tokio::runtime::Runtime) {
+/// Returns the change → answer p99 at 3 shards.
+fn latency_and_failover(runtime: &tokio::runtime::Runtime) -> Duration {
     let changes = env("CHANGES", 100);
     let dir = std::env::temp_dir().join(format!("fedns-bench-latency-{}", std::process::id()));
     let names = ["east", "west", "eu"];
@@ -188,7 +193,7 @@ fn latency_and_failover(runtime: &tokio::runtime::Runtime) {
     }
     federation.host.seed_yaml("host", &host_objects(1)).unwrap();
     let port = free_port();
-    let controller = start_controller(&federation, port);
+    let controller = start_controller(&federation, port, free_port());
     let global = "svc0.ns.myfed.svc.example.com";
     wait_for(Duration::from_secs(60), || query_a(port, global).len() == 3).expect("the federation did not converge");
 
@@ -241,9 +246,55 @@ fn latency_and_failover(runtime: &tokio::runtime::Runtime) {
     drop(controller);
     federation.stop();
     let _ = std::fs::remove_dir_all(dir);
+    percentile(&samples, 0.99)
 }
 
-fn scale(runtime: &tokio::runtime::Runtime) {
+/// A gauge's value from the controller's `/metrics` (read with curl).
+fn metric(port: u16, name: &str) -> Option<f64> {
+    let out = Command::new("curl")
+        .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+}
+
+/// `changes` load balancer changes of one Service in member `m0`, each
+/// timed until the embedded server answers the new address: sorted.
+fn changes_at_scale(federation: &Federation, port: u16, service: &str, changes: usize) -> Vec<Duration> {
+    let member = federation.member("m0").unwrap();
+    let info = member.store().resource("", "v1", "services").unwrap();
+    let global = format!("{service}.ns.myfed.svc.example.com");
+    let mut samples = Vec::new();
+    for n in 0..changes {
+        let ip = format!("10.250.{}.{}", n / 250, n % 250 + 1);
+        member
+            .store()
+            .patch(
+                &info,
+                Some("ns"),
+                service,
+                fedns_sandbox::PatchKind::Merge,
+                json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}),
+                None,
+                fedns_sandbox::Target::Status,
+            )
+            .unwrap();
+        match wait_for(Duration::from_secs(60), || query_a(port, &global).contains(&ip)) {
+            Some(took) => samples.push(took),
+            None => {
+                println!("scale: change {n} not served within 60 s; stopping the changes");
+                break;
+            }
+        }
+    }
+    samples.sort();
+    samples
+}
+
+fn scale(runtime: &tokio::runtime::Runtime, small_p99: Option<Duration>) {
     let members = env("MEMBERS", 20);
     let services = env("SERVICES", 2000);
     let dir = std::env::temp_dir().join(format!("fedns-bench-scale-{}", std::process::id()));
@@ -275,8 +326,9 @@ fn scale(runtime: &tokio::runtime::Runtime) {
         seeded.elapsed().as_secs_f64()
     );
     let port = free_port();
+    let metrics_port = free_port();
     let started = Instant::now();
-    let controller = start_controller(&federation, port);
+    let controller = start_controller(&federation, port, metrics_port);
     let pid = controller.0.id();
     // Converged when every record's DNSEndpoint holds every member's address.
     let store = federation.host.store().clone();
@@ -312,17 +364,44 @@ fn scale(runtime: &tokio::runtime::Runtime) {
     let served = wait_for(Duration::from_secs(120), || {
         query_a(port, &format!("svc{}.ns.myfed.svc.example.com", services - 1)).len() == members
     });
-    match (converged, served) {
-        (Some(_), Some(_)) => println!(
+    let converged_ok = converged.is_some() && served.is_some();
+    if converged_ok {
+        println!(
             "scale: converged from a cold start in {:.1} s (target < 30 s); controller peak RSS {:.0} MiB (target < 512 MiB)",
             started.elapsed().as_secs_f64(),
             peak_rss_mib(pid)
-        ),
-        _ => println!(
+        );
+    } else {
+        println!(
             "scale: NOT converged after {:.0} s; controller peak RSS {:.0} MiB",
             started.elapsed().as_secs_f64(),
             peak_rss_mib(pid)
-        ),
+        );
+    }
+    if let Some(build) = metric(metrics_port, "fedns_dns_snapshot_build_seconds") {
+        println!("scale: last snapshot build (one zone, every name) {:.3} s", build);
+    }
+    if converged_ok {
+        let changes = env("SCALE_CHANGES", 20);
+        let samples = changes_at_scale(&federation, port, &format!("svc{}", services / 2), changes);
+        if !samples.is_empty() {
+            let p99 = percentile(&samples, 0.99);
+            println!(
+                "scale: LB change → DNS answer over {} changes at {} shards: p50 {:.1} ms, p99 {:.1} ms{}",
+                samples.len(),
+                members * services,
+                percentile(&samples, 0.5).as_secs_f64() * 1e3,
+                p99.as_secs_f64() * 1e3,
+                small_p99.map_or(String::new(), |small| format!(
+                    "; {:.1}× the p99 at 3 shards (target ≤ 2×)",
+                    p99.as_secs_f64() / small.as_secs_f64().max(1e-6)
+                ))
+            );
+        }
+        println!(
+            "scale: controller peak RSS after the changes {:.0} MiB",
+            peak_rss_mib(pid)
+        );
     }
     drop(controller);
     federation.stop();
@@ -341,10 +420,11 @@ fn main() {
         .unwrap();
     let _guard = runtime.enter();
     let parts = std::env::var("PARTS").unwrap_or_else(|_| "latency,scale".into());
+    let mut small_p99 = None;
     if parts.split(',').any(|p| p == "latency") {
-        latency_and_failover(&runtime);
+        small_p99 = Some(latency_and_failover(&runtime));
     }
     if parts.split(',').any(|p| p == "scale") {
-        scale(&runtime);
+        scale(&runtime, small_p99);
     }
 }

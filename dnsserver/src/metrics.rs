@@ -367,6 +367,12 @@ impl Collector for DnsMetrics {
                         .encode(family.encode_family(&[("zone", zone.apex.as_str())])?)?;
                 }
             }
+            ConstGauge::new(store.last_build_seconds()).encode(encoder.encode_descriptor(
+                "fedns_dns_snapshot_build_seconds",
+                "How long building the last published zone snapshot took, in seconds",
+                None,
+                MetricType::Gauge,
+            )?)?;
             ConstCounter::new(store.updates()).encode(encoder.encode_descriptor(
                 "fedns_dns_snapshot_updates",
                 "Zone snapshots published since start",

@@ -65,6 +65,8 @@ pub struct ZoneStore {
     current: ArcSwap<Snapshot>,
     state: Mutex<BTreeMap<String, ZoneState>>,
     updates: AtomicU64,
+    /// How long the last snapshot build took, in nanoseconds.
+    last_build_nanos: AtomicU64,
     /// Transfer-enabled zones by lower-cased apex: policy, current
     /// version and IXFR journal.
     transfers: Mutex<BTreeMap<Name, Arc<Mutex<TransferZone>>>>,
@@ -119,6 +121,7 @@ impl Default for ZoneStore {
             current: ArcSwap::from_pointee(Snapshot::empty()),
             state: Mutex::new(BTreeMap::new()),
             updates: AtomicU64::new(0),
+            last_build_nanos: AtomicU64::new(0),
             transfers: Mutex::new(BTreeMap::new()),
             transfer_changes: tokio::sync::watch::Sender::new(0),
             transfer_counters: TransferCounters::default(),
@@ -147,6 +150,13 @@ impl ZoneStore {
     /// Snapshots swapped in since start.
     pub fn updates(&self) -> u64 {
         self.updates.load(Ordering::Relaxed)
+    }
+
+    /// How long building the last published snapshot took, in seconds (0
+    /// before the first). Every zone is built in one snapshot, so with one
+    /// zone this is that zone's build time.
+    pub fn last_build_seconds(&self) -> f64 {
+        self.last_build_nanos.load(Ordering::Relaxed) as f64 / 1e9
     }
 
     /// Starts `apex`'s serial at `serial` (e.g. the `Domain.status.serial`
@@ -260,7 +270,12 @@ impl ZoneStore {
         }
         *state = next;
         let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let started = std::time::Instant::now();
         let (snapshot, versions) = Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
+        self.last_build_nanos.store(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         self.update_transfers(&policies, versions);
         let outcome = PublishOutcome {
             changed: true,
