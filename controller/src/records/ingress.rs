@@ -90,7 +90,7 @@ pub(super) async fn reconcile_ingress(
     let domains = ctx.domains_of(&record.spec.hosts);
     let domain_refs: Vec<&fedns_api::Domain> = domains.iter().map(|d| d.as_ref()).collect();
     problems.extend(ctx.routing_problems(routing, &domain_refs));
-    let endpoints = builder::ingress_endpoints(
+    let mut endpoints = builder::ingress_endpoints(
         &record.spec.hosts,
         &pairs,
         record.spec.record_ttl,
@@ -98,6 +98,9 @@ pub(super) async fn reconcile_ingress(
         &resolved,
         &mut problems,
     );
+    let geo_regions: Vec<&fedns_api::routing::GeoRegion> =
+        domain_refs.iter().flat_map(|d| d.spec.geo_regions.iter()).collect();
+    super::routing::add_geolocation(&mut endpoints, &geo_regions);
     // Written before the conditions are set: a DNSEndpoint over the size
     // limit is not sent, and `Ready` says so.
     let written = ctx

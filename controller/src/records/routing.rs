@@ -12,7 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use fedns_api::routing::{AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION};
+use fedns_api::routing::{
+    GeoRegion, AWS_FAILOVER, AWS_GEO_CONTINENT, AWS_GEO_COUNTRY, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK,
+    FEDNS_NEAREST_REGION,
+};
 use fedns_api::{Endpoint, ProviderSpecificProperty, RecordType, Routing, RoutingPolicy};
 
 use super::builder::BuildProblem;
@@ -215,6 +218,44 @@ pub fn policy_endpoints(name: &str, routing: &Routing, shards: &[PolicyShard], t
     out
 }
 
+/// Adds external-dns's geolocation property (`aws/geolocation-country-code`
+/// or `aws/geolocation-continent-code`) to each `Nearest` endpoint whose
+/// region maps to exactly one location in the Domains' `geoRegions` (the
+/// first Domain listing the region counts) and is not an AWS region (that
+/// one carries `aws/region`: external-dns takes one routing policy per
+/// endpoint). An external-dns user reading these DNSEndpoints then gets the
+/// same geolocation record sets. A region with several locations would need
+/// one endpoint per location; it is left to fedns's own route53 provider,
+/// which expands it from the Domain (docs/providers.md).
+pub fn add_geolocation(endpoints: &mut [Endpoint], geo_regions: &[&GeoRegion]) {
+    for endpoint in endpoints {
+        let property_of = |name: &str| {
+            endpoint
+                .provider_specific
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.value.clone())
+        };
+        let Some(region) = property_of(FEDNS_NEAREST_REGION).filter(|r| !r.is_empty()) else {
+            continue;
+        };
+        if property_of(AWS_REGION).is_some() || property_of(AWS_GEO_COUNTRY).is_some() {
+            continue;
+        }
+        let Some(geo) = geo_regions.iter().find(|g| g.region == region) else {
+            continue;
+        };
+        let location = match (geo.countries.as_slice(), geo.continents.as_slice()) {
+            ([country], []) => (AWS_GEO_COUNTRY, country),
+            ([], [continent]) => (AWS_GEO_CONTINENT, continent),
+            _ => continue,
+        };
+        endpoint
+            .provider_specific
+            .push(property(location.0, location.1.clone()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,6 +355,46 @@ mod tests {
             props(&e[1]),
             ["fedns/nearest-region=europe", "fedns/nearest-fallback=us-east-1,europe"]
         );
+    }
+
+    #[test]
+    fn nearest_carries_geolocation_where_one_location_names_the_region() {
+        let r = routing(RoutingPolicy::Nearest);
+        let shards = [
+            shard("east", "us-east-1", &["203.0.113.1"]),
+            shard("eu", "europe", &["203.0.113.2"]),
+            shard("de", "germany", &["203.0.113.3"]),
+            shard("apac", "asia", &["203.0.113.4"]),
+            shard("lab", "", &["203.0.113.5"]),
+        ];
+        let geo = |region: &str, countries: &[&str], continents: &[&str]| GeoRegion {
+            region: region.into(),
+            countries: countries.iter().map(|c| (*c).to_owned()).collect(),
+            continents: continents.iter().map(|c| (*c).to_owned()).collect(),
+        };
+        let table = [
+            geo("us-east-1", &["US"], &[]),
+            geo("europe", &[], &["EU"]),
+            geo("germany", &["DE"], &[]),
+            geo("asia", &["JP", "SG"], &[]),
+        ];
+        let refs: Vec<&GeoRegion> = table.iter().collect();
+        let mut e = policy_endpoints("n.example.com", &r, &shards, 30);
+        add_geolocation(&mut e, &refs);
+        let by = |cluster: &str| props(e.iter().find(|e| e.set_identifier == cluster).unwrap());
+        // An AWS region keeps its latency routing only (one policy per endpoint).
+        assert_eq!(by("east"), ["fedns/nearest-region=us-east-1", "aws/region=us-east-1"]);
+        assert_eq!(
+            by("eu"),
+            ["fedns/nearest-region=europe", "aws/geolocation-continent-code=EU"]
+        );
+        assert_eq!(
+            by("de"),
+            ["fedns/nearest-region=germany", "aws/geolocation-country-code=DE"]
+        );
+        // Two locations would need two endpoints: left to fedns's route53 provider.
+        assert_eq!(by("apac"), ["fedns/nearest-region=asia"]);
+        assert_eq!(by("lab"), ["fedns/nearest-region="]);
     }
 
     #[test]

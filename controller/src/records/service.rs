@@ -126,7 +126,9 @@ pub(super) async fn reconcile_service(
         routing: record.spec.routing.as_ref(),
     };
     problems.extend(ctx.routing_problems(record.spec.routing.as_ref(), &[&domain]));
-    let endpoints = builder::service_endpoints(&names_in, &shards, &ctx.topology(), &resolved, &mut problems);
+    let mut endpoints = builder::service_endpoints(&names_in, &shards, &ctx.topology(), &resolved, &mut problems);
+    let geo_regions: Vec<&fedns_api::routing::GeoRegion> = domain.spec.geo_regions.iter().collect();
+    super::routing::add_geolocation(&mut endpoints, &geo_regions);
     problems.sort();
     problems.dedup();
 
