@@ -95,7 +95,7 @@ async fn failover() {
         );
     }
     let check = default_check(port);
-    let plane = DataPlane::start(ProbeTls::new(&[]).unwrap(), 64, ProbeMetrics::default(), |_: String| {});
+    let plane = DataPlane::start(ProbeTls::new(&[]).unwrap(), 64, ProbeMetrics::default(), |_: String| {}).unwrap();
     plane.want(
         &"bench".to_owned(),
         responders.iter().map(|r| (r.address().ip(), check.clone())),
@@ -168,7 +168,8 @@ async fn cpu(addresses: u32, seconds: u64) {
         256,
         ProbeMetrics::default(),
         |_: String| {},
-    );
+    )
+    .unwrap();
     plane.want(
         &"bench".to_owned(),
         (0..addresses).map(|i| (loopback(i), check.clone())),

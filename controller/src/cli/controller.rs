@@ -211,6 +211,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         crate::dataplane::DataPlane::start(tls, usize::from(args.probe_concurrency), probe_metrics, move |key| {
             queue.push(key)
         })
+        .map_err(|e| anyhow::anyhow!("starting the data-plane prober: {e}"))?
     };
     if args.sources.auto_records {
         let auto = auto_records(

@@ -179,14 +179,14 @@ where
     /// `concurrency` probes run at once. The thread ends when the last
     /// clone of the prober is dropped.
     ///
-    /// # Panics
-    /// When the OS refuses a thread or the runtime's I/O driver.
+    /// # Errors
+    /// The OS refuses the thread, or the runtime's I/O driver (epoll).
     pub fn start(
         tls: ProbeTls,
         concurrency: usize,
         metrics: ProbeMetrics,
         notify: impl Fn(K) + Send + Sync + 'static,
-    ) -> DataPlane<K> {
+    ) -> std::io::Result<DataPlane<K>> {
         let inner = Arc::new(Inner {
             targets: Mutex::new(Targets {
                 ids: HashMap::new(),
@@ -203,16 +203,12 @@ where
             notify: Box::new(notify),
             metrics,
         });
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime for the prober");
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("fedns-probe".into())
-            .spawn(move || runtime.block_on(schedule(weak)))
-            .expect("a thread for the prober");
-        DataPlane { inner }
+            .spawn(move || runtime.block_on(schedule(weak)))?;
+        Ok(DataPlane { inner })
     }
 
     /// Sets what `user` wants probed: (address, check) pairs. Targets no

@@ -53,6 +53,7 @@ fn prober(notified: Arc<Mutex<Vec<String>>>, concurrency: usize) -> DataPlane<St
     DataPlane::start(tls, concurrency, ProbeMetrics::default(), move |user: String| {
         notified.lock().unwrap().push(user)
     })
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,7 +135,8 @@ async fn https_checks_the_certificate_unless_told_not_to() {
         4,
         ProbeMetrics::default(),
         |_: String| {},
-    );
+    )
+    .unwrap();
     let user = "record".to_owned();
 
     let right_name = check(ProbeProtocol::Https, address.port(), "localhost");
