@@ -135,6 +135,8 @@ fn start_controller(federation: &Federation, dns_port: u16, metrics_port: u16) -
                 &format!("127.0.0.1:{metrics_port}"),
             ])
             .env("RUST_LOG", "error,kube_client=off")
+            // As deploy/base runs it.
+            .env("MALLOC_ARENA_MAX", "2")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()

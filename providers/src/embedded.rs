@@ -4,9 +4,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use fedns_api::TsigKeyReference;
-use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneStore};
+use fedns_dnsserver::hickory_proto::rr::Name;
+use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneContent, ZoneStore};
 
 use crate::desired::DesiredZones;
+use crate::incremental::ZoneRecordChanges;
 
 /// Where the secrets of `spec.transfer.tsigKeys` come from.
 #[derive(Debug, Default)]
@@ -24,6 +26,8 @@ struct KeySources {
 pub struct EmbeddedSink {
     store: Arc<ZoneStore>,
     keys: Arc<Mutex<KeySources>>,
+    /// The zones last published whole, for [`EmbeddedSink::apply_changes`].
+    last: Arc<Mutex<Vec<ZoneContent>>>,
 }
 
 impl EmbeddedSink {
@@ -32,6 +36,7 @@ impl EmbeddedSink {
         EmbeddedSink {
             store,
             keys: Arc::default(),
+            last: Arc::default(),
         }
     }
 
@@ -41,9 +46,14 @@ impl EmbeddedSink {
     }
 
     /// Replaces the Secret data TSIG keys are read from: (namespace,
-    /// Secret name, data key) → value (the base64 secret as text).
-    pub fn set_tsig_secrets(&self, secrets: BTreeMap<(String, String, String), Vec<u8>>) {
-        self.keys.lock().unwrap_or_else(|e| e.into_inner()).secrets = secrets;
+    /// Secret name, data key) → value (the base64 secret as text). True
+    /// when they differ from the last ones (zones must be published whole
+    /// again to take them).
+    pub fn set_tsig_secrets(&self, secrets: BTreeMap<(String, String, String), Vec<u8>>) -> bool {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = keys.secrets != secrets;
+        keys.secrets = secrets;
+        changed
     }
 
     /// Keys found by name whatever their `secretRef` says (`fedns
@@ -116,7 +126,35 @@ impl EmbeddedSink {
             }
             contents.push(content);
         }
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = contents.clone();
         let outcome = self.store.publish(contents);
+        self.report(&outcome);
+        outcome
+    }
+
+    /// Publishes changed names on top of the zones last published.
+    pub fn apply_changes(&self, changes: &[ZoneRecordChanges]) -> PublishOutcome {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        for change in changes {
+            let Some(zone) = last.iter_mut().find(|z| z.apex == change.apex) else {
+                continue;
+            };
+            let names: std::collections::HashSet<&Name> = change.names.iter().map(|(n, _)| n).collect();
+            zone.records.retain(|r| !names.contains(&r.name));
+            zone.routed.retain(|r| !names.contains(&r.name));
+            for (_, records) in &change.names {
+                zone.records.extend(records.iter().cloned());
+            }
+            zone.routed.extend(change.routed.iter().cloned());
+        }
+        let outcome = self.store.publish(last.clone());
+        drop(last);
+        self.report(&outcome);
+        outcome
+    }
+
+    /// Logs what a publish did.
+    fn report(&self, outcome: &PublishOutcome) {
         if outcome.changed {
             for zone in &outcome.zones {
                 tracing::info!(zone = %zone.apex, serial = zone.serial, rrsets = zone.rrset_count, "published zone");
@@ -125,7 +163,6 @@ impl EmbeddedSink {
         for skipped in &outcome.skipped {
             tracing::warn!(name = %skipped.name, record_type = %skipped.record_type, reason = %skipped.reason, "record not served");
         }
-        outcome
     }
 
     /// Every Secret (namespace, name) the zones of `desired` take TSIG

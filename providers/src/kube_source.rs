@@ -1,6 +1,7 @@
 //! The pipeline's Kubernetes source: reflectors of Domains and
-//! DNSEndpoints; every change (debounced) recomputes the desired zones,
-//! hands them to the sink, and reports back on the objects:
+//! DNSEndpoints; every change (debounced) updates the desired zones (only
+//! the names of changed DNSEndpoints, [`crate::incremental`]), hands the
+//! changes to the sinks, and reports back on the objects:
 //! `DNSEndpoint.status` (`<provider>/Published`, `observedGeneration`),
 //! `Domain.status` (`Ready`, `serial`, `recordCount`), and a Warning
 //! Event when an endpoint's problems change.
@@ -34,6 +35,7 @@ use tokio::sync::{watch, Notify};
 use crate::desired::{desired_zones_with, zone_apex, DesiredZones};
 use crate::domain_finalizer;
 use crate::embedded::EmbeddedSink;
+use crate::incremental::{IncrementalZones, Update};
 use crate::ownership::NamespaceLabels;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
 
@@ -136,6 +138,8 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     let mut leader = config.leader.clone();
     let mut leadership_open = leader.is_some();
     let mut namespaces: Option<Store<PartialObjectMeta<Namespace>>> = None;
+    let mut zones = IncrementalZones::new();
+    let mut retry_providers = false;
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let domain_state = domains.state();
@@ -178,10 +182,21 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             // Before publishing, so no record reaches a provider unguarded.
             domain_finalizer::guard(&client, &domain_state).await;
         }
-        let desired = {
+        // Only the names whose DNSEndpoints changed are recomputed and
+        // republished (everything when Domains or namespace labels changed).
+        let update = {
             let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-            desired_zones_with(&domains, &endpoints.state(), &labels)
+            zones.update(&domains, &endpoints.state(), &labels)
         };
+        // External providers read every RRset; the embedded server and the
+        // status reports need only the problems and the zones' settings.
+        let with_rrsets = !sinks.providers.is_empty();
+        let (desired, changes) = match update {
+            Update::Full(full) => (*full, None),
+            Update::Names(changes) => (zones.desired(with_rrsets), Some(changes)),
+            Update::Unchanged => (zones.desired(with_rrsets), Some(Vec::new())),
+        };
+        let unchanged = changes.as_ref().is_some_and(Vec::is_empty);
         let invalid = by_source(desired.problems.iter().map(|p| {
             (
                 format!("{}/{}", p.namespace, p.name),
@@ -194,16 +209,30 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         let mut results: ProviderResults = Vec::new();
         let wanted_secrets = EmbeddedSink::wanted_secrets(&desired);
         if let Some(sink) = &sinks.embedded {
-            if !wanted_secrets.is_empty() {
-                sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted_secrets).await);
+            let keys_changed =
+                !wanted_secrets.is_empty() && sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted_secrets).await);
+            match &changes {
+                None => {
+                    sink.apply(&desired);
+                }
+                // New TSIG keys go into the zones' transfer settings: publish whole.
+                Some(_) if keys_changed => {
+                    let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
+                    sink.apply(&desired_zones_with(&domains, &endpoints.state(), &labels));
+                }
+                Some(changes) if changes.is_empty() => {}
+                Some(changes) => {
+                    sink.apply_changes(changes);
+                }
             }
-            sink.apply(&desired);
             results.push(("embedded", invalid.clone()));
         }
         let mut failing = false;
         let mut errors = Vec::new();
         let provider_desired = domain_finalizer::for_providers(&desired, &domain_state);
-        for provider in sinks.providers.iter().filter(|_| leading) {
+        // Nothing changed and nothing to retry or repair: providers are in sync.
+        let providers_due = !(unchanged && mode == SyncMode::Changed && !retry_providers);
+        for provider in sinks.providers.iter().filter(|_| leading && providers_due) {
             let report = provider.sync(&provider_desired, mode).await;
             for (scope, error) in &report.errors {
                 tracing::warn!(provider = provider.name(), ?scope, "{error}");
@@ -215,6 +244,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             ));
             errors.push((provider.name(), report.errors));
         }
+        retry_providers = failing;
         if manage_finalizer {
             domain_finalizer::release(&client, &recorder, &domain_state, &errors, &mut reported_releases).await;
         }
@@ -516,12 +546,13 @@ async fn write_statuses(
             }
         }
     }
-    reported.retain(|key, _| {
-        endpoints
-            .state()
-            .iter()
-            .any(|e| format!("{}/{}", e.namespace().unwrap_or_default(), e.name_any()) == *key)
-    });
+    // One set, not a scan per key: that was quadratic in DNSEndpoints.
+    let present: std::collections::HashSet<String> = endpoints
+        .state()
+        .iter()
+        .map(|e| format!("{}/{}", e.namespace().unwrap_or_default(), e.name_any()))
+        .collect();
+    reported.retain(|key, _| present.contains(key));
 
     let Some(served) = served else { return };
     for domain in domains.state() {

@@ -19,6 +19,7 @@ pub mod desired;
 mod domain_finalizer;
 pub mod embedded;
 pub mod etcd;
+pub mod incremental;
 pub mod kube_source;
 pub mod manifests;
 pub mod ownership;
