@@ -403,7 +403,19 @@ fn scale(
     let mut p99_out = None;
     if converged_ok {
         let changes = env("SCALE_CHANGES", 20);
+        let write_sum = || metric(metrics_port, "fedns_change_to_dnsendpoint_write_seconds_sum");
+        let write_count = || metric(metrics_port, "fedns_change_to_dnsendpoint_write_seconds_count");
+        let before = (write_sum(), write_count());
         let samples = changes_at_scale(&federation, port, &format!("svc{}", services / 2), changes);
+        if let ((Some(s0), Some(c0)), Some(s1), Some(c1)) = (before, write_sum(), write_count()) {
+            if c1 > c0 {
+                println!(
+                    "scale: of which member change → DNSEndpoint written: mean {:.1} ms over {} writes",
+                    (s1 - s0) / (c1 - c0) * 1e3,
+                    c1 - c0
+                );
+            }
+        }
         if !samples.is_empty() {
             let p99 = percentile(&samples, 0.99);
             p99_out = Some(p99);

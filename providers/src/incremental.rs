@@ -127,6 +127,9 @@ pub enum Update {
 /// Desired zones kept between publishes, updated name by name.
 #[derive(Debug, Default)]
 pub struct IncrementalZones {
+    /// Keep every RRset (external providers read them); else only which
+    /// names each zone has, which is all the embedded server's changes need.
+    keep_rrsets: bool,
     base: Option<u64>,
     endpoints: HashMap<String, Seen>,
     /// Name key → `namespace/name` of every DNSEndpoint mentioning it.
@@ -140,13 +143,19 @@ pub struct IncrementalZones {
 
 impl IncrementalZones {
     /// An empty state: the first update recomputes everything.
-    pub fn new() -> Self {
-        IncrementalZones::default()
+    /// `keep_rrsets`: keep every RRset for [`IncrementalZones::desired`]
+    /// (external providers); without it only the names are kept (about
+    /// 40 MiB less at 100,000 shards).
+    pub fn new(keep_rrsets: bool) -> Self {
+        IncrementalZones {
+            keep_rrsets,
+            ..Default::default()
+        }
     }
 
     /// Forget everything: the next update recomputes every zone.
     pub fn reset(&mut self) {
-        *self = IncrementalZones::default();
+        *self = IncrementalZones::new(self.keep_rrsets);
     }
 
     /// Brings the state up to date with `domains`, `endpoints` and
@@ -263,6 +272,7 @@ impl IncrementalZones {
             let (_, names) = split_zone(zone);
             let state = &mut self.zones[index];
             for (name, (rrsets, records, routed)) in names {
+                let rrsets = if self.keep_rrsets { rrsets } else { Vec::new() };
                 state.names.insert(name.clone(), rrsets);
                 changes.entry(index).or_default().insert(name, (records, routed));
             }
@@ -325,7 +335,10 @@ impl IncrementalZones {
             .map(|zone| {
                 let mut names: BTreeMap<String, Vec<DesiredRRset>> = BTreeMap::new();
                 for set in &zone.rrsets {
-                    names.entry(set.name.clone()).or_default().push(set.clone());
+                    let sets = names.entry(set.name.clone()).or_default();
+                    if self.keep_rrsets {
+                        sets.push(set.clone());
+                    }
                 }
                 let template = template_of(&zone.content);
                 ZoneState {
@@ -349,7 +362,8 @@ impl IncrementalZones {
 
     /// The desired state for external providers and status reports: every
     /// zone's settings and every problem, and with `with_rrsets` every
-    /// zone's RRsets (a copy of all of them: only providers need it). Zone
+    /// zone's RRsets (a copy of all of them: only providers need it; only
+    /// kept when made with `keep_rrsets`). Zone
     /// contents carry no records (the embedded server has them; providers
     /// read `rrsets`).
     pub fn desired(&self, with_rrsets: bool) -> DesiredZones {
@@ -646,7 +660,7 @@ mod tests {
             ),
             ("everything goes", vec![]),
         ];
-        let mut zones = IncrementalZones::new();
+        let mut zones = IncrementalZones::new(true);
         let mut served = Served::new();
         for (i, (what, objects)) in steps.iter().enumerate() {
             let full = desired_zones_with(&domains, objects, &labels);
@@ -684,7 +698,7 @@ mod tests {
             1,
             vec![ep("a.example.com", RecordType::A, &["192.0.2.1"])],
         )];
-        let mut zones = IncrementalZones::new();
+        let mut zones = IncrementalZones::new(false);
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Full(_)));
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
         domains[0].metadata.generation = Some(2);

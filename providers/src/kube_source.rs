@@ -138,7 +138,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     let mut leader = config.leader.clone();
     let mut leadership_open = leader.is_some();
     let mut namespaces: Option<Store<PartialObjectMeta<Namespace>>> = None;
-    let mut zones = IncrementalZones::new();
+    let mut zones = IncrementalZones::new(!sinks.providers.is_empty());
     let mut retry_providers = false;
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
