@@ -149,18 +149,24 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             auto.notify_one();
         }
     });
-    let domains = reflect(Api::<Domain>::namespaced(host.clone(), &namespace), {
+    // Every record reads its Domain's spec, none its status, which the
+    // publisher rewrites after every publish (the serial): only spec
+    // changes requeue every record.
+    let domains = reflect_spec_changes(Api::<Domain>::namespaced(host.clone(), &namespace), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
-        move |_: &Domain| {
+        move |_: Option<&Domain>| {
             queue.push_all();
             auto.notify_one();
         }
     });
-    let endpoints = reflect(Api::<DNSEndpoint>::all(host.clone()), {
-        // A DNSEndpoint edited by hand is put back by its record.
+    let endpoints = reflect_spec_changes(Api::<DNSEndpoint>::all(host.clone()), {
+        // A DNSEndpoint edited or deleted by hand is put back by its record
+        // (the publisher's status writes are no edit). One gone while the
+        // watch was down is put back by the periodic pass.
         let queue = queue.clone();
-        move |e: &DNSEndpoint| {
+        move |e: Option<&DNSEndpoint>| {
+            let Some(e) = e else { return };
             let ns = e.namespace().unwrap_or_default();
             for owner in e.owner_references() {
                 match owner.kind.as_str() {
@@ -688,6 +694,75 @@ where
         while let Some(item) = stream.next().await {
             match item {
                 Ok(object) => on_change(&object),
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
+            }
+        }
+    });
+    Reflected { store }
+}
+
+/// As [`reflect`], calling `on_change` only when an object may have a new
+/// spec: it appeared, went, or its uid, `metadata.generation` (the
+/// resourceVersion where it has none) or deletion state changed (None:
+/// objects went while the watch was down, found by a relist). Status
+/// writes change none of these. Found at 100,000 shards: the publisher
+/// writes each Domain's status after every publish, and requeueing every
+/// record for each of those writes cost seconds per change.
+fn reflect_spec_changes<K>(api: Api<K>, on_change: impl Fn(Option<&K>) + Send + 'static) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    tokio::spawn(async move {
+        type Version = (Option<String>, Option<i64>, Option<String>, bool);
+        let version_of = |object: &K| -> (String, Version) {
+            let meta = object.meta();
+            (
+                format!(
+                    "{}/{}",
+                    meta.namespace.as_deref().unwrap_or_default(),
+                    meta.name.as_deref().unwrap_or_default()
+                ),
+                (
+                    meta.uid.clone(),
+                    meta.generation,
+                    meta.resource_version.clone().filter(|_| meta.generation.is_none()),
+                    meta.deletion_timestamp.is_some(),
+                ),
+            )
+        };
+        let mut seen: std::collections::HashMap<String, Version> = std::collections::HashMap::new();
+        // Objects listed by the relist under way: those missing at its end
+        // went while the watch was down.
+        let mut listed: Option<std::collections::HashSet<String>> = None;
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(watcher::Event::Init) => listed = Some(Default::default()),
+                Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                    let (key, version) = version_of(&object);
+                    if let Some(listed) = listed.as_mut() {
+                        listed.insert(key.clone());
+                    }
+                    if seen.insert(key, version.clone()).as_ref() != Some(&version) {
+                        on_change(Some(&object));
+                    }
+                }
+                Ok(watcher::Event::Delete(object)) => {
+                    seen.remove(&version_of(&object).0);
+                    on_change(Some(&object));
+                }
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(listed) = listed.take() {
+                        let before = seen.len();
+                        seen.retain(|key, _| listed.contains(key));
+                        if seen.len() != before {
+                            on_change(None);
+                        }
+                    }
+                }
                 Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
             }
         }
