@@ -126,7 +126,37 @@ pub struct Route53 {
     zone_ids: Mutex<BTreeMap<String, String>>,
     limit: RateLimit,
     applied: AppliedCache,
+    /// Per zone (apex): what Route53 holds, as last read and then patched
+    /// with every change applied since. A `Changed` sync plans against it
+    /// instead of listing the zone again (at 34,000 names a listing is
+    /// over 100 requests, at 5 per second); a `Full` sync, any failure and
+    /// any refused change read the zone again.
+    held: Mutex<BTreeMap<String, Vec<ResourceRecordSet>>>,
     metrics: ProviderMetrics,
+}
+
+/// The identity of a record set in a zone: (name as fedns spells it, type,
+/// set identifier).
+fn held_key(rrset: &ResourceRecordSet) -> (String, String, Option<String>) {
+    (
+        records::decode_name(rrset.name()),
+        rrset.r#type().as_str().to_owned(),
+        rrset.set_identifier().map(str::to_owned),
+    )
+}
+
+/// `held` after `changes` were applied.
+fn patch_held(held: &mut Vec<ResourceRecordSet>, changes: &[Change]) {
+    for change in changes {
+        let Some(rrset) = change.resource_record_set() else {
+            continue;
+        };
+        let key = held_key(rrset);
+        held.retain(|h| held_key(h) != key);
+        if *change.action() != ChangeAction::Delete {
+            held.push(rrset.clone());
+        }
+    }
 }
 
 impl std::fmt::Debug for Route53 {
@@ -175,8 +205,13 @@ impl Route53 {
             client: tokio::sync::OnceCell::new(),
             zone_ids: Mutex::new(BTreeMap::new()),
             applied: AppliedCache::default(),
+            held: Mutex::new(BTreeMap::new()),
             metrics,
         }
+    }
+
+    fn held_cache(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<ResourceRecordSet>>> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The metrics this provider counts into.
@@ -381,12 +416,16 @@ impl Route53 {
         zone_id: &str,
         units: Vec<Unit>,
         report: &mut SyncReport,
+        held: &mut Vec<ResourceRecordSet>,
     ) -> Result<(), String> {
         let mut pending: Vec<Vec<Unit>> = batch::pack(units, self.config.batch_limits);
         pending.reverse();
         while let Some(batch) = pending.pop() {
             match self.write(client, zone_id, &batch).await {
                 Ok(()) => {
+                    for unit in &batch {
+                        patch_held(held, &unit.changes);
+                    }
                     report.writes += 1;
                     report.changes += batch.len();
                     self.metrics.changes_applied(NAME, apex, batch.len());
@@ -419,6 +458,7 @@ impl Route53 {
         client: &Client,
         apex: &str,
         desired: &[DesiredRRset],
+        mode: SyncMode,
         report: &mut SyncReport,
     ) -> Result<(), String> {
         let Some(zone_id) = self.zone_id(client, apex).await? else {
@@ -433,17 +473,32 @@ impl Route53 {
                 format!("none of the hosted zones given with --route53-zone-id is {apex}")
             });
         };
-        let held = self.read_zone(client, &zone_id).await?;
+        let cached = match mode {
+            SyncMode::Changed => self.held_cache().get(apex).cloned(),
+            SyncMode::Full => None,
+        };
+        let mut held = match cached {
+            Some(held) => held,
+            None => {
+                self.held_cache().remove(apex);
+                self.read_zone(client, &zone_id).await?
+            }
+        };
         let plan = self.plan_zone(apex, &zone_id, desired, &held);
         self.metrics.records_owned(NAME, apex, plan.owned);
         report.conflicts.extend(plan.conflicts);
         report.rejected.extend(plan.rejected);
         report.downgraded.extend(plan.downgraded);
         if plan.units.is_empty() {
+            self.held_cache().insert(apex.to_owned(), held);
             return Ok(());
         }
         let (writes, changes) = (report.writes, report.changes);
-        let result = self.apply(client, apex, &zone_id, plan.units, report).await;
+        let rejected = report.rejected.len();
+        let result = self.apply(client, apex, &zone_id, plan.units, report, &mut held).await;
+        if result.is_ok() && report.rejected.len() == rejected {
+            self.held_cache().insert(apex.to_owned(), held);
+        }
         tracing::info!(
             provider = NAME,
             zone = apex,
@@ -475,17 +530,19 @@ impl Route53 {
                 continue;
             }
             let mut outcome = SyncReport::default();
-            match self.sync_zone(&client, &apex, &zone.rrsets, &mut outcome).await {
+            match self.sync_zone(&client, &apex, &zone.rrsets, mode, &mut outcome).await {
                 Ok(()) => self.applied.applied(&apex, &zone.rrsets, &outcome),
                 Err(e) => {
                     tracing::warn!(provider = NAME, zone = %apex, "sync failed (retried soon): {e}");
                     self.applied.forget(&apex);
+                    self.held_cache().remove(&apex);
                     outcome.errors.push((ErrorScope::Zone(apex.clone()), e));
                 }
             }
             report.merge(outcome);
         }
         self.applied.retain(&apexes);
+        self.held_cache().retain(|apex, _| apexes.contains(apex));
         self.metrics.sync_duration(NAME, started);
         report
     }
