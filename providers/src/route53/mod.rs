@@ -498,6 +498,10 @@ impl Route53 {
         let result = self.apply(client, apex, &zone_id, plan.units, report, &mut held).await;
         if result.is_ok() && report.rejected.len() == rejected {
             self.held_cache().insert(apex.to_owned(), held);
+        } else {
+            // Read again next time: what a refused or failed batch left is
+            // not known here.
+            self.held_cache().remove(apex);
         }
         tracing::info!(
             provider = NAME,
