@@ -132,8 +132,9 @@ impl EmbeddedSink {
         outcome
     }
 
-    /// Publishes changed names on top of the zones last published.
-    pub fn apply_changes(&self, changes: &[ZoneRecordChanges]) -> PublishOutcome {
+    /// Publishes changed names on top of the zones last published. None:
+    /// nothing was applied, publish the whole desired state instead.
+    pub fn apply_changes(&self, changes: &[ZoneRecordChanges]) -> Option<PublishOutcome> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         for change in changes {
             let Some(zone) = last.iter_mut().find(|z| z.apex == change.apex) else {
@@ -150,7 +151,7 @@ impl EmbeddedSink {
         let outcome = self.store.publish(last.clone());
         drop(last);
         self.report(&outcome);
-        outcome
+        Some(outcome)
     }
 
     /// Logs what a publish did.

@@ -222,7 +222,13 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 }
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
-                    sink.apply_changes(changes);
+                    if sink.apply_changes(changes).is_none() {
+                        // A change the server's incremental path does not
+                        // take (a wildcard, a record type new to the
+                        // server): publish whole.
+                        let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
+                        sink.apply(&desired_zones_with(&domains, &endpoints.state(), &labels));
+                    }
                 }
             }
             results.push(("embedded", invalid.clone()));
