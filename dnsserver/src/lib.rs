@@ -34,6 +34,8 @@
 mod alloc_check;
 pub mod answer;
 mod check;
+#[cfg(test)]
+mod incremental_check;
 mod metrics;
 mod notify;
 mod render;
@@ -57,7 +59,7 @@ pub use routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant
 pub use rrl::RrlConfig;
 pub use server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
 pub use snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
-pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneStore};
+pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneChanges, ZoneStore};
 pub use transfer::{TransferPolicy, JOURNAL_VERSIONS};
 pub use tree::SkippedRecord;
 pub use tsig::{Algorithm as TsigAlgorithm, TsigKey};
