@@ -104,7 +104,7 @@ pub struct ZoneStore {
     current: ArcSwap<Snapshot>,
     state: Mutex<StoreState>,
     updates: AtomicU64,
-    /// How long the last snapshot build took, in nanoseconds.
+    /// How long the last snapshot build or update took, in nanoseconds.
     last_build_nanos: AtomicU64,
     /// Transfer-enabled zones by lower-cased apex: policy, current
     /// version and IXFR journal.
@@ -192,8 +192,10 @@ impl ZoneStore {
     }
 
     /// How long building the last published snapshot took, in seconds (0
-    /// before the first). Every zone is built in one snapshot, so with one
-    /// zone this is that zone's build time.
+    /// before the first): a full build for [`ZoneStore::publish`] (every
+    /// zone is built in one snapshot, so with one zone this is that zone's
+    /// build time), the incremental update for
+    /// [`ZoneStore::publish_changes`].
     pub fn last_build_seconds(&self) -> f64 {
         self.last_build_nanos.load(Ordering::Relaxed) as f64 / 1e9
     }
