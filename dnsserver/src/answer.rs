@@ -15,7 +15,7 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, SERIAL_FROM_END};
 
 /// Size of the DNS header (RFC 1035 §4.1.1).
 const HEADER_LEN: usize = 12;
@@ -298,20 +298,21 @@ pub(crate) fn answer_or_defer(
     };
     let limits = Limits { size, advertise };
     let key = &request.key[..request.key_len];
-    if let Some(entry) = snapshot.lookup(key) {
+    if let Some(found) = snapshot.lookup(key) {
         let client = match &request.ecs {
             Some(ecs) => ecs.client(),
             None => source,
         };
-        let (bytes, scope) = snapshot.response(entry, request.qtype, client);
-        return Ok(Some(finish_prerendered(&request, bytes, limits, scope, out)));
+        let (bytes, scope, serial) = snapshot.response(&found, request.qtype, client);
+        return Ok(Some(finish_prerendered(&request, bytes, serial, limits, scope, out)));
     }
     // Not an owner name: find the closest existing ancestor.
     for label in 1..request.labels {
         let start = request.label_starts[label] as usize;
-        let Some(entry) = snapshot.lookup(&request.key[start..request.key_len]) else {
+        let Some(found) = snapshot.lookup(&request.key[start..request.key_len]) else {
             continue;
         };
+        let entry = found.entry;
         if entry.below_cut || entry.wildcard_child {
             return Ok(Some(slow_path(snapshot, &request, limits, out)));
         }
@@ -557,9 +558,22 @@ fn finish(request: &Request<'_>, rcode: u16, limits: Limits, scope: u8, out: &mu
     }
 }
 
-/// Copies a stored response and patches ID, flags and the question as asked.
-fn finish_prerendered(request: &Request<'_>, stored: &[u8], limits: Limits, scope: u8, out: &mut Vec<u8>) -> Answered {
+/// Copies a stored response and patches ID, flags, the question as asked
+/// and, when `serial` is given, the SERIAL of the SOA RR that ends it.
+fn finish_prerendered(
+    request: &Request<'_>,
+    stored: &[u8],
+    serial: Option<u32>,
+    limits: Limits,
+    scope: u8,
+    out: &mut Vec<u8>,
+) -> Answered {
     out.extend_from_slice(stored);
+    if let Some(serial) = serial {
+        if let Some(at) = out.len().checked_sub(SERIAL_FROM_END) {
+            out[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+        }
+    }
     let packet = request.packet;
     out[0..2].copy_from_slice(&packet[0..2]);
     out[2] = (out[2] & !(FLAG_RD | 0x78)) | (packet[2] & FLAG_RD);
@@ -592,7 +606,7 @@ fn slow_path(snapshot: &Snapshot, request: &Request<'_>, limits: Limits, out: &m
         .ok()
         .and_then(|q| snapshot.render_now(&q.name, q.query_type));
     match rendered {
-        Some(bytes) => finish_prerendered(request, &bytes, limits, 0, out),
+        Some(bytes) => finish_prerendered(request, &bytes, None, limits, 0, out),
         None => error_response(packet, Some(request), rcode::REFUSED, out),
     }
 }

@@ -8,6 +8,13 @@
 //!   pre-rendered to wire format by hickory-proto, keyed by the lower-cased
 //!   wire-format owner name) and swaps it in atomically; SOA serials rise
 //!   on every change (RFC 1982).
+//! * [`ZoneStore::publish_changes`] applies [`ZoneChanges`] (owners whose
+//!   records were replaced) on top of the last publish at a cost that
+//!   follows the change, not the zone: the snapshot's names live in
+//!   chunks by hash, shared between snapshots, and only the chunks of the
+//!   changed names (and of the names whose answers go through them) are
+//!   copied and re-rendered. The serial is written into stored answers at
+//!   query time, so a new serial re-renders nothing.
 //! * [`answer()`] answers one request from a snapshot: RFC 1034 §4.3.2
 //!   (exact match, CNAME chains across the served zones, wildcards,
 //!   referrals), NXDOMAIN/NODATA with the SOA (RFC 2308), REFUSED outside
@@ -34,6 +41,8 @@
 mod alloc_check;
 pub mod answer;
 mod check;
+#[cfg(test)]
+mod incremental_check;
 mod metrics;
 mod notify;
 mod render;
@@ -57,7 +66,7 @@ pub use routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant
 pub use rrl::RrlConfig;
 pub use server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
 pub use snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
-pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneStore};
+pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneChanges, ZoneStore};
 pub use transfer::{TransferPolicy, JOURNAL_VERSIONS};
 pub use tree::SkippedRecord;
 pub use tsig::{Algorithm as TsigAlgorithm, TsigKey};

@@ -369,7 +369,7 @@ impl Collector for DnsMetrics {
             }
             ConstGauge::new(store.last_build_seconds()).encode(encoder.encode_descriptor(
                 "fedns_dns_snapshot_build_seconds",
-                "How long building the last published zone snapshot took, in seconds",
+                "How long building (full publish) or updating (incremental publish) the last published zone snapshot took, in seconds",
                 None,
                 MetricType::Gauge,
             )?)?;

@@ -394,7 +394,7 @@ fn paint_interval(intervals: &mut Vec<Interval>, start: u128, end: u128, region:
 }
 
 /// How a query picks one of a name's variants.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Route {
     /// Cumulative weights, one per variant; the last is the total.
     Weighted { cumulative: Box<[u32]> },

@@ -25,21 +25,42 @@ use crate::zone::ZoneContent;
 /// append: 11 octets plus an ECS option of up to 24 (RFC 7871 §6).
 const MAX_STORED_MESSAGE: usize = 65_535 - 11 - 24;
 
-/// A range of [`Snapshot::arena`].
+/// [`Span::len`] bit: the stored message ends with its zone's SOA RR, so
+/// the query path writes the zone's current serial into it (octets
+/// len-20..len-16: SERIAL is followed by REFRESH, RETRY, EXPIRE and
+/// MINIMUM, RFC 1035 §3.3.13). Stored answers thus stay valid when only
+/// the serial changes.
+const SOA_LAST: u32 = 1 << 31;
+
+/// Octets from SERIAL to the end of an SOA RR.
+pub(crate) const SERIAL_FROM_END: usize = 20;
+
+/// Names per chunk a full build aims at (see [`Snapshot`]).
+const NAMES_PER_CHUNK: usize = 128;
+/// At most 2^16 chunks.
+const MAX_CHUNK_BITS: u32 = 16;
+
+/// A range of a chunk's arena.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Span {
     start: u32,
+    /// Length, with [`SOA_LAST`] set for answers ending with the SOA.
     len: u32,
 }
 
 impl Span {
     #[inline]
     fn range(self) -> std::ops::Range<usize> {
-        self.start as usize..(self.start + self.len) as usize
+        self.start as usize..(self.start + (self.len & !SOA_LAST)) as usize
+    }
+
+    #[inline]
+    fn soa_last(self) -> bool {
+        self.len & SOA_LAST != 0
     }
 }
 
-/// Answers stored for one owner name (all bytes live in the arena).
+/// Answers stored for one owner name (all bytes live in its chunk's arena).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NameAnswers {
     /// The lower-cased wire-format owner name.
@@ -48,7 +69,7 @@ pub(crate) struct NameAnswers {
     pub zone: u32,
     /// The answer for every query type not listed in `types`.
     other: Span,
-    /// First entry in [`Snapshot::type_answers`] and how many.
+    /// First entry in [`Chunk::type_answers`] and how many.
     types_start: u32,
     types_len: u16,
     /// At or below a zone cut: names below it need a referral rendered at
@@ -56,10 +77,10 @@ pub(crate) struct NameAnswers {
     pub below_cut: bool,
     /// Has a `*` child: missing names below it are synthesised at query time.
     pub wildcard_child: bool,
-    /// Index into [`Snapshot::routes`], or [`NO_ROUTE`]: the answer depends
+    /// Index into [`Chunk::routes`], or [`NO_ROUTE`]: the answer depends
     /// on the query (a traffic policy).
     route: u32,
-    /// First of this name's entries in [`Snapshot::variant_answers`], one
+    /// First of this name's entries in [`Chunk::variant_answers`], one
     /// per variant of its route.
     variants_start: u32,
 }
@@ -75,7 +96,15 @@ struct AnswerSet {
     types_len: u16,
 }
 
-/// Per-zone data of the NXDOMAIN fast path.
+/// One rendered message, before it is stored.
+#[derive(Debug, PartialEq, Eq)]
+struct Rendered {
+    bytes: Vec<u8>,
+    /// The message ends with the zone's SOA RR (see [`SOA_LAST`]).
+    soa_last: bool,
+}
+
+/// Per-zone data of the NXDOMAIN fast path and of routed answers.
 #[derive(Debug)]
 pub(crate) struct ZoneAnswers {
     /// Labels in the apex (without the root).
@@ -83,7 +112,9 @@ pub(crate) struct ZoneAnswers {
     /// The negative SOA RR without its owner (see [`record_without_owner`]).
     pub negative_soa_tail: Box<[u8]>,
     /// Where clients are (`Nearest` names of this zone).
-    pub clients: ClientTable,
+    pub clients: Arc<ClientTable>,
+    /// The SOA serial, written into stored answers ending with the SOA.
+    pub serial: u32,
 }
 
 /// Facts about one served zone, for status reports and metrics.
@@ -97,29 +128,72 @@ pub struct ZoneSummary {
     pub rrset_count: usize,
 }
 
-/// Every served zone, immutable once built. Share it as `Arc<Snapshot>`.
+/// One slice of the served names (by hash), immutable once built and
+/// shared between snapshots: an update rebuilds only the chunks holding
+/// changed names.
 ///
 /// Layout: one byte arena holds every owner key and every stored answer;
 /// a hash table of small fixed-size entries points into it. Answers that
 /// are byte-identical for one name (e.g. A and ANY at an A-only name) are
 /// stored once.
 #[derive(Debug, Default)]
-pub struct Snapshot {
+pub(crate) struct Chunk {
     arena: Vec<u8>,
     table: HashTable<NameAnswers>,
     type_answers: Vec<(u16, Span)>,
+    variant_answers: Vec<AnswerSet>,
+    /// Query-time routes of this chunk's names, and what each answers.
+    routes: Vec<Route>,
+    reports: Vec<RouteReport>,
+    /// Names of this chunk whose answers were reported, and why.
+    skipped: Vec<(Box<[u8]>, SkippedRecord)>,
+}
+
+/// One name's stored answers and the chunk holding them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Found<'a> {
+    chunk: &'a Chunk,
+    pub entry: &'a NameAnswers,
+}
+
+/// Every served zone, immutable once built. Share it as `Arc<Snapshot>`.
+///
+/// The names are split by hash into 2^n [`Chunk`]s held in `Arc`s (about
+/// [`NAMES_PER_CHUNK`] names each after a full build), so an incremental
+/// update ([`Snapshot::updated`]) copies and re-renders only the chunks
+/// of the names it changes and shares the others with the previous
+/// snapshot. Serials live per zone, outside the stored answers.
+#[derive(Debug)]
+pub struct Snapshot {
+    chunks: Vec<Arc<Chunk>>,
+    /// log2 of the chunk count.
+    chunk_bits: u32,
     pub(crate) zones: Vec<ZoneAnswers>,
     summaries: Vec<ZoneSummary>,
     /// Kept only when some answer must be rendered at query time
     /// (wildcards, zone cuts).
     tree: Option<Tree>,
+    /// Problems of whole zones (given twice, client tables).
+    zone_skipped: Vec<SkippedRecord>,
+    /// Everything skipped: zones, records, answers.
     skipped: Vec<SkippedRecord>,
-    routes: Vec<Route>,
-    variant_answers: Vec<AnswerSet>,
     /// The GeoIP database `Nearest` names fall back to.
     geo: Option<Arc<GeoIpDb>>,
-    /// Per route: the routed name and its variants, for reports.
-    route_reports: Vec<RouteReport>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            chunks: vec![Arc::new(Chunk::default())],
+            chunk_bits: 0,
+            zones: Vec::new(),
+            summaries: Vec::new(),
+            tree: None,
+            zone_skipped: Vec::new(),
+            skipped: Vec::new(),
+            geo: None,
+        }
+    }
 }
 
 /// What a routed name answers, for `explain` and tests.
@@ -152,6 +226,23 @@ pub struct ClientChoice {
 /// type are stored once.
 const ABSENT_TYPE: RecordType = RecordType::Unknown(65_280);
 
+#[inline]
+fn hash_key(key: &[u8]) -> u64 {
+    FxBuildHasher.hash_one(key)
+}
+
+/// The chunk of a name's hash: bits 32.. (the chunk's own table uses the
+/// low bits and the top 7).
+#[inline]
+fn chunk_index(hash: u64, bits: u32) -> usize {
+    ((hash >> 32) as usize) & ((1usize << bits) - 1)
+}
+
+fn chunk_bits(names: usize) -> u32 {
+    let chunks = (names / NAMES_PER_CHUNK).max(1);
+    (usize::BITS - 1 - chunks.leading_zeros()).min(MAX_CHUNK_BITS)
+}
+
 impl Snapshot {
     /// An empty snapshot: every query is REFUSED.
     pub fn empty() -> Self {
@@ -170,259 +261,201 @@ impl Snapshot {
     }
 
     /// [`Snapshot::build`], also returning the records of every zone whose
-    /// apex (lower case, fully qualified) `keep` selects, as served.
+    /// apex (lower case, fully qualified) `keep` selects, as served, and
+    /// the build-time tree for later [`Snapshot::updated`] calls (`None`
+    /// when the snapshot keeps it for query-time answers: wildcards or
+    /// zone cuts, which incremental updates do not handle).
     pub(crate) fn build_keeping(
         contents: &[(ZoneContent, u32)],
         keep: &dyn Fn(&Name) -> bool,
         geo: Option<Arc<GeoIpDb>>,
-    ) -> (Snapshot, Vec<ZoneVersion>) {
-        let (tree, mut skipped) = Tree::build(contents);
-        let tables = client_tables(&tree, contents, &mut skipped);
+    ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
+        let (tree, mut zone_skipped) = Tree::build(contents);
+        let tables = client_tables(&tree, contents, &mut zone_skipped);
         let versions = tree.versions(keep);
-        let query_types = tree.query_types();
-        let mut snapshot = Snapshot {
-            zones: tree
-                .zones
-                .iter()
-                .zip(tables)
-                .map(|(zone, clients)| ZoneAnswers {
-                    apex_labels: zone.apex.num_labels(),
-                    negative_soa_tail: record_without_owner(&zone.negative_soa)
-                        .unwrap_or_default()
-                        .into_boxed_slice(),
-                    clients,
-                })
-                .collect(),
-            geo,
-            summaries: tree
-                .zones
-                .iter()
-                .map(|z| ZoneSummary {
-                    apex: z.apex.to_ascii(),
-                    serial: z.serial,
-                    rrset_count: z.rrset_count,
-                })
-                .collect(),
-            table: HashTable::with_capacity(tree.nodes.len()),
-            ..Snapshot::default()
-        };
-        // Every routed name: its query-time route and the RRsets of each
-        // variant it renders.
-        let mut route_sets: Vec<Vec<VariantSets>> = Vec::with_capacity(tree.routed.len());
-        for routed in &tree.routed {
-            let (route, sets, report) = route_of(routed, &snapshot.zones[routed.zone].clients);
-            snapshot.routes.push(route);
-            snapshot.route_reports.push(report);
-            route_sets.push(sets);
-        }
+        let zones: Vec<ZoneAnswers> = tree
+            .zones
+            .iter()
+            .zip(tables)
+            .map(|(zone, clients)| zone_answers(zone, Arc::new(clients)))
+            .collect();
+        let bits = chunk_bits(tree.nodes.len());
+        let mut chunks: Vec<Chunk> = (0..1usize << bits).map(|_| Chunk::default()).collect();
         let mut needs_tree = false;
-        let mut answers: Vec<(u16, Vec<u8>)> = Vec::new();
-        for (key, node) in &tree.nodes {
-            let touched: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
-            let render_type = |qtype: RecordType, variant: Override<'_>| -> Option<Vec<u8>> {
-                let (resolution, routed) = tree.resolve_routed(&node.name, qtype, variant)?;
-                if touched.get().is_none() {
-                    touched.set(routed);
-                }
-                render(&node.name, ABSENT_TYPE, &resolution)
-            };
-            let Some(other) = render_type(ABSENT_TYPE, None) else {
-                skipped.push(SkippedRecord {
-                    name: node.name.to_ascii(),
-                    record_type: "*".into(),
-                    reason: "its answer could not be encoded".into(),
-                });
-                continue;
-            };
-            answers.clear();
-            for &qtype in &query_types {
-                if let Some(bytes) = render_type(qtype, None) {
-                    if bytes != other {
-                        answers.push((u16::from(qtype), bytes));
-                    }
-                }
+        {
+            let mut renderer = Renderer::new(&tree, &zones);
+            for (key, node) in &tree.nodes {
+                needs_tree |= node.cut.is_some() || node.wildcard_child;
+                let hash = hash_key(key);
+                renderer.render_into(&mut chunks[chunk_index(hash, bits)], key, node, hash);
             }
-            if let Some(largest) = std::iter::once(other.len())
-                .chain(answers.iter().map(|(_, bytes)| bytes.len()))
-                .max()
-                .filter(|len| *len > MAX_STORED_MESSAGE)
-            {
-                // Still stored (clients get TC), but said: no transport can
-                // carry it, and nothing else would tell the operator.
-                skipped.push(SkippedRecord {
-                    name: node.name.to_ascii(),
-                    record_type: "*".into(),
-                    reason: format!(
-                        "its answer is {largest} octets, more than one DNS message holds (65,535, RFC 1035 §4.2.2, \
-                         less room for OPT); clients get TC and no records: publish fewer targets under this name"
-                    ),
-                });
-            }
-            needs_tree |= node.cut.is_some() || node.wildcard_child;
-            let Some(mut entry) = snapshot.store_name(
-                key,
-                node.zone as u32,
-                &other,
-                &answers,
-                node.cut.is_some(),
-                node.wildcard_child,
-            ) else {
-                skipped.push(SkippedRecord {
-                    name: node.name.to_ascii(),
-                    record_type: "*".into(),
-                    reason: "the snapshot is over 4 GiB; name left out".into(),
-                });
-                continue;
-            };
-            if let Some(route) = touched.get() {
-                // The answer goes through a routed name: one answer set per variant.
-                let start = snapshot.variant_answers.len() as u32;
-                let mut complete = true;
-                for sets in &route_sets[route] {
-                    let variant = Some((route, sets));
-                    let Some(other) = render_type(ABSENT_TYPE, variant) else {
-                        complete = false;
-                        break;
-                    };
-                    answers.clear();
-                    for &qtype in &query_types {
-                        if let Some(bytes) = render_type(qtype, variant) {
-                            if bytes != other {
-                                answers.push((u16::from(qtype), bytes));
-                            }
-                        }
-                    }
-                    match snapshot.store_set(&other, &answers) {
-                        Some(set) => snapshot.variant_answers.push(set),
-                        None => complete = false,
-                    }
-                }
-                if complete {
-                    entry.route = route as u32;
-                    entry.variants_start = start;
-                } else {
-                    snapshot.variant_answers.truncate(start as usize);
-                    skipped.push(SkippedRecord {
-                        name: node.name.to_ascii(),
-                        record_type: "*".into(),
-                        reason: "a policy variant could not be encoded; every variant is answered together".into(),
-                    });
-                }
-            }
-            let hash = FxBuildHasher.hash_one(key.as_ref());
-            let arena = &snapshot.arena;
-            snapshot
-                .table
-                .insert_unique(hash, entry, |e| FxBuildHasher.hash_one(&arena[e.key.range()]));
         }
-        snapshot.arena.shrink_to_fit();
-        snapshot.type_answers.shrink_to_fit();
-        snapshot.tree = needs_tree.then_some(tree);
-        snapshot.skipped = skipped;
-        (snapshot, versions)
-    }
-
-    /// Appends one name's key and answers to the arena. `None` when the
-    /// arena would pass 4 GiB (offsets are 32-bit).
-    fn store_name(
-        &mut self,
-        key: &[u8],
-        zone: u32,
-        other: &[u8],
-        answers: &[(u16, Vec<u8>)],
-        below_cut: bool,
-        wildcard_child: bool,
-    ) -> Option<NameAnswers> {
-        let total = key.len() + other.len() + answers.iter().map(|(_, a)| a.len()).sum::<usize>();
-        if self.arena.len() + total > u32::MAX as usize {
-            return None;
-        }
-        let key = self.push(key);
-        let set = self.store_set(other, answers)?;
-        Some(NameAnswers {
-            key,
-            zone,
-            other: set.other,
-            types_start: set.types_start,
-            types_len: set.types_len,
-            below_cut,
-            wildcard_child,
-            route: NO_ROUTE,
-            variants_start: 0,
-        })
-    }
-
-    /// Appends one answer set (the answer for absent types and the
-    /// answers of other types) to the arena.
-    fn store_set(&mut self, other: &[u8], answers: &[(u16, Vec<u8>)]) -> Option<AnswerSet> {
-        let total = other.len() + answers.iter().map(|(_, a)| a.len()).sum::<usize>();
-        if self.arena.len() + total > u32::MAX as usize {
-            return None;
-        }
-        let other = self.push(other);
-        let types_start = self.type_answers.len() as u32;
-        let mut stored: Vec<(Span, &[u8])> = Vec::new();
-        for (qtype, bytes) in answers {
-            // Identical bytes for another type of this name: share them.
-            let span = match stored.iter().find(|(_, b)| *b == bytes.as_slice()) {
-                Some((span, _)) => *span,
-                None => {
-                    let span = self.push(bytes);
-                    stored.push((span, bytes));
-                    span
-                }
-            };
-            self.type_answers.push((*qtype, span));
-        }
-        Some(AnswerSet {
-            other,
-            types_start,
-            types_len: answers.len() as u16,
-        })
-    }
-
-    fn push(&mut self, bytes: &[u8]) -> Span {
-        let span = Span {
-            start: self.arena.len() as u32,
-            len: bytes.len() as u32,
+        let mut snapshot = Snapshot {
+            chunks: chunks
+                .into_iter()
+                .map(|mut chunk| {
+                    chunk.shrink();
+                    Arc::new(chunk)
+                })
+                .collect(),
+            chunk_bits: bits,
+            zones,
+            summaries: summaries(&tree),
+            tree: None,
+            zone_skipped,
+            skipped: Vec::new(),
+            geo,
         };
-        self.arena.extend_from_slice(bytes);
-        span
+        snapshot.skipped = snapshot.collect_skipped(&tree);
+        if needs_tree {
+            snapshot.tree = Some(tree);
+            (snapshot, versions, None)
+        } else {
+            (snapshot, versions, Some(tree))
+        }
     }
 
-    #[inline]
-    fn slice(&self, span: Span) -> &[u8] {
-        &self.arena[span.range()]
+    /// The snapshot after `tree` (this snapshot's tree, changed by
+    /// [`Tree::apply`]) changed the names `dirty`: chunks without a dirty
+    /// name are shared, the others copied with the dirty names re-rendered
+    /// (or left out when gone). Serials, negative SOAs and summaries come
+    /// from `tree`; client tables and the GeoIP database stay.
+    pub(crate) fn updated(&self, tree: &Tree, dirty: &rustc_hash::FxHashSet<Box<[u8]>>) -> Snapshot {
+        let zones: Vec<ZoneAnswers> = tree
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| {
+                let clients = self.zones.get(i).map(|z| z.clients.clone()).unwrap_or_default();
+                zone_answers(zone, clients)
+            })
+            .collect();
+        let bits = self.chunk_bits;
+        let mut by_chunk: rustc_hash::FxHashMap<usize, Vec<(&[u8], u64)>> = rustc_hash::FxHashMap::default();
+        for key in dirty {
+            let hash = hash_key(key);
+            by_chunk
+                .entry(chunk_index(hash, bits))
+                .or_default()
+                .push((key.as_ref(), hash));
+        }
+        let mut chunks = self.chunks.clone();
+        {
+            let mut renderer = Renderer::new(tree, &zones);
+            for (index, keys) in by_chunk {
+                let old = &self.chunks[index];
+                let mut chunk = Chunk {
+                    arena: Vec::with_capacity(old.arena.len() + 1024),
+                    table: HashTable::with_capacity(old.table.len() + keys.len()),
+                    ..Chunk::default()
+                };
+                for entry in old.table.iter() {
+                    let key = old.slice(entry.key);
+                    if dirty.contains(key) {
+                        continue;
+                    }
+                    let copied = chunk.copy_entry(old, entry);
+                    chunk.insert(hash_key(key), copied);
+                }
+                chunk
+                    .skipped
+                    .extend(old.skipped.iter().filter(|(key, _)| !dirty.contains(key)).cloned());
+                for (key, hash) in keys {
+                    if let Some(node) = tree.nodes.get(key) {
+                        renderer.render_into(&mut chunk, key, node, hash);
+                    }
+                }
+                chunk.shrink();
+                chunks[index] = Arc::new(chunk);
+            }
+        }
+        let mut snapshot = Snapshot {
+            chunks,
+            chunk_bits: bits,
+            zones,
+            summaries: summaries(tree),
+            tree: None,
+            zone_skipped: self.zone_skipped.clone(),
+            skipped: Vec::new(),
+            geo: self.geo.clone(),
+        };
+        snapshot.skipped = snapshot.collect_skipped(tree);
+        snapshot
+    }
+
+    /// Zone problems, then per-owner skipped records (by zone and owner),
+    /// then answers that could not be stored (by name).
+    fn collect_skipped(&self, tree: &Tree) -> Vec<SkippedRecord> {
+        let mut answers: Vec<&SkippedRecord> = self
+            .chunks
+            .iter()
+            .flat_map(|c| c.skipped.iter().map(|(_, s)| s))
+            .collect();
+        answers.sort_by(|a, b| (&a.name, &a.reason).cmp(&(&b.name, &b.reason)));
+        self.zone_skipped
+            .iter()
+            .chain(tree.owner_skips())
+            .chain(answers)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether zone `zone`'s client table knows every region of `regions`
+    /// (a routed name with a new region needs a new table: full build).
+    pub(crate) fn knows_regions<'a>(&self, zone: usize, mut regions: impl Iterator<Item = &'a str>) -> bool {
+        let Some(zone) = self.zones.get(zone) else {
+            return false;
+        };
+        regions.all(|region| zone.clients.regions.iter().any(|r| r == region))
     }
 
     /// The stored answers of the owner name `key` (lower-cased wire format).
     #[inline]
-    pub(crate) fn lookup(&self, key: &[u8]) -> Option<&NameAnswers> {
-        let hash = FxBuildHasher.hash_one(key);
-        self.table.find(hash, |entry| self.slice(entry.key) == key)
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<Found<'_>> {
+        let hash = hash_key(key);
+        let chunk = self.chunks.get(chunk_index(hash, self.chunk_bits))?;
+        chunk
+            .table
+            .find(hash, |entry| chunk.slice(entry.key) == key)
+            .map(|entry| Found { chunk, entry })
     }
 
-    /// The stored response of `entry` for `qtype` for a client at
+    /// The stored response of `found` for `qtype` for a client at
     /// `client` (None: unknown, e.g. an ECS option with SOURCE
-    /// PREFIX-LENGTH 0), and the SCOPE PREFIX-LENGTH (RFC 7871 §7.2.1) it
-    /// holds for: 0 unless the answer depends on the client's address.
+    /// PREFIX-LENGTH 0), the SCOPE PREFIX-LENGTH (RFC 7871 §7.2.1) it
+    /// holds for (0 unless the answer depends on the client's address),
+    /// and the serial to write [`SERIAL_FROM_END`] octets before its end
+    /// when it ends with the zone's SOA.
     #[inline]
-    pub(crate) fn response(&self, entry: &NameAnswers, qtype: u16, client: Option<IpAddr>) -> (&[u8], u8) {
-        if entry.route == NO_ROUTE {
-            return (
-                self.answer_of(entry.other, entry.types_start, entry.types_len, qtype),
+    pub(crate) fn response<'a>(
+        &'a self,
+        found: &Found<'a>,
+        qtype: u16,
+        client: Option<IpAddr>,
+    ) -> (&'a [u8], u8, Option<u32>) {
+        let (chunk, entry) = (found.chunk, found.entry);
+        let (span, scope) = if entry.route == NO_ROUTE {
+            (
+                chunk.answer_of(entry.other, entry.types_start, entry.types_len, qtype),
                 0,
-            );
-        }
-        let (variant, scope) = self.pick(entry.route as usize, client);
-        let set = self.variant_answers[entry.variants_start as usize + variant];
-        (self.answer_of(set.other, set.types_start, set.types_len, qtype), scope)
+            )
+        } else {
+            let (variant, scope) = self.pick(&chunk.routes[entry.route as usize], client);
+            let set = chunk.variant_answers[entry.variants_start as usize + variant];
+            (chunk.answer_of(set.other, set.types_start, set.types_len, qtype), scope)
+        };
+        let serial = if span.soa_last() {
+            self.zones.get(entry.zone as usize).map(|z| z.serial)
+        } else {
+            None
+        };
+        (chunk.slice(span), scope, serial)
     }
 
-    /// The variant of route `route` a client gets, and the scope.
+    /// The variant of `route` a client gets, and the scope.
     #[inline]
-    fn pick(&self, route: usize, client: Option<IpAddr>) -> (usize, u8) {
-        match &self.routes[route] {
+    fn pick(&self, route: &Route, client: Option<IpAddr>) -> (usize, u8) {
+        match route {
             Route::Weighted { cumulative } => (weighted_pick(cumulative), 0),
             Route::Nearest {
                 zone,
@@ -439,30 +472,27 @@ impl Snapshot {
         }
     }
 
-    #[inline]
-    fn answer_of(&self, other: Span, types_start: u32, types_len: u16, qtype: u16) -> &[u8] {
-        let start = types_start as usize;
-        // A handful of entries: a linear scan beats anything cleverer.
-        for (t, span) in &self.type_answers[start..start + types_len as usize] {
-            if *t == qtype {
-                return self.slice(*span);
-            }
-        }
-        self.slice(other)
-    }
-
-    /// Every routed name, with its policy and variants.
-    pub fn routes(&self) -> &[RouteReport] {
-        &self.route_reports
+    /// Every routed name, with its policy and variants, by name.
+    pub fn routes(&self) -> Vec<RouteReport> {
+        let mut reports: Vec<RouteReport> = self.chunks.iter().flat_map(|c| c.reports.iter().cloned()).collect();
+        reports.sort_by(|a, b| a.name.cmp(&b.name));
+        reports.dedup_by(|a, b| a.name == b.name);
+        reports
     }
 
     /// Which variant of the routed name `name` (lower case, fully
     /// qualified, e.g. `www.example.com.`) a client at `client` gets;
     /// `None` when the name has no policy.
     pub fn choice_for(&self, name: &str, client: Option<IpAddr>) -> Option<ClientChoice> {
-        let route = self.route_reports.iter().position(|r| r.name == name)?;
-        let report = &self.route_reports[route];
-        let (region, scope) = match (&self.routes[route], client) {
+        let owner = Name::from_ascii(name).ok()?;
+        let found = self.lookup(&crate::tree::wire_key(&owner))?;
+        let (chunk, entry) = (found.chunk, found.entry);
+        let route = chunk.routes.get(entry.route as usize)?;
+        let report = &chunk.reports[entry.route as usize];
+        if report.name != name {
+            return None; // a CNAME to a routed name, not the name itself
+        }
+        let (region, scope) = match (route, client) {
             (Route::Nearest { zone, .. }, Some(addr)) => {
                 let table = &self.zones[*zone as usize].clients;
                 let placed = table.place(addr, self.geo.as_deref());
@@ -470,7 +500,7 @@ impl Snapshot {
             }
             _ => (None, 0),
         };
-        let variants = match &self.routes[route] {
+        let variants = match route {
             Route::Weighted { .. } => report.variants.iter().flatten().cloned().collect(),
             Route::Nearest { .. } => report.variants[self.pick(route, client).0].clone(),
         };
@@ -499,12 +529,12 @@ impl Snapshot {
 
     /// Owner names served (empty non-terminals included).
     pub fn name_count(&self) -> usize {
-        self.table.len()
+        self.chunks.iter().map(|c| c.table.len()).sum()
     }
 
     /// Octets of stored keys and answers.
     pub fn arena_bytes(&self) -> usize {
-        self.arena.len()
+        self.chunks.iter().map(|c| c.arena.len()).sum()
     }
 
     /// The GeoIP database in use, if any.
@@ -516,6 +546,374 @@ impl Snapshot {
     pub(crate) fn render_now(&self, qname: &Name, qtype: RecordType) -> Option<Vec<u8>> {
         let resolution = self.tree.as_ref()?.resolve(&qname.to_lowercase(), qtype)?;
         render(qname, qtype, &resolution)
+    }
+
+    /// Every stored response of the owner `key` for `qtype`, one per
+    /// variant (one for names without a policy), with the serial written
+    /// in: what a client can get. For tests comparing snapshots.
+    #[cfg(test)]
+    pub(crate) fn stored_responses(&self, key: &[u8], qtype: u16) -> Option<Vec<Vec<u8>>> {
+        let found = self.lookup(key)?;
+        let (chunk, entry) = (found.chunk, found.entry);
+        let serial = self.zones[entry.zone as usize].serial;
+        let finish = |span: Span| {
+            let mut bytes = chunk.slice(span).to_vec();
+            if span.soa_last() {
+                let at = bytes.len() - SERIAL_FROM_END;
+                bytes[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+            }
+            bytes
+        };
+        if entry.route == NO_ROUTE {
+            return Some(vec![finish(chunk.answer_of(
+                entry.other,
+                entry.types_start,
+                entry.types_len,
+                qtype,
+            ))]);
+        }
+        let count = chunk.reports[entry.route as usize].variants.len();
+        let mut out: Vec<Vec<u8>> = (0..count)
+            .map(|i| {
+                let set = chunk.variant_answers[entry.variants_start as usize + i];
+                finish(chunk.answer_of(set.other, set.types_start, set.types_len, qtype))
+            })
+            .collect();
+        out.sort();
+        Some(out)
+    }
+
+    /// Every served owner key, for tests.
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = self
+            .chunks
+            .iter()
+            .flat_map(|c| c.table.iter().map(|e| c.slice(e.key).to_vec()))
+            .collect();
+        keys.sort();
+        keys
+    }
+}
+
+fn zone_answers(zone: &crate::tree::ZoneInfo, clients: Arc<ClientTable>) -> ZoneAnswers {
+    ZoneAnswers {
+        apex_labels: zone.apex.num_labels(),
+        negative_soa_tail: record_without_owner(&zone.negative_soa)
+            .unwrap_or_default()
+            .into_boxed_slice(),
+        clients,
+        serial: zone.serial,
+    }
+}
+
+fn summaries(tree: &Tree) -> Vec<ZoneSummary> {
+    tree.zones
+        .iter()
+        .map(|z| ZoneSummary {
+            apex: z.apex.to_ascii(),
+            serial: z.serial,
+            rrset_count: z.rrset_count,
+        })
+        .collect()
+}
+
+impl Chunk {
+    fn shrink(&mut self) {
+        self.arena.shrink_to_fit();
+        self.type_answers.shrink_to_fit();
+        self.variant_answers.shrink_to_fit();
+    }
+
+    fn insert(&mut self, hash: u64, entry: NameAnswers) {
+        let arena = &self.arena;
+        self.table
+            .insert_unique(hash, entry, |e| hash_key(&arena[e.key.range()]));
+    }
+
+    /// Appends one name's key and answers to the arena. `None` when the
+    /// arena would pass 2 GiB (offsets are 31-bit).
+    fn store_name(
+        &mut self,
+        key: &[u8],
+        zone: u32,
+        other: &Rendered,
+        answers: &[(u16, Rendered)],
+        below_cut: bool,
+        wildcard_child: bool,
+    ) -> Option<NameAnswers> {
+        let total = key.len() + other.bytes.len() + answers.iter().map(|(_, a)| a.bytes.len()).sum::<usize>();
+        if self.arena.len() + total > (SOA_LAST - 1) as usize {
+            return None;
+        }
+        let key = self.push(key, false);
+        let set = self.store_set(other, answers)?;
+        Some(NameAnswers {
+            key,
+            zone,
+            other: set.other,
+            types_start: set.types_start,
+            types_len: set.types_len,
+            below_cut,
+            wildcard_child,
+            route: NO_ROUTE,
+            variants_start: 0,
+        })
+    }
+
+    /// Appends one answer set (the answer for absent types and the
+    /// answers of other types) to the arena.
+    fn store_set(&mut self, other: &Rendered, answers: &[(u16, Rendered)]) -> Option<AnswerSet> {
+        let total = other.bytes.len() + answers.iter().map(|(_, a)| a.bytes.len()).sum::<usize>();
+        if self.arena.len() + total > (SOA_LAST - 1) as usize {
+            return None;
+        }
+        let other = self.push(&other.bytes, other.soa_last);
+        let types_start = self.type_answers.len() as u32;
+        let mut stored: Vec<(Span, &[u8])> = Vec::new();
+        for (qtype, rendered) in answers {
+            // Identical bytes for another type of this name: share them.
+            let span = match stored.iter().find(|(_, b)| *b == rendered.bytes.as_slice()) {
+                Some((span, _)) => *span,
+                None => {
+                    let span = self.push(&rendered.bytes, rendered.soa_last);
+                    stored.push((span, &rendered.bytes));
+                    span
+                }
+            };
+            self.type_answers.push((*qtype, span));
+        }
+        Some(AnswerSet {
+            other,
+            types_start,
+            types_len: answers.len() as u16,
+        })
+    }
+
+    /// Copies one answer set of `old` into this chunk, sharing what the
+    /// original shared.
+    fn copy_set(&mut self, old: &Chunk, set: AnswerSet) -> AnswerSet {
+        let other = self.push(old.slice(set.other), set.other.soa_last());
+        let types_start = self.type_answers.len() as u32;
+        let start = set.types_start as usize;
+        let mut copied: Vec<(Span, Span)> = Vec::new();
+        for &(qtype, span) in &old.type_answers[start..start + set.types_len as usize] {
+            let new = match copied.iter().find(|(o, _)| *o == span) {
+                Some((_, new)) => *new,
+                None => {
+                    let new = self.push(old.slice(span), span.soa_last());
+                    copied.push((span, new));
+                    new
+                }
+            };
+            self.type_answers.push((qtype, new));
+        }
+        AnswerSet {
+            other,
+            types_start,
+            types_len: set.types_len,
+        }
+    }
+
+    /// Copies one name's entry (key, answers, route and variants) of `old`.
+    fn copy_entry(&mut self, old: &Chunk, entry: &NameAnswers) -> NameAnswers {
+        let key = self.push(old.slice(entry.key), false);
+        let set = self.copy_set(
+            old,
+            AnswerSet {
+                other: entry.other,
+                types_start: entry.types_start,
+                types_len: entry.types_len,
+            },
+        );
+        let mut copied = NameAnswers {
+            key,
+            other: set.other,
+            types_start: set.types_start,
+            types_len: set.types_len,
+            route: NO_ROUTE,
+            variants_start: 0,
+            ..*entry
+        };
+        if let (Some(route), Some(report)) = (
+            old.routes.get(entry.route as usize),
+            old.reports.get(entry.route as usize),
+        ) {
+            copied.route = self.routes.len() as u32;
+            self.routes.push(route.clone());
+            self.reports.push(report.clone());
+            copied.variants_start = self.variant_answers.len() as u32;
+            for i in 0..report.variants.len() {
+                let set = old.variant_answers[entry.variants_start as usize + i];
+                let set = self.copy_set(old, set);
+                self.variant_answers.push(set);
+            }
+        }
+        copied
+    }
+
+    fn push(&mut self, bytes: &[u8], soa_last: bool) -> Span {
+        let span = Span {
+            start: self.arena.len() as u32,
+            len: bytes.len() as u32 | if soa_last { SOA_LAST } else { 0 },
+        };
+        self.arena.extend_from_slice(bytes);
+        span
+    }
+
+    #[inline]
+    fn slice(&self, span: Span) -> &[u8] {
+        &self.arena[span.range()]
+    }
+
+    #[inline]
+    fn answer_of(&self, other: Span, types_start: u32, types_len: u16, qtype: u16) -> Span {
+        let start = types_start as usize;
+        // A handful of entries: a linear scan beats anything cleverer.
+        for (t, span) in &self.type_answers[start..start + types_len as usize] {
+            if *t == qtype {
+                return *span;
+            }
+        }
+        other
+    }
+}
+
+/// A routed name's query-time route, the RRsets of each variant it
+/// renders, and its report.
+type RouteParts = (Route, Vec<VariantSets>, RouteReport);
+
+/// Renders names of one tree into chunks.
+struct Renderer<'a> {
+    tree: &'a Tree,
+    zones: &'a [ZoneAnswers],
+    query_types: Vec<RecordType>,
+    /// Routes by [`Tree::routed`] index, computed when first needed.
+    routes: rustc_hash::FxHashMap<usize, RouteParts>,
+}
+
+impl<'a> Renderer<'a> {
+    fn new(tree: &'a Tree, zones: &'a [ZoneAnswers]) -> Self {
+        Renderer {
+            tree,
+            zones,
+            query_types: tree.query_types(),
+            routes: rustc_hash::FxHashMap::default(),
+        }
+    }
+
+    /// Renders every answer of `node` (owner `key`, hash `hash`) into
+    /// `chunk`; problems go to the chunk's skipped list.
+    fn render_into(&mut self, chunk: &mut Chunk, key: &[u8], node: &crate::tree::Node, hash: u64) {
+        let tree = self.tree;
+        let skip = |chunk: &mut Chunk, reason: String| {
+            chunk.skipped.push((
+                key.into(),
+                SkippedRecord {
+                    name: node.name.to_ascii(),
+                    record_type: "*".into(),
+                    reason,
+                },
+            ));
+        };
+        let touched: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
+        let render_type = |qtype: RecordType, variant: Override<'_>| -> Option<Rendered> {
+            let (resolution, routed) = tree.resolve_routed(&node.name, qtype, variant)?;
+            if touched.get().is_none() {
+                touched.set(routed);
+            }
+            let soa_last = resolution
+                .additionals
+                .last()
+                .or(resolution.authorities.last())
+                .or(resolution.answers.last())
+                .is_some_and(|r| r.record_type() == RecordType::SOA);
+            Some(Rendered {
+                bytes: render(&node.name, ABSENT_TYPE, &resolution)?,
+                soa_last,
+            })
+        };
+        let query_types = &self.query_types;
+        let render_all = |variant: Override<'_>| -> Option<(Rendered, Vec<(u16, Rendered)>)> {
+            let other = render_type(ABSENT_TYPE, variant)?;
+            let mut answers = Vec::new();
+            for &qtype in query_types {
+                if let Some(rendered) = render_type(qtype, variant) {
+                    if rendered.bytes != other.bytes {
+                        answers.push((u16::from(qtype), rendered));
+                    }
+                }
+            }
+            Some((other, answers))
+        };
+        let Some((other, answers)) = render_all(None) else {
+            skip(chunk, "its answer could not be encoded".into());
+            return;
+        };
+        if let Some(largest) = std::iter::once(other.bytes.len())
+            .chain(answers.iter().map(|(_, r)| r.bytes.len()))
+            .max()
+            .filter(|len| *len > MAX_STORED_MESSAGE)
+        {
+            // Still stored (clients get TC), but said: no transport can
+            // carry it, and nothing else would tell the operator.
+            skip(
+                chunk,
+                format!(
+                    "its answer is {largest} octets, more than one DNS message holds (65,535, RFC 1035 §4.2.2, \
+                     less room for OPT); clients get TC and no records: publish fewer targets under this name"
+                ),
+            );
+        }
+        let Some(mut entry) = chunk.store_name(
+            key,
+            node.zone as u32,
+            &other,
+            &answers,
+            node.cut.is_some(),
+            node.wildcard_child,
+        ) else {
+            skip(chunk, "the snapshot chunk is over 2 GiB; name left out".into());
+            return;
+        };
+        if let Some(route) = touched.get() {
+            // The answer goes through a routed name: one answer set per variant.
+            if !self.routes.contains_key(&route) {
+                let Some(routed) = tree.routed(route) else {
+                    chunk.insert(hash, entry);
+                    return;
+                };
+                let parts = route_of(routed, &self.zones[routed.zone].clients);
+                self.routes.insert(route, parts);
+            }
+            let (route_query, sets, report) = &self.routes[&route];
+            let start = chunk.variant_answers.len() as u32;
+            let mut complete = true;
+            for sets in sets {
+                let variant = Some((route, sets));
+                let Some((other, answers)) = render_all(variant) else {
+                    complete = false;
+                    break;
+                };
+                match chunk.store_set(&other, &answers) {
+                    Some(set) => chunk.variant_answers.push(set),
+                    None => complete = false,
+                }
+            }
+            if complete {
+                entry.route = chunk.routes.len() as u32;
+                entry.variants_start = start;
+                chunk.routes.push(route_query.clone());
+                chunk.reports.push(report.clone());
+            } else {
+                chunk.variant_answers.truncate(start as usize);
+                skip(
+                    chunk,
+                    "a policy variant could not be encoded; every variant is answered together".into(),
+                );
+            }
+        }
+        chunk.insert(hash, entry);
     }
 }
 
@@ -530,8 +928,8 @@ fn client_tables(tree: &Tree, contents: &[(ZoneContent, u32)], skipped: &mut Vec
                 .iter()
                 .find(|(c, _)| c.apex.to_lowercase() == zone.apex.to_lowercase());
             let regions: Vec<&str> = tree
-                .routed
-                .iter()
+                .routed_nodes()
+                .map(|(_, r)| r)
                 .filter(|r| r.zone == index)
                 .flat_map(|r| r.regions.iter().flatten().map(String::as_str))
                 .collect();

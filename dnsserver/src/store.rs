@@ -1,7 +1,7 @@
 //! The published snapshot, swapped atomically, and SOA serial bookkeeping.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,9 +10,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use hickory_proto::rr::Name;
 
+use crate::routing::RoutedName;
 use crate::snapshot::{Snapshot, ZoneSummary};
 use crate::transfer::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
-use crate::tree::SkippedRecord;
+use crate::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
 use crate::zone::ZoneContent;
 
 /// RFC 1982 §3.2: is serial `a` greater than serial `b`?
@@ -39,7 +40,28 @@ fn unix_seconds() -> u32 {
         .unwrap_or(1)
 }
 
-/// What one [`ZoneStore::publish`] did.
+/// Changes to one served zone's records, for [`ZoneStore::publish_changes`].
+///
+/// Zone-level settings (SOA values, apex NS, client regions, transfer
+/// policy) are not part of it: change those with a full
+/// [`ZoneStore::publish`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ZoneChanges {
+    /// Apex of a zone last published by [`ZoneStore::publish`] (fully
+    /// qualified; case does not matter).
+    pub apex: Name,
+    /// Owner name -> every record it has after the change (empty: the name
+    /// has no records any more). Each listed owner's records are replaced
+    /// as a whole; records are as in [`ZoneContent::records`] and must
+    /// carry the owner's name (others are skipped and reported). An owner
+    /// listed twice gets its last listing.
+    pub names: Vec<(Name, Vec<hickory_proto::rr::Record>)>,
+    /// [`RoutedName`] of every owner in `names` that is routed after the
+    /// change; a listed owner absent here is no longer routed.
+    pub routed: Vec<RoutedName>,
+}
+
+/// What one [`ZoneStore::publish`] or [`ZoneStore::publish_changes`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishOutcome {
     /// A new snapshot was swapped in (false: nothing changed).
@@ -50,10 +72,27 @@ pub struct PublishOutcome {
     pub skipped: Vec<SkippedRecord>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 struct ZoneState {
     fingerprint: u64,
     serial: u32,
+    /// The parts of the fingerprint (see [`fingerprint`]), kept so an
+    /// incremental change can update it.
+    settings: u64,
+    records: u64,
+    routed: u64,
+}
+
+/// What publishes keep between calls.
+#[derive(Debug, Default)]
+struct StoreState {
+    zones: BTreeMap<String, ZoneState>,
+    /// The build-time tree of the served snapshot, for
+    /// [`ZoneStore::publish_changes`]; `None` before the first publish and
+    /// while the snapshot itself keeps the tree (wildcards, zone cuts).
+    tree: Option<Tree>,
+    /// Transfer policies of the zones last published in full.
+    policies: BTreeMap<Name, Arc<TransferPolicy>>,
 }
 
 /// Holds the served [`Snapshot`]. Readers call [`ZoneStore::load`] (or keep
@@ -63,9 +102,9 @@ struct ZoneState {
 #[derive(Debug)]
 pub struct ZoneStore {
     current: ArcSwap<Snapshot>,
-    state: Mutex<BTreeMap<String, ZoneState>>,
+    state: Mutex<StoreState>,
     updates: AtomicU64,
-    /// How long the last snapshot build took, in nanoseconds.
+    /// How long the last snapshot build or update took, in nanoseconds.
     last_build_nanos: AtomicU64,
     /// Transfer-enabled zones by lower-cased apex: policy, current
     /// version and IXFR journal.
@@ -119,7 +158,7 @@ impl Default for ZoneStore {
     fn default() -> Self {
         ZoneStore {
             current: ArcSwap::from_pointee(Snapshot::empty()),
-            state: Mutex::new(BTreeMap::new()),
+            state: Mutex::new(StoreState::default()),
             updates: AtomicU64::new(0),
             last_build_nanos: AtomicU64::new(0),
             transfers: Mutex::new(BTreeMap::new()),
@@ -153,8 +192,10 @@ impl ZoneStore {
     }
 
     /// How long building the last published snapshot took, in seconds (0
-    /// before the first). Every zone is built in one snapshot, so with one
-    /// zone this is that zone's build time.
+    /// before the first): a full build for [`ZoneStore::publish`] (every
+    /// zone is built in one snapshot, so with one zone this is that zone's
+    /// build time), the incremental update for
+    /// [`ZoneStore::publish_changes`].
     pub fn last_build_seconds(&self) -> f64 {
         self.last_build_nanos.load(Ordering::Relaxed) as f64 / 1e9
     }
@@ -164,7 +205,7 @@ impl ZoneStore {
     /// raises a serial, never lowers it.
     pub fn seed_serial(&self, apex: &str, serial: u32) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let zone = state.entry(normalise_apex(apex)).or_default();
+        let zone = state.zones.entry(normalise_apex(apex)).or_default();
         if serial_gt(serial, zone.serial) || zone.serial == 0 {
             zone.serial = serial;
         }
@@ -213,9 +254,12 @@ impl ZoneStore {
 
     /// Publishes `zones` as the complete set served. Zones whose content
     /// changed get a new serial; unchanged zones keep theirs; when nothing
-    /// changed at all, the snapshot is not rebuilt.
+    /// changed at all, the snapshot is not rebuilt. Afterwards
+    /// [`ZoneStore::publish_changes`] can change names of these zones.
     pub fn publish(&self, zones: Vec<ZoneContent>) -> PublishOutcome {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let store_state = &mut *guard;
+        let state = &mut store_state.zones;
         let now = unix_seconds();
         let mut changed = state.len() != zones.len();
         // Zones taking part in transfers, by apex, with their policies.
@@ -237,7 +281,13 @@ impl ZoneStore {
         let mut with_serials = Vec::with_capacity(zones.len());
         for zone in zones {
             let apex = normalise_apex(&zone.apex.to_ascii());
-            let fingerprint = fingerprint(&zone);
+            let settings = settings_hash(&zone);
+            let records = zone
+                .records
+                .iter()
+                .fold(0u64, |sum, r| sum.wrapping_add(record_hash(r)));
+            let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
+            let fingerprint = fingerprint(settings, records, routed);
             let serial = match state.get(&apex) {
                 Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
                 Some(old) => {
@@ -249,11 +299,21 @@ impl ZoneStore {
                     now
                 }
             };
-            next.insert(apex, ZoneState { fingerprint, serial });
+            next.insert(
+                apex,
+                ZoneState {
+                    fingerprint,
+                    serial,
+                    settings,
+                    records,
+                    routed,
+                },
+            );
             with_serials.push((zone, serial));
         }
         if !changed && state.keys().eq(next.keys()) {
             self.update_transfers(&policies, Vec::new());
+            store_state.policies = policies;
             let current = self.current.load();
             return PublishOutcome {
                 changed: false,
@@ -266,17 +326,23 @@ impl ZoneStore {
             next.entry(apex).or_insert(ZoneState {
                 fingerprint: 0,
                 serial: old.serial,
+                ..ZoneState::default()
             });
         }
         *state = next;
         let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let started = std::time::Instant::now();
-        let (snapshot, versions) = Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
+        // The old tree goes first: two at once would double the peak.
+        store_state.tree = None;
+        let (snapshot, versions, tree) =
+            Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
         self.last_build_nanos.store(
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
+        store_state.tree = tree;
         self.update_transfers(&policies, versions);
+        store_state.policies = policies;
         let outcome = PublishOutcome {
             changed: true,
             zones: snapshot.zones(),
@@ -289,6 +355,133 @@ impl ZoneStore {
 }
 
 impl ZoneStore {
+    /// Applies `changes` on top of the zones last published: each listed
+    /// owner's records (and routed name) are replaced. Zones whose records
+    /// really changed get a new serial, by the same rules as
+    /// [`ZoneStore::publish`] (a full publish of the resulting content would
+    /// give the same serials; unchanged content: no new serial and
+    /// `changed: false`). The snapshot is updated by re-rendering only the
+    /// changed names, the empty non-terminals that appear or go away, and
+    /// the names whose answers go through them (CNAME chains, NS/MX/SRV
+    /// additional records); the other names' stored answers are shared or
+    /// copied. Transfer-enabled zones that changed get a new journal entry
+    /// (their records are listed again: that costs time proportional to
+    /// the zone, not a rebuild of its answers).
+    ///
+    /// Returns `None`, with nothing applied, when the caller must publish
+    /// the full content instead: a change names a zone not served, nothing
+    /// was published in full yet, or the change is one this path does not
+    /// handle: wildcards or zone cuts (in the zone at all, or appearing),
+    /// a record type appearing in or vanishing from the served zones, a
+    /// routed name with a region the zone's client table does not know,
+    /// or a routed name whose owner is not listed in `names`.
+    pub fn publish_changes(&self, changes: Vec<ZoneChanges>) -> Option<PublishOutcome> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        let tree = state.tree.as_mut()?;
+        let current = self.current.load_full();
+        // One entry per zone: changes to the same apex are merged in order.
+        let mut merged: Vec<(usize, ZoneChanges)> = Vec::new();
+        for change in changes {
+            let apex_key = wire_key(&fqdn_lower(&change.apex));
+            let zone = tree.zones.iter().position(|z| z.apex_key == apex_key)?;
+            match merged.iter_mut().find(|(z, _)| *z == zone) {
+                Some((_, into)) => {
+                    into.names.extend(change.names);
+                    into.routed.extend(change.routed);
+                }
+                None => merged.push((zone, change)),
+            }
+        }
+        let unsupported = |why: Unsupported| {
+            tracing::debug!(reason = %why.0, "incremental publish not possible; a full publish is needed");
+        };
+        let mut owners: Vec<OwnerChange> = Vec::new();
+        let mut zones: Vec<(usize, String)> = Vec::new();
+        for (zone, change) in &merged {
+            let plan = match tree.plan(*zone, &change.names, &change.routed) {
+                Ok(plan) => plan,
+                Err(why) => {
+                    unsupported(why);
+                    return None;
+                }
+            };
+            if !current.knows_regions(*zone, plan.iter().flat_map(OwnerChange::regions)) {
+                unsupported(Unsupported("a routed name has a region the client table lacks".into()));
+                return None;
+            }
+            owners.extend(plan);
+            zones.push((*zone, normalise_apex(&tree.zones[*zone].apex.to_ascii())));
+        }
+        if let Err(why) = tree.check_types(&owners) {
+            unsupported(why);
+            return None;
+        }
+        // Serials: the fingerprint a full publish of the result would have.
+        let now = unix_seconds();
+        let mut next: Vec<(usize, String, ZoneState)> = Vec::new();
+        for (zone, apex) in &zones {
+            let old = state.zones.get(apex).copied()?;
+            let (mut records, mut routed) = (old.records, old.routed);
+            for owner in owners.iter().filter(|o| o.zone == *zone) {
+                let before = tree.owner_hashes(*zone, &owner.key);
+                records = records.wrapping_sub(before.records).wrapping_add(owner.hashes.records);
+                routed = routed.wrapping_sub(before.routed).wrapping_add(owner.hashes.routed);
+            }
+            let fingerprint = fingerprint(old.settings, records, routed);
+            if fingerprint == old.fingerprint && old.serial != 0 {
+                continue;
+            }
+            let serial = next_serial(old.serial, now);
+            next.push((
+                *zone,
+                apex.clone(),
+                ZoneState {
+                    fingerprint,
+                    serial,
+                    records,
+                    routed,
+                    ..old
+                },
+            ));
+        }
+        if next.is_empty() {
+            return Some(PublishOutcome {
+                changed: false,
+                zones: current.zones(),
+                skipped: current.skipped().to_vec(),
+            });
+        }
+        let started = std::time::Instant::now();
+        let dirty = tree.apply(owners);
+        let mut changed_apexes: BTreeSet<Name> = BTreeSet::new();
+        for (zone, apex, zone_state) in next {
+            tree.set_serial(zone, zone_state.serial);
+            changed_apexes.insert(tree.zones[zone].apex.clone());
+            state.zones.insert(apex, zone_state);
+        }
+        let snapshot = current.updated(tree, &dirty);
+        let policies = &state.policies;
+        let versions = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
+            tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex))
+        } else {
+            Vec::new()
+        };
+        self.last_build_nanos.store(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.update_transfers(policies, versions);
+        let outcome = PublishOutcome {
+            changed: true,
+            zones: snapshot.zones(),
+            skipped: snapshot.skipped().to_vec(),
+        };
+        self.current.store(Arc::new(snapshot));
+        self.updates.fetch_add(1, Ordering::Relaxed);
+        Some(outcome)
+    }
+
     /// Installs `policies` (zones absent from it stop taking part) and the
     /// new `versions`, journaling differences; wakes the NOTIFY task when
     /// a serial or a policy changed.
@@ -398,31 +591,25 @@ fn normalise_apex(apex: &str) -> String {
     }
 }
 
-/// A hash of the zone's content, independent of record order and case.
-fn fingerprint(zone: &ZoneContent) -> u64 {
-    let mut lines: Vec<String> = zone
-        .records
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {} {} {} {}",
-                r.name.to_lowercase(),
-                r.ttl,
-                r.dns_class,
-                r.record_type(),
-                r.data
-            )
-        })
-        .collect();
-    lines.sort();
+/// A hash of a zone's settings: SOA values, apex NS (order and case
+/// do not matter) and client regions.
+fn settings_hash(zone: &ZoneContent) -> u64 {
     let mut ns: Vec<String> = zone.name_servers.iter().map(|n| n.to_lowercase().to_string()).collect();
     ns.sort();
     let mut hasher = DefaultHasher::new();
-    lines.hash(&mut hasher);
     ns.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
-    format!("{:?}", zone.routed).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A hash of a zone's content from its settings hash and the wrapping
+/// sums of its records' and routed names' hashes ([`record_hash`],
+/// [`routed_hash`]): independent of record order, and updatable one
+/// owner at a time.
+fn fingerprint(settings: u64, records: u64, routed: u64) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (settings, records, routed).hash(&mut hasher);
     hasher.finish()
 }
 

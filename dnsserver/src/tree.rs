@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::routing::RoutingPolicy;
 use crate::transfer::ZoneVersion;
@@ -54,6 +54,9 @@ pub(crate) struct Node {
     pub cut: Option<Key>,
     /// A `*` child exists (RFC 4592 wildcard).
     pub wildcard_child: bool,
+    /// Nodes one label below this one (an empty non-terminal without
+    /// children goes away).
+    pub children: u32,
 }
 
 /// Per-zone facts the answer path needs.
@@ -117,14 +120,88 @@ pub(crate) struct RoutedNode {
 }
 
 /// All served zones and their names.
+///
+/// Besides what answers need, the tree keeps what replacing one owner's
+/// records later needs ([`Tree::plan`], [`Tree::apply`]): per owner the
+/// hash of its records as given and its skipped records, per target name
+/// the owners whose answers go through it, and per RR type its RRset count.
 #[derive(Debug, Default)]
 pub(crate) struct Tree {
     pub zones: Vec<ZoneInfo>,
     pub nodes: FxHashMap<Key, Node>,
-    /// Routed names, by index; `routed_keys` finds them by key.
-    pub routed: Vec<RoutedNode>,
+    /// Routed names by index (a freed index is `None` until reused);
+    /// `routed_keys` finds them by key.
+    routed: Vec<Option<RoutedNode>>,
+    routed_free: Vec<usize>,
     pub routed_keys: FxHashMap<Key, usize>,
+    /// CNAME, NS, MX and SRV target (key) -> owners whose RRsets (or
+    /// routed variants) name it: their answers change with the target's.
+    referrers: FxHashMap<Key, Vec<Key>>,
+    /// Per zone: owner key -> hashes of its records and routed names as
+    /// given (see [`record_hash`]); owners with neither are absent.
+    owner_hashes: Vec<FxHashMap<Key, OwnerHashes>>,
+    /// Skipped records, by (zone, owner key).
+    owner_skips: BTreeMap<(usize, Key), Vec<SkippedRecord>>,
+    /// RRsets per type over all nodes (the query types rendered).
+    type_counts: BTreeMap<RecordType, usize>,
 }
+
+/// Hashes of what one owner was given (wrapping sums, so order does not matter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct OwnerHashes {
+    pub records: u64,
+    pub routed: u64,
+}
+
+/// An order-independent hash of one record as given: owner (lower case,
+/// fully qualified), TTL, class, type and RDATA.
+pub(crate) fn record_hash(record: &Record) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    wire_key(&fqdn(record.name.to_lowercase())).hash(&mut hasher);
+    record.ttl.hash(&mut hasher);
+    u16::from(record.dns_class).hash(&mut hasher);
+    u16::from(record.record_type()).hash(&mut hasher);
+    record.data.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A hash of one routed name as given.
+pub(crate) fn routed_hash(routed: &crate::RoutedName) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    format!("{routed:?}").hash(&mut hasher);
+    hasher.finish()
+}
+
+/// What replacing one owner's records and routed names gives, computed
+/// before anything is applied (see [`Tree::plan`]).
+#[derive(Debug)]
+pub(crate) struct OwnerChange {
+    pub zone: usize,
+    pub key: Key,
+    pub name: Name,
+    /// The node's RRsets after the change (empty: no records); only
+    /// applied when `zone` is the zone serving the name.
+    rrsets: BTreeMap<RecordType, RRset>,
+    routed: Option<RoutedNode>,
+    skips: Vec<SkippedRecord>,
+    pub hashes: OwnerHashes,
+}
+
+impl OwnerChange {
+    /// Regions of the routed name's variants after the change.
+    pub fn regions(&self) -> impl Iterator<Item = &str> {
+        self.routed
+            .iter()
+            .flat_map(|r| r.regions.iter().flatten().map(String::as_str))
+    }
+}
+
+/// Why a change cannot be applied incrementally (the caller publishes the
+/// full content instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unsupported(pub String);
 
 /// The RRsets a resolution uses at one routed name instead of its plain
 /// ones: (index into [`Tree::routed`], the variant's RRsets).
@@ -132,17 +209,12 @@ pub(crate) type Override<'a> = Option<(usize, &'a VariantSets)>;
 
 impl Tree {
     /// Builds the tree from zone contents with their serials. Records that
-    /// cannot be served are skipped and reported, never fatal.
+    /// cannot be served are skipped and reported, never fatal: zone-level
+    /// problems are returned, per-owner ones kept in the tree
+    /// ([`Tree::owner_skips`]).
     pub fn build(contents: &[(ZoneContent, u32)]) -> (Tree, Vec<SkippedRecord>) {
         let mut tree = Tree::default();
         let mut skipped = Vec::new();
-        let skip = |skipped: &mut Vec<SkippedRecord>, name: &Name, rtype: RecordType, reason: String| {
-            skipped.push(SkippedRecord {
-                name: name.to_ascii(),
-                record_type: rtype.to_string(),
-                reason,
-            });
-        };
 
         // Zones: unique apexes; deeper zones win names below them.
         let mut apexes: BTreeSet<Key> = BTreeSet::new();
@@ -150,153 +222,482 @@ impl Tree {
         for entry in contents {
             let apex = entry.0.apex.to_lowercase();
             if !apexes.insert(wire_key(&apex)) {
-                skip(
-                    &mut skipped,
+                skipped.push(skip_entry(
                     &apex,
                     RecordType::SOA,
                     "zone is given twice; the first one is served".into(),
-                );
+                ));
                 continue;
             }
             accepted.push(entry);
         }
-
-        for (content, serial) in accepted {
+        for (content, serial) in &accepted {
             let apex = fqdn(content.apex.to_lowercase());
             let zone = tree.zones.len();
-            let soa_fields = &content.soa;
-            let soa_rdata = SOA::new(
-                fqdn(soa_fields.mname.clone()),
-                fqdn(soa_fields.rname.clone()),
-                *serial,
-                clamp_i32(soa_fields.refresh),
-                clamp_i32(soa_fields.retry),
-                clamp_i32(soa_fields.expire),
-                soa_fields.minimum,
-            );
-            let negative_soa = Record::from_rdata(
-                apex.clone(),
-                soa_fields.ttl.min(soa_fields.minimum),
-                RData::SOA(soa_rdata.clone()),
-            );
-            tree.zones.push(ZoneInfo {
-                apex_key: wire_key(&apex),
-                apex: apex.clone(),
-                negative_soa,
-                serial: *serial,
-                rrset_count: 0,
-            });
-            let apex_node = tree.node_mut(&apex, zone);
-            apex_node.rrsets.insert(
-                RecordType::SOA,
-                RRset {
-                    ttl: soa_fields.ttl,
-                    rdatas: vec![RData::SOA(soa_rdata)],
-                },
-            );
-            if !content.name_servers.is_empty() {
-                let mut targets: Vec<Name> = content.name_servers.iter().map(|n| fqdn(n.to_lowercase())).collect();
-                targets.sort();
-                targets.dedup();
-                apex_node.rrsets.insert(
-                    RecordType::NS,
-                    RRset {
-                        ttl: soa_fields.ttl,
-                        rdatas: targets
-                            .into_iter()
-                            .map(|t| RData::NS(hickory_proto::rr::rdata::NS(t)))
-                            .collect(),
-                    },
-                );
-            }
-
+            let (info, apex_sets) = zone_info(&apex, content, *serial);
+            tree.zones.push(info);
+            tree.owner_hashes.push(FxHashMap::default());
+            tree.node_mut(&apex, zone).rrsets = apex_sets;
+        }
+        for (zone, (content, _)) in accepted.iter().enumerate() {
             for record in &content.records {
                 let owner = fqdn(record.name.to_lowercase());
-                let rtype = record.record_type();
-                if record.dns_class != DNSClass::IN {
-                    skip(
-                        &mut skipped,
-                        &owner,
-                        rtype,
-                        format!("class {} is not served; only IN", record.dns_class),
-                    );
-                    continue;
-                }
-                if !apex.zone_of(&owner) {
-                    skip(&mut skipped, &owner, rtype, format!("name is outside zone {apex}"));
-                    continue;
-                }
-                if let Some(deeper) = contents.iter().map(|c| c.0.apex.to_lowercase()).find(|other| {
-                    other.num_labels() > apex.num_labels() && apex.zone_of(other) && fqdn(other.clone()).zone_of(&owner)
-                }) {
-                    skip(
-                        &mut skipped,
-                        &owner,
-                        rtype,
-                        format!("name belongs to the more specific zone {deeper}"),
-                    );
-                    continue;
-                }
-                match rtype {
-                    RecordType::SOA => {
-                        skip(
-                            &mut skipped,
-                            &owner,
-                            rtype,
-                            "SOA records come from the zone settings".into(),
+                let key = wire_key(&owner);
+                let hash = record_hash(record);
+                match tree.owner_hashes[zone].get_mut(&key) {
+                    Some(h) => h.records = h.records.wrapping_add(hash),
+                    None => {
+                        tree.owner_hashes[zone].insert(
+                            key.clone(),
+                            OwnerHashes {
+                                records: hash,
+                                routed: 0,
+                            },
                         );
-                        continue;
                     }
-                    RecordType::OPT | RecordType::ANY | RecordType::AXFR | RecordType::IXFR => {
-                        skip(&mut skipped, &owner, rtype, "meta type cannot be served".into());
-                        continue;
-                    }
-                    RecordType::NS | RecordType::CNAME if owner == apex => {
-                        skip(
-                            &mut skipped,
-                            &owner,
-                            rtype,
-                            "apex NS come from the zone settings; a CNAME cannot sit at the apex".into(),
-                        );
-                        continue;
-                    }
-                    _ => {}
                 }
-                if record.data.record_type() != rtype {
-                    skip(&mut skipped, &owner, rtype, "RDATA does not match the type".into());
-                    continue;
-                }
-                let node = tree.node_mut(&owner, zone);
-                let set = node.rrsets.entry(rtype).or_insert(RRset {
-                    ttl: record.ttl,
-                    rdatas: Vec::new(),
-                });
-                set.ttl = set.ttl.min(record.ttl);
-                if !set.rdatas.contains(&record.data) {
-                    set.rdatas.push(record.data.clone());
+                match tree.check_record(zone, &owner, record) {
+                    Ok(()) => merge_record(&mut tree.node_mut(&owner, zone).rrsets, record),
+                    Err(reason) => tree.owner_skips.entry((zone, key)).or_default().push(skip_entry(
+                        &owner,
+                        record.record_type(),
+                        reason,
+                    )),
                 }
             }
         }
-
-        for (zone, (content, _)) in tree_zone_contents(&tree, contents) {
+        for (zone, (content, _)) in accepted.iter().enumerate() {
             for routed in &content.routed {
-                tree.add_routed(zone, routed, &mut skipped);
+                let owner = fqdn(routed.name.to_lowercase());
+                let key = wire_key(&owner);
+                let hashes = tree.owner_hashes[zone].entry(key.clone()).or_default();
+                hashes.routed = hashes.routed.wrapping_add(routed_hash(routed));
+                let node = tree.nodes.get(&key).map(|n| (n.zone, &n.rrsets));
+                let mut skips = Vec::new();
+                let already = tree.routed_keys.contains_key(&key);
+                if let Some(node) = routed_node(zone, &owner, routed, node, already, &mut skips) {
+                    tree.insert_routed(key.clone(), node);
+                }
+                if !skips.is_empty() {
+                    tree.owner_skips.entry((zone, key)).or_default().extend(skips);
+                }
             }
         }
-        tree.enforce_cname_exclusivity(&mut skipped);
+        for (key, node) in tree.nodes.iter_mut() {
+            if let Some(skip) = enforce_cname_exclusivity(&node.name, &mut node.rrsets) {
+                tree.owner_skips.entry((node.zone, key.clone())).or_default().push(skip);
+            }
+        }
         tree.add_empty_non_terminals();
         tree.mark_cuts_and_wildcards();
-        let counts: Vec<usize> = {
-            let mut c = vec![0; tree.zones.len()];
-            for node in tree.nodes.values() {
-                c[node.zone] += node.rrsets.len();
+        let mut counts = vec![0; tree.zones.len()];
+        let mut parents: Vec<Key> = Vec::new();
+        for (key, node) in &tree.nodes {
+            counts[node.zone] += node.rrsets.len();
+            for rtype in node.rrsets.keys() {
+                *tree.type_counts.entry(*rtype).or_default() += 1;
             }
-            c
-        };
+            if node.name.num_labels() > tree.zones[node.zone].apex.num_labels() {
+                parents.push(wire_key(&node.name.base_name()));
+            }
+            for target in targets(&node.rrsets) {
+                add_referrer(&mut tree.referrers, target, key);
+            }
+        }
+        for parent in parents {
+            if let Some(node) = tree.nodes.get_mut(&parent) {
+                node.children += 1;
+            }
+        }
+        let routed_targets: Vec<(Key, Key)> = tree
+            .routed_keys
+            .iter()
+            .filter_map(|(key, &i)| Some((key, tree.routed.get(i)?.as_ref()?)))
+            .flat_map(|(key, node)| node.sets.iter().flat_map(targets).map(move |t| (t, key.clone())))
+            .collect();
+        for (target, key) in routed_targets {
+            add_referrer(&mut tree.referrers, target, &key);
+        }
         for (zone, count) in tree.zones.iter_mut().zip(counts) {
             zone.rrset_count = count;
         }
         (tree, skipped)
+    }
+
+    /// Records skipped per owner (record checks, routed names, CNAME
+    /// exclusivity), in owner order.
+    pub fn owner_skips(&self) -> impl Iterator<Item = &SkippedRecord> {
+        self.owner_skips.values().flatten()
+    }
+
+    /// The hashes of what `zone`'s owner `key` was given.
+    pub fn owner_hashes(&self, zone: usize, key: &[u8]) -> OwnerHashes {
+        self.owner_hashes
+            .get(zone)
+            .and_then(|m| m.get(key))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The routed name of index `index` (see [`Tree::resolve_routed`]).
+    pub fn routed(&self, index: usize) -> Option<&RoutedNode> {
+        self.routed.get(index)?.as_ref()
+    }
+
+    /// Every routed name with its index.
+    pub fn routed_nodes(&self) -> impl Iterator<Item = (usize, &RoutedNode)> {
+        self.routed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, r.as_ref()?)))
+    }
+
+    /// Sets zone `zone`'s serial: its SOA RRset and negative SOA.
+    pub fn set_serial(&mut self, zone: usize, serial: u32) {
+        let Some(info) = self.zones.get_mut(zone) else {
+            return;
+        };
+        info.serial = serial;
+        if let RData::SOA(soa) = &mut info.negative_soa.data {
+            soa.serial = serial;
+        }
+        if let Some(set) = self
+            .nodes
+            .get_mut(&info.apex_key)
+            .and_then(|n| n.rrsets.get_mut(&RecordType::SOA))
+        {
+            for rdata in &mut set.rdatas {
+                if let RData::SOA(soa) = rdata {
+                    soa.serial = serial;
+                }
+            }
+        }
+    }
+
+    /// Why `record` given for `owner` (lower case, fully qualified) in
+    /// `zone` cannot be served, if it cannot.
+    fn check_record(&self, zone: usize, owner: &Name, record: &Record) -> Result<(), String> {
+        let apex = &self.zones[zone].apex;
+        let rtype = record.record_type();
+        if record.dns_class != DNSClass::IN {
+            return Err(format!("class {} is not served; only IN", record.dns_class));
+        }
+        if !apex.zone_of(owner) {
+            return Err(format!("name is outside zone {apex}"));
+        }
+        if let Some(deeper) = self
+            .zones
+            .iter()
+            .map(|z| &z.apex)
+            .find(|other| other.num_labels() > apex.num_labels() && apex.zone_of(other) && other.zone_of(owner))
+        {
+            return Err(format!("name belongs to the more specific zone {deeper}"));
+        }
+        match rtype {
+            RecordType::SOA => return Err("SOA records come from the zone settings".into()),
+            RecordType::OPT | RecordType::ANY | RecordType::AXFR | RecordType::IXFR => {
+                return Err("meta type cannot be served".into())
+            }
+            RecordType::NS | RecordType::CNAME if owner == apex => {
+                return Err("apex NS come from the zone settings; a CNAME cannot sit at the apex".into())
+            }
+            _ => {}
+        }
+        if record.data.record_type() != rtype {
+            return Err("RDATA does not match the type".into());
+        }
+        Ok(())
+    }
+
+    fn insert_routed(&mut self, key: Key, node: RoutedNode) {
+        let index = match self.routed_free.pop() {
+            Some(index) => {
+                self.routed[index] = Some(node);
+                index
+            }
+            None => {
+                self.routed.push(Some(node));
+                self.routed.len() - 1
+            }
+        };
+        self.routed_keys.insert(key, index);
+    }
+
+    /// What replacing the records of the owners in `names` (and their
+    /// routed names, `routed`) of `zone` gives, without applying it.
+    ///
+    /// # Errors
+    /// [`Unsupported`] when the change cannot be applied name by name: a
+    /// wildcard or a delegation (NS below the apex) is involved, the set of
+    /// RR types served changes, or a routed name is not among `names`.
+    pub fn plan(
+        &self,
+        zone: usize,
+        names: &[(Name, Vec<Record>)],
+        routed: &[crate::RoutedName],
+    ) -> Result<Vec<OwnerChange>, Unsupported> {
+        let info = &self.zones[zone];
+        let mut owners: Vec<(Key, Name, &[Record], Vec<&crate::RoutedName>)> = Vec::new();
+        let mut index: FxHashMap<Key, usize> = FxHashMap::default();
+        for (owner, records) in names {
+            let name = fqdn(owner.to_lowercase());
+            if name.iter().any(|label| label == b"*") {
+                return Err(Unsupported(format!("{name} is a wildcard name")));
+            }
+            let key = wire_key(&name);
+            match index.get(&key) {
+                // Listed twice: the last listing is the owner's records.
+                Some(&i) => owners[i].2 = records,
+                None => {
+                    index.insert(key.clone(), owners.len());
+                    owners.push((key, name, records, Vec::new()));
+                }
+            }
+        }
+        for r in routed {
+            let key = wire_key(&fqdn(r.name.to_lowercase()));
+            match index.get(&key) {
+                Some(&i) => owners[i].3.push(r),
+                None => {
+                    return Err(Unsupported(format!(
+                        "routed name {} is not among the changed names",
+                        r.name
+                    )))
+                }
+            }
+        }
+        let mut changes = Vec::with_capacity(owners.len());
+        for (key, name, records, routed) in owners {
+            let mut skips = Vec::new();
+            let mut hashes = OwnerHashes::default();
+            let mut rrsets: BTreeMap<RecordType, RRset> = BTreeMap::new();
+            if key == info.apex_key {
+                if let Some(apex) = self.nodes.get(&key) {
+                    rrsets.extend(
+                        apex.rrsets
+                            .iter()
+                            .filter(|(t, _)| matches!(t, RecordType::SOA | RecordType::NS))
+                            .map(|(t, s)| (*t, s.clone())),
+                    );
+                }
+            }
+            for record in records {
+                let owner = fqdn(record.name.to_lowercase());
+                if owner != name {
+                    skips.push(skip_entry(
+                        &owner,
+                        record.record_type(),
+                        format!("listed under the owner {name}, not its own; left out"),
+                    ));
+                    continue;
+                }
+                hashes.records = hashes.records.wrapping_add(record_hash(record));
+                match self.check_record(zone, &owner, record) {
+                    Ok(()) => merge_record(&mut rrsets, record),
+                    Err(reason) => skips.push(skip_entry(&owner, record.record_type(), reason)),
+                }
+            }
+            let owns = self.zone_for(&name) == Some(zone);
+            let node = if !rrsets.is_empty() {
+                Some((zone, &rrsets))
+            } else {
+                self.nodes
+                    .get(&key)
+                    .filter(|n| n.zone != zone && !n.rrsets.is_empty())
+                    .map(|n| (n.zone, &n.rrsets))
+            };
+            let mut routed_node_new = None;
+            for r in routed {
+                hashes.routed = hashes.routed.wrapping_add(routed_hash(r));
+                if let Some(node) = routed_node(zone, &name, r, node, routed_node_new.is_some(), &mut skips) {
+                    routed_node_new = Some(node);
+                }
+            }
+            skips.extend(enforce_cname_exclusivity(&name, &mut rrsets));
+            if owns && key != info.apex_key && rrsets.contains_key(&RecordType::NS) {
+                return Err(Unsupported(format!("{name} becomes a delegation (NS below the apex)")));
+            }
+            changes.push(OwnerChange {
+                zone,
+                key,
+                name,
+                rrsets,
+                routed: routed_node_new,
+                skips,
+                hashes,
+            });
+        }
+        Ok(changes)
+    }
+
+    /// Whether applying `changes` (all zones together) keeps the set of
+    /// RR types served: the query types every name is rendered for.
+    ///
+    /// # Errors
+    /// [`Unsupported`] when a type appears or goes away.
+    pub fn check_types(&self, changes: &[OwnerChange]) -> Result<(), Unsupported> {
+        let mut delta: BTreeMap<RecordType, isize> = BTreeMap::new();
+        for change in changes {
+            if self.zone_for(&change.name) != Some(change.zone) {
+                continue;
+            }
+            if let Some(old) = self.nodes.get(&change.key) {
+                for t in old.rrsets.keys() {
+                    *delta.entry(*t).or_default() -= 1;
+                }
+            }
+            for t in change.rrsets.keys() {
+                *delta.entry(*t).or_default() += 1;
+            }
+        }
+        for (rtype, delta) in delta {
+            let before = self.type_counts.get(&rtype).copied().unwrap_or(0);
+            let after = before as isize + delta;
+            if (before > 0) != (after > 0) {
+                return Err(Unsupported(format!(
+                    "the record types served change ({rtype} {})",
+                    if after > 0 { "appears" } else { "goes away" }
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies what [`Tree::plan`] computed. Returns every name whose
+    /// answers may have changed: the owners, empty non-terminals that
+    /// appeared or went away, and (transitively) every owner whose CNAME,
+    /// NS, MX or SRV names one of those.
+    pub fn apply(&mut self, changes: Vec<OwnerChange>) -> FxHashSet<Key> {
+        let mut dirty: FxHashSet<Key> = FxHashSet::default();
+        for change in changes {
+            let OwnerChange {
+                zone,
+                key,
+                name,
+                rrsets,
+                routed,
+                skips,
+                hashes,
+            } = change;
+            if hashes == OwnerHashes::default() {
+                self.owner_hashes[zone].remove(&key);
+            } else {
+                self.owner_hashes[zone].insert(key.clone(), hashes);
+            }
+            if skips.is_empty() {
+                self.owner_skips.remove(&(zone, key.clone()));
+            } else {
+                self.owner_skips.insert((zone, key.clone()), skips);
+            }
+            if self.zone_for(&name) != Some(zone) {
+                continue; // records of a name another zone serves: all skipped
+            }
+            dirty.insert(key.clone());
+            // Out with the old RRsets and routed name...
+            if let Some(old) = self.nodes.get(&key) {
+                let old_targets: Vec<Key> = targets(&old.rrsets).collect();
+                let old_types: Vec<RecordType> = old.rrsets.keys().copied().collect();
+                remove_referrer(&mut self.referrers, old_targets, &key);
+                self.zones[zone].rrset_count -= old_types.len();
+                for t in old_types {
+                    if let Some(count) = self.type_counts.get_mut(&t) {
+                        *count -= 1;
+                        if *count == 0 {
+                            self.type_counts.remove(&t);
+                        }
+                    }
+                }
+            }
+            if let Some(index) = self.routed_keys.remove(&key) {
+                if let Some(old) = self.routed.get_mut(index).and_then(Option::take) {
+                    remove_referrer(&mut self.referrers, old.sets.iter().flat_map(targets).collect(), &key);
+                }
+                self.routed_free.push(index);
+            }
+            // ...in with the new.
+            for target in targets(&rrsets) {
+                add_referrer(&mut self.referrers, target, &key);
+            }
+            self.zones[zone].rrset_count += rrsets.len();
+            for t in rrsets.keys() {
+                *self.type_counts.entry(*t).or_default() += 1;
+            }
+            if let Some(routed) = routed {
+                for target in routed.sets.iter().flat_map(targets) {
+                    add_referrer(&mut self.referrers, target, &key);
+                }
+                self.insert_routed(key.clone(), routed);
+            }
+            let apex = key == self.zones[zone].apex_key;
+            match self.nodes.get_mut(&key) {
+                Some(node) => {
+                    node.rrsets = rrsets;
+                    if node.rrsets.is_empty() && node.children == 0 && !apex {
+                        self.unlink(&key, zone, &mut dirty);
+                    }
+                }
+                None if !rrsets.is_empty() => {
+                    self.node_mut(&name, zone).rrsets = rrsets;
+                    self.link_parent(&name, zone, &mut dirty);
+                }
+                None => {}
+            }
+        }
+        // Names whose answers go through a changed one.
+        let mut queue: Vec<Key> = dirty.iter().cloned().collect();
+        while let Some(key) = queue.pop() {
+            if let Some(owners) = self.referrers.get(&key) {
+                for owner in owners {
+                    if dirty.insert(owner.clone()) {
+                        queue.push(owner.clone());
+                    }
+                }
+            }
+        }
+        dirty
+    }
+
+    /// A node was added for `name`: count it at its parent, adding empty
+    /// non-terminals up to the first existing ancestor.
+    fn link_parent(&mut self, name: &Name, zone: usize, dirty: &mut FxHashSet<Key>) {
+        let apex_labels = self.zones[zone].apex.num_labels();
+        let mut current = name.clone();
+        while current.num_labels() > apex_labels {
+            let parent = current.base_name();
+            let key = wire_key(&parent);
+            if let Some(node) = self.nodes.get_mut(&key) {
+                node.children += 1;
+                return;
+            }
+            self.node_mut(&parent, zone).children = 1;
+            dirty.insert(key);
+            current = parent;
+        }
+    }
+
+    /// Removes the childless, empty node `key` and the empty
+    /// non-terminals above it that are left without children.
+    fn unlink(&mut self, key: &[u8], zone: usize, dirty: &mut FxHashSet<Key>) {
+        let apex_labels = self.zones[zone].apex.num_labels();
+        let Some(node) = self.nodes.remove(key) else {
+            return;
+        };
+        dirty.insert(key.into());
+        let mut current = node.name;
+        while current.num_labels() > apex_labels {
+            let parent = current.base_name();
+            let pkey = wire_key(&parent);
+            let Some(node) = self.nodes.get_mut(&pkey) else {
+                return;
+            };
+            node.children = node.children.saturating_sub(1);
+            if node.children > 0 || !node.rrsets.is_empty() || parent.num_labels() <= apex_labels {
+                return;
+            }
+            self.nodes.remove(&pkey);
+            dirty.insert(pkey);
+            current = parent;
+        }
     }
 
     /// The records of the zones `keep` selects (by lower-case apex), as
@@ -330,76 +731,6 @@ impl Tree {
             .collect()
     }
 
-    /// Adds one routed name of `zone`, or skips it (reported) when its
-    /// name has no plain records, holds a CNAME, or a variant is empty.
-    fn add_routed(&mut self, zone: usize, routed: &crate::RoutedName, skipped: &mut Vec<SkippedRecord>) {
-        let owner = fqdn(routed.name.to_lowercase());
-        let mut skip = |reason: String| {
-            skipped.push(SkippedRecord {
-                name: owner.to_ascii(),
-                record_type: "*".into(),
-                reason,
-            })
-        };
-        let key = wire_key(&owner);
-        match self.nodes.get(&key) {
-            Some(node) if node.zone == zone && !node.rrsets.contains_key(&RecordType::CNAME) => {}
-            Some(_) => {
-                return skip("a routed name must hold addresses of its own zone, not a CNAME; policy ignored".into())
-            }
-            None => return skip("a routed name needs its plain records too; policy ignored".into()),
-        }
-        if self.routed_keys.contains_key(&key) {
-            return skip("routed twice; the first policy is used".into());
-        }
-        let mut node = RoutedNode {
-            name: owner.clone(),
-            zone,
-            policy: routed.policy.clone(),
-            ids: Vec::new(),
-            weights: Vec::new(),
-            regions: Vec::new(),
-            sets: Vec::new(),
-        };
-        for variant in &routed.variants {
-            let mut sets = VariantSets::new();
-            for record in &variant.records {
-                let rtype = record.record_type();
-                if fqdn(record.name.to_lowercase()) != owner
-                    || record.data.record_type() != rtype
-                    || matches!(rtype, RecordType::CNAME | RecordType::SOA | RecordType::NS)
-                {
-                    skip(format!(
-                        "variant {}: a {rtype} record that cannot be routed; left out",
-                        variant.id
-                    ));
-                    continue;
-                }
-                let set = sets.entry(rtype).or_insert(RRset {
-                    ttl: record.ttl,
-                    rdatas: Vec::new(),
-                });
-                set.ttl = set.ttl.min(record.ttl);
-                if !set.rdatas.contains(&record.data) {
-                    set.rdatas.push(record.data.clone());
-                }
-            }
-            if sets.is_empty() {
-                skip(format!("variant {} has no records; left out", variant.id));
-                continue;
-            }
-            node.ids.push(variant.id.clone());
-            node.weights.push(variant.weight);
-            node.regions.push(variant.region.clone());
-            node.sets.push(sets);
-        }
-        if node.sets.is_empty() {
-            return skip("no variant has records; policy ignored".into());
-        }
-        self.routed_keys.insert(key, self.routed.len());
-        self.routed.push(node);
-    }
-
     fn node_mut(&mut self, name: &Name, zone: usize) -> &mut Node {
         self.nodes.entry(wire_key(name)).or_insert_with(|| Node {
             name: name.clone(),
@@ -407,38 +738,8 @@ impl Tree {
             rrsets: BTreeMap::new(),
             cut: None,
             wildcard_child: false,
+            children: 0,
         })
-    }
-
-    /// RFC 1034 §3.6.2 / RFC 2181 §10.1: a CNAME owner has no other data,
-    /// and one CNAME only. Other data wins (A/AAAA beat CNAME, DESIGN.md).
-    fn enforce_cname_exclusivity(&mut self, skipped: &mut Vec<SkippedRecord>) {
-        for node in self.nodes.values_mut() {
-            if !node.rrsets.contains_key(&RecordType::CNAME) {
-                continue;
-            }
-            if node.rrsets.len() > 1 {
-                node.rrsets.remove(&RecordType::CNAME);
-                skipped.push(SkippedRecord {
-                    name: node.name.to_ascii(),
-                    record_type: "CNAME".into(),
-                    reason: "a CNAME cannot share its owner with other data (RFC 1034 §3.6.2); other data kept".into(),
-                });
-                continue;
-            }
-            let Some(cname) = node.rrsets.get_mut(&RecordType::CNAME) else {
-                continue;
-            };
-            if cname.rdatas.len() > 1 {
-                cname.rdatas.sort_by_key(|r| r.to_string());
-                cname.rdatas.truncate(1);
-                skipped.push(SkippedRecord {
-                    name: node.name.to_ascii(),
-                    record_type: "CNAME".into(),
-                    reason: "more than one CNAME target (RFC 2181 §10.1); the first in sort order kept".into(),
-                });
-            }
-        }
     }
 
     /// Every ancestor of a name, up to its apex, exists as a node
@@ -688,34 +989,217 @@ impl Tree {
     /// Every RR type present anywhere, plus the query types that behave
     /// differently from an absent type (ANY, DS at cuts).
     pub fn query_types(&self) -> Vec<RecordType> {
-        let mut types: BTreeSet<RecordType> = self.nodes.values().flat_map(|n| n.rrsets.keys().copied()).collect();
+        let mut types: BTreeSet<RecordType> = self.type_counts.keys().copied().collect();
         types.insert(RecordType::ANY);
         types.insert(RecordType::DS);
         types.into_iter().collect()
     }
 }
 
-/// The zone index each accepted content got, in build order.
-fn tree_zone_contents<'a>(tree: &Tree, contents: &'a [(ZoneContent, u32)]) -> Vec<(usize, &'a (ZoneContent, u32))> {
-    contents
-        .iter()
-        .filter_map(|entry| {
-            let apex = wire_key(&fqdn(entry.0.apex.to_lowercase()));
-            let zone = tree.zones.iter().position(|z| z.apex_key == apex)?;
-            Some((zone, entry))
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        // A duplicate apex maps to the first zone; keep only its first content.
-        .fold(
-            Vec::new(),
-            |mut acc: Vec<(usize, &(ZoneContent, u32))>, (zone, entry)| {
-                if !acc.iter().any(|(z, _)| *z == zone) {
-                    acc.push((zone, entry));
-                }
-                acc
+fn skip_entry(name: &Name, rtype: RecordType, reason: String) -> SkippedRecord {
+    SkippedRecord {
+        name: name.to_ascii(),
+        record_type: rtype.to_string(),
+        reason,
+    }
+}
+
+/// Zone facts and the apex's SOA and NS RRsets from a zone's settings.
+fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, BTreeMap<RecordType, RRset>) {
+    let soa_fields = &content.soa;
+    let soa_rdata = SOA::new(
+        fqdn(soa_fields.mname.clone()),
+        fqdn(soa_fields.rname.clone()),
+        serial,
+        clamp_i32(soa_fields.refresh),
+        clamp_i32(soa_fields.retry),
+        clamp_i32(soa_fields.expire),
+        soa_fields.minimum,
+    );
+    let negative_soa = Record::from_rdata(
+        apex.clone(),
+        soa_fields.ttl.min(soa_fields.minimum),
+        RData::SOA(soa_rdata.clone()),
+    );
+    let mut sets = BTreeMap::new();
+    sets.insert(
+        RecordType::SOA,
+        RRset {
+            ttl: soa_fields.ttl,
+            rdatas: vec![RData::SOA(soa_rdata)],
+        },
+    );
+    if !content.name_servers.is_empty() {
+        let mut targets: Vec<Name> = content.name_servers.iter().map(|n| fqdn(n.to_lowercase())).collect();
+        targets.sort();
+        targets.dedup();
+        sets.insert(
+            RecordType::NS,
+            RRset {
+                ttl: soa_fields.ttl,
+                rdatas: targets
+                    .into_iter()
+                    .map(|t| RData::NS(hickory_proto::rr::rdata::NS(t)))
+                    .collect(),
             },
-        )
+        );
+    }
+    let info = ZoneInfo {
+        apex_key: wire_key(apex),
+        apex: apex.clone(),
+        negative_soa,
+        serial,
+        rrset_count: 0,
+    };
+    (info, sets)
+}
+
+/// Adds one accepted record to its owner's RRsets: the smallest TTL of
+/// an RRset wins (RFC 2181 §5.2), duplicates are dropped.
+fn merge_record(rrsets: &mut BTreeMap<RecordType, RRset>, record: &Record) {
+    let set = rrsets.entry(record.record_type()).or_insert(RRset {
+        ttl: record.ttl,
+        rdatas: Vec::new(),
+    });
+    set.ttl = set.ttl.min(record.ttl);
+    if !set.rdatas.contains(&record.data) {
+        set.rdatas.push(record.data.clone());
+    }
+}
+
+/// The routed name `routed` of `zone` at `owner`, or `None` (reported in
+/// `skips`) when the owner's node (`node`: its zone and RRsets before CNAME
+/// exclusivity) has no records of this zone or holds a CNAME, when the
+/// owner is `already` routed, or when no variant has records.
+fn routed_node(
+    zone: usize,
+    owner: &Name,
+    routed: &crate::RoutedName,
+    node: Option<(usize, &BTreeMap<RecordType, RRset>)>,
+    already: bool,
+    skips: &mut Vec<SkippedRecord>,
+) -> Option<RoutedNode> {
+    let mut skip = |reason: String| {
+        skips.push(SkippedRecord {
+            name: owner.to_ascii(),
+            record_type: "*".into(),
+            reason,
+        })
+    };
+    match node {
+        Some((node_zone, rrsets)) if node_zone == zone && !rrsets.contains_key(&RecordType::CNAME) => {}
+        Some(_) => {
+            skip("a routed name must hold addresses of its own zone, not a CNAME; policy ignored".into());
+            return None;
+        }
+        None => {
+            skip("a routed name needs its plain records too; policy ignored".into());
+            return None;
+        }
+    }
+    if already {
+        skip("routed twice; the first policy is used".into());
+        return None;
+    }
+    let mut node = RoutedNode {
+        name: owner.clone(),
+        zone,
+        policy: routed.policy.clone(),
+        ids: Vec::new(),
+        weights: Vec::new(),
+        regions: Vec::new(),
+        sets: Vec::new(),
+    };
+    for variant in &routed.variants {
+        let mut sets = VariantSets::new();
+        for record in &variant.records {
+            let rtype = record.record_type();
+            if fqdn(record.name.to_lowercase()) != *owner
+                || record.data.record_type() != rtype
+                || matches!(rtype, RecordType::CNAME | RecordType::SOA | RecordType::NS)
+            {
+                skip(format!(
+                    "variant {}: a {rtype} record that cannot be routed; left out",
+                    variant.id
+                ));
+                continue;
+            }
+            merge_record(&mut sets, record);
+        }
+        if sets.is_empty() {
+            skip(format!("variant {} has no records; left out", variant.id));
+            continue;
+        }
+        node.ids.push(variant.id.clone());
+        node.weights.push(variant.weight);
+        node.regions.push(variant.region.clone());
+        node.sets.push(sets);
+    }
+    if node.sets.is_empty() {
+        skip("no variant has records; policy ignored".into());
+        return None;
+    }
+    Some(node)
+}
+
+/// RFC 1034 §3.6.2 / RFC 2181 §10.1: a CNAME owner has no other data,
+/// and one CNAME only. Other data wins (A/AAAA beat CNAME, DESIGN.md).
+fn enforce_cname_exclusivity(name: &Name, rrsets: &mut BTreeMap<RecordType, RRset>) -> Option<SkippedRecord> {
+    if !rrsets.contains_key(&RecordType::CNAME) {
+        return None;
+    }
+    if rrsets.len() > 1 {
+        rrsets.remove(&RecordType::CNAME);
+        return Some(SkippedRecord {
+            name: name.to_ascii(),
+            record_type: "CNAME".into(),
+            reason: "a CNAME cannot share its owner with other data (RFC 1034 §3.6.2); other data kept".into(),
+        });
+    }
+    let cname = rrsets.get_mut(&RecordType::CNAME)?;
+    if cname.rdatas.len() > 1 {
+        cname.rdatas.sort_by_key(|r| r.to_string());
+        cname.rdatas.truncate(1);
+        return Some(SkippedRecord {
+            name: name.to_ascii(),
+            record_type: "CNAME".into(),
+            reason: "more than one CNAME target (RFC 2181 §10.1); the first in sort order kept".into(),
+        });
+    }
+    None
+}
+
+/// Keys of the names the answers at an owner with `rrsets` go through:
+/// CNAME targets, and NS, MX and SRV targets (additional section).
+fn targets(rrsets: &BTreeMap<RecordType, RRset>) -> impl Iterator<Item = Key> + '_ {
+    rrsets.values().flat_map(|set| &set.rdatas).filter_map(|rdata| {
+        let target = match rdata {
+            RData::CNAME(c) => &c.0,
+            RData::NS(ns) => &ns.0,
+            RData::MX(mx) => &mx.exchange,
+            RData::SRV(srv) => &srv.target,
+            _ => return None,
+        };
+        Some(wire_key(&fqdn(target.to_lowercase())))
+    })
+}
+
+fn add_referrer(referrers: &mut FxHashMap<Key, Vec<Key>>, target: Key, owner: &[u8]) {
+    let owners = referrers.entry(target).or_default();
+    if !owners.iter().any(|o| o.as_ref() == owner) {
+        owners.push(owner.into());
+    }
+}
+
+fn remove_referrer(referrers: &mut FxHashMap<Key, Vec<Key>>, targets: Vec<Key>, owner: &[u8]) {
+    for target in targets {
+        if let Some(owners) = referrers.get_mut(&target) {
+            owners.retain(|o| o.as_ref() != owner);
+            if owners.is_empty() {
+                referrers.remove(&target);
+            }
+        }
+    }
 }
 
 fn push_rrset(out: &mut Vec<Record>, owner: &Name, rtype: RecordType, set: &RRset) {
