@@ -4,8 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use fedns_api::TsigKeyReference;
-use fedns_dnsserver::hickory_proto::rr::Name;
-use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneContent, ZoneStore};
+use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneStore};
 
 use crate::desired::DesiredZones;
 use crate::incremental::ZoneRecordChanges;
@@ -26,8 +25,6 @@ struct KeySources {
 pub struct EmbeddedSink {
     store: Arc<ZoneStore>,
     keys: Arc<Mutex<KeySources>>,
-    /// The zones last published whole, for [`EmbeddedSink::apply_changes`].
-    last: Arc<Mutex<Vec<ZoneContent>>>,
 }
 
 impl EmbeddedSink {
@@ -36,7 +33,6 @@ impl EmbeddedSink {
         EmbeddedSink {
             store,
             keys: Arc::default(),
-            last: Arc::default(),
         }
     }
 
@@ -126,30 +122,18 @@ impl EmbeddedSink {
             }
             contents.push(content);
         }
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = contents.clone();
         let outcome = self.store.publish(contents);
         self.report(&outcome);
         outcome
     }
 
-    /// Publishes changed names on top of the zones last published. None:
-    /// nothing was applied, publish the whole desired state instead.
+    /// Publishes changed names on top of the zones last published: the
+    /// server re-renders only those names (and names whose answers go
+    /// through them). None: nothing was applied (a change its incremental
+    /// path does not take, e.g. a wildcard or a record type new to the
+    /// server), publish the whole desired state instead.
     pub fn apply_changes(&self, changes: &[ZoneRecordChanges]) -> Option<PublishOutcome> {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        for change in changes {
-            let Some(zone) = last.iter_mut().find(|z| z.apex == change.apex) else {
-                continue;
-            };
-            let names: std::collections::HashSet<&Name> = change.names.iter().map(|(n, _)| n).collect();
-            zone.records.retain(|r| !names.contains(&r.name));
-            zone.routed.retain(|r| !names.contains(&r.name));
-            for (_, records) in &change.names {
-                zone.records.extend(records.iter().cloned());
-            }
-            zone.routed.extend(change.routed.iter().cloned());
-        }
-        let outcome = self.store.publish(last.clone());
-        drop(last);
+        let outcome = self.store.publish_changes(changes.to_vec())?;
         self.report(&outcome);
         Some(outcome)
     }

@@ -100,16 +100,9 @@ struct ZoneState {
 }
 
 /// Records that changed in one zone: every listed owner name's records
-/// replace its old ones (empty: the name has none any more).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ZoneRecordChanges {
-    /// The zone apex (fully qualified).
-    pub apex: Name,
-    /// Owner name → all its records now.
-    pub names: Vec<(Name, Vec<Record>)>,
-    /// The routed names among those owners, after the change.
-    pub routed: Vec<RoutedName>,
-}
+/// replace its old ones (empty: the name has none any more), with the
+/// routed names among them; the embedded server's incremental input.
+pub type ZoneRecordChanges = fedns_dnsserver::ZoneChanges;
 
 /// What one [`IncrementalZones::update`] did.
 #[derive(Debug)]
