@@ -298,6 +298,10 @@ fn changes_at_scale(federation: &Federation, port: u16, service: &str, changes: 
             }
         }
     }
+    println!(
+        "scale: change → answer per change, in order (ms): {:?}",
+        samples.iter().map(|d| d.as_millis()).collect::<Vec<_>>()
+    );
     samples.sort();
     samples
 }

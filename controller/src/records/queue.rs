@@ -88,19 +88,23 @@ impl Queue {
     /// Takes everything queued, waiting while empty.
     pub async fn take(&self) -> Vec<Work> {
         loop {
-            {
-                let mut pending = self.lock();
-                if pending.all.is_some() || !pending.keys.is_empty() {
-                    let mut work: Vec<Work> = pending.all.take().map(Work::All).into_iter().collect();
-                    work.extend(
-                        std::mem::take(&mut pending.keys)
-                            .into_iter()
-                            .map(|(k, t)| Work::Record(k, t)),
-                    );
-                    return work;
-                }
+            let work = self.take_now();
+            if !work.is_empty() {
+                return work;
             }
             self.notify.notified().await;
         }
+    }
+
+    /// Takes everything queued; empty when nothing is.
+    pub fn take_now(&self) -> Vec<Work> {
+        let mut pending = self.lock();
+        let mut work: Vec<Work> = pending.all.take().map(Work::All).into_iter().collect();
+        work.extend(
+            std::mem::take(&mut pending.keys)
+                .into_iter()
+                .map(|(k, t)| Work::Record(k, t)),
+        );
+        work
     }
 }
