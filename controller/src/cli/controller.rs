@@ -269,33 +269,17 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             let facts = move |cluster: &str, namespace: &str, name: &str, service: bool| {
                 let member = registry.members().into_iter().find(|m| m.name == cluster)?;
                 Some(if service {
-                    let found = member
-                        .services
-                        .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace));
+                    let found = member.services.get(namespace, name);
                     records::explain::MemberFacts {
                         exists: found.is_some(),
-                        has_load_balancer: found.as_ref().is_some_and(|s| {
-                            s.status
-                                .as_ref()
-                                .and_then(|s| s.load_balancer.as_ref())
-                                .and_then(|lb| lb.ingress.as_ref())
-                                .is_some_and(|i| !i.is_empty())
-                        }),
+                        has_load_balancer: found.is_some_and(|s| s.load_balancer.has_ingress()),
                         ready_endpoints: Some(member.has_ready_endpoints(namespace, name)),
                     }
                 } else {
-                    let found = member
-                        .ingresses
-                        .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace));
+                    let found = member.ingresses.get(namespace, name);
                     records::explain::MemberFacts {
                         exists: found.is_some(),
-                        has_load_balancer: found.as_ref().is_some_and(|i| {
-                            i.status
-                                .as_ref()
-                                .and_then(|s| s.load_balancer.as_ref())
-                                .and_then(|lb| lb.ingress.as_ref())
-                                .is_some_and(|i| !i.is_empty())
-                        }),
+                        has_load_balancer: found.is_some_and(|i| i.load_balancer.has_ingress()),
                         ready_endpoints: None,
                     }
                 })
