@@ -665,9 +665,14 @@ where
     let (store, writer) = reflector::store();
     let kind = K::kind(&()).into_owned();
     tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff()
-            .touched_objects();
+        // Nothing reads managedFields; a real API server's can outweigh
+        // the object (a field set per record and per DNSEndpoint).
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
+        )
+        .default_backoff()
+        .touched_objects();
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             match item {
