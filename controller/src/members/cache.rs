@@ -22,8 +22,11 @@ struct IngressPoint {
     ip: Option<Box<str>>,
     hostname: Option<Box<str>>,
     /// `ipMode` and `ports`, rare: boxed so the common point stays small.
-    rest: Option<Box<(Option<String>, Option<Vec<k8s_openapi::api::core::v1::PortStatus>>)>>,
+    rest: Option<Box<PointRest>>,
 }
+
+/// A point's `ipMode` and `ports`.
+type PointRest = (Option<String>, Option<Vec<k8s_openapi::api::core::v1::PortStatus>>);
 
 impl IngressPoint {
     fn to_core(&self) -> LoadBalancerIngress {

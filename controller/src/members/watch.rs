@@ -39,8 +39,11 @@ pub struct SliceIndex {
     /// (only Services with at least one).
     ready: HashMap<Box<str>, HashMap<Arc<str>, u32>>,
     /// namespace → slice → (its Service, has a ready endpoint).
-    owner: HashMap<Box<str>, HashMap<Box<str>, (Arc<str>, bool)>>,
+    owner: HashMap<Box<str>, HashMap<Box<str>, SliceOwner>>,
 }
+
+/// A slice's Service and whether the slice has a ready endpoint.
+type SliceOwner = (Arc<str>, bool);
 
 impl SliceIndex {
     /// Does Service `namespace/service` have a slice with a ready endpoint?
@@ -119,6 +122,8 @@ pub(super) struct WatchCtx {
 }
 
 impl WatchCtx {
+    /// A reflector store of whole objects less what `slim` drops: for
+    /// Nodes, a few per member (a per-Service kind uses [`Self::spawn_facts`]).
     pub(super) fn spawn<K>(
         &self,
         index: usize,
