@@ -275,33 +275,17 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             let facts = move |cluster: &str, namespace: &str, name: &str, service: bool| {
                 let member = registry.members().into_iter().find(|m| m.name == cluster)?;
                 Some(if service {
-                    let found = member
-                        .services
-                        .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace));
+                    let found = member.services.get(namespace, name);
                     records::explain::MemberFacts {
                         exists: found.is_some(),
-                        has_load_balancer: found.as_ref().is_some_and(|s| {
-                            s.status
-                                .as_ref()
-                                .and_then(|s| s.load_balancer.as_ref())
-                                .and_then(|lb| lb.ingress.as_ref())
-                                .is_some_and(|i| !i.is_empty())
-                        }),
+                        has_load_balancer: found.is_some_and(|s| s.load_balancer.has_ingress()),
                         ready_endpoints: Some(member.has_ready_endpoints(namespace, name)),
                     }
                 } else {
-                    let found = member
-                        .ingresses
-                        .get(&kube::runtime::reflector::ObjectRef::new(name).within(namespace));
+                    let found = member.ingresses.get(namespace, name);
                     records::explain::MemberFacts {
                         exists: found.is_some(),
-                        has_load_balancer: found.as_ref().is_some_and(|i| {
-                            i.status
-                                .as_ref()
-                                .and_then(|s| s.load_balancer.as_ref())
-                                .and_then(|lb| lb.ingress.as_ref())
-                                .is_some_and(|i| !i.is_empty())
-                        }),
+                        has_load_balancer: found.is_some_and(|i| i.load_balancer.has_ingress()),
                         ready_endpoints: None,
                     }
                 })
@@ -687,9 +671,14 @@ where
     let (store, writer) = reflector::store();
     let kind = K::kind(&()).into_owned();
     tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff()
-            .touched_objects();
+        // Nothing reads managedFields; a real API server's can outweigh
+        // the object (a field set per record and per DNSEndpoint).
+        let stream = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
+        )
+        .default_backoff()
+        .touched_objects();
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             match item {

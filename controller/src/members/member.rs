@@ -1,5 +1,6 @@
-//! One member's live state: its caches (Services, Ingresses, Nodes; of
-//! EndpointSlices only which Services have a ready endpoint), whether it is healthy and
+//! One member's live state: its caches (of Services and Ingresses only
+//! what fedns reads; Nodes; of EndpointSlices only which Services have a
+//! ready endpoint), whether it is healthy and
 //! synced, the settings applied without a new client, and its effective
 //! region and zones.
 
@@ -9,13 +10,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use fedns_api::MemberClusterSpec;
-use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::core::v1::Node;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::cache::{FactCache, IngressFacts, ServiceFacts};
 use super::watch::{SliceIndex, WatchHealth};
 
 /// Node labels giving a cluster's region and zone, newest first.
@@ -57,10 +58,10 @@ impl Settings {
 pub struct Member {
     /// MemberCluster name.
     pub name: String,
-    /// Its Services.
-    pub services: Store<Service>,
-    /// Its Ingresses.
-    pub ingresses: Store<Ingress>,
+    /// Its Services: what fedns reads of each.
+    pub services: Arc<FactCache<ServiceFacts>>,
+    /// Its Ingresses: what fedns reads of each.
+    pub ingresses: Arc<FactCache<IngressFacts>>,
     /// Its Nodes.
     pub nodes: Store<Node>,
     /// Its MCS ServiceExports (`multicluster.x-k8s.io/v1alpha1`), watched
@@ -101,8 +102,7 @@ impl Member {
         self.ready_slices
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .ready
-            .contains_key(&(namespace.to_owned(), service.to_owned()))
+            .is_ready(namespace, service)
     }
 
     /// Ready and not cordoned: its shards go into DNS.

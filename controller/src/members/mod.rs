@@ -3,6 +3,7 @@
 //! May call the host API, [`crate::metrics`], and [`crate::records::queue`]
 //! (to ask for reconciles); nothing else in `records`.
 
+pub mod cache;
 pub(crate) mod client;
 mod member;
 mod probe;

@@ -25,10 +25,11 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
+use super::cache::{FactCache, IngressFacts, ServiceFacts};
 use super::member::{Member, Settings};
 use super::probe::Health;
 use super::sources::{Desired, EngineReady, MemberSource, Sources};
-use super::watch::{slim_ingress, slim_node, slim_service, spawn_service_exports, SliceIndex, WatchCtx, WatchHealth};
+use super::watch::{slim_node, spawn_service_exports, SliceIndex, WatchCtx, WatchHealth};
 use crate::metrics::ControllerMetrics;
 use crate::records::queue::{Queue, RecordKey};
 
@@ -346,8 +347,8 @@ impl Registry {
 
     fn start_member(self: &Arc<Self>, cluster: &MemberCluster, client: Client, fingerprint: u64) -> Arc<Member> {
         let name = cluster.name_any();
-        let (services, services_writer) = reflector::store();
-        let (ingresses, ingresses_writer) = reflector::store();
+        let services: Arc<FactCache<ServiceFacts>> = Arc::default();
+        let ingresses: Arc<FactCache<IngressFacts>> = Arc::default();
         let (nodes, nodes_writer) = reflector::store();
         let synced: Arc<[AtomicBool; 4]> = Arc::new(Default::default());
         let watches: Arc<Mutex<[WatchHealth; 4]>> = Arc::new(Mutex::new(Default::default()));
@@ -358,26 +359,30 @@ impl Registry {
             synced: synced.clone(),
             watches: watches.clone(),
         };
-        tasks.push(
-            ctx.spawn(0, Api::<Service>::all(client.clone()), services_writer, slim_service, {
+        tasks.push(ctx.spawn_facts(
+            0,
+            Api::<Service>::all(client.clone()),
+            services.clone(),
+            ServiceFacts::of,
+            {
                 let queue = queue.clone();
-                move |svc: &Service| queue.push(RecordKey::Service(svc.namespace().unwrap_or_default(), svc.name_any()))
-            }),
-        );
+                move |ns, name| queue.push(RecordKey::Service(ns, name))
+            },
+        ));
         let ready_slices: Arc<RwLock<SliceIndex>> = Arc::default();
         tasks.push(ctx.spawn_slices(
             Api::<EndpointSlice>::all(client.clone()),
             ready_slices.clone(),
             queue.clone(),
         ));
-        tasks.push(ctx.spawn(
+        tasks.push(ctx.spawn_facts(
             2,
             Api::<Ingress>::all(client.clone()),
-            ingresses_writer,
-            slim_ingress,
+            ingresses.clone(),
+            IngressFacts::of,
             {
                 let queue = queue.clone();
-                move |ing: &Ingress| queue.push(RecordKey::Ingress(ing.namespace().unwrap_or_default(), ing.name_any()))
+                move |ns, name| queue.push(RecordKey::Ingress(ns, name))
             },
         ));
         tasks.push(ctx.spawn(

@@ -1,23 +1,23 @@
-//! The watches of one member: a reflector per kind (Services,
-//! EndpointSlices, Ingresses, Nodes) keeping only the fields the controller
-//! reads, each stream's last success and failure, and the index of
-//! EndpointSlices with a ready endpoint.
+//! The watches of one member: compact caches of its Services and Ingresses
+//! (`cache.rs`), the index of EndpointSlices with a ready endpoint, a
+//! reflector of its Nodes (few, for the topology labels), and each stream's
+//! last success and failure.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::Api;
 use kube::runtime::reflector;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Resource, ResourceExt};
 use tokio::task::JoinHandle;
 
+use super::cache::{FactCache, Relist};
 use crate::records::queue::{Queue, RecordKey};
 
 /// EndpointSlice label naming its Service.
@@ -30,43 +30,87 @@ pub(super) struct WatchHealth {
     pub(super) last_error: Option<Instant>,
 }
 
-/// Ready EndpointSlices per Service, and each slice's Service (to undo it).
+/// EndpointSlices with a ready endpoint, counted per Service, and each
+/// slice's Service and readiness (to undo it). Names are kept once per
+/// namespace; a Service's name is shared by its two entries.
 #[derive(Debug, Default)]
 pub struct SliceIndex {
-    pub(super) ready: std::collections::HashMap<(String, String), BTreeSet<String>>,
-    owner: std::collections::HashMap<(String, String), String>,
+    /// namespace → Service → number of its slices with a ready endpoint
+    /// (only Services with at least one).
+    ready: HashMap<Box<str>, HashMap<Arc<str>, u32>>,
+    /// namespace → slice → (its Service, has a ready endpoint).
+    owner: HashMap<Box<str>, HashMap<Box<str>, SliceOwner>>,
 }
 
+/// A slice's Service and whether the slice has a ready endpoint.
+type SliceOwner = (Arc<str>, bool);
+
 impl SliceIndex {
+    /// Does Service `namespace/service` have a slice with a ready endpoint?
+    pub fn is_ready(&self, namespace: &str, service: &str) -> bool {
+        self.ready.get(namespace).is_some_and(|s| s.contains_key(service))
+    }
+
     fn apply(&mut self, slice: &EndpointSlice) -> Option<(String, String)> {
-        let namespace = slice.metadata.namespace.clone().unwrap_or_default();
-        let name = slice.metadata.name.clone().unwrap_or_default();
-        self.remove(&namespace, &name);
-        let service = slice.labels().get(SERVICE_NAME_LABEL)?.clone();
+        let namespace = slice.metadata.namespace.as_deref().unwrap_or_default();
+        let name = slice.metadata.name.as_deref().unwrap_or_default();
+        self.remove(namespace, name);
+        let service: Arc<str> = Arc::from(slice.labels().get(SERVICE_NAME_LABEL)?.as_str());
+        // A missing `ready` condition means ready, per the API.
         let ready = slice
             .endpoints
             .iter()
             .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true));
-        self.owner.insert((namespace.clone(), name.clone()), service.clone());
+        let key = (namespace.to_owned(), service.to_string());
         if ready {
-            self.ready
-                .entry((namespace.clone(), service.clone()))
+            // Share the Service's name with its count when it has one.
+            let counts = self.ready.entry(Box::from(namespace)).or_default();
+            let shared = match counts.get_key_value(&*service) {
+                Some((existing, _)) => existing.clone(),
+                None => service,
+            };
+            *counts.entry(shared.clone()).or_default() += 1;
+            self.owner
+                .entry(Box::from(namespace))
                 .or_default()
-                .insert(name);
+                .insert(Box::from(name), (shared, true));
+        } else {
+            self.owner
+                .entry(Box::from(namespace))
+                .or_default()
+                .insert(Box::from(name), (service, false));
         }
-        Some((namespace, service))
+        Some(key)
     }
 
     fn remove(&mut self, namespace: &str, name: &str) -> Option<(String, String)> {
-        let service = self.owner.remove(&(namespace.to_owned(), name.to_owned()))?;
-        let key = (namespace.to_owned(), service);
-        if let Some(set) = self.ready.get_mut(&key) {
-            set.remove(name);
-            if set.is_empty() {
-                self.ready.remove(&key);
+        let slices = self.owner.get_mut(namespace)?;
+        let (service, ready) = slices.remove(name)?;
+        if slices.is_empty() {
+            self.owner.remove(namespace);
+        }
+        if ready {
+            if let Some(counts) = self.ready.get_mut(namespace) {
+                if let Some(count) = counts.get_mut(&*service) {
+                    *count -= 1;
+                    if *count == 0 {
+                        counts.remove(&*service);
+                    }
+                }
+                if counts.is_empty() {
+                    self.ready.remove(namespace);
+                }
             }
         }
-        Some(key)
+        Some((namespace.to_owned(), service.to_string()))
+    }
+
+    /// Every Service some slice names.
+    fn services(&self) -> BTreeSet<(String, String)> {
+        self.owner
+            .iter()
+            .flat_map(|(ns, slices)| slices.values().map(move |(svc, _)| (ns.to_string(), svc.to_string())))
+            .collect()
     }
 }
 
@@ -78,6 +122,8 @@ pub(super) struct WatchCtx {
 }
 
 impl WatchCtx {
+    /// A reflector store of whole objects less what `slim` drops: for
+    /// Nodes, a few per member (a per-Service kind uses [`Self::spawn_facts`]).
     pub(super) fn spawn<K>(
         &self,
         index: usize,
@@ -133,6 +179,82 @@ impl WatchCtx {
         })
     }
 
+    /// A compact cache (Services, Ingresses): of each object only
+    /// `facts(object)`, kept from the raw watch events with a reflector's
+    /// semantics (a relist builds a new map and swaps it in once complete;
+    /// the kind counts as synced from its first complete list). Every
+    /// object applied or deleted, and at a relist every object held before
+    /// or after it, is passed to `on_change` as (namespace, name).
+    pub(super) fn spawn_facts<K, T>(
+        &self,
+        index: usize,
+        api: Api<K>,
+        cache: Arc<FactCache<T>>,
+        facts: fn(&K) -> T,
+        on_change: impl Fn(String, String) + Send + 'static,
+    ) -> JoinHandle<()>
+    where
+        K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+        T: Clone + Send + Sync + 'static,
+    {
+        let member = self.member.clone();
+        let synced = self.synced.clone();
+        let watches = self.watches.clone();
+        tokio::spawn(async move {
+            let stream = watcher(api, watcher::Config::default()).backoff(member_backoff());
+            futures::pin_mut!(stream);
+            let mut pending: Option<Relist<T>> = None;
+            while let Some(item) = stream.next().await {
+                let event = match item {
+                    Ok(event) => {
+                        watches.lock().unwrap_or_else(|e| e.into_inner())[index].last_ok = Some(Instant::now());
+                        event
+                    }
+                    Err(e) => {
+                        watches.lock().unwrap_or_else(|e| e.into_inner())[index].last_error = Some(Instant::now());
+                        tracing::debug!(member = %member, error = %e, "member watch failed; retrying");
+                        continue;
+                    }
+                };
+                let id = |o: &K| {
+                    let meta = o.meta();
+                    (
+                        meta.namespace.clone().unwrap_or_default(),
+                        meta.name.clone().unwrap_or_default(),
+                    )
+                };
+                match event {
+                    watcher::Event::Init => pending = Some(Relist::default()),
+                    watcher::Event::InitApply(object) => {
+                        if let Some(p) = pending.as_mut() {
+                            let (ns, name) = id(&object);
+                            p.apply(&ns, &name, facts(&object));
+                        }
+                    }
+                    watcher::Event::InitDone => {
+                        if let Some(p) = pending.take() {
+                            let touched = cache.replace(p);
+                            synced[index].store(true, Ordering::Relaxed);
+                            for (ns, name) in touched {
+                                on_change(ns, name);
+                            }
+                        }
+                    }
+                    watcher::Event::Apply(object) => {
+                        let (ns, name) = id(&object);
+                        cache.apply(&ns, &name, facts(&object));
+                        on_change(ns, name);
+                    }
+                    watcher::Event::Delete(object) => {
+                        let (ns, name) = id(&object);
+                        cache.delete(&ns, &name);
+                        on_change(ns, name);
+                    }
+                }
+            }
+        })
+    }
+
     /// EndpointSlices: only the ready-slice index, kept from the raw watch
     /// events (a relist builds a new index and swaps it in). No copy of the
     /// slices is kept: nothing reads them, and at 40,000 shards that copy
@@ -179,9 +301,12 @@ impl WatchCtx {
                     }
                     watcher::Event::InitDone => {
                         if let Some(p) = pending.take() {
-                            let services: BTreeSet<(String, String)> =
-                                p.owner.iter().map(|((ns, _), svc)| (ns.clone(), svc.clone())).collect();
-                            *index.write().unwrap_or_else(|e| e.into_inner()) = p;
+                            // The Services named before or after the relist:
+                            // one gone while the watch was down changes too.
+                            let mut services = p.services();
+                            let old = std::mem::replace(&mut *index.write().unwrap_or_else(|e| e.into_inner()), p);
+                            services.extend(old.services());
+                            drop(old);
                             synced[SLOT].store(true, Ordering::Relaxed);
                             for (ns, svc) in services {
                                 queue.push(RecordKey::Service(ns, svc));
@@ -220,33 +345,6 @@ fn member_backoff() -> kube::runtime::watcher::ExponentialBackoff {
 }
 
 // What the controller reads of each kind; the rest is dropped on arrival.
-pub(super) fn slim_service(service: &mut Service) {
-    // The first port's number stays: a health check probes it by default.
-    let first_port = service
-        .spec
-        .as_ref()
-        .and_then(|spec| spec.ports.as_ref())
-        .and_then(|ports| ports.first())
-        .map(|port| port.port);
-    // So is the type: an MCS ServiceExport makes a record only for a LoadBalancer Service.
-    let type_ = service.spec.as_ref().and_then(|spec| spec.type_.clone());
-    service.spec = first_port.map(|port| k8s_openapi::api::core::v1::ServiceSpec {
-        ports: Some(vec![k8s_openapi::api::core::v1::ServicePort {
-            port,
-            ..Default::default()
-        }]),
-        type_: type_.clone(),
-        ..Default::default()
-    });
-    if service.spec.is_none() && type_.is_some() {
-        service.spec = Some(k8s_openapi::api::core::v1::ServiceSpec {
-            type_,
-            ..Default::default()
-        });
-    }
-    service.metadata.labels = None;
-}
-
 fn slim_slice(slice: &mut EndpointSlice) {
     slice.ports = None;
     for endpoint in &mut slice.endpoints {
@@ -265,11 +363,6 @@ fn slim_slice(slice: &mut EndpointSlice) {
         let conditions = first.conditions.get_or_insert_with(Default::default);
         conditions.ready = Some(ready);
     }
-}
-
-pub(super) fn slim_ingress(ingress: &mut Ingress) {
-    ingress.spec = None;
-    ingress.metadata.labels = None;
 }
 
 pub(super) fn slim_node(node: &mut Node) {
@@ -340,4 +433,53 @@ pub(super) fn spawn_service_exports(
         }
     });
     (store, listed, task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
+
+    fn slice(name: &str, service: Option<&str>, ready: Option<bool>) -> EndpointSlice {
+        let mut slice = EndpointSlice::default();
+        slice.metadata.namespace = Some("ns".into());
+        slice.metadata.name = Some(name.into());
+        slice.metadata.labels = service.map(|s| [(SERVICE_NAME_LABEL.to_owned(), s.to_owned())].into());
+        slice.endpoints = vec![Endpoint {
+            conditions: Some(EndpointConditions {
+                ready,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }];
+        slice
+    }
+
+    #[test]
+    fn slice_index_counts_ready_slices_per_service() {
+        let mut index = SliceIndex::default();
+        let key = Some(("ns".to_owned(), "web".to_owned()));
+        assert_eq!(index.apply(&slice("web-a", Some("web"), Some(true))), key);
+        // A missing `ready` condition means ready.
+        assert_eq!(index.apply(&slice("web-b", Some("web"), None)), key);
+        assert!(index.is_ready("ns", "web"));
+        assert!(!index.is_ready("other", "web"));
+        // One slice turns not ready: the other still counts.
+        index.apply(&slice("web-a", Some("web"), Some(false)));
+        assert!(index.is_ready("ns", "web"));
+        assert_eq!(index.remove("ns", "web-b"), key);
+        assert!(!index.is_ready("ns", "web"));
+        // A not-ready slice still names its Service (a relist queues it).
+        assert_eq!(index.services(), [("ns".to_owned(), "web".to_owned())].into());
+        // A slice moved to another Service leaves the first.
+        index.apply(&slice("web-a", Some("api"), Some(true)));
+        assert!(index.is_ready("ns", "api"));
+        assert_eq!(index.services(), [("ns".to_owned(), "api".to_owned())].into());
+        // A slice without the service-name label is dropped.
+        assert_eq!(index.apply(&slice("web-a", None, Some(true))), None);
+        assert!(!index.is_ready("ns", "api"));
+        assert!(index.services().is_empty());
+        assert_eq!(index.remove("ns", "never"), None);
+        assert!(index.ready.is_empty() && index.owner.is_empty());
+    }
 }

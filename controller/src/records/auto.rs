@@ -459,14 +459,10 @@ fn member_exports(registry: &crate::members::Registry) -> (Vec<Template>, bool) 
         for export in exports.state() {
             let namespace = export.namespace().unwrap_or_default();
             let name = export.name_any();
-            let service = member
+            let load_balancer = member
                 .services
-                .get(&kube::runtime::reflector::ObjectRef::new(&name).within(&namespace));
-            let load_balancer = service
-                .as_ref()
-                .and_then(|s| s.spec.as_ref())
-                .and_then(|s| s.type_.as_deref())
-                == Some("LoadBalancer");
+                .get(&namespace, &name)
+                .is_some_and(|s| s.is_load_balancer_type);
             if !load_balancer {
                 tracing::debug!(member = %member.name, "ServiceExport {namespace}/{name}: no LoadBalancer Service of that name; no record");
                 continue;

@@ -27,11 +27,12 @@ use crate::metrics::ControllerMetrics;
 /// Field manager of the controller's server-side applies.
 pub const FIELD_MANAGER: &str = "fedns-controller";
 
-/// One record's last shard per cluster, typed (the record kind's shard
-/// type; a record id names its kind). Kept as the shards themselves: as
-/// JSON values they cost about 2 KiB each, a fifth of the controller's
-/// memory at 40,000 shards.
-pub type LastShards = BTreeMap<String, Arc<dyn std::any::Any + Send + Sync>>;
+/// One record's last shard per cluster: cluster → the shard (the record
+/// kind's shard type; a record id names its kind) as compact JSON bytes.
+/// One per shard of the federation, so kept small: about 100 bytes where
+/// the typed shard costs about 500 (its strings and vectors each a
+/// separate allocation) and a `serde_json::Value` about 2 KiB.
+pub type LastShards = BTreeMap<String, Box<[u8]>>;
 
 /// Everything the reconcilers read and write.
 pub struct RecordContext {

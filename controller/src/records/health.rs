@@ -18,7 +18,6 @@
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use fedns_api::{AddressHealth, ClusterDNS, DataPlaneCheck, IngressClusterDNS, ProbeProtocol, WhenAllUnhealthy};
@@ -32,7 +31,9 @@ use crate::dataplane::{Check, ProbeSpec, State};
 use crate::members::Member;
 
 /// A cluster's share of a record, whichever kind.
-pub(super) trait Shard: Clone + PartialEq + Send + Sync + 'static {
+pub(super) trait Shard:
+    Clone + PartialEq + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static
+{
     fn cluster(&self) -> &str;
     fn load_balancer(&self) -> &LoadBalancerStatus;
     fn load_balancer_mut(&mut self) -> &mut LoadBalancerStatus;
@@ -146,11 +147,11 @@ pub(super) fn select<T: Shard>(
         .remove(&id)
         .unwrap_or_default();
     let previous_of = |name: &str, cache: &super::context::LastShards| {
-        previous
-            .iter()
-            .find(|p| p.cluster() == name)
-            .cloned()
-            .or_else(|| cache.get(name).and_then(|v| v.downcast_ref::<T>()).cloned())
+        previous.iter().find(|p| p.cluster() == name).cloned().or_else(|| {
+            cache
+                .get(name)
+                .and_then(|bytes| serde_json::from_slice::<T>(bytes).ok())
+        })
     };
     for member in ctx.registry.members() {
         if member.is_cordoned() {
@@ -160,12 +161,18 @@ pub(super) fn select<T: Shard>(
             if member.is_synced() {
                 match fresh(&member) {
                     Some(shard) => {
-                        let unchanged = cache
-                            .get(&member.name)
-                            .and_then(|v| v.downcast_ref::<T>())
-                            .is_some_and(|last| *last == shard);
-                        if !unchanged {
-                            cache.insert(member.name.clone(), Arc::new(shard.clone()));
+                        // Serializing a shard cannot fail (strings, numbers
+                        // and lists); were it to, the old entry would go
+                        // rather than stay stale.
+                        match serde_json::to_vec(&shard) {
+                            Ok(bytes) => {
+                                if cache.get(&member.name).is_none_or(|last| **last != *bytes) {
+                                    cache.insert(member.name.clone(), bytes.into_boxed_slice());
+                                }
+                            }
+                            Err(_) => {
+                                cache.remove(&member.name);
+                            }
                         }
                         selection.shards.push(shard);
                     }

@@ -51,25 +51,9 @@ pub(super) async fn reconcile_ingress(
         &old_status.dns,
         |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
         |member| {
-            let ingress = member.ingresses.get(&ObjectRef::new(name).within(namespace))?;
+            let ingress = member.ingresses.get(namespace, name)?;
             // networking/v1 IngressLoadBalancerStatus, kept in core/v1's shape.
-            let lb = ingress
-                .status
-                .as_ref()
-                .and_then(|s| s.load_balancer.as_ref())
-                .map(|lb| LoadBalancerStatus {
-                    ingress: lb.ingress.as_ref().map(|items| {
-                        items
-                            .iter()
-                            .map(|i| k8s_openapi::api::core::v1::LoadBalancerIngress {
-                                ip: i.ip.clone(),
-                                hostname: i.hostname.clone(),
-                                ..Default::default()
-                            })
-                            .collect()
-                    }),
-                })
-                .unwrap_or_default();
+            let lb = ingress.load_balancer.to_status();
             has_lb_address(&lb).then(|| IngressClusterDNS {
                 cluster: member.name.clone(),
                 load_balancer: lb,

@@ -23,11 +23,8 @@ fn service_port(ctx: &RecordContext, namespace: &str, name: &str) -> u16 {
     ctx.registry
         .members()
         .iter()
-        .filter_map(|m| m.services.get(&ObjectRef::new(name).within(namespace)))
-        .find_map(|s| {
-            let port = s.spec.as_ref()?.ports.as_ref()?.first()?.port;
-            u16::try_from(port).ok().filter(|p| *p > 0)
-        })
+        .filter_map(|m| m.services.get(namespace, name))
+        .find_map(|s| u16::try_from(s.first_port?).ok().filter(|p| *p > 0))
         .unwrap_or(80)
 }
 
@@ -93,12 +90,8 @@ pub(super) async fn reconcile_service(
         &old_status.dns,
         |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
         |member| {
-            let service = member.services.get(&ObjectRef::new(name).within(namespace))?;
-            let lb = service
-                .status
-                .as_ref()
-                .and_then(|s| s.load_balancer.clone())
-                .unwrap_or_default();
+            let service = member.services.get(namespace, name)?;
+            let lb = service.load_balancer.to_status();
             if !has_lb_address(&lb) {
                 return None;
             }
