@@ -725,7 +725,12 @@ where
         // Objects listed by the relist under way: those missing at its end
         // went while the watch was down.
         let mut listed: Option<std::collections::HashSet<String>> = None;
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+        let stream = reflector::reflector(
+            writer,
+            // Never read, and on a real API server often larger than the object.
+            watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
+        )
+        .default_backoff();
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             match item {
