@@ -97,8 +97,32 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 struct Controller(Child);
 impl Drop for Controller {
     fn drop(&mut self) {
+        // The whole process group: under WRAP the controller is a child
+        // of the wrapper.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
+            .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+impl Controller {
+    /// The controller's own pid: under WRAP the descendant running the
+    /// fedns binary, else the child itself.
+    fn pid(&self) -> u32 {
+        let mut queue = vec![self.0.id()];
+        while let Some(pid) = queue.pop() {
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+            if exe.file_name().is_some_and(|n| n == "fedns") {
+                return pid;
+            }
+            for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+                let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                queue.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+            }
+        }
+        self.0.id()
     }
 }
 
@@ -118,8 +142,10 @@ fn controller_command() -> Command {
 }
 
 fn start_controller(federation: &Federation, dns_port: u16, metrics_port: u16) -> Controller {
+    use std::os::unix::process::CommandExt;
     Controller(
         controller_command()
+            .process_group(0)
             .args([
                 "controller",
                 "--leader-elect=false",
@@ -352,7 +378,9 @@ fn scale(
     let metrics_port = free_port();
     let started = Instant::now();
     let controller = start_controller(&federation, port, metrics_port);
-    let pid = controller.0.id();
+    // Give a wrapper a moment to start the controller.
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = controller.pid();
     // Converged when every record's DNSEndpoint holds every member's address.
     let store = federation.host.store().clone();
     let info = store

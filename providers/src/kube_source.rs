@@ -436,9 +436,13 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff()
-            .touched_objects();
+        let stream = reflector::reflector(
+            writer,
+            // Never read, and on a real API server often larger than the object.
+            watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
+        )
+        .default_backoff()
+        .touched_objects();
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             match item {
