@@ -14,7 +14,8 @@
 //! Run: `cargo bench --workspace --bench federation`, or `bench/controller.sh`
 //! (env: MEMBERS, SERVICES, CHANGES, SCALE_CHANGES; PARTS=latency,scale
 //! picks the parts; WRAP puts a profiler's command line before the
-//! controller, e.g. `WRAP="heaptrack -o /tmp/fedns"`).
+//! controller, e.g. `WRAP="heaptrack -o /tmp/fedns"`; FEDNS_LOG sets the
+//! controller's RUST_LOG, default `error,kube_client=off`).
 
 use std::net::UdpSocket;
 use std::process::{Child, Command, Stdio};
@@ -160,7 +161,10 @@ fn start_controller(federation: &Federation, dns_port: u16, metrics_port: u16) -
                 "--metrics-addr",
                 &format!("127.0.0.1:{metrics_port}"),
             ])
-            .env("RUST_LOG", "error,kube_client=off")
+            .env(
+                "RUST_LOG",
+                std::env::var("FEDNS_LOG").unwrap_or_else(|_| "error,kube_client=off".into()),
+            )
             // As deploy/base runs it.
             .env("MALLOC_ARENA_MAX", "2")
             .stdout(Stdio::null())

@@ -226,6 +226,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                         // A change the server's incremental path does not
                         // take (a wildcard, a record type new to the
                         // server): publish whole.
+                        tracing::info!(
+                            "the DNS server cannot apply these changed names one by one; publishing every zone whole"
+                        );
                         let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
                         sink.apply(&desired_zones_with(&domains, &endpoints.state(), &labels));
                     }
@@ -296,6 +299,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         tokio::time::sleep(config.debounce).await;
     }
 }
+
+/// DNSEndpoint status writes sent at once.
+const STATUS_WRITES_IN_FLIGHT: usize = 16;
 
 /// How often Secrets holding TSIG keys are read again (key rotation).
 const TSIG_SECRET_RECHECK: Duration = Duration::from_secs(60);
@@ -467,6 +473,7 @@ async fn write_statuses(
     geoip_problem: Option<String>,
     reported: &mut BTreeMap<String, Vec<String>>,
 ) {
+    let mut patches = Vec::new();
     for endpoint in endpoints.state() {
         let namespace = endpoint.namespace().unwrap_or_default();
         let name = endpoint.name_any();
@@ -546,16 +553,23 @@ async fn write_statuses(
             reported.insert(key.clone(), problems);
         }
         if changed {
+            patches.push((namespace, name, key, json!({"status": status})));
+        }
+    }
+    // Several at once: after a cold start every DNSEndpoint has a status to
+    // write, and one after another they held up the next publish for
+    // seconds at 100,000 shards.
+    futures::stream::iter(patches)
+        .for_each_concurrent(STATUS_WRITES_IN_FLIGHT, |(namespace, name, key, patch)| async move {
             let api: Api<DNSEndpoint> = Api::namespaced(client.clone(), &namespace);
-            let patch = json!({"status": status});
             if let Err(e) = api
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
                 tracing::warn!(dnsendpoint = %key, error = %e, "status update failed (retried on the next change)");
             }
-        }
-    }
+        })
+        .await;
     // One set, not a scan per key: that was quadratic in DNSEndpoints.
     let present: std::collections::HashSet<String> = endpoints
         .state()
