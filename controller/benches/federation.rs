@@ -421,9 +421,24 @@ fn scale(
     });
     let converged_ok = converged.is_some() && served.is_some();
     if converged_ok {
+        // Converged once the DNS server is done too: the last snapshot
+        // update before 2 s without one (the publisher may still be
+        // finishing, e.g. a whole publish as the last CNAME fallbacks go).
+        let mut last = metric(metrics_port, "fedns_dns_snapshot_updates_total");
+        let mut settled_at = started.elapsed();
+        let mut quiet = Instant::now();
+        while quiet.elapsed() < Duration::from_secs(2) && started.elapsed() < Duration::from_secs(420) {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = metric(metrics_port, "fedns_dns_snapshot_updates_total");
+            if now != last {
+                last = now;
+                settled_at = started.elapsed();
+                quiet = Instant::now();
+            }
+        }
         println!(
-            "scale: converged from a cold start in {:.1} s (target < 30 s); controller peak RSS {:.0} MiB (target < 512 MiB)",
-            started.elapsed().as_secs_f64(),
+            "scale: converged from a cold start in {:.1} s, DNS settled (target < 30 s); controller peak RSS {:.0} MiB (target < 512 MiB)",
+            settled_at.as_secs_f64(),
             peak_rss_mib(pid)
         );
     } else {

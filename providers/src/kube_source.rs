@@ -191,7 +191,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         // External providers read every RRset; the embedded server and the
         // status reports need only the problems and the zones' settings.
         let with_rrsets = !sinks.providers.is_empty();
-        let (desired, changes) = match update {
+        let (mut desired, changes) = match update {
             Update::Full(full) => (*full, None),
             Update::Names(changes) => (zones.desired(with_rrsets), Some(changes)),
             Update::Unchanged => (zones.desired(with_rrsets), Some(Vec::new())),
@@ -213,12 +213,12 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 !wanted_secrets.is_empty() && sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted_secrets).await);
             match &changes {
                 None => {
-                    sink.apply(&desired);
+                    sink.apply_taking(&mut desired);
                 }
                 // New TSIG keys go into the zones' transfer settings: publish whole.
                 Some(_) if keys_changed => {
                     let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-                    sink.apply(&desired_zones_with(&domains, &endpoints.state(), &labels));
+                    sink.apply_taking(&mut desired_zones_with(&domains, &endpoints.state(), &labels));
                 }
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
@@ -230,7 +230,13 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                             "the DNS server cannot apply these changed names one by one; publishing every zone whole"
                         );
                         let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-                        sink.apply(&desired_zones_with(&domains, &endpoints.state(), &labels));
+                        let mut full = desired_zones_with(&domains, &endpoints.state(), &labels);
+                        // Only the records are wanted here.
+                        for zone in &mut full.zones {
+                            zone.rrsets = Vec::new();
+                        }
+                        full.problems = Vec::new();
+                        sink.apply_taking(&mut full);
                     }
                 }
             }
