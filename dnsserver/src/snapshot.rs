@@ -1019,10 +1019,13 @@ fn merge_sets<'a>(sets: impl Iterator<Item = &'a VariantSets>) -> VariantSets {
     let mut out = VariantSets::new();
     for sets in sets {
         for (rtype, set) in sets {
-            let merged = out.entry(*rtype).or_insert(RRset {
-                ttl: set.ttl,
-                rdatas: Vec::new(),
-            });
+            let merged = out.get_or_insert(
+                *rtype,
+                RRset {
+                    ttl: set.ttl,
+                    rdatas: Vec::new(),
+                },
+            );
             merged.ttl = merged.ttl.min(set.ttl);
             for rdata in &set.rdatas {
                 if !merged.rdatas.contains(rdata) {

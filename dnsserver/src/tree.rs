@@ -42,6 +42,110 @@ pub(crate) struct RRset {
     pub rdatas: Vec<RData>,
 }
 
+/// The RRsets of one owner (or one variant of a routed name) by type, in
+/// type order. A sorted vector: most owners hold one or two types, and a
+/// `BTreeMap` node would cost about 400 octets per owner, kept for as
+/// long as the tree is (see [`crate::ZoneStore::publish_changes`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RRsets(Vec<(RecordType, RRset)>);
+
+impl RRsets {
+    pub fn new() -> Self {
+        RRsets(Vec::new())
+    }
+
+    fn position(&self, rtype: RecordType) -> Result<usize, usize> {
+        self.0.binary_search_by(|(t, _)| t.cmp(&rtype))
+    }
+
+    pub fn get(&self, rtype: &RecordType) -> Option<&RRset> {
+        self.position(*rtype).ok().map(|i| &self.0[i].1)
+    }
+
+    pub fn get_mut(&mut self, rtype: &RecordType) -> Option<&mut RRset> {
+        self.position(*rtype).ok().map(|i| &mut self.0[i].1)
+    }
+
+    pub fn contains_key(&self, rtype: &RecordType) -> bool {
+        self.position(*rtype).is_ok()
+    }
+
+    pub fn insert(&mut self, rtype: RecordType, set: RRset) {
+        match self.position(rtype) {
+            Ok(i) => self.0[i].1 = set,
+            Err(i) => self.0.insert(i, (rtype, set)),
+        }
+    }
+
+    /// The RRset of `rtype`, inserting `set` first when there is none.
+    pub fn get_or_insert(&mut self, rtype: RecordType, set: RRset) -> &mut RRset {
+        let i = match self.position(rtype) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (rtype, set));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    pub fn remove(&mut self, rtype: &RecordType) -> Option<RRset> {
+        self.position(*rtype).ok().map(|i| self.0.remove(i).1)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &RecordType> {
+        self.0.iter().map(|(t, _)| t)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &RRset> {
+        self.0.iter().map(|(_, s)| s)
+    }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut RRset> {
+        self.0.iter_mut().map(|(_, s)| s)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&RecordType, &RRset)> {
+        self.0.iter().map(|(t, s)| (t, s))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Drops spare capacity (the tree is kept between publishes).
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+        for (_, set) in &mut self.0 {
+            set.rdatas.shrink_to_fit();
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a RRsets {
+    type Item = (&'a RecordType, &'a RRset);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (RecordType, RRset)>,
+        fn(&'a (RecordType, RRset)) -> (&'a RecordType, &'a RRset),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(t, s)| (t, s))
+    }
+}
+
+impl Extend<(RecordType, RRset)> for RRsets {
+    fn extend<I: IntoIterator<Item = (RecordType, RRset)>>(&mut self, iter: I) {
+        for (rtype, set) in iter {
+            self.insert(rtype, set);
+        }
+    }
+}
+
 /// One owner name, possibly an empty non-terminal (no RRsets).
 #[derive(Debug)]
 pub(crate) struct Node {
@@ -49,7 +153,7 @@ pub(crate) struct Node {
     pub name: Name,
     /// Index into [`Tree::zones`].
     pub zone: usize,
-    pub rrsets: BTreeMap<RecordType, RRset>,
+    pub rrsets: RRsets,
     /// The delegation point at or above this node (below the apex), if any.
     pub cut: Option<Key>,
     /// A `*` child exists (RFC 4592 wildcard).
@@ -104,7 +208,7 @@ impl Resolution {
 }
 
 /// The RRsets one variant of a routed name holds at that name.
-pub(crate) type VariantSets = BTreeMap<RecordType, RRset>;
+pub(crate) type VariantSets = RRsets;
 
 /// A routed name as the tree keeps it (see [`crate::RoutedName`]).
 #[derive(Debug)]
@@ -183,7 +287,7 @@ pub(crate) struct OwnerChange {
     pub name: Name,
     /// The node's RRsets after the change (empty: no records); only
     /// applied when `zone` is the zone serving the name.
-    rrsets: BTreeMap<RecordType, RRset>,
+    rrsets: RRsets,
     routed: Option<RoutedNode>,
     skips: Vec<SkippedRecord>,
     pub hashes: OwnerHashes,
@@ -284,6 +388,7 @@ impl Tree {
             }
         }
         for (key, node) in tree.nodes.iter_mut() {
+            node.rrsets.shrink_to_fit();
             if let Some(skip) = enforce_cname_exclusivity(&node.name, &mut node.rrsets) {
                 tree.owner_skips.entry((node.zone, key.clone())).or_default().push(skip);
             }
@@ -470,7 +575,7 @@ impl Tree {
         for (key, name, records, routed) in owners {
             let mut skips = Vec::new();
             let mut hashes = OwnerHashes::default();
-            let mut rrsets: BTreeMap<RecordType, RRset> = BTreeMap::new();
+            let mut rrsets = RRsets::new();
             if key == info.apex_key {
                 if let Some(apex) = self.nodes.get(&key) {
                     rrsets.extend(
@@ -514,6 +619,7 @@ impl Tree {
                 }
             }
             skips.extend(enforce_cname_exclusivity(&name, &mut rrsets));
+            rrsets.shrink_to_fit();
             if owns && key != info.apex_key && rrsets.contains_key(&RecordType::NS) {
                 return Err(Unsupported(format!("{name} becomes a delegation (NS below the apex)")));
             }
@@ -735,7 +841,7 @@ impl Tree {
         self.nodes.entry(wire_key(name)).or_insert_with(|| Node {
             name: name.clone(),
             zone,
-            rrsets: BTreeMap::new(),
+            rrsets: RRsets::new(),
             cut: None,
             wildcard_child: false,
             children: 0,
@@ -1005,7 +1111,7 @@ fn skip_entry(name: &Name, rtype: RecordType, reason: String) -> SkippedRecord {
 }
 
 /// Zone facts and the apex's SOA and NS RRsets from a zone's settings.
-fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, BTreeMap<RecordType, RRset>) {
+fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRsets) {
     let soa_fields = &content.soa;
     let soa_rdata = SOA::new(
         fqdn(soa_fields.mname.clone()),
@@ -1021,7 +1127,7 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, BTre
         soa_fields.ttl.min(soa_fields.minimum),
         RData::SOA(soa_rdata.clone()),
     );
-    let mut sets = BTreeMap::new();
+    let mut sets = RRsets::new();
     sets.insert(
         RecordType::SOA,
         RRset {
@@ -1056,11 +1162,14 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, BTre
 
 /// Adds one accepted record to its owner's RRsets: the smallest TTL of
 /// an RRset wins (RFC 2181 §5.2), duplicates are dropped.
-fn merge_record(rrsets: &mut BTreeMap<RecordType, RRset>, record: &Record) {
-    let set = rrsets.entry(record.record_type()).or_insert(RRset {
-        ttl: record.ttl,
-        rdatas: Vec::new(),
-    });
+fn merge_record(rrsets: &mut RRsets, record: &Record) {
+    let set = rrsets.get_or_insert(
+        record.record_type(),
+        RRset {
+            ttl: record.ttl,
+            rdatas: Vec::new(),
+        },
+    );
     set.ttl = set.ttl.min(record.ttl);
     if !set.rdatas.contains(&record.data) {
         set.rdatas.push(record.data.clone());
@@ -1075,7 +1184,7 @@ fn routed_node(
     zone: usize,
     owner: &Name,
     routed: &crate::RoutedName,
-    node: Option<(usize, &BTreeMap<RecordType, RRset>)>,
+    node: Option<(usize, &RRsets)>,
     already: bool,
     skips: &mut Vec<SkippedRecord>,
 ) -> Option<RoutedNode> {
@@ -1144,7 +1253,7 @@ fn routed_node(
 
 /// RFC 1034 §3.6.2 / RFC 2181 §10.1: a CNAME owner has no other data,
 /// and one CNAME only. Other data wins (A/AAAA beat CNAME, DESIGN.md).
-fn enforce_cname_exclusivity(name: &Name, rrsets: &mut BTreeMap<RecordType, RRset>) -> Option<SkippedRecord> {
+fn enforce_cname_exclusivity(name: &Name, rrsets: &mut RRsets) -> Option<SkippedRecord> {
     if !rrsets.contains_key(&RecordType::CNAME) {
         return None;
     }
@@ -1171,7 +1280,7 @@ fn enforce_cname_exclusivity(name: &Name, rrsets: &mut BTreeMap<RecordType, RRse
 
 /// Keys of the names the answers at an owner with `rrsets` go through:
 /// CNAME targets, and NS, MX and SRV targets (additional section).
-fn targets(rrsets: &BTreeMap<RecordType, RRset>) -> impl Iterator<Item = Key> + '_ {
+fn targets(rrsets: &RRsets) -> impl Iterator<Item = Key> + '_ {
     rrsets.values().flat_map(|set| &set.rdatas).filter_map(|rdata| {
         let target = match rdata {
             RData::CNAME(c) => &c.0,
