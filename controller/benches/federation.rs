@@ -118,7 +118,11 @@ impl Controller {
             if exe.file_name().is_some_and(|n| n == "fedns") {
                 return pid;
             }
-            for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+            for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
                 queue.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
             }

@@ -372,9 +372,11 @@ impl ZoneStore {
     /// the full content instead: a change names a zone not served, nothing
     /// was published in full yet, or the change is one this path does not
     /// handle: wildcards or zone cuts (in the zone at all, or appearing),
-    /// a record type appearing in or vanishing from the served zones, a
-    /// routed name with a region the zone's client table does not know,
-    /// or a routed name whose owner is not listed in `names`.
+    /// a routed name with a region the zone's client table does not know,
+    /// or a routed name whose owner is not listed in `names`. Record types
+    /// appearing in or going from the zone are applied like any change:
+    /// only names holding the type, or whose CNAME/NS/MX/SRV lead to one,
+    /// answer it otherwise than an absent type, and those are re-rendered.
     pub fn publish_changes(&self, changes: Vec<ZoneChanges>) -> Option<PublishOutcome> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let state = &mut *guard;
@@ -412,10 +414,6 @@ impl ZoneStore {
             }
             owners.extend(plan);
             zones.push((*zone, normalise_apex(&tree.zones[*zone].apex.to_ascii())));
-        }
-        if let Err(why) = tree.check_types(&owners) {
-            unsupported(why);
-            return None;
         }
         // Serials: the fingerprint a full publish of the result would have.
         let now = unix_seconds();

@@ -636,39 +636,6 @@ impl Tree {
         Ok(changes)
     }
 
-    /// Whether applying `changes` (all zones together) keeps the set of
-    /// RR types served: the query types every name is rendered for.
-    ///
-    /// # Errors
-    /// [`Unsupported`] when a type appears or goes away.
-    pub fn check_types(&self, changes: &[OwnerChange]) -> Result<(), Unsupported> {
-        let mut delta: BTreeMap<RecordType, isize> = BTreeMap::new();
-        for change in changes {
-            if self.zone_for(&change.name) != Some(change.zone) {
-                continue;
-            }
-            if let Some(old) = self.nodes.get(&change.key) {
-                for t in old.rrsets.keys() {
-                    *delta.entry(*t).or_default() -= 1;
-                }
-            }
-            for t in change.rrsets.keys() {
-                *delta.entry(*t).or_default() += 1;
-            }
-        }
-        for (rtype, delta) in delta {
-            let before = self.type_counts.get(&rtype).copied().unwrap_or(0);
-            let after = before as isize + delta;
-            if (before > 0) != (after > 0) {
-                return Err(Unsupported(format!(
-                    "the record types served change ({rtype} {})",
-                    if after > 0 { "appears" } else { "goes away" }
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Applies what [`Tree::plan`] computed. Returns every name whose
     /// answers may have changed: the owners, empty non-terminals that
     /// appeared or went away, and (transitively) every owner whose CNAME,

@@ -102,7 +102,11 @@ impl EmbeddedSink {
     /// A zone whose TSIG keys cannot all be resolved is published with
     /// transfers and NOTIFY off (never open without its keys).
     pub fn apply(&self, desired: &DesiredZones) -> PublishOutcome {
-        let contents = desired.zones.iter().map(|zone| self.with_keys(zone, zone.content.clone())).collect();
+        let contents = desired
+            .zones
+            .iter()
+            .map(|zone| self.with_keys(zone, zone.content.clone()))
+            .collect();
         self.publish(contents)
     }
 
