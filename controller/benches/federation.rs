@@ -454,7 +454,10 @@ fn scale(
         );
     }
     if let Some(build) = metric(metrics_port, "fedns_dns_snapshot_build_seconds") {
-        println!("scale: last snapshot update (incremental: the names changed last) {:.3} s", build);
+        println!(
+            "scale: last snapshot update (incremental: the names changed last) {:.3} s",
+            build
+        );
     }
     let mut p99_out = None;
     if converged_ok {
