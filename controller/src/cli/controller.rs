@@ -10,7 +10,7 @@ use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNS
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig, EtcdTls};
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::kube_source::{self, Sinks, SourceConfig, SourceState};
+use fedns_providers::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
 use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::route53::{Route53, Route53Config};
 use futures::StreamExt;
@@ -160,12 +160,16 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             auto.notify_one();
         }
     });
+    // Shared with the publisher (one cache of every DNSEndpoint, not two).
+    let publisher_changed = Arc::new(Notify::new());
     let endpoints = reflect_spec_changes(Api::<DNSEndpoint>::all(host.clone()), {
         // A DNSEndpoint edited or deleted by hand is put back by its record
         // (the publisher's status writes are no edit). One gone while the
         // watch was down is put back by the periodic pass.
         let queue = queue.clone();
+        let publisher_changed = publisher_changed.clone();
         move |e: Option<&DNSEndpoint>| {
+            publisher_changed.notify_one();
             let Some(e) = e else { return };
             let ns = e.namespace().unwrap_or_default();
             for owner in e.owner_references() {
@@ -241,7 +245,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         services: services.store,
         ingresses: ingresses.store,
         domains: domains.store,
-        endpoints: endpoints.store,
+        endpoints: endpoints.store.clone(),
         // MemberClusters count only when they are a member source.
         clusters: if args.sources.member_source.contains(&MemberSource::Fedns) {
             clusters.store
@@ -375,6 +379,10 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         resync_interval: Duration::from_secs(args.resync_interval.max(1)),
         leader: Some(leader.clone()),
         domain_finalizer: true,
+        endpoints: Some(SharedEndpoints {
+            store: endpoints.store.clone(),
+            changed: publisher_changed,
+        }),
         ..SourceConfig::default()
     };
     let serve_dns = sinks.embedded.is_some();
