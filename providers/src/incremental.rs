@@ -132,9 +132,20 @@ pub struct IncrementalZones {
     problems: HashMap<String, Vec<EndpointProblem>>,
     domain_problems: Vec<DomainProblem>,
     client_region_problems: Vec<DomainProblem>,
+    /// `namespace/name` of the DNSEndpoints the last update may have
+    /// changed the outcome of; None: every one (a full computation).
+    touched: Option<HashSet<String>>,
 }
 
 impl IncrementalZones {
+    /// The DNSEndpoints (`namespace/name`) whose published state or
+    /// problems the last [`IncrementalZones::update`] may have changed:
+    /// those changed or gone, and every other one naming the same names
+    /// (a name's holder can change). None: all of them.
+    pub fn touched(&self) -> Option<&HashSet<String>> {
+        self.touched.as_ref()
+    }
+
     /// An empty state: the first update recomputes everything.
     /// `keep_rrsets`: keep every RRset for [`IncrementalZones::desired`]
     /// (external providers); without it only the names are kept (about
@@ -165,11 +176,13 @@ impl IncrementalZones {
             let desired = desired_zones_with(domains, endpoints, labels);
             self.load(&desired, endpoints);
             self.base = Some(base);
+            self.touched = None;
             return Update::Full(Box::new(desired));
         }
 
         // Which names changed: those of new, changed and gone DNSEndpoints.
         let mut dirty: HashSet<String> = HashSet::new();
+        let mut touched: HashSet<String> = HashSet::new();
         let mut present: HashSet<String> = HashSet::with_capacity(endpoints.len());
         let mut by_id: HashMap<String, &DNSEndpoint> = HashMap::new();
         for endpoint in endpoints {
@@ -182,6 +195,7 @@ impl IncrementalZones {
                 continue;
             }
             let names = names_of(endpoint);
+            touched.insert(id.clone());
             if let Some(old) = self.endpoints.remove(&id) {
                 self.unindex(&id, &old.names);
                 dirty.extend(old.names);
@@ -200,12 +214,14 @@ impl IncrementalZones {
             .cloned()
             .collect();
         for id in gone {
+            touched.insert(id.clone());
             if let Some(old) = self.endpoints.remove(&id) {
                 self.unindex(&id, &old.names);
                 dirty.extend(old.names);
             }
         }
         if dirty.is_empty() {
+            self.touched = Some(touched);
             return Update::Unchanged;
         }
 
@@ -216,6 +232,8 @@ impl IncrementalZones {
             .filter_map(|name| self.by_name.get(name))
             .flatten()
             .collect();
+        touched.extend(holders.iter().map(|id| (*id).clone()));
+        self.touched = Some(touched);
         let cut: Vec<DNSEndpoint> = holders
             .into_iter()
             .filter_map(|id| by_id.get(id))
@@ -441,11 +459,11 @@ fn template_of(content: &ZoneContent) -> ZoneContent {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
-    use fedns_api::{DNSEndpointSpec, DomainSpec, Endpoint, RecordType};
+    pub use fedns_api::{DNSEndpointSpec, DomainSpec, Endpoint, RecordType};
 
-    fn domain() -> Domain {
+    pub fn domain() -> Domain {
         let mut d = Domain::new(
             "myfed",
             DomainSpec {
@@ -464,7 +482,7 @@ mod tests {
         d
     }
 
-    fn ep(dns_name: &str, rtype: RecordType, targets: &[&str]) -> Endpoint {
+    pub fn ep(dns_name: &str, rtype: RecordType, targets: &[&str]) -> Endpoint {
         Endpoint {
             dns_name: dns_name.into(),
             targets: targets.iter().map(|t| t.to_string()).collect(),
@@ -476,7 +494,7 @@ mod tests {
         }
     }
 
-    fn weighted(dns_name: &str, set: &str, weight: &str, target: &str) -> Endpoint {
+    pub fn weighted(dns_name: &str, set: &str, weight: &str, target: &str) -> Endpoint {
         let mut e = ep(dns_name, RecordType::A, &[target]);
         e.set_identifier = set.into();
         e.provider_specific = vec![fedns_api::ProviderSpecificProperty {
@@ -486,7 +504,7 @@ mod tests {
         e
     }
 
-    fn object(name: &str, created: &str, generation: i64, eps: Vec<Endpoint>) -> DNSEndpoint {
+    pub fn object(name: &str, created: &str, generation: i64, eps: Vec<Endpoint>) -> DNSEndpoint {
         let mut d = DNSEndpoint::new(name, DNSEndpointSpec { endpoints: eps });
         d.metadata.namespace = Some("ns".into());
         d.metadata.uid = Some(format!("uid-{name}"));
@@ -496,6 +514,12 @@ mod tests {
         ));
         d
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
 
     /// Records by owner, as the embedded server would hold them.
     type Served = BTreeMap<String, (Vec<String>, Option<String>)>;
@@ -697,5 +721,44 @@ mod tests {
         domains[0].metadata.generation = Some(2);
         domains[0].spec.soa.minimum = 60;
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Full(_)));
+    }
+}
+
+#[cfg(test)]
+mod touched_tests {
+    use super::tests_support::*;
+    use super::*;
+    use fedns_api::RecordType;
+
+    /// A DNSEndpoint going touches the one that now holds its name too.
+    #[test]
+    fn touched_names_every_dnsendpoint_of_a_changed_name() {
+        let domains = [domain()];
+        let labels = NamespaceLabels::new();
+        let e1 = object(
+            "e1",
+            "2026-01-01T00:00:00Z",
+            1,
+            vec![ep("a.example.com", RecordType::A, &["192.0.2.1"])],
+        );
+        let e2 = object(
+            "e2",
+            "2026-01-02T00:00:00Z",
+            1,
+            vec![ep("a.example.com", RecordType::A, &["192.0.2.2"])],
+        );
+        let e3 = object(
+            "e3",
+            "2026-01-02T00:00:00Z",
+            1,
+            vec![ep("c.example.com", RecordType::A, &["192.0.2.3"])],
+        );
+        let mut zones = IncrementalZones::new(false);
+        zones.update(&domains, &[e1.clone(), e2.clone(), e3.clone()], &labels);
+        assert_eq!(zones.touched(), None, "a full computation touches every one");
+        zones.update(&domains, &[e2, e3], &labels);
+        let mut touched: Vec<&String> = zones.touched().unwrap().iter().collect();
+        touched.sort();
+        assert_eq!(touched, ["ns/e1", "ns/e2"]);
     }
 }

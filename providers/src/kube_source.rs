@@ -26,7 +26,7 @@ use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
@@ -168,6 +168,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     let mut namespaces: Option<Store<PartialObjectMeta<Namespace>>> = None;
     let mut zones = IncrementalZones::new(!sinks.providers.is_empty());
     let mut retry_providers = false;
+    let mut status_retries: std::collections::HashSet<String> = Default::default();
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let domain_state = domains.state();
@@ -295,11 +296,24 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         if config.write_status && leading {
             let served = sinks.embedded.as_ref().map(|e| e.store().load().zones());
             let geoip_problem = sinks.embedded.as_ref().and_then(|e| e.store().geoip_problem());
-            write_statuses(
+            // Only DNSEndpoints the update touched, and those whose last
+            // status write failed; every one after a full computation, with
+            // external providers (their findings may concern any), and on
+            // full syncs (leadership won, resync).
+            let only = match zones.touched() {
+                Some(touched) if sinks.providers.is_empty() && mode == SyncMode::Changed => {
+                    let mut only = touched.clone();
+                    only.extend(status_retries.drain());
+                    Some(only)
+                }
+                _ => None,
+            };
+            status_retries = write_statuses(
                 &client,
                 &recorder,
                 &domains,
                 &endpoints,
+                only.as_ref(),
                 &desired,
                 &results,
                 served,
@@ -501,14 +515,26 @@ async fn write_statuses(
     recorder: &Recorder,
     domains: &Store<Domain>,
     endpoints: &Store<DNSEndpoint>,
+    only: Option<&std::collections::HashSet<String>>,
     desired: &DesiredZones,
     results: &ProviderResults,
     served: Option<Vec<fedns_dnsserver::ZoneSummary>>,
     geoip_problem: Option<String>,
     reported: &mut BTreeMap<String, Vec<String>>,
-) {
+) -> std::collections::HashSet<String> {
     let mut patches = Vec::new();
-    for endpoint in endpoints.state() {
+    // Every DNSEndpoint, or those `only` names (`namespace/name`) that exist.
+    let visit: Vec<Arc<DNSEndpoint>> = match only {
+        None => endpoints.state(),
+        Some(ids) => ids
+            .iter()
+            .filter_map(|id| {
+                let (namespace, name) = id.split_once('/')?;
+                endpoints.get(&ObjectRef::new(name).within(namespace))
+            })
+            .collect(),
+    };
+    for endpoint in visit {
         let namespace = endpoint.namespace().unwrap_or_default();
         let name = endpoint.name_any();
         let key = format!("{namespace}/{name}");
@@ -593,26 +619,47 @@ async fn write_statuses(
     // Several at once: after a cold start every DNSEndpoint has a status to
     // write, and one after another they held up the next publish for
     // seconds at 100,000 shards.
-    futures::stream::iter(patches)
-        .for_each_concurrent(STATUS_WRITES_IN_FLIGHT, |(namespace, name, key, patch)| async move {
+    let failed: std::collections::HashSet<String> = futures::stream::iter(patches)
+        .map(|(namespace, name, key, patch)| async move {
             let api: Api<DNSEndpoint> = Api::namespaced(client.clone(), &namespace);
-            if let Err(e) = api
+            match api
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
             {
-                tracing::warn!(dnsendpoint = %key, error = %e, "status update failed (retried on the next change)");
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!(dnsendpoint = %key, error = %e, "status update failed (retried on the next change)");
+                    Some(key)
+                }
             }
         })
+        .buffer_unordered(STATUS_WRITES_IN_FLIGHT)
+        .filter_map(std::future::ready)
+        .collect()
         .await;
     // One set, not a scan per key: that was quadratic in DNSEndpoints.
-    let present: std::collections::HashSet<String> = endpoints
-        .state()
-        .iter()
-        .map(|e| format!("{}/{}", e.namespace().unwrap_or_default(), e.name_any()))
-        .collect();
-    reported.retain(|key, _| present.contains(key));
+    match only {
+        None => {
+            let present: std::collections::HashSet<String> = endpoints
+                .state()
+                .iter()
+                .map(|e| format!("{}/{}", e.namespace().unwrap_or_default(), e.name_any()))
+                .collect();
+            reported.retain(|key, _| present.contains(key));
+        }
+        Some(ids) => {
+            for id in ids {
+                let gone = id
+                    .split_once('/')
+                    .is_none_or(|(namespace, name)| endpoints.get(&ObjectRef::new(name).within(namespace)).is_none());
+                if gone {
+                    reported.remove(id);
+                }
+            }
+        }
+    }
 
-    let Some(served) = served else { return };
+    let Some(served) = served else { return failed };
     for domain in domains.state() {
         let namespace = domain.namespace().unwrap_or_default();
         let name = domain.name_any();
@@ -668,6 +715,7 @@ async fn write_statuses(
             }
         }
     }
+    failed
 }
 
 /// The Domain condition `ClientRegionsValid` (only on Domains with
