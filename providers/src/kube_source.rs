@@ -242,6 +242,14 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 !wanted_secrets.is_empty() && sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted_secrets).await);
             match &changes {
                 None => {
+                    if sinks.providers.is_empty() {
+                        // Only providers read the RRsets: free them before
+                        // the snapshot build (the memory peak of a whole
+                        // publish).
+                        for zone in &mut desired.zones {
+                            zone.rrsets = Vec::new();
+                        }
+                    }
                     sink.apply_taking(&mut desired);
                 }
                 // New TSIG keys go into the zones' transfer settings: publish whole.
