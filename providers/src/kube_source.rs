@@ -213,9 +213,17 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         }
         // Only the names whose DNSEndpoints changed are recomputed and
         // republished (everything when Domains or namespace labels changed).
-        let update = {
-            let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-            zones.update(&domains, &endpoints.state(), &labels)
+        let domain_list: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
+        let update = zones.update(&domain_list, &endpoints.state(), &labels);
+        // The embedded server's whole records, when it cannot take changed
+        // names (only the records are wanted: RRsets and problems go).
+        let publish_whole = |sink: &EmbeddedSink| {
+            let mut full = desired_zones_with(&domain_list, &endpoints.state(), &labels);
+            for zone in &mut full.zones {
+                zone.rrsets = Vec::new();
+            }
+            full.problems = Vec::new();
+            sink.apply_taking(&mut full);
         };
         // External providers read every RRset; the embedded server and the
         // status reports need only the problems and the zones' settings.
@@ -253,27 +261,17 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                     sink.apply_taking(&mut desired);
                 }
                 // New TSIG keys go into the zones' transfer settings: publish whole.
-                Some(_) if keys_changed => {
-                    let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-                    sink.apply_taking(&mut desired_zones_with(&domains, &endpoints.state(), &labels));
-                }
+                Some(_) if keys_changed => publish_whole(sink),
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
                     if sink.apply_changes(changes).is_none() {
                         // A change the server's incremental path does not
-                        // take (a wildcard, a record type new to the
-                        // server): publish whole.
+                        // take (a wildcard, a zone cut, a client region the
+                        // zone's table lacks): publish whole.
                         tracing::info!(
                             "the DNS server cannot apply these changed names one by one; publishing every zone whole"
                         );
-                        let domains: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-                        let mut full = desired_zones_with(&domains, &endpoints.state(), &labels);
-                        // Only the records are wanted here.
-                        for zone in &mut full.zones {
-                            zone.rrsets = Vec::new();
-                        }
-                        full.problems = Vec::new();
-                        sink.apply_taking(&mut full);
+                        publish_whole(sink);
                     }
                 }
             }
