@@ -45,6 +45,7 @@ mod check;
 mod incremental_check;
 mod metrics;
 mod notify;
+mod rdatas;
 mod render;
 mod routing;
 mod rrl;

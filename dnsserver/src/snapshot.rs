@@ -1023,19 +1023,19 @@ fn merge_sets<'a>(sets: impl Iterator<Item = &'a VariantSets>) -> VariantSets {
                 *rtype,
                 RRset {
                     ttl: set.ttl,
-                    rdatas: Vec::new(),
+                    rdatas: crate::rdatas::Rdatas::new(),
                 },
             );
             merged.ttl = merged.ttl.min(set.ttl);
             for rdata in &set.rdatas {
-                if !merged.rdatas.contains(rdata) {
-                    merged.rdatas.push(rdata.clone());
+                if !merged.rdatas.contains(&rdata) {
+                    merged.rdatas.push(rdata.into_owned());
                 }
             }
         }
     }
     for set in out.values_mut() {
-        set.rdatas.sort_by_key(|r| r.to_string());
+        set.rdatas.sort_by_text();
     }
     out
 }

@@ -12,6 +12,7 @@ use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::rdatas::Rdatas;
 use crate::routing::RoutingPolicy;
 use crate::transfer::ZoneVersion;
 use crate::zone::ZoneContent;
@@ -39,7 +40,7 @@ pub(crate) fn wire_key(name: &Name) -> Key {
 #[derive(Debug, Clone)]
 pub(crate) struct RRset {
     pub ttl: u32,
-    pub rdatas: Vec<RData>,
+    pub rdatas: Rdatas,
 }
 
 /// The RRsets of one owner (or one variant of a routed name) by type, in
@@ -471,7 +472,7 @@ impl Tree {
             .get_mut(&info.apex_key)
             .and_then(|n| n.rrsets.get_mut(&RecordType::SOA))
         {
-            for rdata in &mut set.rdatas {
+            for rdata in set.rdatas.others_mut() {
                 if let RData::SOA(soa) = rdata {
                     soa.serial = serial;
                 }
@@ -788,7 +789,7 @@ impl Tree {
             }
             for (rtype, set) in &node.rrsets {
                 for rdata in &set.rdatas {
-                    let record = Record::from_rdata(node.name.clone(), set.ttl, rdata.clone());
+                    let record = Record::from_rdata(node.name.clone(), set.ttl, rdata.into_owned());
                     if *rtype == RecordType::SOA {
                         soas[node.zone] = Some(record);
                     } else {
@@ -985,7 +986,7 @@ impl Tree {
             }
             if let Some(cname) = rrsets.get(&RecordType::CNAME) {
                 push_rrset(&mut res.answers, &owner, RecordType::CNAME, cname);
-                match cname.rdatas.first() {
+                match cname.rdatas.first().as_deref() {
                     Some(RData::CNAME(target)) => current = fqdn(target.0.to_lowercase()),
                     _ => return Some(res),
                 }
@@ -1024,7 +1025,7 @@ impl Tree {
         if let Some(ns) = cut.rrsets.get(&RecordType::NS) {
             push_rrset(&mut res.authorities, &cut.name, RecordType::NS, ns);
             for rdata in &ns.rdatas {
-                if let RData::NS(target) = rdata {
+                if let RData::NS(target) = &*rdata {
                     self.push_addresses(&target.0, &mut res.additionals, true);
                 }
             }
@@ -1035,7 +1036,7 @@ impl Tree {
     /// and SRV targets with addresses in the served zones.
     fn add_additionals(&self, rtype: RecordType, set: &RRset, res: &mut Resolution) {
         for rdata in &set.rdatas {
-            let target = match (rtype, rdata) {
+            let target = match (rtype, &*rdata) {
                 (RecordType::NS, RData::NS(ns)) => &ns.0,
                 (RecordType::MX, RData::MX(mx)) => &mx.exchange,
                 (RecordType::SRV, RData::SRV(srv)) => &srv.target,
@@ -1099,7 +1100,7 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         RecordType::SOA,
         RRset {
             ttl: soa_fields.ttl,
-            rdatas: vec![RData::SOA(soa_rdata)],
+            rdatas: std::iter::once(RData::SOA(soa_rdata)).collect(),
         },
     );
     if !content.name_servers.is_empty() {
@@ -1134,7 +1135,7 @@ fn merge_record(rrsets: &mut RRsets, record: &Record) {
         record.record_type(),
         RRset {
             ttl: record.ttl,
-            rdatas: Vec::new(),
+            rdatas: Rdatas::new(),
         },
     );
     set.ttl = set.ttl.min(record.ttl);
@@ -1234,7 +1235,7 @@ fn enforce_cname_exclusivity(name: &Name, rrsets: &mut RRsets) -> Option<Skipped
     }
     let cname = rrsets.get_mut(&RecordType::CNAME)?;
     if cname.rdatas.len() > 1 {
-        cname.rdatas.sort_by_key(|r| r.to_string());
+        cname.rdatas.sort_by_text();
         cname.rdatas.truncate(1);
         return Some(SkippedRecord {
             name: name.to_ascii(),
@@ -1249,7 +1250,7 @@ fn enforce_cname_exclusivity(name: &Name, rrsets: &mut RRsets) -> Option<Skipped
 /// CNAME targets, and NS, MX and SRV targets (additional section).
 fn targets(rrsets: &RRsets) -> impl Iterator<Item = Key> + '_ {
     rrsets.values().flat_map(|set| &set.rdatas).filter_map(|rdata| {
-        let target = match rdata {
+        let target = match &*rdata {
             RData::CNAME(c) => &c.0,
             RData::NS(ns) => &ns.0,
             RData::MX(mx) => &mx.exchange,
@@ -1283,7 +1284,7 @@ fn push_rrset(out: &mut Vec<Record>, owner: &Name, rtype: RecordType, set: &RRse
     out.extend(
         set.rdatas
             .iter()
-            .map(|rdata| Record::from_rdata(owner.clone(), set.ttl, rdata.clone())),
+            .map(|rdata| Record::from_rdata(owner.clone(), set.ttl, rdata.into_owned())),
     );
 }
 
