@@ -133,7 +133,8 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     });
     // Wakes the auto-records loop (when on) on record and Domain changes.
     let auto_changed = Arc::new(Notify::new());
-    let services = reflect(Api::<ServiceDNSRecord>::all(host.clone()), {
+    let published = Arc::new(records::PublishedShards::default());
+    let services = reflect_records(Api::<ServiceDNSRecord>::all(host.clone()), published.clone(), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
         move |r: &ServiceDNSRecord| {
@@ -141,7 +142,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             auto.notify_one();
         }
     });
-    let ingresses = reflect(Api::<IngressDNSRecord>::all(host.clone()), {
+    let ingresses = reflect_records(Api::<IngressDNSRecord>::all(host.clone()), published.clone(), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
         move |r: &IngressDNSRecord| {
@@ -259,6 +260,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         dataplane: Some(dataplane),
         failing_open: Default::default(),
         last_shards: Default::default(),
+        published,
         reported: Default::default(),
         max_object_bytes: args.max_object_bytes,
         too_large: Default::default(),
@@ -270,9 +272,50 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             fn owned<T: Clone>(items: Vec<Arc<T>>) -> Vec<T> {
                 items.into_iter().map(|i| (*i).clone()).collect()
             }
-            let endpoints = owned(ctx.endpoints.state());
-            let services = owned(ctx.services.state());
-            let ingresses = owned(ctx.ingresses.state());
+            // Only the DNSEndpoints naming `name` and the records owning
+            // them (a copy of every object was hundreds of MiB at
+            // 1,000,000 shards), with their `status.dns` put back.
+            let wanted = name.trim_end_matches('.');
+            let endpoints: Vec<DNSEndpoint> = ctx
+                .endpoints
+                .state()
+                .into_iter()
+                .filter(|e| {
+                    e.spec
+                        .endpoints
+                        .iter()
+                        .any(|ep| ep.dns_name.trim_end_matches('.').eq_ignore_ascii_case(wanted))
+                })
+                .map(|e| (*e).clone())
+                .collect();
+            let mut services = Vec::new();
+            let mut ingresses = Vec::new();
+            for endpoint in &endpoints {
+                let namespace = endpoint.namespace().unwrap_or_default();
+                for owner in endpoint.owner_references() {
+                    match owner.kind.as_str() {
+                        "ServiceDNSRecord" => services.extend(
+                            ctx.services
+                                .get(&reflector::ObjectRef::new(&owner.name).within(&namespace))
+                                .map(|r| {
+                                    let mut r = (*r).clone();
+                                    ctx.published.restore(&mut r);
+                                    r
+                                }),
+                        ),
+                        "IngressDNSRecord" => ingresses.extend(
+                            ctx.ingresses
+                                .get(&reflector::ObjectRef::new(&owner.name).within(&namespace))
+                                .map(|r| {
+                                    let mut r = (*r).clone();
+                                    ctx.published.restore(&mut r);
+                                    r
+                                }),
+                        ),
+                        _ => {}
+                    }
+                }
+            }
             let mut members = owned(ctx.clusters.state());
             members.extend(ctx.registry.engine_members());
             let registry = ctx.registry.clone();
@@ -676,26 +719,37 @@ fn reflect<K>(api: Api<K>, on_change: impl Fn(&K) + Send + 'static) -> Reflected
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    let (store, writer) = reflector::store();
-    let kind = K::kind(&()).into_owned();
-    tokio::spawn(async move {
-        // Nothing reads managedFields; a real API server's can outweigh
-        // the object (a field set per record and per DNSEndpoint).
-        let stream = reflector::reflector(
-            writer,
-            watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
-        )
-        .default_backoff()
-        .touched_objects();
-        futures::pin_mut!(stream);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(object) => on_change(&object),
-                Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
-            }
-        }
-    });
-    Reflected { store }
+    // Nothing reads managedFields; a real API server's can outweigh the
+    // object (a field set per record and per DNSEndpoint).
+    reflect_slim(api, |o: &mut K| o.meta_mut().managed_fields = None, on_change)
+}
+
+/// As [`reflect`] for ServiceDNSRecords and IngressDNSRecords: each one's
+/// `status.dns` goes into `published` instead of the cache (one typed
+/// entry per shard was the cache's largest cost).
+fn reflect_records<K>(
+    api: Api<K>,
+    published: Arc<records::PublishedShards>,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()>
+        + records::published::WithPublishedShards
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    reflect_slim(
+        api,
+        move |o: &mut K| {
+            o.meta_mut().managed_fields = None;
+            published.take(o);
+        },
+        on_change,
+    )
 }
 
 /// As [`reflect`], calling `on_change` only when an object may have a new
@@ -772,8 +826,13 @@ where
     Reflected { store }
 }
 
-/// As [`reflect`], keeping only what `slim` leaves of each object.
-fn reflect_slim<K>(api: Api<K>, slim: fn(&mut K), on_change: impl Fn(&K) + Send + 'static) -> Reflected<K>
+/// A reflector of `api` calling `on_change` with every object touched,
+/// keeping only what `slim` leaves of each object.
+fn reflect_slim<K>(
+    api: Api<K>,
+    slim: impl FnMut(&mut K) + Send + 'static,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> Reflected<K>
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {

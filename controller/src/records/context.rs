@@ -67,6 +67,9 @@ pub struct RecordContext {
     /// back on its last-known addresses once their probes pass again.
     /// In memory: after a restart, `status.dns` is the last-known set.
     pub last_shards: Mutex<BTreeMap<String, LastShards>>,
+    /// Each record's `status.dns`, which the record reflectors move out
+    /// of the cached objects (see [`super::PublishedShards`]).
+    pub published: Arc<super::PublishedShards>,
     /// Records serving their last-known set (fail-open), by record id.
     pub failing_open: Mutex<BTreeSet<String>>,
     /// Problems last reported per record, so Events are sent on change.
@@ -414,6 +417,7 @@ impl RecordContext {
             dataplane.forget(record);
         }
         self.last_shards.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        self.published.forget(&key);
         self.delete_endpoint_if_orphaned(namespace, endpoint_name).await
     }
 

@@ -32,7 +32,9 @@ pub(super) async fn reconcile_ingress(
         return Ok(());
     }
     let generation = record.metadata.generation;
-    let old_status = record.status.clone().unwrap_or_default();
+    let mut old_status = record.status.clone().unwrap_or_default();
+    // The record cache keeps `status.dns` apart (see `PublishedShards`).
+    old_status.dns = ctx.published.get(&key);
     let mut status = old_status.clone();
     let mut problems = Vec::new();
     // The Host header and SNI default to the record's first host.

@@ -10,6 +10,7 @@ pub mod explain;
 mod health;
 mod ingress;
 pub mod object_size;
+pub mod published;
 pub mod queue;
 pub mod resolver;
 pub mod routing;
@@ -18,5 +19,6 @@ mod status;
 mod worker;
 
 pub use context::{RecordContext, FIELD_MANAGER};
+pub use published::PublishedShards;
 pub use status::INPUT_VALID;
 pub use worker::run_workers;
