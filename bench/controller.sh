@@ -3,7 +3,8 @@
 # balancer changes), failover time, and the 20 × 2,000 scale run (cold-start
 # convergence and peak RSS). Figures are printed; nothing is asserted.
 # Env: MEMBERS (20), SERVICES (2000), CHANGES (100), SCALE_CHANGES (20),
-# PARTS (latency,scale), WRAP (a profiler command line before the controller).
+# PARTS (latency,scale), WRAP (a profiler command line before the controller),
+# DOMAIN_EDIT (1; 0 skips the Domain edit: a heap profile ends in the steady state).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec cargo bench --workspace --bench federation

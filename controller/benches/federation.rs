@@ -16,7 +16,9 @@
 //! (env: MEMBERS, SERVICES, CHANGES, SCALE_CHANGES; PARTS=latency,scale
 //! picks the parts; WRAP puts a profiler's command line before the
 //! controller, e.g. `WRAP="heaptrack -o /tmp/fedns"`; FEDNS_LOG sets the
-//! controller's RUST_LOG, default `error,kube_client=off`).
+//! controller's RUST_LOG, default `error,kube_client=off`; DOMAIN_EDIT=0
+//! skips the Domain edit, so a heap profile's memory held at the end is
+//! the steady state after the changes).
 
 use std::net::UdpSocket;
 use std::process::{Child, Command, Stdio};
@@ -84,10 +86,21 @@ fn wait_every(deadline: Duration, interval: Duration, mut check: impl FnMut() ->
     None
 }
 
+/// The controller's peak resident set (`VmHWM`), in MiB.
 fn peak_rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmHWM:")
+}
+
+/// The controller's resident set now (`VmRSS`), in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
+/// A `/proc/PID/status` field given in kB, in MiB.
+fn status_mib(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).map(str::to_owned))
         .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
         .map_or(f64::NAN, |kib| kib / 1024.0)
 }
@@ -491,9 +504,17 @@ fn scale(
             );
         }
         println!(
-            "scale: controller peak RSS after the changes {:.0} MiB",
-            peak_rss_mib(pid)
+            "scale: controller peak RSS after the changes {:.0} MiB, RSS now {:.0} MiB",
+            peak_rss_mib(pid),
+            rss_mib(pid)
         );
+        if env("DOMAIN_EDIT", 1) == 0 {
+            // Under a heap profiler: what is held at the end is the steady state.
+            drop(controller);
+            federation.stop();
+            let _ = std::fs::remove_dir_all(dir);
+            return p99_out;
+        }
         // A change to the Domain (its SOA's negative TTL) republishes the
         // whole zone: the largest zone's full snapshot build.
         let domains = store
