@@ -86,6 +86,43 @@ struct Seen {
     names: Vec<String>,
 }
 
+/// `namespace/name` of the DNSEndpoints mentioning one name: a sorted
+/// vector, as most names have one (a `BTreeSet` node costs about 280
+/// octets, one per name of every zone).
+#[derive(Debug, Default)]
+struct Holders(Vec<String>);
+
+impl Holders {
+    fn insert(&mut self, id: &str) {
+        if let Err(at) = self.0.binary_search_by(|held| held.as_str().cmp(id)) {
+            self.0.insert(at, id.to_owned());
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Ok(at) = self.0.binary_search_by(|held| held.as_str().cmp(id)) {
+            self.0.remove(at);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, String> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Holders {
+    type Item = &'a String;
+    type IntoIter = std::slice::Iter<'a, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 /// One served zone's state between updates.
 #[derive(Debug)]
 struct ZoneState {
@@ -126,7 +163,7 @@ pub struct IncrementalZones {
     base: Option<u64>,
     endpoints: HashMap<String, Seen>,
     /// Name key → `namespace/name` of every DNSEndpoint mentioning it.
-    by_name: HashMap<String, BTreeSet<String>>,
+    by_name: HashMap<String, Holders>,
     zones: Vec<ZoneState>,
     /// Problems by name key.
     problems: HashMap<String, Vec<EndpointProblem>>,
@@ -201,7 +238,7 @@ impl IncrementalZones {
                 dirty.extend(old.names);
             }
             for name in &names {
-                self.by_name.entry(name.clone()).or_default().insert(id.clone());
+                self.by_name.entry(name.clone()).or_default().insert(&id);
             }
             dirty.extend(names.iter().cloned());
             self.endpoints.insert(id.clone(), Seen { version, names });
@@ -330,7 +367,7 @@ impl IncrementalZones {
             let id = object_id(endpoint);
             let names = names_of(endpoint);
             for name in &names {
-                self.by_name.entry(name.clone()).or_default().insert(id.clone());
+                self.by_name.entry(name.clone()).or_default().insert(&id);
             }
             self.endpoints.insert(
                 id,

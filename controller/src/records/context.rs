@@ -31,8 +31,42 @@ pub const FIELD_MANAGER: &str = "fedns-controller";
 /// kind's shard type; a record id names its kind) as compact JSON bytes.
 /// One per shard of the federation, so kept small: about 100 bytes where
 /// the typed shard costs about 500 (its strings and vectors each a
-/// separate allocation) and a `serde_json::Value` about 2 KiB.
-pub type LastShards = BTreeMap<String, Box<[u8]>>;
+/// separate allocation) and a `serde_json::Value` about 2 KiB; a vector
+/// sorted by cluster rather than a `BTreeMap`, whose nodes cost about 60
+/// octets an entry more.
+#[derive(Debug, Default)]
+pub struct LastShards(Vec<(Box<str>, Box<[u8]>)>);
+
+impl LastShards {
+    fn position(&self, cluster: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(held, _)| (**held).cmp(cluster))
+    }
+
+    /// The last shard of `cluster`.
+    pub fn get(&self, cluster: &str) -> Option<&[u8]> {
+        self.position(cluster).ok().map(|at| &*self.0[at].1)
+    }
+
+    /// Sets the last shard of `cluster`.
+    pub fn insert(&mut self, cluster: &str, shard: Box<[u8]>) {
+        match self.position(cluster) {
+            Ok(at) => self.0[at].1 = shard,
+            Err(at) => self.0.insert(at, (cluster.into(), shard)),
+        }
+    }
+
+    /// Forgets `cluster`.
+    pub fn remove(&mut self, cluster: &str) {
+        if let Ok(at) = self.position(cluster) {
+            self.0.remove(at);
+        }
+    }
+
+    /// Holds no shard.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// Everything the reconcilers read and write.
 pub struct RecordContext {

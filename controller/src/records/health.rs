@@ -166,8 +166,8 @@ pub(super) fn select<T: Shard>(
                         // rather than stay stale.
                         match serde_json::to_vec(&shard) {
                             Ok(bytes) => {
-                                if cache.get(&member.name).is_none_or(|last| **last != *bytes) {
-                                    cache.insert(member.name.clone(), bytes.into_boxed_slice());
+                                if cache.get(&member.name).is_none_or(|last| *last != *bytes) {
+                                    cache.insert(&member.name, bytes.into_boxed_slice());
                                 }
                             }
                             Err(_) => {
@@ -197,10 +197,14 @@ pub(super) fn select<T: Shard>(
             }
         }
     }
-    ctx.last_shards
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(id, cache);
+    {
+        let mut last_shards = ctx.last_shards.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.is_empty() {
+            last_shards.remove(&id);
+        } else {
+            last_shards.insert(id, cache);
+        }
+    }
     selection.shards.sort_by(|a, b| a.cluster().cmp(b.cluster()));
     unfiltered.extend(selection.shards.iter().cloned());
     unfiltered.sort_by(|a, b| a.cluster().cmp(b.cluster()));
