@@ -4,7 +4,8 @@
 # convergence and peak RSS). Figures are printed; nothing is asserted.
 # Env: MEMBERS (20), SERVICES (2000), CHANGES (100), SCALE_CHANGES (20),
 # PARTS (latency,scale), WRAP (a profiler command line before the controller),
-# DOMAIN_EDIT (1; 0 skips the Domain edit: a heap profile ends in the steady state).
+# DOMAIN_EDIT and RESTART (1; 0 skips the Domain edit or the controller restart:
+# with both 0 a heap profile ends in the steady state).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec cargo bench --workspace --bench federation

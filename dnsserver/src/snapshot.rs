@@ -270,7 +270,22 @@ impl Snapshot {
         keep: &dyn Fn(&Name) -> bool,
         geo: Option<Arc<GeoIpDb>>,
     ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
-        let (tree, mut zone_skipped) = Tree::build(contents);
+        let (tree, zone_skipped) = Tree::build(contents);
+        Snapshot::from_tree(tree, zone_skipped, contents, keep, geo)
+    }
+
+    /// The snapshot serving `tree` (built by [`Tree::build`] from
+    /// `contents`, which give the zones' client tables, perhaps with its
+    /// records applied afterwards by [`Tree::apply`]); `zone_skipped`: what
+    /// [`Tree::build`] reported of whole zones. Returns it with the zones'
+    /// transfer versions and the tree, as [`Snapshot::build_keeping`].
+    pub(crate) fn from_tree(
+        tree: Tree,
+        mut zone_skipped: Vec<SkippedRecord>,
+        contents: &[(ZoneContent, u32)],
+        keep: &dyn Fn(&Name) -> bool,
+        geo: Option<Arc<GeoIpDb>>,
+    ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
         let tables = client_tables(&tree, contents, &mut zone_skipped);
         let versions = tree.versions(keep);
         let zones: Vec<ZoneAnswers> = tree

@@ -336,6 +336,155 @@ impl ZoneStore {
         store_state.tree = None;
         let (snapshot, versions, tree) =
             Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
+        self.swap_in(store_state, snapshot, versions, tree, policies, started)
+    }
+
+    /// As [`ZoneStore::publish`], with the records given in parts rather
+    /// than all at once: `zones` gives each zone's settings (its `records`
+    /// and `routed` are ignored), and `next_part` the records of some
+    /// owners at a time, as [`ZoneChanges`] of those zones (each owner in
+    /// one part only), until it returns `None`. Only the part in hand and
+    /// the tree being built are held: a whole publish of 1,000,000 shards
+    /// held every record as a hickory `Record`, about 1 GiB, beside the
+    /// served snapshot (issue 18). The result, serials included, is what
+    /// [`ZoneStore::publish`] of the same records gives.
+    ///
+    /// Returns `None`, having published nothing, when a part cannot be
+    /// applied owner by owner (a wildcard or a delegation below an apex,
+    /// a zone `zones` lacks): publish the whole content with
+    /// [`ZoneStore::publish`] instead. The names
+    /// [`ZoneStore::publish_changes`] can change after that are then those
+    /// of the next whole publish.
+    pub fn publish_in_parts(
+        &self,
+        mut zones: Vec<ZoneContent>,
+        next_part: &mut dyn FnMut() -> Option<Vec<ZoneChanges>>,
+    ) -> Option<PublishOutcome> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let store_state = &mut *guard;
+        for zone in &mut zones {
+            zone.records = Vec::new();
+            zone.routed = Vec::new();
+        }
+        let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
+            .iter()
+            .filter(|z| z.transfer.enabled())
+            .map(|z| (fqdn_lower(&z.apex), Arc::new(z.transfer.clone())))
+            .collect();
+        let started = std::time::Instant::now();
+        // The old tree goes first: two at once would double the peak.
+        store_state.tree = None;
+        let mut settings: Vec<(ZoneContent, u32)> = zones.into_iter().map(|zone| (zone, 0)).collect();
+        let (mut tree, zone_skipped) = Tree::build(&settings);
+        while let Some(part) = next_part() {
+            for change in part {
+                let apex_key = wire_key(&fqdn_lower(&change.apex));
+                let Some(zone) = tree.zones.iter().position(|z| z.apex_key == apex_key) else {
+                    tracing::debug!(apex = %change.apex, "records for a zone not given; a whole publish is needed");
+                    return None;
+                };
+                match tree.plan(zone, &change.names, &change.routed) {
+                    Ok(plan) => {
+                        tree.apply(plan);
+                    }
+                    Err(why) => {
+                        tracing::debug!(reason = %why.0, "publish in parts not possible; a whole publish is needed");
+                        return None;
+                    }
+                }
+            }
+        }
+
+        // Serials by the rules of `publish`: the records' and routed names'
+        // hashes are the sums of the owners' that the tree kept.
+        let now = unix_seconds();
+        let state = &mut store_state.zones;
+        let mut changed = state.len() != tree.zones.len();
+        {
+            let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+            changed |= policies.keys().any(|apex| {
+                transfers
+                    .get(apex)
+                    .is_none_or(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.is_none())
+            });
+        }
+        let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
+        for index in 0..tree.zones.len() {
+            let apex_name = tree.zones[index].apex.clone();
+            let apex = normalise_apex(&apex_name.to_ascii());
+            let settings_of = settings
+                .iter()
+                .find(|(c, _)| c.apex.to_lowercase() == apex_name.to_lowercase())
+                .map(|(c, _)| settings_hash(c))
+                .unwrap_or_default();
+            let (records, routed) = tree.hash_sums(index);
+            let fingerprint = fingerprint(settings_of, records, routed);
+            let serial = match state.get(&apex) {
+                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old) => {
+                    changed = true;
+                    next_serial(old.serial, now)
+                }
+                None => {
+                    changed = true;
+                    now
+                }
+            };
+            tree.set_serial(index, serial);
+            for (content, content_serial) in &mut settings {
+                if content.apex.to_lowercase() == apex_name.to_lowercase() {
+                    *content_serial = serial;
+                }
+            }
+            next.insert(
+                apex,
+                ZoneState {
+                    fingerprint,
+                    serial,
+                    settings: settings_of,
+                    records,
+                    routed,
+                },
+            );
+        }
+        if !changed && state.keys().eq(next.keys()) {
+            // The tree is the served content's: keep it for publish_changes.
+            store_state.tree = Some(tree);
+            self.update_transfers(&policies, Vec::new());
+            store_state.policies = policies;
+            let current = self.current.load();
+            return Some(PublishOutcome {
+                changed: false,
+                zones: current.zones(),
+                skipped: current.skipped().to_vec(),
+            });
+        }
+        for (apex, old) in std::mem::take(&mut *state) {
+            next.entry(apex).or_insert(ZoneState {
+                fingerprint: 0,
+                serial: old.serial,
+                ..ZoneState::default()
+            });
+        }
+        *state = next;
+        let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (snapshot, versions, tree) =
+            Snapshot::from_tree(tree, zone_skipped, &settings, &|apex| policies.contains_key(apex), geo);
+        Some(self.swap_in(store_state, snapshot, versions, tree, policies, started))
+    }
+
+    /// Serves `snapshot` (built since `started`) of a whole publish, keeping
+    /// `tree` for [`ZoneStore::publish_changes`] and installing the
+    /// transfer `policies` and `versions`.
+    fn swap_in(
+        &self,
+        store_state: &mut StoreState,
+        snapshot: Snapshot,
+        versions: Vec<ZoneVersion>,
+        tree: Option<Tree>,
+        policies: BTreeMap<Name, Arc<TransferPolicy>>,
+        started: std::time::Instant,
+    ) -> PublishOutcome {
         self.last_build_nanos.store(
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,

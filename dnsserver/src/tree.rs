@@ -436,6 +436,16 @@ impl Tree {
         self.owner_skips.values().flatten()
     }
 
+    /// The wrapping sums of the record and routed-name hashes of every
+    /// owner of `zone` (see [`OwnerHashes`]).
+    pub fn hash_sums(&self, zone: usize) -> (u64, u64) {
+        self.owner_hashes.get(zone).map_or((0, 0), |owners| {
+            owners.values().fold((0u64, 0u64), |(records, routed), h| {
+                (records.wrapping_add(h.records), routed.wrapping_add(h.routed))
+            })
+        })
+    }
+
     /// The hashes of what `zone`'s owner `key` was given.
     pub fn owner_hashes(&self, zone: usize, key: &[u8]) -> OwnerHashes {
         self.owner_hashes

@@ -156,6 +156,34 @@ impl EmbeddedSink {
         outcome
     }
 
+    /// Publishes `settings` (zones without records, as
+    /// [`crate::incremental::Update::Whole`] gives them) whole, their
+    /// records taken from `next_part` some names at a time (see
+    /// `ZoneStore::publish_in_parts`). None: a part could not be applied
+    /// name by name and nothing was published; publish the whole desired
+    /// state with [`EmbeddedSink::apply_taking`] instead.
+    pub fn apply_in_parts(
+        &self,
+        settings: &DesiredZones,
+        next_part: &mut dyn FnMut() -> Option<Vec<ZoneRecordChanges>>,
+    ) -> Option<PublishOutcome> {
+        let contents = settings
+            .zones
+            .iter()
+            .map(|zone| {
+                let content = ZoneContent {
+                    records: Vec::new(),
+                    routed: Vec::new(),
+                    ..zone.content.clone()
+                };
+                self.with_keys(zone, content)
+            })
+            .collect();
+        let outcome = self.store.publish_in_parts(contents, next_part)?;
+        self.report(&outcome);
+        Some(outcome)
+    }
+
     /// Publishes changed names on top of the zones last published: the
     /// server re-renders only those names (and names whose answers go
     /// through them). None: nothing was applied (a change its incremental

@@ -149,6 +149,13 @@ pub enum Update {
     /// Everything was recomputed: the whole desired state (records
     /// included), to publish whole.
     Full(Box<DesiredZones>),
+    /// Everything is to be recomputed, in parts (a state made with
+    /// [`IncrementalZones::in_parts`]): the zones' settings and the
+    /// Domains' problems, without records or endpoint problems. The
+    /// records come from [`IncrementalZones::next_part`], some names at a
+    /// time, until it returns `None`; publish them whole, e.g. with
+    /// `ZoneStore::publish_in_parts`.
+    Whole(Box<DesiredZones>),
     /// Some names changed: their records per zone. The state
     /// ([`IncrementalZones::desired`]) holds the rest.
     Names(Vec<ZoneRecordChanges>),
@@ -172,6 +179,11 @@ pub struct IncrementalZones {
     /// `namespace/name` of the DNSEndpoints the last update may have
     /// changed the outcome of; None: every one (a full computation).
     touched: Option<HashSet<String>>,
+    /// Names per part of a whole computation; None: whole computations
+    /// are made at once ([`Update::Full`]).
+    part_names: Option<usize>,
+    /// Name keys a whole computation in parts has still to compute.
+    pending: Vec<String>,
 }
 
 impl IncrementalZones {
@@ -194,9 +206,21 @@ impl IncrementalZones {
         }
     }
 
+    /// Makes whole computations go in parts of `names` names
+    /// ([`Update::Whole`]) instead of at once: without external providers
+    /// nothing needs every record at the same time, and at 1,000,000
+    /// shards every record at once was about 1 GiB.
+    pub fn in_parts(mut self, names: usize) -> Self {
+        self.part_names = Some(names.max(1));
+        self
+    }
+
     /// Forget everything: the next update recomputes every zone.
     pub fn reset(&mut self) {
-        *self = IncrementalZones::new(self.keep_rrsets);
+        *self = IncrementalZones {
+            part_names: self.part_names,
+            ..IncrementalZones::new(self.keep_rrsets)
+        };
     }
 
     /// Brings the state up to date with `domains`, `endpoints` and
@@ -209,6 +233,21 @@ impl IncrementalZones {
         labels: &NamespaceLabels,
     ) -> Update {
         let base = base_fingerprint(domains, labels);
+        if !self.pending.is_empty() {
+            // A whole computation in parts was left unfinished: begin again.
+            self.pending = Vec::new();
+            self.base = None;
+        }
+        if self.base != Some(base) && self.part_names.is_some() {
+            // The zones from the Domains alone; every name is pending.
+            let settings = desired_zones_with::<DNSEndpoint>(domains, &[], labels);
+            self.load(&settings, endpoints);
+            self.pending = self.by_name.keys().cloned().collect();
+            self.pending.sort_unstable_by(|a, b| b.cmp(a));
+            self.base = Some(base);
+            self.touched = None;
+            return Update::Whole(Box::new(settings));
+        }
         if self.base != Some(base) {
             let desired = desired_zones_with(domains, endpoints, labels);
             self.load(&desired, endpoints);
@@ -271,6 +310,68 @@ impl IncrementalZones {
             .collect();
         touched.extend(holders.iter().map(|id| (*id).clone()));
         self.touched = Some(touched);
+        match self.recompute(domains, &by_id, &dirty, labels) {
+            Some(changes) => Update::Names(changes),
+            None => {
+                // A zone the last full computation did not have: cannot
+                // happen while the Domains are unchanged; start over.
+                self.base = None;
+                self.update(domains, endpoints, labels)
+            }
+        }
+    }
+
+    /// The next part of a whole computation begun by [`Update::Whole`]:
+    /// the records of some names, to publish with the parts before it.
+    /// `None` once every name is done (and when no whole computation is
+    /// under way). Give it the same Domains, DNSEndpoints and labels as
+    /// the update that began it.
+    pub fn next_part<E: std::borrow::Borrow<DNSEndpoint>>(
+        &mut self,
+        domains: &[Domain],
+        endpoints: &[E],
+        labels: &NamespaceLabels,
+    ) -> Option<Vec<ZoneRecordChanges>> {
+        let count = self.pending.len().min(self.part_names?);
+        if count == 0 {
+            return None;
+        }
+        let names: HashSet<String> = self.pending.split_off(self.pending.len() - count).into_iter().collect();
+        let wanted: HashSet<&String> = names.iter().filter_map(|n| self.by_name.get(n)).flatten().collect();
+        let by_id: HashMap<String, &DNSEndpoint> = endpoints
+            .iter()
+            .map(std::borrow::Borrow::borrow)
+            .map(|endpoint| (object_id(endpoint), endpoint))
+            .filter(|(id, _)| wanted.contains(id))
+            .collect();
+        match self.recompute(domains, &by_id, &names, labels) {
+            Some(changes) => Some(changes),
+            None => {
+                // Cannot happen (the zones came from the same Domains):
+                // the next update starts over, this part publishes nothing.
+                tracing::warn!("a part named a zone its Domains lack; everything is recomputed on the next update");
+                self.base = None;
+                Some(Vec::new())
+            }
+        }
+    }
+
+    /// Recomputes the names `dirty` from the DNSEndpoints holding them
+    /// (`by_id`: `namespace/name` → object, at least those), each cut down
+    /// to those names; replaces their RRsets and problems. Returns their
+    /// records per zone; None when a zone comes out that the state lacks.
+    fn recompute(
+        &mut self,
+        domains: &[Domain],
+        by_id: &HashMap<String, &DNSEndpoint>,
+        dirty: &HashSet<String>,
+        labels: &NamespaceLabels,
+    ) -> Option<Vec<ZoneRecordChanges>> {
+        let holders: BTreeSet<&String> = dirty
+            .iter()
+            .filter_map(|name| self.by_name.get(name))
+            .flatten()
+            .collect();
         let cut: Vec<DNSEndpoint> = holders
             .into_iter()
             .filter_map(|id| by_id.get(id))
@@ -289,7 +390,7 @@ impl IncrementalZones {
             .collect();
         let partial = desired_zones_with(domains, &cut, labels);
 
-        for name in &dirty {
+        for name in dirty {
             self.problems.remove(name);
         }
         for problem in partial.problems {
@@ -301,7 +402,7 @@ impl IncrementalZones {
         // Old RRsets of the dirty names go; the partial result's come in.
         let mut changes: BTreeMap<usize, BTreeMap<String, NameRecords>> = BTreeMap::new();
         for (index, zone) in self.zones.iter_mut().enumerate() {
-            for name in &dirty {
+            for name in dirty {
                 if zone.names.remove(name).is_some() {
                     changes
                         .entry(index)
@@ -311,12 +412,7 @@ impl IncrementalZones {
             }
         }
         for zone in partial.zones {
-            let Some(index) = self.zones.iter().position(|z| z.template.apex == zone.content.apex) else {
-                // A zone the last full computation did not have: cannot
-                // happen while the Domains are unchanged; start over.
-                self.base = None;
-                return self.update(domains, endpoints, labels);
-            };
+            let index = self.zones.iter().position(|z| z.template.apex == zone.content.apex)?;
             let (_, names) = split_zone(zone);
             let state = &mut self.zones[index];
             for (name, (rrsets, records, routed)) in names {
@@ -325,7 +421,7 @@ impl IncrementalZones {
                 changes.entry(index).or_default().insert(name, (records, routed));
             }
         }
-        Update::Names(
+        Some(
             changes
                 .into_iter()
                 .map(|(index, names)| {
@@ -599,8 +695,6 @@ mod tests {
     /// changes leave served, equal a full computation.
     #[test]
     fn every_step_equals_a_full_computation() {
-        let domains = [domain()];
-        let labels = NamespaceLabels::new();
         let t1 = "2026-01-01T00:00:00Z";
         let t2 = "2026-01-02T00:00:00Z";
         let steps: Vec<(&str, Vec<DNSEndpoint>)> = vec![
@@ -714,7 +808,14 @@ mod tests {
             ),
             ("everything goes", vec![]),
         ];
-        let mut zones = IncrementalZones::new(true);
+        check_steps(IncrementalZones::new(true), &steps);
+        // The first computation in parts, one name a part.
+        check_steps(IncrementalZones::new(true).in_parts(1), &steps);
+    }
+
+    fn check_steps(mut zones: IncrementalZones, steps: &[(&str, Vec<DNSEndpoint>)]) {
+        let domains = [domain()];
+        let labels = NamespaceLabels::new();
         let mut served = Served::new();
         for (i, (what, objects)) in steps.iter().enumerate() {
             let full = desired_zones_with(&domains, objects, &labels);
@@ -722,6 +823,16 @@ mod tests {
                 Update::Full(desired) => {
                     assert_eq!(i, 0, "{what}: only the first update is full");
                     served = served_of(&desired);
+                }
+                Update::Whole(settings) => {
+                    assert_eq!(i, 0, "{what}: only the first update is whole");
+                    assert!(settings.zones.iter().all(|z| z.content.records.is_empty()));
+                    let mut parts = 0;
+                    while let Some(changes) = zones.next_part(&domains, objects, &labels) {
+                        apply(&mut served, &changes);
+                        parts += 1;
+                    }
+                    assert!(parts > 1, "{what}: one name a part");
                 }
                 Update::Names(changes) => {
                     assert!(i > 0);
@@ -758,6 +869,15 @@ mod tests {
         domains[0].metadata.generation = Some(2);
         domains[0].spec.soa.minimum = 60;
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Full(_)));
+
+        // In parts: a whole computation left unfinished begins again.
+        let mut zones = IncrementalZones::new(false).in_parts(10);
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Whole(_)));
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Whole(_)));
+        while zones.next_part(&domains, &objects, &labels).is_some() {}
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
+        domains[0].metadata.generation = Some(3);
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Whole(_)));
     }
 }
 

@@ -167,6 +167,12 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     let mut leadership_open = leader.is_some();
     let mut namespaces: Option<Store<PartialObjectMeta<Namespace>>> = None;
     let mut zones = IncrementalZones::new(!sinks.providers.is_empty());
+    if sinks.providers.is_empty() && sinks.embedded.is_some() {
+        // Only the embedded server: a whole computation (the first
+        // publish, a Domain edit) goes to it in parts, never holding every
+        // record at once (about 1 GiB at 1,000,000 shards).
+        zones = zones.in_parts(WHOLE_PUBLISH_PART_NAMES);
+    }
     let mut retry_providers = false;
     let mut status_retries: std::collections::HashSet<String> = Default::default();
     loop {
@@ -214,11 +220,12 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         // Only the names whose DNSEndpoints changed are recomputed and
         // republished (everything when Domains or namespace labels changed).
         let domain_list: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-        let update = zones.update(&domain_list, &endpoints.state(), &labels);
+        let endpoint_list = endpoints.state();
+        let update = zones.update(&domain_list, &endpoint_list, &labels);
         // The embedded server's whole records, when it cannot take changed
         // names (only the records are wanted: RRsets and problems go).
         let publish_whole = |sink: &EmbeddedSink| {
-            let mut full = desired_zones_with(&domain_list, &endpoints.state(), &labels);
+            let mut full = desired_zones_with(&domain_list, &endpoint_list, &labels);
             for zone in &mut full.zones {
                 zone.rrsets = Vec::new();
             }
@@ -230,6 +237,27 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         let with_rrsets = !sinks.providers.is_empty();
         let (mut desired, changes) = match update {
             Update::Full(full) => (*full, None),
+            Update::Whole(settings) => {
+                // Published here, in parts: then like a publish of no
+                // change, with every name's problems known.
+                if let Some(sink) = &sinks.embedded {
+                    let wanted = EmbeddedSink::wanted_secrets(&settings);
+                    if !wanted.is_empty() {
+                        sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted).await);
+                    }
+                    let mut next_part = || zones.next_part(&domain_list, &endpoint_list, &labels);
+                    if sink.apply_in_parts(&settings, &mut next_part).is_none() {
+                        // Every name is computed all the same: the state
+                        // must know every name for the changes after.
+                        while next_part().is_some() {}
+                        tracing::info!(
+                            "the DNS server cannot build these zones name by name; computing and publishing them whole at once"
+                        );
+                        publish_whole(sink);
+                    }
+                }
+                (zones.desired(with_rrsets), Some(Vec::new()))
+            }
             Update::Names(changes) => (zones.desired(with_rrsets), Some(changes)),
             Update::Unchanged => (zones.desired(with_rrsets), Some(Vec::new())),
         };
@@ -353,6 +381,11 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         tokio::time::sleep(config.debounce).await;
     }
 }
+
+/// Names per part of a whole publish to the embedded server: small enough
+/// that a part's records are a few MiB, large enough that the per-part
+/// pass over the DNSEndpoints stays negligible.
+const WHOLE_PUBLISH_PART_NAMES: usize = 8192;
 
 /// DNSEndpoint status writes sent at once.
 const STATUS_WRITES_IN_FLIGHT: usize = 16;
