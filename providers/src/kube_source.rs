@@ -38,6 +38,7 @@ use crate::embedded::EmbeddedSink;
 use crate::incremental::{IncrementalZones, Update};
 use crate::ownership::NamespaceLabels;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
+use crate::spec_changes::{SpecChange, SpecChanges};
 
 /// Settings of the Kubernetes source.
 #[derive(Debug, Clone)]
@@ -534,12 +535,17 @@ where
             // Never read, and on a real API server often larger than the object.
             watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
         )
-        .default_backoff()
-        .touched_objects();
+        .default_backoff();
         futures::pin_mut!(stream);
+        // Not for status writes: the publisher's own after every publish.
+        let mut specs = SpecChanges::default();
         while let Some(item) = stream.next().await {
             match item {
-                Ok(_) => changed.notify_one(),
+                Ok(event) => {
+                    if !matches!(specs.observe(&event), SpecChange::None) {
+                        changed.notify_one();
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(kind, error = %e, "watch failed; retrying with backoff (serving the last state)")
                 }

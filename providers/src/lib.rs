@@ -26,4 +26,5 @@ pub mod ownership;
 pub mod plan;
 pub mod provider;
 pub mod route53;
+pub mod spec_changes;
 pub mod txt;

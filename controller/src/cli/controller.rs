@@ -13,6 +13,7 @@ use fedns_providers::embedded::EmbeddedSink;
 use fedns_providers::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
 use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::route53::{Route53, Route53Config};
+use fedns_providers::spec_changes::{SpecChange, SpecChanges};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
@@ -753,12 +754,13 @@ where
 }
 
 /// As [`reflect`], calling `on_change` only when an object may have a new
-/// spec: it appeared, went, or its uid, `metadata.generation` (the
-/// resourceVersion where it has none) or deletion state changed (None:
-/// objects went while the watch was down, found by a relist). Status
-/// writes change none of these. Found at 100,000 shards: the publisher
-/// writes each Domain's status after every publish, and requeueing every
-/// record for each of those writes cost seconds per change.
+/// spec ([`SpecChanges`]): it appeared, went, or its uid,
+/// `metadata.generation` (the resourceVersion where it has none),
+/// deletion state or finalizers changed (None: objects went while the
+/// watch was down, found by a relist). Status writes change none of
+/// these. Found at 100,000 shards: the publisher writes each Domain's
+/// status after every publish, and requeueing every record for each of
+/// those writes cost seconds per change.
 fn reflect_spec_changes<K>(api: Api<K>, on_change: impl Fn(Option<&K>) + Send + 'static) -> Reflected<K>
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
@@ -766,27 +768,6 @@ where
     let (store, writer) = reflector::store();
     let kind = K::kind(&()).into_owned();
     tokio::spawn(async move {
-        type Version = (Option<String>, Option<i64>, Option<String>, bool);
-        let version_of = |object: &K| -> (String, Version) {
-            let meta = object.meta();
-            (
-                format!(
-                    "{}/{}",
-                    meta.namespace.as_deref().unwrap_or_default(),
-                    meta.name.as_deref().unwrap_or_default()
-                ),
-                (
-                    meta.uid.clone(),
-                    meta.generation,
-                    meta.resource_version.clone().filter(|_| meta.generation.is_none()),
-                    meta.deletion_timestamp.is_some(),
-                ),
-            )
-        };
-        let mut seen: std::collections::HashMap<String, Version> = std::collections::HashMap::new();
-        // Objects listed by the relist under way: those missing at its end
-        // went while the watch was down.
-        let mut listed: Option<std::collections::HashSet<String>> = None;
         let stream = reflector::reflector(
             writer,
             // Never read, and on a real API server often larger than the object.
@@ -794,31 +775,14 @@ where
         )
         .default_backoff();
         futures::pin_mut!(stream);
+        let mut specs = SpecChanges::default();
         while let Some(item) = stream.next().await {
             match item {
-                Ok(watcher::Event::Init) => listed = Some(Default::default()),
-                Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
-                    let (key, version) = version_of(&object);
-                    if let Some(listed) = listed.as_mut() {
-                        listed.insert(key.clone());
-                    }
-                    if seen.insert(key, version.clone()).as_ref() != Some(&version) {
-                        on_change(Some(&object));
-                    }
-                }
-                Ok(watcher::Event::Delete(object)) => {
-                    seen.remove(&version_of(&object).0);
-                    on_change(Some(&object));
-                }
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(listed) = listed.take() {
-                        let before = seen.len();
-                        seen.retain(|key, _| listed.contains(key));
-                        if seen.len() != before {
-                            on_change(None);
-                        }
-                    }
-                }
+                Ok(event) => match specs.observe(&event) {
+                    SpecChange::None => {}
+                    SpecChange::Object(object) => on_change(Some(object)),
+                    SpecChange::Gone => on_change(None),
+                },
                 Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
             }
         }
