@@ -628,6 +628,35 @@ fn parts_that_need_a_whole_publish_return_none() {
     assert!(store.publish_in_parts(vec![bare], &mut || parts.next()).is_some());
 }
 
+/// A zone that starts empty (every first start) and grows name by name
+/// has its chunks split as it grows, as a whole build of the same names
+/// would: an update then copies a chunk of a few hundred names, not one
+/// holding every name.
+#[test]
+fn a_zone_grown_name_by_name_is_split_into_chunks() {
+    let store = ZoneStore::new();
+    let mut zone = ZoneContent::new(name(APEX));
+    store.publish(vec![zone.clone()]);
+    assert_eq!(store.load().chunk_count(), 1);
+    for batch in 0..10u8 {
+        let mut change = ZoneChanges {
+            apex: name(APEX),
+            ..ZoneChanges::default()
+        };
+        for i in 0..100u8 {
+            let owner = name(&format!("n{batch}-{i}.{APEX}"));
+            let record = a(&owner, [192, 0, 2, i + 1]);
+            zone.records.push(record.clone());
+            change.names.push((owner, vec![record]));
+        }
+        assert!(store.publish_changes(vec![change]).is_some(), "batch {batch}");
+    }
+    let got = store.load();
+    // 1,001 names (the apex too): 4 chunks, as Snapshot::build makes.
+    assert_eq!(got.chunk_count(), 4);
+    assert_same_as_build_of(&got, vec![zone], "grown name by name");
+}
+
 fn assert_same_as_build_of(got: &Snapshot, contents: Vec<ZoneContent>, context: &str) -> Snapshot {
     let serials: BTreeMap<String, u32> = got.zones().into_iter().map(|z| (z.apex, z.serial)).collect();
     let contents: Vec<(ZoneContent, u32)> = contents
