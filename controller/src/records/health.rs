@@ -153,13 +153,34 @@ pub(super) fn select<T: Shard>(
                 .and_then(|bytes| serde_json::from_slice::<T>(bytes).ok())
         })
     };
+    // The cache keeps only shards `status.dns` (`previous`) does not hold
+    // as they are: a published shard is read from there, and a restart
+    // reads it from there too (about 170 octets a shard, issue 18). A
+    // member that may leave `status.dns` (cordoned, unreachable) has its
+    // published shard copied in first, so it can come back on it.
+    let keep_published = |name: &str, cache: &mut super::context::LastShards| {
+        if cache.get(name).is_none() {
+            if let Some(bytes) = previous
+                .iter()
+                .find(|p| p.cluster() == name)
+                .and_then(|p| serde_json::to_vec(p).ok())
+            {
+                cache.insert(name, bytes.into_boxed_slice());
+            }
+        }
+    };
     for member in ctx.registry.members() {
         if member.is_cordoned() {
+            keep_published(&member.name, &mut cache);
             continue; // drained on purpose: never served, never failed open
         }
         if member.is_healthy() {
             if member.is_synced() {
                 match fresh(&member) {
+                    Some(shard) if previous.contains(&shard) => {
+                        cache.remove(&member.name);
+                        selection.shards.push(shard);
+                    }
                     Some(shard) => {
                         // Serializing a shard cannot fail (strings, numbers
                         // and lists); were it to, the old entry would go
@@ -187,6 +208,7 @@ pub(super) fn select<T: Shard>(
         }
         // The API server is unreachable: keep what its load balancers last
         // served while their probes pass (static stability).
+        keep_published(&member.name, &mut cache);
         if let Some(prev) = previous_of(&member.name, &cache) {
             if check.is_some() {
                 selection.shards.push(prev.clone());
