@@ -50,6 +50,11 @@ impl LabelSelector {
     }
 
     /// Does an object with these labels match?
+    /// Selects everything (no requirement).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn matches(&self, object: &Value) -> bool {
         let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
@@ -135,6 +140,11 @@ impl FieldSelector {
     }
 
     /// Does the object match?
+    /// Selects everything (no requirement).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
             let pointer = if field == "metadata.name" {
