@@ -389,23 +389,21 @@ impl Snapshot {
                     table: HashTable::with_capacity(share + keys.len()),
                     ..Chunk::default()
                 };
+                // A name of the old chunk is copied when it belongs in this
+                // one and is not rendered again.
+                let kept = |key: &[u8], hash: u64| (!split || chunk_index(hash, bits) == index) && !dirty.contains(key);
                 for entry in old.table.iter() {
                     let key = old.slice(entry.key);
                     let hash = hash_key(key);
-                    if (split && chunk_index(hash, bits) != index) || dirty.contains(key) {
+                    if !kept(key, hash) {
                         continue;
                     }
                     let copied = chunk.copy_entry(old, entry);
                     chunk.insert(hash, copied);
                 }
-                chunk.skipped.extend(
-                    old.skipped
-                        .iter()
-                        .filter(|(key, _)| {
-                            !(split && chunk_index(hash_key(key), bits) != index) && !dirty.contains(key)
-                        })
-                        .cloned(),
-                );
+                chunk
+                    .skipped
+                    .extend(old.skipped.iter().filter(|(key, _)| kept(key, hash_key(key))).cloned());
                 for (key, hash) in keys {
                     if let Some(node) = tree.nodes.get(key) {
                         renderer.render_into(&mut chunk, key, node, hash);

@@ -551,6 +551,39 @@ async fn list_pages_with_limit_and_continue() {
     t.cleanup().await;
 }
 
+/// Without selectors a page says how many objects follow it
+/// (`remainingItemCount`), and a continue token always leads to objects:
+/// 20 objects in pages of 10 are two full pages, not a third empty one.
+#[tokio::test]
+async fn list_pages_without_selectors_count_what_follows() {
+    let t = target().await;
+    let api = t.configmaps();
+    for i in 0..20 {
+        api.create(&PostParams::default(), &configmap(&format!("rest-{i:02}"), &[], &[]))
+            .await
+            .unwrap();
+    }
+    // A real cluster's namespace may hold more (kube-root-ca.crt).
+    let total = api.list(&ListParams::default()).await.unwrap().items.len();
+    let mut params = ListParams::default().limit(10);
+    let mut seen = 0;
+    loop {
+        let page = api.list(&params).await.unwrap();
+        assert!(!page.items.is_empty(), "a continue token led to an empty page");
+        seen += page.items.len();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => {
+                assert_eq!(page.items.len(), 10);
+                assert_eq!(page.metadata.remaining_item_count, Some((total - seen) as i64));
+                params = params.continue_token(&token);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, total);
+    t.cleanup().await;
+}
+
 #[tokio::test]
 async fn watch_events_and_bookmarks() {
     let t = target().await;
