@@ -49,12 +49,12 @@ impl LabelSelector {
         Ok(LabelSelector(requirements))
     }
 
-    /// Does an object with these labels match?
     /// Selects everything (no requirement).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Does an object with these labels match?
     pub fn matches(&self, object: &Value) -> bool {
         let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
@@ -139,12 +139,12 @@ impl FieldSelector {
         Ok(FieldSelector(terms))
     }
 
-    /// Does the object match?
     /// Selects everything (no requirement).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Does the object match?
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
             let pointer = if field == "metadata.name" {
