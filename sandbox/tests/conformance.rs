@@ -522,6 +522,20 @@ async fn services_status_subresource() {
     t.cleanup().await;
 }
 
+/// Every page of a list made with `params`, following continue tokens.
+async fn pages(api: &Api<ConfigMap>, mut params: ListParams) -> Vec<kube::core::ObjectList<ConfigMap>> {
+    let mut out = Vec::new();
+    loop {
+        let page = api.list(&params).await.unwrap();
+        let token = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        out.push(page);
+        match token {
+            Some(token) => params = params.continue_token(&token),
+            None => return out,
+        }
+    }
+}
+
 #[tokio::test]
 async fn list_pages_with_limit_and_continue() {
     let t = target().await;
@@ -535,15 +549,9 @@ async fn list_pages_with_limit_and_continue() {
         .unwrap();
     }
     let mut seen = Vec::new();
-    let mut params = ListParams::default().labels("paged=yes").limit(10);
-    loop {
-        let page = api.list(&params).await.unwrap();
+    for page in pages(&api, ListParams::default().labels("paged=yes").limit(10)).await {
         assert!(page.items.len() <= 10);
         seen.extend(page.items.iter().map(|c| c.name_any()));
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => break,
-        }
     }
     seen.sort();
     seen.dedup();
@@ -565,19 +573,13 @@ async fn list_pages_without_selectors_count_what_follows() {
     }
     // A real cluster's namespace may hold more (kube-root-ca.crt).
     let total = api.list(&ListParams::default()).await.unwrap().items.len();
-    let mut params = ListParams::default().limit(10);
     let mut seen = 0;
-    loop {
-        let page = api.list(&params).await.unwrap();
+    for page in pages(&api, ListParams::default().limit(10)).await {
         assert!(!page.items.is_empty(), "a continue token led to an empty page");
         seen += page.items.len();
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => {
-                assert_eq!(page.items.len(), 10);
-                assert_eq!(page.metadata.remaining_item_count, Some((total - seen) as i64));
-                params = params.continue_token(&token);
-            }
-            None => break,
+        if page.metadata.continue_.as_deref().is_some_and(|c| !c.is_empty()) {
+            assert_eq!(page.items.len(), 10);
+            assert_eq!(page.metadata.remaining_item_count, Some((total - seen) as i64));
         }
     }
     assert_eq!(seen, total);
