@@ -26,7 +26,8 @@
 # rounds (median).
 #
 # Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 TCP_DURATION=$DURATION NAMES=10000 RRL_RATE=1000000
-#                            POLICIES=1 (0: skip the policy runs), ONLY_POLICIES=1 (skip Knot and the base run), REPEAT=3)
+#                            POLICIES=1 (0: skip the policy runs), ONLY_POLICIES=1 (skip Knot and the base run), REPEAT=3,
+#                            FEDNS_BIN=path (use this fedns binary instead of building one))
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
@@ -42,9 +43,16 @@ done
 KNOTD=$(command -v knotd || echo /usr/sbin/knotd)
 { dnsperf -h 2>&1 || true; } | grep -q -- '-m ' || { echo "this dnsperf has no -m (TCP mode); install dnsperf >= 2.3"; exit 1; }
 
-echo "== building fedns (release)"
-cargo build --release -q -p fedns-controller
-FEDNS=target/release/fedns
+if [ -n "${FEDNS_BIN:-}" ]; then
+  # A binary built elsewhere, e.g. an earlier commit's, to compare two
+  # builds of fedns against the same Knot.
+  FEDNS=$FEDNS_BIN
+  echo "== fedns binary: $FEDNS"
+else
+  echo "== building fedns (release)"
+  cargo build --release -q -p fedns-controller
+  FEDNS=target/release/fedns
+fi
 
 echo "== generating $NAMES names"
 python3 - "$WORK" "$NAMES" <<'PY'
