@@ -9,8 +9,14 @@ use fedns_controller::logging;
 
 fn main() -> ExitCode {
     let parsed = Cli::parse();
-    if let Err(err) = logging::init(parsed.log_format) {
-        eprintln!("fedns: cannot set up logging: {err}");
+    // A starting sandbox keeps the terminal for its first screen and its
+    // change lines; its log lines go to a file unless --verbose.
+    let output = match &parsed.command {
+        Command::Sandbox(args) => args.log_file().map_or(logging::Output::Stderr, logging::Output::File),
+        _ => logging::Output::Stderr,
+    };
+    if let Err(err) = logging::init(parsed.log_format, output) {
+        eprintln!("fedns: cannot set up logging: {err:#}");
         return ExitCode::FAILURE;
     }
     let result = match &parsed.command {

@@ -448,6 +448,19 @@ pub struct SandboxArgs {
     /// `--member-source ENGINE --auto-records`.
     #[arg(long, value_enum, value_name = "ENGINE", conflicts_with = "members_from")]
     pub engine: Option<crate::federation::Engine>,
+    /// Log lines (the controller's, the emulators', the DNS server's) on
+    /// standard error, interleaved with the change lines, instead of in
+    /// `<state-dir>/sandbox.log`.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+impl SandboxArgs {
+    /// Where a starting sandbox writes its log lines: `<state-dir>/sandbox.log`,
+    /// unless `--verbose` (standard error) or an action on a running sandbox.
+    pub fn log_file(&self) -> Option<PathBuf> {
+        (self.action.is_none() && !self.verbose).then(|| self.state_dir.join(crate::cli::sandbox::LOG_FILE))
+    }
 }
 
 /// Actions on a running sandbox, found through its state dir.

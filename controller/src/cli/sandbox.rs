@@ -6,6 +6,11 @@
 //! control endpoint for `fedns sandbox fail|recover|cordon|uncordon` and
 //! `break-lb|fix-lb`.
 //!
+//! The terminal is for people: the first screen ([`screen`]: what runs and
+//! what to try, computed from the federation it runs), the change lines,
+//! and errors that stop the sandbox (on standard error). Log lines go to
+//! `<state-dir>/sandbox.log` (`--verbose`: standard error).
+//!
 //! With the built-in seed, each member's Service load balancer is an HTTP
 //! responder on a loopback address of its own (127.0.10.1-3, one port), and
 //! the seeded ServiceDNSRecord probes them (`spec.healthCheck`), so both
@@ -35,6 +40,13 @@ use tokio::sync::Notify;
 
 use crate::cli::{ControllerArgs, Provider, SandboxAction, SandboxArgs};
 use crate::federation::{Engine, Federation};
+
+pub mod screen;
+
+/// The log file in the state dir (unless `--verbose`).
+pub const LOG_FILE: &str = "sandbox.log";
+/// The member that joins Karmada in pull mode with `--engine karmada`.
+const KARMADA_PULL_MEMBER: &str = "eu-west-1";
 
 /// Controller namespace in the sandbox host.
 const NAMESPACE: &str = "fedns-system";
@@ -96,9 +108,7 @@ pub async fn run(args: &SandboxArgs) -> anyhow::Result<()> {
         None => {
             let running = start(args).await?;
             running.print_intro();
-            crate::http::shutdown_signal().await;
-            running.shutdown().await;
-            Ok(())
+            running.run_until_stopped().await
         }
         Some(SandboxAction::Fail { cluster, state_dir }) => control(state_dir, "fail", cluster).await,
         Some(SandboxAction::Recover { cluster, state_dir }) => control(state_dir, "recover", cluster).await,
@@ -122,8 +132,18 @@ pub struct Running {
     pub load_balancers: BTreeMap<String, SocketAddr>,
     /// `--engine`.
     pub engine: Option<Engine>,
+    /// The members in seed order (the first screen picks from it).
+    order: Vec<String>,
+    /// Seeded documents of kinds the emulators do not serve.
+    skipped: Vec<String>,
+    /// Where log lines go, unless `--verbose`.
+    log_file: Option<PathBuf>,
+    /// The load balancers are probed (the built-in seed's healthCheck).
+    probed: bool,
+    /// Lets the change lines start once the first screen is printed.
+    intro_printed: Arc<Notify>,
     stop: Arc<Notify>,
-    controller: tokio::task::JoinHandle<anyhow::Result<()>>,
+    controller: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -172,6 +192,19 @@ fn member_seed(args: &SandboxArgs) -> anyhow::Result<Seed> {
 /// A seed that does not parse (file:line), or a port that cannot be bound.
 pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let seed = member_seed(args)?;
+    check_dns_listen(args.dns_listen)?;
+    let log_file = args.log_file();
+    if let Some(path) = &log_file {
+        // Named on the first screen: it exists even when the caller sends
+        // log lines elsewhere (tests).
+        std::fs::create_dir_all(&args.state_dir).with_context(|| format!("creating {}", args.state_dir.display()))?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+    }
+    tracing::info!(state_dir = %args.state_dir.display(), "fedns sandbox starting");
     // The load balancers first: their port goes into the seeded Services.
     let responders = if args.members_from.is_some() {
         BTreeMap::new()
@@ -181,6 +214,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let lb_port = responders.values().next().map_or(0, |r| r.address().port());
     let names: Vec<&str> = seed.members.iter().map(|(n, _, _)| n.as_str()).collect();
     let federation = Federation::start(&args.state_dir, NAMESPACE, &names).await?;
+    let mut skipped = Vec::new();
     for (name, paths, text) in &seed.members {
         let member = federation.member(name)?;
         let report = match text {
@@ -190,8 +224,9 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
             )?,
             None => member.seed_paths(paths)?,
         };
-        for skipped in &report.skipped {
-            tracing::warn!(member = %name, "skipped (kind not emulated): {skipped}");
+        for item in &report.skipped {
+            tracing::warn!(member = %name, "skipped (kind not emulated): {item}");
+            skipped.push(item.clone());
         }
     }
     if args.members_from.is_some() {
@@ -201,7 +236,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         for name in federation.members.keys() {
             // One Karmada member in pull mode: reached through the host's
             // cluster proxy, as karmada-aggregated-apiserver serves it.
-            let extra = if engine == Engine::Karmada && name == "eu-west-1" {
+            let extra = if engine == Engine::Karmada && name == KARMADA_PULL_MEMBER {
                 json!({"syncMode": "Pull"})
             } else {
                 json!({})
@@ -260,12 +295,17 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
             crate::cli::controller::run_until(&controller_args, async move { stop.notified().await }).await
         })
     };
-    let mut tasks = vec![tokio::spawn(print_changes(federation.clone()))];
+    let intro_printed = Arc::new(Notify::new());
+    let mut tasks = vec![tokio::spawn(print_changes(federation.clone(), intro_printed.clone()))];
     let load_balancers = responders.iter().map(|(name, r)| (name.clone(), r.address())).collect();
+    // Only the built-in seed's ServiceDNSRecord probes the load balancers;
+    // the records --engine generates have no healthCheck.
+    let probed = !responders.is_empty() && args.engine.is_none();
     let (control_addr, control_task) = serve_control(Control {
         federation: federation.clone(),
         responders,
         engine: args.engine,
+        probed,
     })
     .await?;
     tasks.push(control_task);
@@ -277,75 +317,68 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         control_addr,
         load_balancers,
         engine: args.engine,
+        order: seed.members.iter().map(|(name, _, _)| name.clone()).collect(),
+        skipped,
+        log_file,
+        probed,
+        intro_printed,
         stop,
-        controller,
+        controller: Some(controller),
         tasks,
     })
 }
 
+/// Fails early, in clear words, when the DNS address cannot be bound (the
+/// controller binds it only once its caches are synced).
+fn check_dns_listen(address: SocketAddr) -> anyhow::Result<()> {
+    let hint = "another sandbox running? pick another address with --dns-listen";
+    std::net::UdpSocket::bind(address).with_context(|| format!("cannot answer DNS on {address} (UDP) ({hint})"))?;
+    std::net::TcpListener::bind(address).with_context(|| format!("cannot answer DNS on {address} (TCP) ({hint})"))?;
+    Ok(())
+}
+
 impl Running {
-    fn print_intro(&self) {
-        let dir = self.federation.state_dir.display();
-        let (ip, port) = (self.dns_addr.ip(), self.dns_addr.port());
-        println!(
-            "fedns sandbox: a host and {} member clusters on loopback",
-            self.federation.members.len()
-        );
-        for (name, member) in &self.federation.members {
-            println!("  {name:<10} {}   kubeconfig {dir}/{name}.kubeconfig", member.url());
-        }
-        println!(
-            "  host       {}   kubeconfig {dir}/host.kubeconfig",
-            self.federation.host.url()
-        );
-        if let Some(engine) = self.engine {
-            let kind = match engine {
-                Engine::Karmada => "clusters.cluster.karmada.io (eu-west-1 in pull mode)",
-                Engine::Kubefed => "kubefedclusters.core.kubefed.io -n kube-federation-system",
-            };
-            println!("The host stands in for {}'s control plane. Members: kubectl --kubeconfig {dir}/host.kubeconfig get {kind}", engine.as_str());
-            println!("  records made from annotated templates (--auto-records): kubectl --kubeconfig {dir}/host.kubeconfig -n ns get servicednsrecords,ingressdnsrecords -l app.kubernetes.io/managed-by=fedns");
-            println!("  generated records have no healthCheck: `fail` takes a member out of nginx's names, `recover` brings it back");
-        }
-        if !self.load_balancers.is_empty() && self.engine.is_none() {
-            let list: Vec<String> = self
-                .load_balancers
-                .iter()
-                .map(|(name, address)| format!("{name} {address}"))
-                .collect();
-            println!("Load balancers (HTTP responders): {}", list.join(", "));
-            println!(
-                "  nginx probes them: HTTP GET /healthz every {PROBE_PERIOD_SECONDS} s; {PROBE_FAILURE_THRESHOLD} failures take an address out, {PROBE_SUCCESS_THRESHOLD} success brings it back"
-            );
-        }
-        println!("DNS on {ip} port {port} (UDP and TCP). Try:");
-        println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.example.com");
-        println!("  dig @{ip} -p {port} +subnet=192.0.2.0/24 nginx.ns.myfed.svc.example.com   (Nearest: eu-west-1)");
-        println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2.example.com");
-        println!("  dig @{ip} -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com");
-        println!("  dig @{ip} -p {port} shop.example.com");
-        println!("Stop a member's API server (nginx stays while its load balancer passes), and bring it back:");
-        println!("  fedns sandbox fail us-west-2 --state-dir {dir}");
-        println!("  fedns sandbox recover us-west-2 --state-dir {dir}");
-        println!("Stop a member's load balancer (it leaves nginx's names), and start it again:");
-        println!("  fedns sandbox break-lb us-west-2 --state-dir {dir}");
-        println!("  fedns sandbox fix-lb us-west-2 --state-dir {dir}");
-        println!("  fedns sandbox cordon us-east-1 --state-dir {dir}   (uncordon to undo)");
-        println!("Change a member live:");
-        println!(
-            "  kubectl --kubeconfig {dir}/eu-west-1.kubeconfig -n ns patch ingress shop --subresource=status --type=merge \\\n      -p '{{\"status\":{{\"loadBalancer\":{{\"ingress\":[{{\"ip\":\"198.51.100.201\"}}]}}}}}}'"
-        );
-        println!("  kubectl --kubeconfig {dir}/host.kubeconfig -n ns get dnsendpoints -o yaml");
-        println!("Published changes follow (+ added, - removed). Ctrl-C stops everything.");
+    /// Prints the first screen, then lets the change lines follow.
+    pub fn print_intro(&self) {
+        print!("{}", self.screen());
+        self.intro_printed.notify_one();
+    }
+
+    /// Runs until Ctrl-C (or SIGTERM), then stops everything. A controller
+    /// that stops on its own stops the sandbox, with its error.
+    ///
+    /// # Errors
+    /// The controller stopped (e.g. a port it needs is taken).
+    pub async fn run_until_stopped(mut self) -> anyhow::Result<()> {
+        let Some(mut controller) = self.controller.take() else {
+            return Ok(());
+        };
+        let stopped = tokio::select! {
+            () = crate::http::shutdown_signal() => None,
+            result = &mut controller => Some(result),
+        };
+        let outcome = match stopped {
+            None => {
+                self.controller = Some(controller);
+                Ok(())
+            }
+            Some(Ok(Ok(()))) => Err(anyhow::anyhow!("the controller stopped")),
+            Some(Ok(Err(e))) => Err(e.context("the controller stopped")),
+            Some(Err(e)) => Err(anyhow::anyhow!("the controller stopped: {e}")),
+        };
+        self.shutdown().await;
+        outcome
     }
 
     /// Stops the controller, the emulators and the control endpoint.
     pub async fn shutdown(self) {
         self.stop.notify_one();
-        match tokio::time::timeout(std::time::Duration::from_secs(10), self.controller).await {
-            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "controller stopped with an error"),
-            Err(_) => tracing::warn!("controller did not stop within 10 s"),
-            _ => {}
+        if let Some(controller) = self.controller {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), controller).await {
+                Ok(Ok(Err(e))) => eprintln!("fedns sandbox: the controller stopped with an error: {e:#}"),
+                Err(_) => eprintln!("fedns sandbox: the controller did not stop within 10 s"),
+                _ => {}
+            }
         }
         for task in self.tasks {
             task.abort();
@@ -486,7 +519,9 @@ fn address_owners(federation: &Federation) -> BTreeMap<String, String> {
 
 /// Prints `+ name TYPE target (cluster)` / `- ...` for every change of the
 /// published records (the DNSEndpoints), as they happen.
-async fn print_changes(federation: Federation) {
+async fn print_changes(federation: Federation, intro_printed: Arc<Notify>) {
+    // The first screen comes first.
+    intro_printed.notified().await;
     let Ok(client) = crate::kube_client::client(Some(&federation.state_dir.join("host.kubeconfig"))).await else {
         return;
     };
@@ -564,6 +599,8 @@ struct Control {
     federation: Federation,
     responders: BTreeMap<String, Arc<Responder>>,
     engine: Option<Engine>,
+    /// A record probes the responders (not with --engine).
+    probed: bool,
 }
 
 async fn serve_control(control: Control) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
@@ -595,7 +632,7 @@ async fn handle_control(
     let result = match action.as_str() {
         "fail" => {
             member.stop();
-            Ok(if control.responders.is_empty() {
+            Ok(if !control.probed {
                 format!("{cluster}: API server stopped; it leaves DNS after the health check notices (about 3 s)\n")
             } else {
                 format!(
@@ -608,6 +645,10 @@ async fn handle_control(
         "break-lb" | "fix-lb" => match control.responders.get(&cluster) {
             None => Err(format!(
                 "{cluster} has no sandbox load balancer (only the built-in seed has them)"
+            )),
+            Some(_) if !control.probed => Err(format!(
+                "with --engine no record probes the load balancers (generated records have no healthCheck), \
+                 so {action} would change nothing in DNS; use fail/recover"
             )),
             Some(responder) if action == "break-lb" => {
                 responder.stop();

@@ -33,6 +33,7 @@ fn engine_args(members_from: Option<PathBuf>, engine: Option<Engine>) -> (Sandbo
             metrics_addr: "127.0.0.1:0".parse().unwrap(),
             members_from,
             engine,
+            verbose: false,
         },
         port,
     )
