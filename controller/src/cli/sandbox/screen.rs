@@ -8,7 +8,8 @@
 //! clusters where there are enough: `cordon` the first member serving the
 //! Service, `fail` (and the region and zone names, and `break-lb`) the
 //! second, the client subnet and the live change the third (wrapping around
-//! when there are fewer).
+//! when there are fewer; the live change never on the cordoned member when
+//! there is another, or it would not show).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -585,7 +586,8 @@ impl Running {
             .cloned()
             .collect();
         let focus = pick(if with_region.is_empty() { &serving } else { &with_region }, 1).cloned();
-        let cordon = pick(&serving, 0).cloned();
+        // --engine: the members are the engine's clusters, never cordoned by fedns.
+        let cordon = pick(&serving, 0).filter(|_| self.engine.is_none()).cloned();
         let service_name = service.as_ref().map(|(record, ..)| record.name.clone());
         let health_check = service
             .as_ref()
@@ -767,8 +769,7 @@ impl Running {
             screen.try_(control("break-lb", &focus), None);
             screen.try_(control("fix-lb", &focus), None);
         }
-        // --engine: the members are the engine's clusters, never cordoned by fedns.
-        if let (None, Some(cordon)) = (self.engine, &cordon) {
+        if let Some(cordon) = &cordon {
             if !probed_focus {
                 screen.text("Take a member out on purpose, whatever its health:");
             }
@@ -778,7 +779,12 @@ impl Running {
         // A live change: a new load balancer address on a member's Ingress.
         let mut changes: Vec<Try> = Vec::new();
         if let Some((record, _, serving)) = &ingress {
-            if let Some(member) = pick(serving, 2) {
+            // Not the member the cordon hint (printed before) took out.
+            let member = [2, 1]
+                .iter()
+                .filter_map(|&i| pick(serving, i))
+                .find(|m| Some(*m) != cordon.as_ref() || serving.len() == 1);
+            if let Some(member) = member {
                 let key = (record.namespace.clone(), record.name.clone());
                 let used: BTreeSet<IpAddr> = views.values().flat_map(|v| v.addresses.iter().copied()).collect();
                 let current = views
