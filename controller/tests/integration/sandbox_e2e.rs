@@ -2,7 +2,8 @@
 //! global, region and zone names and the Ingress host over UDP and TCP
 //! (dig and hickory-proto), both failure modes (`fail`/`recover`: API server
 //! down, load balancer up; `break-lb`/`fix-lb`: the reverse), `cordon`, and
-//! `--members-from` with real `kubectl get -o yaml` output.
+//! `--members-from` with real `kubectl get -o yaml` output, and the first
+//! screen of each mode: every command it prints is run and works.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -377,4 +378,402 @@ async fn the_sandbox_runs_as_an_engine_control_plane() {
         assert!(sandbox::control(&args.state_dir, "cordon", "us-east-1").await.is_err());
         running.shutdown().await;
     }
+}
+
+/// The words a POSIX shell makes of `line` (the first screen's text).
+fn shell_words(line: &str) -> Vec<String> {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {line}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "sh cannot read {line:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `dig`'s answer section (sorted RDATA) if it answered NOERROR with records.
+fn dig_answers(argv: &[String]) -> Option<Vec<String>> {
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .args(["+time=1", "+tries=1"])
+        .output()
+        .expect("dig (Debian bind9-dnsutils) must be installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !text.contains("status: NOERROR") {
+        return None;
+    }
+    let mut answers: Vec<String> = text
+        .split(";; ANSWER SECTION:")
+        .nth(1)?
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect();
+    answers.sort();
+    (!answers.is_empty()).then_some(answers)
+}
+
+/// Runs every command the first screen offers, in print order, as a user
+/// would: the printed line read by a shell must be the command's words;
+/// `dig` must get answers (every name printed resolves), `kubectl` must
+/// succeed against the kubeconfig named, `fedns sandbox ACTION` must be
+/// accepted (parsed as the CLI parses it and run by the same function).
+/// Every file named exists. Returns the screen's text.
+async fn run_the_first_screen(running: &sandbox::Running) -> String {
+    use clap::Parser as _;
+    use fedns_controller::cli::{Cli, Command as Subcommand};
+    use sandbox::screen::Try;
+
+    let screen = running.screen();
+    let text = screen.to_string();
+    println!("{text}");
+    let files = screen.files();
+    assert!(!files.is_empty());
+    for file in &files {
+        assert!(
+            file.exists(),
+            "the first screen names {}, which does not exist",
+            file.display()
+        );
+    }
+    // Every path in the text is one of them.
+    for word in text.split_whitespace() {
+        if word.ends_with(".kubeconfig") || word.ends_with(".log") {
+            assert!(files.contains(&PathBuf::from(word)), "{word} not listed as named");
+        }
+    }
+    let mut ingress_patch = None;
+    let mut cordoned = None;
+    for command in screen.tries() {
+        let line = command.to_string();
+        assert!(text.contains(&line), "{line:?} is not on the screen");
+        let argv = command.argv();
+        assert_eq!(shell_words(&line.replace("\\\n", "")), argv, "{line}");
+        match command {
+            Try::Dig { name, .. } => {
+                let took = eventually(&format!("`{line}` answers"), || dig_answers(&argv).is_some()).await;
+                println!("{name}: answered after {took:?}: {:?}", dig_answers(&argv));
+            }
+            Try::Sandbox { action, cluster, .. } => {
+                let parsed = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{line}: {e}"));
+                let Subcommand::Sandbox(args) = &parsed.command else {
+                    panic!("{line} is not `fedns sandbox`");
+                };
+                sandbox::run(args).await.unwrap_or_else(|e| panic!("{line}: {e:#}"));
+                if action == "cordon" {
+                    cordoned = Some(cluster.clone());
+                }
+            }
+            Try::Kubectl { args, .. } => {
+                let out = std::process::Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .output()
+                    .expect("kubectl must be installed");
+                assert!(
+                    out.status.success(),
+                    "{line}: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                if args.iter().any(|a| a == "patch") {
+                    let patch: serde_json::Value = serde_json::from_str(args.last().unwrap()).unwrap();
+                    let ip = patch["status"]["loadBalancer"]["ingress"][0]["ip"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned();
+                    ingress_patch = Some(ip);
+                }
+            }
+        }
+    }
+    // The live change shows in the Ingress host's answer.
+    if let Some(ip) = ingress_patch {
+        let host = screen
+            .tries()
+            .filter_map(|t| match t {
+                Try::Dig { name, subnet: None, .. } if !name.contains(".svc.") => Some(t.argv()),
+                _ => None,
+            })
+            .next()
+            .expect("an Ingress host to dig");
+        eventually(&format!("{ip} in the Ingress host's answer"), || {
+            dig_answers(&host).is_some_and(|a| a.contains(&ip))
+        })
+        .await;
+    }
+    // The note says `uncordon` undoes it: it does.
+    if let Some(cluster) = cordoned {
+        let state_dir = running.federation.state_dir.display().to_string();
+        let parsed =
+            Cli::try_parse_from(["fedns", "sandbox", "uncordon", &cluster, "--state-dir", &state_dir]).unwrap();
+        let Subcommand::Sandbox(args) = &parsed.command else {
+            unreachable!()
+        };
+        sandbox::run(args).await.unwrap();
+    }
+    text
+}
+
+/// The built-in example's first screen: exactly as before (plus where the
+/// logs go), and every command on it works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_screen_of_the_built_in_example_works() {
+    let (args, port) = args(None);
+    let running = sandbox::start(&args).await.unwrap();
+    let dir = args.state_dir.display();
+    let url = |name: &str| running.federation.members[name].url();
+    let lb = |name: &str| running.load_balancers[name].to_string();
+    let expected = format!(
+        "\
+fedns sandbox: a host and 3 member clusters on loopback
+  eu-west-1  {eu}   kubeconfig {dir}/eu-west-1.kubeconfig
+  us-east-1  {east}   kubeconfig {dir}/us-east-1.kubeconfig
+  us-west-2  {west}   kubeconfig {dir}/us-west-2.kubeconfig
+  host       {host}   kubeconfig {dir}/host.kubeconfig
+Load balancers (HTTP responders): eu-west-1 {eu_lb}, us-east-1 {east_lb}, us-west-2 {west_lb}
+  nginx probes them: HTTP GET /healthz every 1 s; 2 failures take an address out, 1 success brings it back
+DNS on 127.0.0.1 port {port} (UDP and TCP). Try:
+  dig @127.0.0.1 -p {port} nginx.ns.myfed.svc.example.com
+  dig @127.0.0.1 -p {port} +subnet=192.0.2.0/24 nginx.ns.myfed.svc.example.com   (Nearest: eu-west-1)
+  dig @127.0.0.1 -p {port} nginx.ns.myfed.svc.us-west-2.example.com
+  dig @127.0.0.1 -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com
+  dig @127.0.0.1 -p {port} shop.example.com
+Stop a member's API server (nginx stays while its load balancer passes), and bring it back:
+  fedns sandbox fail us-west-2 --state-dir {dir}
+  fedns sandbox recover us-west-2 --state-dir {dir}
+Stop a member's load balancer (it leaves nginx's names), and start it again:
+  fedns sandbox break-lb us-west-2 --state-dir {dir}
+  fedns sandbox fix-lb us-west-2 --state-dir {dir}
+  fedns sandbox cordon us-east-1 --state-dir {dir}   (uncordon to undo)
+Change a member live:
+  kubectl --kubeconfig {dir}/eu-west-1.kubeconfig -n ns patch ingress shop --subresource=status --type=merge \\
+      -p '{{\"status\":{{\"loadBalancer\":{{\"ingress\":[{{\"ip\":\"198.51.100.201\"}}]}}}}}}'
+  kubectl --kubeconfig {dir}/host.kubeconfig -n ns get dnsendpoints -o yaml
+Log lines go to {dir}/sandbox.log (--verbose: to this terminal).
+Published changes follow (+ added, - removed). Ctrl-C stops everything.
+",
+        eu = url("eu-west-1"),
+        east = url("us-east-1"),
+        west = url("us-west-2"),
+        host = running.federation.host.url(),
+        eu_lb = lb("eu-west-1"),
+        east_lb = lb("us-east-1"),
+        west_lb = lb("us-west-2"),
+    );
+    assert_eq!(running.screen().to_string(), expected);
+    // The client subnet hint places the client in eu-west-1.
+    eventually("the +subnet hint answers eu-west-1's address", || {
+        dig_answers(&[
+            "dig".into(),
+            "@127.0.0.1".into(),
+            "-p".into(),
+            port.to_string(),
+            "+subnet=192.0.2.0/24".into(),
+            GLOBAL.into(),
+        ]) == Some(vec![EU.to_owned()])
+    })
+    .await;
+    run_the_first_screen(&running).await;
+    running.shutdown().await;
+}
+
+/// `--members-from` with members named unlike the built-in ones: every
+/// hint is about the replayed federation, and works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_screen_of_replayed_clusters_names_them() {
+    let (args, _) = args(Some(fixtures().join("members-from-prod")));
+    let running = sandbox::start(&args).await.unwrap();
+    let text = run_the_first_screen(&running).await;
+    for builtin in [
+        "us-east-1",
+        "us-west-2",
+        "eu-west-1",
+        "nginx",
+        "shop",
+        "+subnet",
+        "Nearest",
+        "break-lb",
+        "fix-lb",
+        "Load balancers",
+    ] {
+        assert!(!text.contains(builtin), "{builtin} on the screen of a replay:\n{text}");
+    }
+    for replayed in [
+        "dig @127.0.0.1",
+        "checkout.store.myfed.svc.example.com",
+        "checkout.store.myfed.svc.sa-east-1.example.com",
+        "checkout.store.myfed.svc.sa-east-1c.sa-east-1.example.com",
+        "store.example.net",
+        "fedns sandbox fail prod-b",
+        "fedns sandbox recover prod-b",
+        "fedns sandbox cordon prod-a",
+        "prod-b.kubeconfig -n store patch ingress storefront",
+    ] {
+        assert!(text.contains(replayed), "{replayed} missing:\n{text}");
+    }
+    running.shutdown().await;
+}
+
+/// `--engine karmada|kubefed`: only hints that work there (no cordon: the
+/// members are the engine's clusters; no break-lb: nothing is probed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_screen_under_an_engine_offers_what_works_there() {
+    for engine in [Engine::Karmada, Engine::Kubefed] {
+        let (args, _) = engine_args(None, Some(engine));
+        let running = sandbox::start(&args).await.unwrap();
+        let text = run_the_first_screen(&running).await;
+        for absent in [
+            "cordon",
+            "break-lb",
+            "fix-lb",
+            "+subnet",
+            "Load balancers",
+            "stays while",
+        ] {
+            assert!(
+                !text.contains(absent),
+                "{}: {absent} on the screen:\n{text}",
+                engine.as_str()
+            );
+        }
+        for present in [
+            "nginx.ns.myfed.svc.example.com",
+            "shop.example.com",
+            "fedns sandbox fail",
+            "--auto-records",
+        ] {
+            assert!(
+                text.contains(present),
+                "{}: {present} missing:\n{text}",
+                engine.as_str()
+            );
+        }
+        let err = sandbox::control(&args.state_dir, "break-lb", "us-west-2")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no record probes"), "{err}");
+        running.shutdown().await;
+    }
+}
+
+/// Reads `fedns sandbox`'s standard output until the first change line
+/// (30 s at most), then stops it with SIGINT: (stdout, stderr, status).
+fn run_the_binary(
+    extra: &[&str],
+    state_dir: &std::path::Path,
+    port: u16,
+) -> (String, String, std::process::ExitStatus) {
+    use std::io::{BufRead as _, Read as _};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args(["sandbox", "--dns-listen", &format!("127.0.0.1:{port}"), "--state-dir"])
+        .arg(state_dir)
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let started = Instant::now();
+    let mut out = String::new();
+    while started.elapsed() < Duration::from_secs(30) {
+        match lines_rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => {
+                let change = line.starts_with("+ ");
+                out.push_str(&line);
+                out.push('\n');
+                if change {
+                    println!("first change line after {:?}", started.elapsed());
+                    break;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    out.extend(lines_rx.try_iter().map(|l| l + "\n"));
+    (out, errors.join().unwrap(), status)
+}
+
+/// A log line as tracing-subscriber's text format starts it.
+fn is_log_line(line: &str) -> bool {
+    let timestamp = line.len() > 20 && line.as_bytes()[4] == b'-' && line.as_bytes()[10] == b'T';
+    timestamp
+        || [" INFO ", " WARN ", " ERROR ", " DEBUG "]
+            .iter()
+            .any(|l| line.contains(l))
+}
+
+/// The terminal shows the first screen and the change lines, no log lines;
+/// they are in `<state-dir>/sandbox.log`, or on standard error with
+/// `--verbose`. A DNS address taken stops the sandbox with a clear error.
+#[test]
+fn the_terminal_is_for_people_and_the_logs_go_to_a_file() {
+    let state_dir = temp_dir("sandbox-terminal");
+    let (out, err, status) = run_the_binary(&[], &state_dir, free_port());
+    println!("{out}");
+    assert!(
+        out.starts_with("fedns sandbox: a host and 3 member clusters on loopback\n"),
+        "{out}"
+    );
+    let log = state_dir.join("sandbox.log");
+    assert!(
+        out.contains(&format!(
+            "Log lines go to {} (--verbose: to this terminal).",
+            log.display()
+        )),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("+ ")), "no change line:\n{out}");
+    assert!(!out.lines().any(is_log_line), "log lines on standard output:\n{out}");
+    assert!(!err.lines().any(is_log_line), "log lines on standard error:\n{err}");
+    assert!(status.success(), "{status}: {err}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.lines().filter(|l| is_log_line(l)).count() > 3, "{logged}");
+    assert!(logged.contains("Kubernetes API emulator started"), "{logged}");
+    assert!(!logged.contains('\u{1b}'), "no colours in the file");
+
+    let verbose_dir = temp_dir("sandbox-verbose");
+    let (out, err, _) = run_the_binary(&["--verbose"], &verbose_dir, free_port());
+    assert!(!out.contains("Log lines go to"), "{out}");
+    assert!(!out.lines().any(is_log_line), "log lines on standard output:\n{out}");
+    assert!(err.contains("Kubernetes API emulator started"), "--verbose: {err}");
+    assert!(!verbose_dir.join("sandbox.log").exists());
+
+    // A DNS address in use: nothing starts, and standard error says why.
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let busy_dir = temp_dir("sandbox-busy");
+    let (out, err, status) = run_the_binary(&[], &busy_dir, port);
+    assert!(!status.success());
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.starts_with(&format!("fedns sandbox: cannot answer DNS on 127.0.0.1:{port} (UDP)")),
+        "{err}"
+    );
+    assert!(err.contains("--dns-listen"), "{err}");
+    assert!(!busy_dir.join("host.kubeconfig").exists(), "nothing may start");
 }
