@@ -612,6 +612,8 @@ async fn the_first_screen_of_replayed_clusters_names_them() {
         "fedns sandbox recover prod-b",
         "fedns sandbox cordon prod-a",
         "prod-b.kubeconfig -n store patch ingress storefront",
+        "Not replayed (kinds the emulators do not serve):",
+        "prod-a/certificate.yaml: cert-manager.io/v1/Certificate storefront-tls",
     ] {
         assert!(text.contains(replayed), "{replayed} missing:\n{text}");
     }
