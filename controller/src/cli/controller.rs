@@ -540,6 +540,9 @@ async fn member_sources(
                     recorder: Recorder::new(host.clone(), reporter(identity)),
                 });
             }
+            MemberSource::Clusternet | MemberSource::Capi | MemberSource::Argocd | MemberSource::Clusterprofile => {
+                super::inventories::start(*source, args, identity, &mut sources, notify).await?;
+            }
         }
     }
     Ok(sources)
@@ -680,7 +683,7 @@ fn reflect_dynamic(
     store
 }
 
-fn reporter(identity: &str) -> Reporter {
+pub(super) fn reporter(identity: &str) -> Reporter {
     Reporter {
         controller: "fedns-controller".into(),
         instance: Some(identity.to_owned()),
@@ -703,8 +706,8 @@ fn slim_engine_secret(secret: &mut Secret) {
 }
 
 /// A reflector's store and a future that resolves once it has listed.
-struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
-    store: Store<K>,
+pub(super) struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
+    pub(super) store: Store<K>,
 }
 
 impl<K> Reflected<K>
@@ -800,10 +803,23 @@ fn reflect_slim<K>(
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
+    reflect_selected(api, watcher::Config::default(), slim, on_change)
+}
+
+/// As [`reflect_slim`], watching only what `config` selects (labels, fields).
+pub(super) fn reflect_selected<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    slim: impl FnMut(&mut K) + Send + 'static,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
     let (store, writer) = reflector::store();
     let kind = K::kind(&()).into_owned();
     tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).modify(slim))
+        let stream = reflector::reflector(writer, watcher(api, config).modify(slim))
             .default_backoff()
             .touched_objects();
         futures::pin_mut!(stream);

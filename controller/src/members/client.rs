@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use fedns_api::MemberClusterSpec;
 use k8s_openapi::api::core::v1::Secret;
-use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
@@ -27,6 +27,10 @@ pub(crate) struct Connection {
     pub(crate) insecure: bool,
     /// Bearer token.
     pub(crate) token: Option<String>,
+    /// PEM client certificate and its PEM private key (both or neither).
+    pub(crate) client_identity: Option<(Vec<u8>, Vec<u8>)>,
+    /// Name to check the serving certificate against instead of the endpoint's host.
+    pub(crate) tls_server_name: Option<String>,
     /// A whole kubeconfig (its current context), instead of the above.
     pub(crate) kubeconfig: Option<String>,
     /// HTTP or SOCKS5 proxy to reach the API server through (Karmada `spec.proxyURL`).
@@ -54,12 +58,18 @@ impl Connection {
         self.ca_pem.hash(&mut hasher);
         self.insecure.hash(&mut hasher);
         self.token.hash(&mut hasher);
+        self.client_identity.hash(&mut hasher);
+        self.tls_server_name.hash(&mut hasher);
         self.kubeconfig.hash(&mut hasher);
         self.proxy_url.hash(&mut hasher);
-        self.through
-            .as_ref()
-            .map(|c| c.cluster_url.to_string())
-            .hash(&mut hasher);
+        if let Some(through) = &self.through {
+            through.cluster_url.to_string().hash(&mut hasher);
+            // Impersonation extras carry a member's token through a proxy (Clusternet).
+            through.auth_info.impersonate.hash(&mut hasher);
+            let mut extra: Vec<_> = through.auth_info.impersonate_user_extra.iter().flatten().collect();
+            extra.sort();
+            extra.hash(&mut hasher);
+        }
         hasher.finish()
     }
 
@@ -131,11 +141,14 @@ impl Connection {
                 config.root_cert = Some(certs);
             }
             if let Some(token) = &self.token {
-                config.auth_info = AuthInfo {
-                    token: Some(secrecy::SecretString::from(token.clone())),
-                    ..AuthInfo::default()
-                };
+                config.auth_info.token = Some(secrecy::SecretString::from(token.clone()));
             }
+            if let Some((cert, key)) = &self.client_identity {
+                let b64 = |pem: &[u8]| base64::engine::general_purpose::STANDARD.encode(pem);
+                config.auth_info.client_certificate_data = Some(b64(cert));
+                config.auth_info.client_key_data = Some(secrecy::SecretString::from(b64(key)));
+            }
+            config.tls_server_name = self.tls_server_name.clone();
             if let Some(proxy) = &self.proxy_url {
                 config.proxy_url = Some(
                     proxy
