@@ -610,6 +610,15 @@ async fn auto_records(
             sources.push(source(&karmada, false, false));
         }
     }
+    // Clusternet's templates (the Services its Subscriptions feed) are in the parent.
+    if args.sources.member_source.contains(&MemberSource::Clusternet) {
+        if let Some(path) = &args.sources.inventories.clusternet_kubeconfig {
+            let parent = crate::kube_client::client(Some(path))
+                .await
+                .context("Clusternet's parent cluster (--clusternet-kubeconfig)")?;
+            sources.push(source(&parent, false, false));
+        }
+    }
     Ok(AutoRecords {
         host: host.clone(),
         registry: Some(registry.clone()),
