@@ -18,8 +18,8 @@ use kube::{CustomResource, Resource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    engine_member, kubeconfig_connection, ready_from_conditions, topology_from_labels, Inventory, InventoryCondition,
-    MemberSource, Translated,
+    engine_member, kubeconfig_connection, lenient, ready_from_conditions, topology_from_labels, Inventory,
+    InventoryCondition, MemberSource, Translated,
 };
 use crate::members::client::{secret_value, Connection};
 
@@ -37,7 +37,7 @@ use crate::members::client::{secret_value, Connection};
 #[serde(rename_all = "camelCase")]
 pub struct ClusterSpec {
     /// Where the workload cluster's API server is (shown; the kubeconfig is what is used).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub control_plane_endpoint: Option<ApiEndpoint>,
 }
 
@@ -45,10 +45,10 @@ pub struct ClusterSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ApiEndpoint {
     /// Host name or IP.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub host: String,
     /// TCP port.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub port: i32,
 }
 
@@ -57,10 +57,10 @@ pub struct ApiEndpoint {
 pub struct ClusterStatus {
     /// Conditions: `Available` (v1beta2), or `Ready` (v1beta1, still
     /// written by older Cluster API versions).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub conditions: Vec<InventoryCondition>,
     /// `Pending`, `Provisioning`, `Provisioned`, `Deleting`, `Failed`, `Unknown`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub phase: Option<String>,
 }
 

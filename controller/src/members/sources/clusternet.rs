@@ -21,7 +21,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{CustomResource, Resource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
-use super::{engine_member, topology_from_labels, EngineReady, Inventory, MemberSource, Translated};
+use super::{engine_member, lenient, topology_from_labels, EngineReady, Inventory, MemberSource, Translated};
 use crate::members::client::{secret_value, token_text, Connection};
 
 /// Clusternet's `ManagedCluster.spec` (the fields fedns reads).
@@ -38,10 +38,10 @@ use crate::members::client::{secret_value, token_text, Connection};
 #[serde(rename_all = "camelCase")]
 pub struct ManagedClusterSpec {
     /// The child's UUID (the socket proxy's path names it).
-    #[serde(default, rename = "clusterId")]
+    #[serde(default, rename = "clusterId", deserialize_with = "lenient")]
     pub cluster_id: String,
     /// `Push`, `Pull` or `Dual`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub sync_mode: String,
 }
 
@@ -50,19 +50,19 @@ pub struct ManagedClusterSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ManagedClusterStatus {
     /// The child's API server as its agent advertises it.
-    #[serde(default, rename = "apiserverURL")]
+    #[serde(default, rename = "apiserverURL", deserialize_with = "lenient")]
     pub apiserver_url: String,
     /// The child's `/readyz`, as its agent last saw it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub readyz: bool,
     /// The child's `/livez`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub livez: bool,
     /// The child's `/healthz` (deprecated upstream, kept for older agents).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub healthz: bool,
     /// The child is reached through the agent's websocket (hub socket proxy).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub use_socket: bool,
 }
 
@@ -278,6 +278,22 @@ mod tests {
             t.engine_ready.unwrap().summary(),
             "False (NotReadyz): readyz=false livez=true healthz=false"
         );
+    }
+
+    #[test]
+    fn ill_typed_fields_decode_to_defaults_not_an_error() {
+        let c: ManagedCluster = serde_json::from_value(json!({
+            "apiVersion": "clusters.clusternet.io/v1beta1", "kind": "ManagedCluster",
+            "metadata": {"name": "odd", "namespace": "clusternet-odd"},
+            "spec": {"clusterId": 1234, "syncMode": ["Push"]},
+            "status": {"readyz": "yes", "useSocket": true, "apiserverURL": {"x": 1}},
+        }))
+        .unwrap();
+        assert_eq!(c.spec.cluster_id, "1234", "a number is taken as its text");
+        assert_eq!(c.spec.sync_mode, "");
+        let status = c.status.unwrap();
+        assert!(!status.readyz && status.use_socket);
+        assert_eq!(status.apiserver_url, "");
     }
 
     #[tokio::test]

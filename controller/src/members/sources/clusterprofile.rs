@@ -22,7 +22,7 @@ use kube::{CustomResource, Resource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    base64_field, engine_member, ready_from_conditions, topology_from_labels, Inventory, InventoryCondition,
+    base64_field, engine_member, lenient, ready_from_conditions, topology_from_labels, Inventory, InventoryCondition,
     MemberSource, Translated, REGION_LABEL, ZONE_LABEL,
 };
 use crate::members::client::{secret_value, token_text, Connection};
@@ -41,7 +41,7 @@ use crate::members::client::{secret_value, token_text, Connection};
 #[serde(rename_all = "camelCase")]
 pub struct ClusterProfileSpec {
     /// Human-readable name.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
     pub display_name: String,
 }
 
@@ -50,16 +50,16 @@ pub struct ClusterProfileSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ClusterProfileStatus {
     /// Conditions; `ControlPlaneHealthy` is the cluster manager's view.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub conditions: Vec<InventoryCondition>,
     /// Name/value properties (ClusterProperty, KEP-2149).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub properties: Vec<Property>,
     /// How to reach the cluster, per access provider.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub access_providers: Vec<AccessProvider>,
     /// The older name of `accessProviders`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub credential_providers: Vec<AccessProvider>,
 }
 
@@ -67,10 +67,10 @@ pub struct ClusterProfileStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Property {
     /// Property name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub name: String,
     /// Property value.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub value: String,
 }
 
@@ -78,10 +78,10 @@ pub struct Property {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct AccessProvider {
     /// Provider name (`secretreader`, ...).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub name: String,
     /// A kubeconfig `clusters[].cluster` (`k8s.io/client-go/tools/clientcmd/api/v1`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub cluster: KubeconfigCluster,
 }
 
@@ -90,23 +90,23 @@ pub struct AccessProvider {
 #[serde(rename_all = "kebab-case")]
 pub struct KubeconfigCluster {
     /// API server URL.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub server: String,
     /// Name to verify the server's certificate against.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
     pub tls_server_name: String,
     /// Skip verification of the server's certificate.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub insecure_skip_tls_verify: bool,
     /// PEM CA bundle, base64 in JSON.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
     pub certificate_authority_data: String,
     /// Proxy URL.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
     pub proxy_url: String,
     /// Named extensions (`client.authentication.k8s.io/exec` carries the
     /// provider's own settings).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub extensions: Vec<NamedExtension>,
 }
 
@@ -114,10 +114,10 @@ pub struct KubeconfigCluster {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct NamedExtension {
     /// Extension name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub name: String,
     /// Its settings (any JSON).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub extension: serde_json::Value,
 }
 

@@ -179,16 +179,16 @@ pub(crate) fn topology_from_labels(
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct InventoryCondition {
     /// Condition type (`Available`, `Ready`, `ControlPlaneHealthy`, ...).
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type", default, deserialize_with = "lenient")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient")]
     pub status: String,
     /// Reason of the last transition.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub reason: Option<String>,
     /// Message of the last transition.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub message: Option<String>,
 }
 
@@ -242,6 +242,26 @@ pub(crate) fn base64_field(value: &str, what: &str) -> Result<Vec<u8>, String> {
     base64::engine::general_purpose::STANDARD
         .decode(value.trim())
         .map_err(|e| format!("{what} is not base64: {e}"))
+}
+
+/// Deserializes a field of an inventory object, its type's default when
+/// the value does not fit (a number where a string is wanted...): one
+/// malformed object must not fail the decoding of a whole watch list. A
+/// number or boolean where a string is wanted is taken as its text.
+pub(crate) fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    let value = match value {
+        serde_json::Value::Number(n) => serde_json::from_value(serde_json::Value::Number(n.clone()))
+            .or_else(|_| serde_json::from_value(serde_json::Value::String(n.to_string()))),
+        serde_json::Value::Bool(b) => serde_json::from_value(serde_json::Value::Bool(b))
+            .or_else(|_| serde_json::from_value(serde_json::Value::String(b.to_string()))),
+        other => serde_json::from_value(other),
+    };
+    Ok(value.unwrap_or_default())
 }
 
 /// A member source's inputs: every member it asks for, translated.
