@@ -636,17 +636,25 @@ impl Running {
                     None,
                 ),
             };
+            // Propagation engines have a control plane; the others keep an inventory.
+            let role = match engine {
+                Engine::Karmada | Engine::Kubefed | Engine::Clusternet => "control plane",
+                Engine::Capi | Engine::Argocd | Engine::Clusterprofile => "cluster inventory",
+            };
             screen.text(format!(
-                "The host stands in for {}'s control plane; its clusters{}:",
+                "The host stands in for {}'s {role}; its clusters{}:",
                 engine.as_str(),
                 pull.unwrap_or_default()
             ));
             let mut args: Vec<String> = match namespace {
-                Some("-A") => vec!["-A".to_owned()],
-                Some(n) => vec!["-n".to_owned(), n.to_owned()],
-                None => Vec::new(),
+                Some(n) if n != "-A" => vec!["-n".to_owned(), n.to_owned()],
+                _ => Vec::new(),
             };
             args.extend(["get".to_owned(), kind.to_owned()]);
+            // kubectl takes `-A` only after the verb.
+            if namespace == Some("-A") {
+                args.push("-A".to_owned());
+            }
             if let Some(selector) = selector {
                 args.extend(["-l".to_owned(), selector.to_owned()]);
             }
