@@ -523,12 +523,14 @@ pub struct SandboxArgs {
     /// (`kubectl get nodes,svc,endpointslices,ingress -A -o yaml > DIR/<name>/state.yaml`).
     #[arg(long, value_name = "DIR")]
     pub members_from: Option<PathBuf>,
-    /// Seed the host as this propagation engine's control plane: its
-    /// cluster CRD, a Cluster (Karmada; eu-west-1 in pull mode, through the
-    /// cluster proxy) or KubeFedCluster (kubefed) per member with its
-    /// Secret, and annotated Service/Ingress templates instead of
-    /// MemberClusters and hand-written records; the controller runs with
-    /// `--member-source ENGINE --auto-records`.
+    /// Seed the host as this propagation engine's control plane or fleet
+    /// inventory: its cluster CRD, a Cluster (Karmada; eu-west-1 in pull
+    /// mode, through the cluster proxy), KubeFedCluster (kubefed),
+    /// ManagedCluster (Clusternet; eu-west-1 through the hub's socket
+    /// proxy), Cluster (Cluster API), cluster Secret (Argo CD) or
+    /// ClusterProfile per member with its credentials, and annotated
+    /// Service/Ingress templates instead of MemberClusters and hand-written
+    /// records; the controller runs with `--member-source ENGINE --auto-records`.
     #[arg(long, value_enum, value_name = "ENGINE", conflicts_with = "members_from")]
     pub engine: Option<crate::federation::Engine>,
     /// Log lines (the controller's, the emulators', the DNS server's) on
