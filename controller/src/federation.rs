@@ -151,7 +151,7 @@ impl Federation {
     /// # Errors
     /// `plane` rejects the objects.
     pub fn install_engine_in(&self, plane: &Emulator, engine: Engine) -> anyhow::Result<()> {
-        plane.seed_yaml(engine.as_str(), engine.crd_yaml())?;
+        plane.seed_yaml(engine.as_str(), &engine.crd_yaml())?;
         Ok(())
     }
 
@@ -435,14 +435,26 @@ impl Engine {
 
     /// The engine's cluster CRD (schema: any fields kept, status
     /// subresource) and the namespace of its Secrets.
-    fn crd_yaml(self) -> &'static str {
+    fn crd_yaml(self) -> String {
         match self {
-            Engine::Karmada => KARMADA_CRD,
-            Engine::Kubefed => KUBEFED_CRD,
-            Engine::Clusternet => CLUSTERNET_CRD,
-            Engine::Capi => CAPI_CRD,
-            Engine::Argocd => ARGOCD_NAMESPACE_YAML,
-            Engine::Clusterprofile => CLUSTERPROFILE_CRD,
+            Engine::Karmada => KARMADA_CRD.to_owned(),
+            Engine::Kubefed => KUBEFED_CRD.to_owned(),
+            Engine::Clusternet => open_crd_yaml(
+                "clusters.clusternet.io",
+                "v1beta1",
+                "ManagedCluster",
+                "managedclusters",
+                &[],
+            ),
+            Engine::Capi => open_crd_yaml("cluster.x-k8s.io", "v1beta2", "Cluster", "clusters", &[CAPI_NAMESPACE]),
+            Engine::Argocd => namespace_yaml(ARGOCD_NAMESPACE),
+            Engine::Clusterprofile => open_crd_yaml(
+                "multicluster.x-k8s.io",
+                "v1alpha1",
+                "ClusterProfile",
+                "clusterprofiles",
+                &[CLUSTERPROFILE_NAMESPACE],
+            ),
         }
     }
 }
@@ -504,67 +516,36 @@ kind: Namespace
 metadata: {name: kube-federation-system}
 "#;
 
-const CLUSTERNET_CRD: &str = r#"
+/// A namespaced CRD serving `kind` (`plural.group`, one `version`) with
+/// any fields kept and a status subresource, as the emulator needs it to
+/// serve an inventory's objects, and the `namespaces` its objects live in.
+fn open_crd_yaml(group: &str, version: &str, kind: &str, plural: &str, namespaces: &[&str]) -> String {
+    let singular = kind.to_lowercase();
+    let mut yaml = format!(
+        r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: managedclusters.clusters.clusternet.io}
+metadata: {{name: {plural}.{group}}}
 spec:
-  group: clusters.clusternet.io
+  group: {group}
   scope: Namespaced
-  names: {kind: ManagedCluster, listKind: ManagedClusterList, plural: managedclusters, singular: managedcluster, shortNames: [mcls]}
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
   versions:
-    - name: v1beta1
+    - name: {version}
       served: true
       storage: true
-      subresources: {status: {}}
+      subresources: {{status: {{}}}}
       schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"#;
+        openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#
+    );
+    for namespace in namespaces {
+        yaml.push_str(&namespace_yaml(namespace));
+    }
+    yaml
+}
 
-const CAPI_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: clusters.cluster.x-k8s.io}
-spec:
-  group: cluster.x-k8s.io
-  scope: Namespaced
-  names: {kind: Cluster, listKind: ClusterList, plural: clusters, singular: cluster, shortNames: [cl]}
-  versions:
-    - name: v1beta2
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: fleet}
-"#;
-
-const ARGOCD_NAMESPACE_YAML: &str = r#"
-apiVersion: v1
-kind: Namespace
-metadata: {name: argocd}
-"#;
-
-const CLUSTERPROFILE_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: clusterprofiles.multicluster.x-k8s.io}
-spec:
-  group: multicluster.x-k8s.io
-  scope: Namespaced
-  names: {kind: ClusterProfile, listKind: ClusterProfileList, plural: clusterprofiles, singular: clusterprofile}
-  versions:
-    - name: v1alpha1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: fleet}
-"#;
+/// A Namespace, as a YAML document.
+fn namespace_yaml(name: &str) -> String {
+    format!("---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}}}\n")
+}

@@ -702,15 +702,20 @@ pub(super) fn reporter(identity: &str) -> Reporter {
 /// Of an engine's Secrets only the credentials fedns reads are kept (the
 /// namespace may hold many other Secrets).
 fn slim_engine_secret(secret: &mut Secret) {
-    const KEYS: [&str; 2] = ["token", "caBundle"];
+    secret.metadata.labels = None;
+    keep_secret_keys(secret, &["token", "caBundle"]);
+}
+
+/// Of a Secret only `keys` of its data are kept (no managed fields, no
+/// annotations): what fedns caches of credentials Secrets.
+pub(super) fn keep_secret_keys(secret: &mut Secret, keys: &[&str]) {
     secret.metadata.managed_fields = None;
     secret.metadata.annotations = None;
-    secret.metadata.labels = None;
     if let Some(data) = secret.data.as_mut() {
-        data.retain(|k, _| KEYS.contains(&k.as_str()));
+        data.retain(|k, _| keys.contains(&k.as_str()));
     }
     if let Some(data) = secret.string_data.as_mut() {
-        data.retain(|k, _| KEYS.contains(&k.as_str()));
+        data.retain(|k, _| keys.contains(&k.as_str()));
     }
 }
 

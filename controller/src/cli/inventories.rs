@@ -14,7 +14,7 @@ use kube::api::Api;
 use kube::runtime::events::Recorder;
 use kube::runtime::watcher;
 
-use super::controller::{reflect_selected, reporter};
+use super::controller::{keep_secret_keys, reflect_selected, reporter};
 use crate::cli::ControllerArgs;
 use crate::members::sources::{argocd, capi, clusternet, clusterprofile, Sources};
 use crate::members::MemberSource;
@@ -56,16 +56,7 @@ fn selected(selector: &str) -> watcher::Config {
 /// Of an inventory's Secret only `keys` are kept (labels too: Argo CD's
 /// cluster labels give topology).
 fn slim_secret(keys: &'static [&'static str]) -> impl FnMut(&mut Secret) + Send + 'static {
-    move |secret: &mut Secret| {
-        secret.metadata.managed_fields = None;
-        secret.metadata.annotations = None;
-        if let Some(data) = secret.data.as_mut() {
-            data.retain(|k, _| keys.contains(&k.as_str()));
-        }
-        if let Some(data) = secret.string_data.as_mut() {
-            data.retain(|k, _| keys.contains(&k.as_str()));
-        }
-    }
+    move |secret: &mut Secret| keep_secret_keys(secret, keys)
 }
 
 /// Starts the caches of `source` (an inventory source) into `sources`.

@@ -62,6 +62,7 @@ pub(crate) struct Setup {
     pub(crate) dns_port: u16,
     pub(crate) metrics_port: u16,
     pub(crate) host: kube::Client,
+    pub(crate) engine: Engine,
     pub(crate) _controller: Process,
 }
 
@@ -109,6 +110,7 @@ pub(crate) async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn
         dns_port,
         metrics_port,
         host,
+        engine,
         _controller: controller,
     }
 }

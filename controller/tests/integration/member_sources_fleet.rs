@@ -71,6 +71,66 @@ async fn merge_status(api: &Api<DynamicObject>, name: &str, status: serde_json::
         .unwrap();
 }
 
+/// Registers `a` (with `a_extra`: its topology), `b` (with `b_extra`) and
+/// `c` with `engine`, and seeds `bad` (a malformed object) in the host.
+fn register_three(
+    f: &fedns_controller::federation::Federation,
+    engine: Engine,
+    a_extra: serde_json::Value,
+    b_extra: serde_json::Value,
+    bad: &str,
+) {
+    f.register_engine(engine, "a", a_extra).unwrap();
+    f.register_engine(engine, "b", b_extra).unwrap();
+    f.register_engine(engine, "c", json!({})).unwrap();
+    f.host.seed_yaml("bad", bad).unwrap();
+}
+
+/// `a_row` (a's topology from the inventory) and the other rows are
+/// published, and the malformed object `object` (member `member`) is
+/// reported: an Event mentioning `note`, `fedns_member_ready` 0.
+async fn published_and_malformed_reported(s: &Setup, a_row: &str, object: &str, member: &str, note: &str) {
+    wait_global(s, "three members published", ALL).await;
+    wait_row(s, a_row).await;
+    wait_row(s, "nginx.ns.myfed.svc.r3a.r3.example.com A 203.0.113.3").await;
+    wait_event(&s.host, object, note).await;
+    let source = s.engine.as_str();
+    wait_metric(
+        s,
+        &format!(r#"fedns_member_ready{{cluster="{member}",source="{source}"}} 0"#),
+    )
+    .await;
+}
+
+/// The inventory's own readiness of `name` set to not ready (`status`
+/// merged into the object's status) is reported, not obeyed.
+async fn not_ready_is_reported_not_obeyed(s: &Setup, api: &Api<DynamicObject>, name: &str, status: serde_json::Value) {
+    merge_status(api, name, status).await;
+    let source = s.engine.as_str();
+    wait_metric(
+        s,
+        &format!(r#"fedns_member_engine_ready{{cluster="{name}",source="{source}"}} 0"#),
+    )
+    .await;
+    let text = metrics(s).await;
+    assert!(
+        text.contains(&format!(
+            r#"fedns_member_ready{{cluster="{name}",source="{source}"}} 1"#
+        )),
+        "{text}"
+    );
+}
+
+/// Key `token` of Secret `secret` set wrong takes member `member` out
+/// (global targets `without`), its own token brings it back.
+async fn token_rotation(s: &Setup, secrets: &Api<Secret>, secret: &str, member: &str, without: &str) {
+    set_token(secrets, secret, "wrong").await;
+    wait_global(s, &format!("{member} out with a wrong token"), without).await;
+    let token = s.federation.member(member).unwrap().token().to_owned();
+    set_token(secrets, secret, &token).await;
+    wait_global(s, &format!("{member} back with the rotated token"), ALL).await;
+}
+
 /// Stops member `name`: the global targets become `without`; resumed,
 /// they are `with` again.
 async fn unreachable_member_leaves_and_returns(s: &Setup, name: &str, without: &str, with: &str) {
@@ -84,53 +144,33 @@ async fn unreachable_member_leaves_and_returns(s: &Setup, name: &str, without: &
 async fn clusternet_managed_clusters_are_members() {
     let s = setup(Engine::Clusternet, &[], |f| {
         // a: topology from its labels; b: a socket child, through the
-        // hub's proxy path; c: direct with stored credentials.
-        let labels = json!({"metadata": {"labels": {"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-1"}}});
-        f.register_engine(Engine::Clusternet, "a", labels).unwrap();
-        f.register_engine(Engine::Clusternet, "b", json!({"status": {"useSocket": true}}))
-            .unwrap();
-        f.register_engine(Engine::Clusternet, "c", json!({})).unwrap();
-        // Malformed: a ManagedCluster whose agent stored no credentials.
-        f.host
-            .seed_yaml(
-                "bad",
-                "apiVersion: v1\nkind: Namespace\nmetadata: {name: clusternet-nocreds}\n---\napiVersion: clusters.clusternet.io/v1beta1\nkind: ManagedCluster\nmetadata: {name: nocreds, namespace: clusternet-nocreds}\nspec: {clusterId: 1234, syncMode: Pull}\n",
-            )
-            .unwrap();
+        // hub's proxy path; c: direct with stored credentials. Malformed:
+        // a ManagedCluster whose agent stored no credentials.
+        register_three(
+            f,
+            Engine::Clusternet,
+            json!({"metadata": {"labels": {"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-1"}}}),
+            json!({"status": {"useSocket": true}}),
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: clusternet-nocreds}\n---\napiVersion: clusters.clusternet.io/v1beta1\nkind: ManagedCluster\nmetadata: {name: nocreds, namespace: clusternet-nocreds}\nspec: {clusterId: 1234, syncMode: Pull}\n",
+        );
     })
     .await;
-    let host = s.host.clone();
-    wait_global(&s, "three Clusternet children published", ALL).await;
-    wait_row(&s, "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1").await;
-    wait_row(&s, "nginx.ns.myfed.svc.r2a.r2.example.com A 203.0.113.2").await;
-    wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2", "203.0.113.3"]).await;
-    wait_event(
-        &host,
+    published_and_malformed_reported(
+        &s,
+        "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1",
+        "nocreds",
         "nocreds",
         "child-cluster-deployer (the child's credentials, written by clusternet-agent) not found",
     )
     .await;
-    wait_metric(&s, r#"fedns_member_ready{cluster="nocreds",source="clusternet"} 0"#).await;
-
-    // Clusternet's readyz=false is reported, not obeyed.
-    merge_status(&managed_clusters(&host, "a"), "a", json!({"readyz": false})).await;
-    wait_metric(&s, r#"fedns_member_engine_ready{cluster="a",source="clusternet"} 0"#).await;
-    assert!(metrics(&s)
-        .await
-        .contains(r#"fedns_member_ready{cluster="a",source="clusternet"} 1"#));
-
+    wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2", "203.0.113.3"]).await;
+    not_ready_is_reported_not_obeyed(&s, &managed_clusters(&s.host, "a"), "a", json!({"readyz": false})).await;
     // Rotation of the socket child's token (carried through the hub).
-    let secrets: Api<Secret> = Api::namespaced(host.clone(), "clusternet-b");
-    set_token(&secrets, "child-cluster-deployer", "wrong").await;
-    wait_global(&s, "b out with a wrong token", "203.0.113.1,203.0.113.3").await;
-    let token = s.federation.member("b").unwrap().token().to_owned();
-    set_token(&secrets, "child-cluster-deployer", &token).await;
-    wait_global(&s, "b back with the rotated token", ALL).await;
-
+    let secrets: Api<Secret> = Api::namespaced(s.host.clone(), "clusternet-b");
+    token_rotation(&s, &secrets, "child-cluster-deployer", "b", "203.0.113.1,203.0.113.3").await;
     unreachable_member_leaves_and_returns(&s, "c", "203.0.113.1,203.0.113.2", ALL).await;
-
     // Removal.
-    managed_clusters(&host, "a")
+    managed_clusters(&s.host, "a")
         .delete("a", &DeleteParams::default())
         .await
         .unwrap();
@@ -141,39 +181,34 @@ async fn clusternet_managed_clusters_are_members() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capi_clusters_are_members() {
     let s = setup(Engine::Capi, &["--capi-namespace", CAPI_NAMESPACE], |f| {
-        let labels = json!({"metadata": {"labels": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-1"}}});
-        f.register_engine(Engine::Capi, "a", labels).unwrap();
-        f.register_engine(Engine::Capi, "b", json!({})).unwrap();
-        f.register_engine(Engine::Capi, "c", json!({})).unwrap();
         // Malformed: a kubeconfig Secret that is not a kubeconfig.
-        f.host
-            .seed_yaml(
-                "bad",
-                "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\nstringData: {value: 'clusters: [oops'}\n",
-            )
-            .unwrap();
+        register_three(
+            f,
+            Engine::Capi,
+            json!({"metadata": {"labels": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-1"}}}),
+            json!({}),
+            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\nstringData: {value: 'clusters: [oops'}\n",
+        );
     })
     .await;
     let host = s.host.clone();
-    wait_global(&s, "three Cluster API clusters published", ALL).await;
-    wait_row(&s, "nginx.ns.myfed.svc.us-1.us.example.com A 203.0.113.1").await;
-    wait_row(&s, "nginx.ns.myfed.svc.r3a.r3.example.com A 203.0.113.3").await;
-    wait_event(&host, "broken", "does not parse as a kubeconfig").await;
-    wait_metric(&s, r#"fedns_member_ready{cluster="broken",source="capi"} 0"#).await;
+    published_and_malformed_reported(
+        &s,
+        "nginx.ns.myfed.svc.us-1.us.example.com A 203.0.113.1",
+        "broken",
+        "broken",
+        "does not parse as a kubeconfig",
+    )
+    .await;
     wait_metric(&s, r#"fedns_member_engine_ready{cluster="a",source="capi"} 1"#).await;
-
-    // Cluster API's Available=False is reported, not obeyed.
-    merge_status(
+    not_ready_is_reported_not_obeyed(
+        &s,
         &capi_clusters(&host),
         "b",
         json!({"conditions": [{"type": "Available", "status": "False", "reason": "RemoteConnectionProbeFailed",
             "message": "probe failed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
     )
     .await;
-    wait_metric(&s, r#"fedns_member_engine_ready{cluster="b",source="capi"} 0"#).await;
-    assert!(metrics(&s)
-        .await
-        .contains(r#"fedns_member_ready{cluster="b",source="capi"} 1"#));
 
     // Rotation: the kubeconfig Secret rewritten with a wrong token, then the right one.
     let secrets: Api<Secret> = Api::namespaced(host.clone(), CAPI_NAMESPACE);
@@ -218,18 +253,14 @@ async fn capi_clusters_are_members() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn argocd_cluster_secrets_are_members() {
+    // c with a credential plugin config, which fedns does not run; a
+    // repository Secret beside the clusters (not a member).
+    let exec = json!({"stringData": {"config": {"execProviderConfig": {"command": "argocd-k8s-auth", "apiVersion": "client.authentication.k8s.io/v1beta1"}}}});
     let s = setup(Engine::Argocd, &["--auto-records"], |f| {
         let labels = json!({"metadata": {"labels": {"topology.kubernetes.io/region": "ap", "topology.kubernetes.io/zone": "ap-1"}}});
         f.register_engine(Engine::Argocd, "a", labels).unwrap();
         f.register_engine(Engine::Argocd, "b", json!({})).unwrap();
-        // c with a client certificate config it cannot use yet: exec.
-        f.register_engine(
-            Engine::Argocd,
-            "c",
-            json!({"stringData": {"config": {"execProviderConfig": {"command": "argocd-k8s-auth", "apiVersion": "client.authentication.k8s.io/v1beta1"}}}}),
-        )
-        .unwrap();
-        // Not a cluster Secret: ignored.
+        f.register_engine(Engine::Argocd, "c", exec.clone()).unwrap();
         f.host
             .seed_yaml(
                 "repo",
@@ -248,7 +279,7 @@ async fn argocd_cluster_secrets_are_members() {
         "a repository Secret is no member"
     );
 
-    // c's config replaced by a bearer token: it joins.
+    // c's config replaced by a bearer token: it joins; then rotation.
     let secrets: Api<Secret> = Api::namespaced(host.clone(), ARGOCD_NAMESPACE);
     let member = s.federation.member("c").unwrap();
     let config_of = |member: &fedns_sandbox::Emulator, token: &str| {
@@ -256,18 +287,8 @@ async fn argocd_cluster_secrets_are_members() {
         let config = objects[0]["stringData"]["config"].as_str().unwrap().to_owned();
         config.replace(member.token(), token)
     };
-    secrets
-        .patch(
-            "cluster-c",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"stringData": {"config": config_of(member, member.token())}})),
-        )
-        .await
-        .unwrap();
-    wait_global(&s, "c joins with a bearer token", ALL).await;
-
-    // Rotation: a wrong bearer token, then the right one.
     for (what, token, want) in [
+        ("c joins with a bearer token", member.token(), ALL),
         ("c out with a wrong token", "wrong", "203.0.113.1,203.0.113.2"),
         ("c back", member.token(), ALL),
     ] {
@@ -315,56 +336,38 @@ async fn argocd_cluster_secrets_are_members() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_profiles_are_members() {
     let s = setup(Engine::Clusterprofile, &[], |f| {
-        let properties = json!({"status": {"properties": [
-            {"name": "topology.kubernetes.io/region", "value": "sa"},
-            {"name": "topology.kubernetes.io/zone", "value": "sa-1"}]}});
-        f.register_engine(Engine::Clusterprofile, "a", properties).unwrap();
-        f.register_engine(Engine::Clusterprofile, "b", json!({})).unwrap();
-        f.register_engine(Engine::Clusterprofile, "c", json!({})).unwrap();
         // Malformed: a profile whose only access provider fedns does not implement.
-        f.host
-            .seed_yaml(
-                "bad",
-                "apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\nmetadata: {name: kubelogin-only, namespace: fleet}\nspec: {clusterManager: {name: x}}\nstatus: {accessProviders: [{name: kubelogin, cluster: {server: 'https://127.0.0.1:1'}}]}\n",
-            )
-            .unwrap();
+        register_three(
+            f,
+            Engine::Clusterprofile,
+            json!({"status": {"properties": [
+                {"name": "topology.kubernetes.io/region", "value": "sa"},
+                {"name": "topology.kubernetes.io/zone", "value": "sa-1"}]}}),
+            json!({}),
+            "apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\nmetadata: {name: kubelogin-only, namespace: fleet}\nspec: {clusterManager: {name: x}}\nstatus: {accessProviders: [{name: kubelogin, cluster: {server: 'https://127.0.0.1:1'}}]}\n",
+        );
     })
     .await;
     let host = s.host.clone();
-    wait_global(&s, "three ClusterProfiles published", ALL).await;
-    wait_row(&s, "nginx.ns.myfed.svc.sa-1.sa.example.com A 203.0.113.1").await;
-    wait_event(&host, "kubelogin-only", "has no provider named \"secretreader\"").await;
-    wait_metric(
+    published_and_malformed_reported(
         &s,
-        r#"fedns_member_ready{cluster="kubelogin-only",source="clusterprofile"} 0"#,
+        "nginx.ns.myfed.svc.sa-1.sa.example.com A 203.0.113.1",
+        "kubelogin-only",
+        "kubelogin-only",
+        "has no provider named \"secretreader\"",
     )
     .await;
-
-    // ControlPlaneHealthy=False is reported, not obeyed.
-    merge_status(
+    not_ready_is_reported_not_obeyed(
+        &s,
         &cluster_profiles(&host),
         "c",
         json!({"conditions": [{"type": "ControlPlaneHealthy", "status": "False", "reason": "Unhealthy",
             "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
     )
     .await;
-    wait_metric(
-        &s,
-        r#"fedns_member_engine_ready{cluster="c",source="clusterprofile"} 0"#,
-    )
-    .await;
-    assert!(metrics(&s)
-        .await
-        .contains(r#"fedns_member_ready{cluster="c",source="clusterprofile"} 1"#));
-
     // Rotation of the secretreader's token.
     let secrets: Api<Secret> = Api::namespaced(host.clone(), CLUSTERPROFILE_SECRET_NAMESPACE);
-    set_token(&secrets, "b", "wrong").await;
-    wait_global(&s, "b out with a wrong token", "203.0.113.1,203.0.113.3").await;
-    let token = s.federation.member("b").unwrap().token().to_owned();
-    set_token(&secrets, "b", &token).await;
-    wait_global(&s, "b back", ALL).await;
-
+    token_rotation(&s, &secrets, "b", "b", "203.0.113.1,203.0.113.3").await;
     unreachable_member_leaves_and_returns(&s, "b", "203.0.113.1,203.0.113.3", ALL).await;
 
     // The access provider's server changed to nowhere: c leaves.

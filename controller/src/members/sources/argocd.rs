@@ -13,10 +13,10 @@
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 
-use super::{base64_field, engine_member, topology_from_labels, Inventory, MemberSource, Translated};
+use super::{base64_field, each_translated, engine_member, topology_from_labels, Inventory, MemberSource, Translated};
 use crate::members::client::{secret_value, Connection};
 
 /// Label (and value) that makes a Secret an Argo CD cluster.
@@ -85,12 +85,13 @@ impl Inventory for ArgocdInputs {
     }
 
     fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)> {
-        self.secrets
+        let clusters = self
+            .secrets
             .state()
-            .iter()
+            .into_iter()
             .filter(|s| s.labels().get(SECRET_TYPE_LABEL).map(String::as_str) == Some(SECRET_TYPE_CLUSTER))
-            .map(|s| (translate(s, namespace), self.recorder.clone(), s.object_ref(&())))
-            .collect()
+            .collect();
+        each_translated(clusters, &self.recorder, |s| translate(s, namespace))
     }
 }
 

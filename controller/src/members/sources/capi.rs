@@ -14,12 +14,12 @@
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{CustomResource, Resource, ResourceExt};
+use kube::{CustomResource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    engine_member, kubeconfig_connection, lenient, ready_from_conditions, topology_from_labels, Inventory,
-    InventoryCondition, MemberSource, Translated,
+    each_translated, engine_member, kubeconfig_connection, lenient, ready_from_conditions, topology_from_labels,
+    Inventory, InventoryCondition, MemberSource, Translated,
 };
 use crate::members::client::{secret_value, Connection};
 
@@ -89,17 +89,9 @@ impl Inventory for CapiInputs {
     }
 
     fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)> {
-        self.clusters
-            .state()
-            .iter()
-            .map(|c| {
-                (
-                    translate(c, &self.secrets, namespace),
-                    self.recorder.clone(),
-                    c.object_ref(&()),
-                )
-            })
-            .collect()
+        each_translated(self.clusters.state(), &self.recorder, |c| {
+            translate(c, &self.secrets, namespace)
+        })
     }
 }
 

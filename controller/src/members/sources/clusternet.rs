@@ -18,10 +18,12 @@
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{CustomResource, Resource, ResourceExt};
+use kube::{CustomResource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
-use super::{engine_member, lenient, topology_from_labels, EngineReady, Inventory, MemberSource, Translated};
+use super::{
+    each_translated, engine_member, lenient, topology_from_labels, EngineReady, Inventory, MemberSource, Translated,
+};
 use crate::members::client::{secret_value, token_text, Connection};
 
 /// Clusternet's `ManagedCluster.spec` (the fields fedns reads).
@@ -100,11 +102,7 @@ impl Inventory for ClusternetInputs {
     }
 
     fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)> {
-        self.clusters
-            .state()
-            .iter()
-            .map(|c| (translate(c, self, namespace), self.recorder.clone(), c.object_ref(&())))
-            .collect()
+        each_translated(self.clusters.state(), &self.recorder, |c| translate(c, self, namespace))
     }
 }
 

@@ -18,12 +18,12 @@
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{CustomResource, Resource, ResourceExt};
+use kube::{CustomResource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    base64_field, engine_member, lenient, ready_from_conditions, topology_from_labels, Inventory, InventoryCondition,
-    MemberSource, Translated, REGION_LABEL, ZONE_LABEL,
+    base64_field, each_translated, engine_member, lenient, ready_from_conditions, topology_from_labels, Inventory,
+    InventoryCondition, MemberSource, Translated, REGION_LABEL, ZONE_LABEL,
 };
 use crate::members::client::{secret_value, token_text, Connection};
 
@@ -148,11 +148,7 @@ impl Inventory for ClusterProfileInputs {
     }
 
     fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)> {
-        self.profiles
-            .state()
-            .iter()
-            .map(|p| (translate(p, self, namespace), self.recorder.clone(), p.object_ref(&())))
-            .collect()
+        each_translated(self.profiles.state(), &self.recorder, |p| translate(p, self, namespace))
     }
 }
 

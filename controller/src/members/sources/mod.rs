@@ -264,6 +264,22 @@ where
     Ok(value.unwrap_or_default())
 }
 
+/// Each of `objects` translated by `translate`, with where its Events go
+/// (`recorder`, the object itself): what [`Inventory::members`] returns.
+pub(crate) fn each_translated<K>(
+    objects: Vec<std::sync::Arc<K>>,
+    recorder: &Recorder,
+    translate: impl Fn(&K) -> Translated,
+) -> Vec<(Translated, Recorder, ObjectReference)>
+where
+    K: Resource<DynamicType = ()>,
+{
+    objects
+        .iter()
+        .map(|o| (translate(o), recorder.clone(), o.object_ref(&())))
+        .collect()
+}
+
 /// A member source's inputs: every member it asks for, translated.
 pub(crate) trait Inventory {
     /// Which source this is.
