@@ -434,10 +434,12 @@ pub struct InventoryArgs {
     /// Label selector of the ClusterProfiles that are members.
     #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub clusterprofile_selector: String,
-    /// The access provider of `status.accessProviders` fedns uses; fedns
-    /// implements `secretreader`.
-    #[arg(long, value_name = "NAME", default_value = "secretreader")]
-    pub clusterprofile_access_provider: String,
+    /// The consumer's access provider file (JSON, as the cluster inventory
+    /// API's `pkg/access`: `{"providers": [{"name", "execConfig"}]}`):
+    /// access providers of those names are reached with their exec
+    /// credential plugin; `secretreader` is built in.
+    #[arg(long, value_name = "PATH")]
+    pub clusterprofile_provider_file: Option<PathBuf>,
     /// The consumer namespace where the `secretreader` provider's Secrets
     /// are (`<namespace>/<clusterName>`, key `token`; default: the
     /// controller namespace).
@@ -461,7 +463,7 @@ impl Default for InventoryArgs {
             clusterprofile_kubeconfig: None,
             clusterprofile_namespace: None,
             clusterprofile_selector: String::new(),
-            clusterprofile_access_provider: "secretreader".into(),
+            clusterprofile_provider_file: None,
             clusterprofile_secret_namespace: None,
         }
     }

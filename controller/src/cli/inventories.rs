@@ -134,6 +134,10 @@ pub(super) async fn start(
             });
         }
         MemberSource::Clusterprofile => {
+            let exec_providers = match &inv.clusterprofile_provider_file {
+                Some(path) => clusterprofile::ProviderFile::read(path).map_err(|e| anyhow::anyhow!(e))?,
+                None => clusterprofile::ProviderFile::default(),
+            };
             let (_, client) =
                 inventory_client(inv.clusterprofile_kubeconfig.as_deref(), host, "ClusterProfile").await?;
             let (n1, n2) = (notify.clone(), notify);
@@ -157,7 +161,7 @@ pub(super) async fn start(
                 profiles: profiles.store,
                 secrets: secrets.store,
                 secret_namespace,
-                provider: inv.clusterprofile_access_provider.clone(),
+                exec_providers,
                 recorder: Recorder::new(client, reporter(identity)),
             });
         }

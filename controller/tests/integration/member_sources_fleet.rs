@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use crate::common::temp_dir;
 use crate::member_sources::{metrics, set_token, setup, wait_dig, wait_event, wait_global, wait_row, Setup, GLOBAL};
 use fedns_controller::federation::{
     inventory_objects, Engine, ARGOCD_NAMESPACE, CAPI_NAMESPACE, CLUSTERPROFILE_NAMESPACE,
@@ -72,17 +73,17 @@ async fn merge_status(api: &Api<DynamicObject>, name: &str, status: serde_json::
 }
 
 /// Registers `a` (with `a_extra`: its topology), `b` (with `b_extra`) and
-/// `c` with `engine`, and seeds `bad` (a malformed object) in the host.
+/// `c` (with `c_extra`) with `engine`, and seeds `bad` (a malformed object)
+/// in the host.
 fn register_three(
     f: &fedns_controller::federation::Federation,
     engine: Engine,
-    a_extra: serde_json::Value,
-    b_extra: serde_json::Value,
+    [a_extra, b_extra, c_extra]: [serde_json::Value; 3],
     bad: &str,
 ) {
     f.register_engine(engine, "a", a_extra).unwrap();
     f.register_engine(engine, "b", b_extra).unwrap();
-    f.register_engine(engine, "c", json!({})).unwrap();
+    f.register_engine(engine, "c", c_extra).unwrap();
     f.host.seed_yaml("bad", bad).unwrap();
 }
 
@@ -149,8 +150,11 @@ async fn clusternet_managed_clusters_are_members() {
         register_three(
             f,
             Engine::Clusternet,
-            json!({"metadata": {"labels": {"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-1"}}}),
-            json!({"status": {"useSocket": true}}),
+            [
+                json!({"metadata": {"labels": {"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-1"}}}),
+                json!({"status": {"useSocket": true}}),
+                json!({}),
+            ],
             "apiVersion: v1\nkind: Namespace\nmetadata: {name: clusternet-nocreds}\n---\napiVersion: clusters.clusternet.io/v1beta1\nkind: ManagedCluster\nmetadata: {name: nocreds, namespace: clusternet-nocreds}\nspec: {clusterId: 1234, syncMode: Pull}\n",
         );
     })
@@ -185,8 +189,11 @@ async fn capi_clusters_are_members() {
         register_three(
             f,
             Engine::Capi,
-            json!({"metadata": {"labels": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-1"}}}),
-            json!({}),
+            [
+                json!({"metadata": {"labels": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-1"}}}),
+                json!({}),
+                json!({}),
+            ],
             "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\nstringData: {value: 'clusters: [oops'}\n",
         );
     })
@@ -335,15 +342,44 @@ async fn argocd_cluster_secrets_are_members() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_profiles_are_members() {
-    let s = setup(Engine::Clusterprofile, &[], |f| {
-        // Malformed: a profile whose only access provider fedns does not implement.
+    // c is reached through an exec provider of the provider file: a script
+    // that checks the cluster info it is given and prints c's token.
+    let plugins = temp_dir("clusterprofile-plugins");
+    let script = plugins.join("token-plugin.sh");
+    let providers = plugins.join("providers.json");
+    std::fs::write(
+        &providers,
+        json!({"providers": [{"name": "script", "execConfig": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": script}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let args = ["--clusterprofile-provider-file", providers.to_str().unwrap()];
+    let s = setup(Engine::Clusterprofile, &args, |f| {
+        let c = f.member("c").unwrap();
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncase \"$KUBERNETES_EXEC_INFO\" in *'\"clusterName\":\"c\"'*) ;; *) echo \"no cluster info: $KUBERNETES_EXEC_INFO\" >&2; exit 1;; esac\nprintf '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{}\"}}}}'\n",
+                c.token()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let objects = inventory_objects(Engine::Clusterprofile, "c", c, &json!({}));
+        let mut provider = objects[1]["status"]["accessProviders"][0].clone();
+        provider["name"] = json!("script");
+        // Malformed: a profile whose only access provider fedns does not know.
         register_three(
             f,
             Engine::Clusterprofile,
-            json!({"status": {"properties": [
-                {"name": "topology.kubernetes.io/region", "value": "sa"},
-                {"name": "topology.kubernetes.io/zone", "value": "sa-1"}]}}),
-            json!({}),
+            [
+                json!({"status": {"properties": [
+                    {"name": "topology.kubernetes.io/region", "value": "sa"},
+                    {"name": "topology.kubernetes.io/zone", "value": "sa-1"}]}}),
+                json!({}),
+                json!({"status": {"accessProviders": [provider]}}),
+            ],
             "apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\nmetadata: {name: kubelogin-only, namespace: fleet}\nspec: {clusterManager: {name: x}}\nstatus: {accessProviders: [{name: kubelogin, cluster: {server: 'https://127.0.0.1:1'}}]}\n",
         );
     })
@@ -354,7 +390,7 @@ async fn cluster_profiles_are_members() {
         "nginx.ns.myfed.svc.sa-1.sa.example.com A 203.0.113.1",
         "kubelogin-only",
         "kubelogin-only",
-        "has no provider named \"secretreader\"",
+        "has no provider fedns knows (it has: kubelogin; fedns knows: secretreader, script)",
     )
     .await;
     not_ready_is_reported_not_obeyed(

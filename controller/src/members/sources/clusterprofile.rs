@@ -7,13 +7,19 @@
 //! Access, as the API defines it: `status.accessProviders[]` (or the
 //! older `status.credentialProviders[]`), each a provider name and a
 //! kubeconfig `cluster` (server, CA, TLS server name, proxy URL,
-//! extensions). fedns uses the provider named by
-//! `--clusterprofile-access-provider` and implements the `secretreader`
-//! provider's contract itself (`plugins/secretreader` in that repository):
-//! the bearer token is key `token` of the Secret `<consumer
-//! namespace>/<clusterName>`, `clusterName` from the cluster's
-//! `client.authentication.k8s.io/exec` extension, else the profile's
-//! name. Exec plugins of other providers are not run.
+//! extensions); the consumer maps provider names to exec plugins in a
+//! provider file (`pkg/access/config.go`: `{"providers": [{"name",
+//! "execConfig"}]}`, `--clusterprofile-provider-file`). fedns uses the
+//! first access provider of the profile that it knows: one of the
+//! provider file's, run as an exec credential plugin with the cluster's
+//! info (`provideClusterInfo`: the `client.authentication.k8s.io/exec`
+//! extension is passed as `config`), or `secretreader`, whose contract
+//! (`plugins/secretreader` in that repository) fedns implements itself
+//! unless the file names it: the bearer token is key `token` of the Secret
+//! `<consumer namespace>/<clusterName>`, `clusterName` from that extension,
+//! else the profile's name. The extensions adding exec arguments or
+//! environment (`clusterprofiles.multicluster.x-k8s.io/exec/additional-*`)
+//! are not applied.
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
@@ -126,8 +132,54 @@ pub const SECRETREADER: &str = "secretreader";
 /// Extension whose `clusterName` names the secretreader's Secret.
 pub const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
 
+/// The consumer's provider file (`pkg/access/config.go` `Config`):
+/// provider names and the exec credential plugin each runs.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ProviderFile {
+    /// The providers.
+    #[serde(default)]
+    pub providers: Vec<ExecProvider>,
+}
+
+/// One provider of the file: its name and a kubeconfig `ExecConfig`
+/// (`apiVersion`, `command`, `args`, `env`, `provideClusterInfo`...), kept as JSON.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecProvider {
+    /// The name access providers refer to.
+    pub name: String,
+    /// The exec plugin.
+    pub exec_config: serde_json::Value,
+}
+
+impl ProviderFile {
+    /// Reads and checks a provider file (JSON).
+    ///
+    /// # Errors
+    /// The file cannot be read, is not that JSON, or a provider has no
+    /// `execConfig.command`: a one-line message naming the file.
+    pub fn read(path: &std::path::Path) -> Result<ProviderFile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let file: ProviderFile = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a ClusterProfile provider file: {e}", path.display()))?;
+        if let Some(p) = file.providers.iter().find(|p| {
+            p.exec_config
+                .get("command")
+                .and_then(|c| c.as_str())
+                .is_none_or(str::is_empty)
+        }) {
+            return Err(format!(
+                "{}: provider {:?} has no execConfig.command",
+                path.display(),
+                p.name
+            ));
+        }
+        Ok(file)
+    }
+}
+
 /// The inventory cluster: ClusterProfiles, the Secrets of the consumer
-/// namespace (for `secretreader`), the provider to use and an Event recorder.
+/// namespace (for `secretreader`), the exec providers and an Event recorder.
 #[derive(Clone)]
 pub struct ClusterProfileInputs {
     /// `ClusterProfile` objects.
@@ -136,8 +188,8 @@ pub struct ClusterProfileInputs {
     pub secrets: Store<Secret>,
     /// The consumer namespace.
     pub secret_namespace: String,
-    /// The access provider to use (`secretreader`).
-    pub provider: String,
+    /// Exec providers of the provider file.
+    pub exec_providers: ProviderFile,
     /// Events on ClusterProfiles.
     pub recorder: Recorder,
 }
@@ -178,21 +230,25 @@ pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs,
         None => label_zones,
     };
     let ready = ready_from_conditions(&status.conditions, &["ControlPlaneHealthy"]);
+    let known = |name: &str| name == SECRETREADER || inputs.exec_providers.providers.iter().any(|p| p.name == name);
     let provider = status
         .access_providers
         .iter()
         .chain(&status.credential_providers)
-        .find(|p| p.name == inputs.provider);
+        .find(|p| known(&p.name));
     let connection = match provider {
         Some(p) => connection(&name, p, inputs),
         None => Err(format!(
-            "status.accessProviders has no provider named {:?} (it has: {})",
-            inputs.provider,
+            "status.accessProviders has no provider fedns knows (it has: {}; fedns knows: {})",
             status
                 .access_providers
                 .iter()
                 .chain(&status.credential_providers)
                 .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            std::iter::once(SECRETREADER)
+                .chain(inputs.exec_providers.providers.iter().map(|p| p.name.as_str()))
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
@@ -214,15 +270,12 @@ pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs,
 }
 
 fn connection(name: &str, provider: &AccessProvider, inputs: &ClusterProfileInputs) -> Result<Connection, String> {
-    if provider.name != SECRETREADER {
-        return Err(format!(
-            "access provider {:?} is not supported (fedns implements {SECRETREADER:?} and runs no exec plugins)",
-            provider.name
-        ));
-    }
     let cluster = &provider.cluster;
     if cluster.server.trim().is_empty() {
-        return Err(format!("access provider {SECRETREADER}: cluster.server is empty"));
+        return Err(format!("access provider {}: cluster.server is empty", provider.name));
+    }
+    if let Some(exec) = inputs.exec_providers.providers.iter().find(|p| p.name == provider.name) {
+        return exec_connection(cluster, exec);
     }
     let cluster_name = cluster
         .extensions
@@ -258,6 +311,34 @@ fn connection(name: &str, provider: &AccessProvider, inputs: &ClusterProfileInpu
     })
 }
 
+/// A kubeconfig of the access provider's cluster whose user runs the
+/// provider's exec plugin with the cluster's info (kube-rs runs it as
+/// client-go would, and again when the credential expires).
+fn exec_connection(cluster: &KubeconfigCluster, exec: &ExecProvider) -> Result<Connection, String> {
+    let mut exec_config = exec.exec_config.clone();
+    if let Some(config) = exec_config.as_object_mut() {
+        config.insert("provideClusterInfo".into(), serde_json::Value::Bool(true));
+        config
+            .entry("interactiveMode")
+            .or_insert_with(|| serde_json::Value::String("Never".into()));
+    }
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "profile", "cluster": cluster}],
+        "users": [{"name": exec.name, "user": {"exec": exec_config}}],
+        "contexts": [{"name": "profile", "context": {"cluster": "profile", "user": exec.name}}],
+        "current-context": "profile",
+    });
+    let text = serde_yaml_ng::to_string(&kubeconfig)
+        .map_err(|e| format!("access provider {}: cannot write its kubeconfig: {e}", exec.name))?;
+    Ok(Connection {
+        api_endpoint: cluster.server.clone(),
+        kubeconfig: Some(text),
+        ..Connection::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +352,7 @@ mod tests {
             profiles: store(&[]),
             secrets: store(secrets),
             secret_namespace: "fedns-system".into(),
-            provider: SECRETREADER.into(),
+            exec_providers: ProviderFile::default(),
             recorder: Recorder::new(
                 client,
                 Reporter {
@@ -339,7 +420,7 @@ mod tests {
         };
         assert_eq!(
             err(json!({"accessProviders": [provider("kubelogin", json!([]))]}), &[]),
-            "status.accessProviders has no provider named \"secretreader\" (it has: kubelogin)"
+            "status.accessProviders has no provider fedns knows (it has: kubelogin; fedns knows: secretreader)"
         );
         assert_eq!(
             err(json!({"accessProviders": [provider(SECRETREADER, json!([]))]}), &[]),
@@ -358,12 +439,55 @@ mod tests {
             &no_token
         )
         .contains("cluster.server is empty"));
+    }
+
+    #[tokio::test]
+    async fn an_exec_provider_of_the_file_runs_with_the_cluster_info() {
         let mut i = inputs(&[]);
-        i.provider = "kubelogin".into();
-        let p = profile(json!({"accessProviders": [provider("kubelogin", json!([]))]}));
-        assert!(translate(&p, &i, "ns")
-            .connection
+        i.exec_providers = serde_json::from_value(json!({"providers": [{"name": "kubelogin",
+            "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin", "args": ["get-token"]}}]}))
+        .unwrap();
+        let p = profile(json!({"accessProviders": [provider("other", json!([])),
+            provider("kubelogin", json!([{"name": EXEC_EXTENSION, "extension": {"audience": "spoke"}}])),
+            provider(SECRETREADER, json!([]))]}));
+        let c = translate(&p, &i, "ns").connection.unwrap();
+        assert_eq!(c.api_endpoint, "https://127.0.0.1:6443");
+        let text = c.kubeconfig.unwrap();
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+        let exec = kubeconfig.auth_infos[0]
+            .auth_info
+            .as_ref()
+            .unwrap()
+            .exec
+            .as_ref()
+            .unwrap();
+        assert_eq!(exec.command.as_deref(), Some("kubelogin"));
+        assert!(exec.provide_cluster_info, "{text}");
+        let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.certificate_authority_data.as_deref(), Some("LS0tLS0="));
+        assert_eq!(
+            cluster.extensions.as_ref().unwrap()[0].extension,
+            json!({"audience": "spoke"})
+        );
+    }
+
+    #[test]
+    fn a_provider_file_without_a_command_is_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("fedns-providers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("providers.json");
+        std::fs::write(
+            &path,
+            r#"{"providers": [{"name": "x", "execConfig": {"apiVersion": "v1"}}]}"#,
+        )
+        .unwrap();
+        assert!(ProviderFile::read(&path)
             .unwrap_err()
-            .contains("\"kubelogin\" is not supported"));
+            .ends_with("provider \"x\" has no execConfig.command"));
+        std::fs::write(&path, "{").unwrap();
+        assert!(ProviderFile::read(&path)
+            .unwrap_err()
+            .contains("is not a ClusterProfile provider file"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
