@@ -190,3 +190,56 @@ pub(crate) fn token_text(token: Vec<u8>) -> Result<String, String> {
     }
     Ok(token.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> Connection {
+        Connection {
+            api_endpoint: "https://127.0.0.1:6443".into(),
+            token: Some("t".into()),
+            ..Connection::default()
+        }
+    }
+
+    #[test]
+    fn every_credential_input_changes_the_fingerprint() {
+        let base = connection().fingerprint();
+        let mut identity = connection();
+        identity.client_identity = Some((b"cert".to_vec(), b"key".to_vec()));
+        let mut server_name = connection();
+        server_name.tls_server_name = Some("kubernetes".into());
+        let through = |token: &str| {
+            let mut config = Config::new("https://127.0.0.1:6443/proxy".parse().unwrap());
+            config.auth_info.impersonate_user_extra =
+                Some([("clusternet-token".to_owned(), vec![token.to_owned()])].into());
+            Connection {
+                through: Some(config),
+                ..Connection::default()
+            }
+            .fingerprint()
+        };
+        let all = [
+            base,
+            identity.fingerprint(),
+            server_name.fingerprint(),
+            through("a"),
+            through("b"),
+        ];
+        let distinct: std::collections::BTreeSet<u64> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "{all:?}");
+    }
+
+    #[tokio::test]
+    async fn a_client_identity_goes_to_tls() {
+        let mut c = connection();
+        c.tls_server_name = Some("kubernetes".into());
+        assert!(c.build().await.is_ok());
+        c.client_identity = Some((b"not a certificate".to_vec(), b"not a key".to_vec()));
+        let Err(err) = c.build().await else {
+            panic!("a client identity that is not PEM was accepted")
+        };
+        assert!(err.starts_with("cannot build a client"), "{err}");
+    }
+}

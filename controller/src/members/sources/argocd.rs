@@ -7,8 +7,9 @@
 //! Credentials read from `config`: `bearerToken`; `tlsClientConfig`
 //! (`caData`, `certData`/`keyData` client certificates, `insecure`,
 //! `serverName`), `proxyUrl`. Not supported, reported on the Secret:
-//! `execProviderConfig` and `awsAuthConfig` (they run a credential plugin
-//! or need a cloud's IAM: fedns runs no plugins) and `username`/`password`.
+//! `execProviderConfig` (fedns does not run a command a Secret names:
+//! whoever can write a Secret in Argo CD's namespace would choose it),
+//! `awsAuthConfig` (needs a cloud's IAM) and `username`/`password`.
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
