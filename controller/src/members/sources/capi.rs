@@ -207,5 +207,16 @@ mod tests {
             .connection
             .unwrap_err();
         assert!(err.contains("no current-context"), "{err}");
+        let exec = KUBECONFIG.replace(
+            "user: {token: t}",
+            "user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token, exec: {command: sh, apiVersion: client.authentication.k8s.io/v1}}",
+        );
+        let err = translate(&c, &secret(json!({"value": exec})), "ns")
+            .connection
+            .unwrap_err();
+        assert!(
+            err.contains("the kubeconfig uses tokenFile, exec, which fedns does not use from a Secret"),
+            "{err}"
+        );
     }
 }

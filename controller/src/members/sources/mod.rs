@@ -206,29 +206,64 @@ pub(crate) fn ready_from_conditions(conditions: &[InventoryCondition], types: &[
 
 /// A whole kubeconfig (`origin` names where it came from, for errors)
 /// as a connection: checked to parse here, so that a malformed one is
-/// reported on its object; its current context is used.
+/// reported on its object; its current context is used. Only inline
+/// credentials are accepted (`token`, `client-certificate-data` and
+/// `client-key-data`, `certificate-authority-data`, user name and
+/// password): a kubeconfig read from a Secret may not name a file or a
+/// command on fedns's machine (`tokenFile`, `client-certificate`,
+/// `certificate-authority`, `exec`, `auth-provider`), or whoever writes
+/// that Secret could have fedns run a program or send its own files.
 pub(crate) fn kubeconfig_connection(text: Vec<u8>, origin: &str) -> Result<Connection, String> {
     let text = String::from_utf8(text).map_err(|_| format!("{origin} is not UTF-8"))?;
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
         .map_err(|e| format!("{origin} does not parse as a kubeconfig: {e}"))?;
-    let context = kubeconfig
+    let context_name = kubeconfig
         .current_context
         .as_deref()
         .ok_or_else(|| format!("{origin}: the kubeconfig has no current-context"))?;
-    let cluster = kubeconfig
+    let context = kubeconfig
         .contexts
         .iter()
-        .find(|c| c.name == context)
+        .find(|c| c.name == context_name)
         .and_then(|c| c.context.as_ref())
-        .map(|c| c.cluster.clone())
-        .ok_or_else(|| format!("{origin}: the kubeconfig has no context {context:?}"))?;
-    let server = kubeconfig
+        .ok_or_else(|| format!("{origin}: the kubeconfig has no context {context_name:?}"))?;
+    let cluster = kubeconfig
         .clusters
         .iter()
-        .find(|c| c.name == cluster)
+        .find(|c| c.name == context.cluster)
         .and_then(|c| c.cluster.as_ref())
-        .and_then(|c| c.server.clone())
-        .ok_or_else(|| format!("{origin}: the kubeconfig has no server for cluster {cluster:?}"))?;
+        .ok_or_else(|| format!("{origin}: the kubeconfig has no cluster {:?}", context.cluster))?;
+    let server = cluster.server.clone().ok_or_else(|| {
+        format!(
+            "{origin}: the kubeconfig has no server for cluster {:?}",
+            context.cluster
+        )
+    })?;
+    let user = context
+        .user
+        .as_ref()
+        .and_then(|name| kubeconfig.auth_infos.iter().find(|u| &u.name == name))
+        .and_then(|u| u.auth_info.as_ref());
+    let refused: Vec<&str> = [
+        ("certificate-authority", cluster.certificate_authority.is_some()),
+        ("tokenFile", user.is_some_and(|u| u.token_file.is_some())),
+        (
+            "client-certificate",
+            user.is_some_and(|u| u.client_certificate.is_some()),
+        ),
+        ("client-key", user.is_some_and(|u| u.client_key.is_some())),
+        ("exec", user.is_some_and(|u| u.exec.is_some())),
+        ("auth-provider", user.is_some_and(|u| u.auth_provider.is_some())),
+    ]
+    .into_iter()
+    .filter_map(|(field, set)| set.then_some(field))
+    .collect();
+    if !refused.is_empty() {
+        return Err(format!(
+            "{origin}: the kubeconfig uses {}, which fedns does not use from a Secret (only inline data: token, client-certificate-data/client-key-data, certificate-authority-data)",
+            refused.join(", ")
+        ));
+    }
     Ok(Connection {
         api_endpoint: server,
         kubeconfig: Some(text),
