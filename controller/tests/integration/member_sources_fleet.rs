@@ -132,6 +132,12 @@ async fn token_rotation(s: &Setup, secrets: &Api<Secret>, secret: &str, member: 
     wait_global(s, &format!("{member} back with the rotated token"), ALL).await;
 }
 
+/// Removal: inventory object `name` deleted, the global targets become `want`.
+async fn removed(s: &Setup, api: Api<DynamicObject>, name: &str, want: &str) {
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    wait_global(s, &format!("{name} removed"), want).await;
+}
+
 /// Stops member `name`: the global targets become `without`; resumed,
 /// they are `with` again.
 async fn unreachable_member_leaves_and_returns(s: &Setup, name: &str, without: &str, with: &str) {
@@ -173,12 +179,7 @@ async fn clusternet_managed_clusters_are_members() {
     let secrets: Api<Secret> = Api::namespaced(s.host.clone(), "clusternet-b");
     token_rotation(&s, &secrets, "child-cluster-deployer", "b", "203.0.113.1,203.0.113.3").await;
     unreachable_member_leaves_and_returns(&s, "c", "203.0.113.1,203.0.113.2", ALL).await;
-    // Removal.
-    managed_clusters(&s.host, "a")
-        .delete("a", &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_global(&s, "a removed", "203.0.113.2,203.0.113.3").await;
+    removed(&s, managed_clusters(&s.host, "a"), "a", "203.0.113.2,203.0.113.3").await;
     s.federation.stop();
 }
 
@@ -249,12 +250,7 @@ async fn capi_clusters_are_members() {
     )
     .await;
     wait_global(&s, "c out without its kubeconfig", "203.0.113.1,203.0.113.2").await;
-    // Removal.
-    capi_clusters(&host)
-        .delete("a", &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_global(&s, "a removed", "203.0.113.2").await;
+    removed(&s, capi_clusters(&host), "a", "203.0.113.2").await;
     s.federation.stop();
 }
 
@@ -414,12 +410,7 @@ async fn cluster_profiles_are_members() {
     )
     .await;
     wait_global(&s, "c out with an unreachable server", "203.0.113.1,203.0.113.2").await;
-    // Removal.
-    cluster_profiles(&host)
-        .delete("a", &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_global(&s, "a removed", "203.0.113.2").await;
+    removed(&s, cluster_profiles(&host), "a", "203.0.113.2").await;
     s.federation.stop();
 }
 
