@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::common::temp_dir;
 use crate::member_sources::{metrics, set_token, setup, wait_dig, wait_event, wait_global, wait_row, Setup, GLOBAL};
 use fedns_controller::federation::{
-    inventory_objects, Engine, ARGOCD_NAMESPACE, CAPI_NAMESPACE, CLUSTERPROFILE_NAMESPACE,
+    clusternet_id, inventory_objects, Engine, ARGOCD_NAMESPACE, CAPI_NAMESPACE, CLUSTERPROFILE_NAMESPACE,
     CLUSTERPROFILE_SECRET_NAMESPACE,
 };
 use k8s_openapi::api::core::v1::Secret;
@@ -174,6 +174,36 @@ async fn clusternet_managed_clusters_are_members() {
     )
     .await;
     wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2", "203.0.113.3"]).await;
+    // The hub's socket proxy path, as the emulator serves it: b's API
+    // with b's token passed as Clusternet's clients pass it; none, a clear error.
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&s.federation.host.kubeconfig_yaml()).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let proxy = fedns_controller::members::sources::clusternet::proxy_path(&clusternet_id("b"));
+    config.cluster_url = format!("{}{proxy}", s.federation.host.url()).parse().unwrap();
+    config.default_retry = false;
+    let started = std::time::Instant::now();
+    let nodes = |config: kube::Config| async move {
+        Api::<k8s_openapi::api::core::v1::Node>::all(kube::Client::try_from(config).unwrap())
+            .list(&Default::default())
+            .await
+    };
+    let err = nodes(config.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("no child token"), "{err}");
+    config.auth_info.impersonate = Some("clusternet".into());
+    config.auth_info.impersonate_user_extra = Some(
+        [(
+            "clusternet-token".to_owned(),
+            vec![s.federation.member("b").unwrap().token().to_owned()],
+        )]
+        .into(),
+    );
+    let listed = nodes(config).await.unwrap();
+    assert!(!listed.items.is_empty(), "b's Nodes through the socket proxy");
+    println!("socket proxy path checked in {:?}", started.elapsed());
     not_ready_is_reported_not_obeyed(&s, &managed_clusters(&s.host, "a"), "a", json!({"readyz": false})).await;
     // Rotation of the socket child's token (carried through the hub).
     let secrets: Api<Secret> = Api::namespaced(s.host.clone(), "clusternet-b");
