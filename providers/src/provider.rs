@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::desired::{DesiredRRset, DesiredZones};
+use crate::plan::desired::{DesiredRRset, DesiredZones};
 
 /// How much work a sync may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use fedns_controller::cli::{ControllerArgs, EtcdArgs, Provider, Route53Args};
 use fedns_controller::federation::Federation;
 use fedns_e2e::moto::{self, Moto};
 use fedns_e2e::{free_port, Etcd};
-use fedns_providers::etcd::EtcdClient;
+use fedns_providers::coredns_etcd::etcd::EtcdClient;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};

@@ -10,10 +10,10 @@ use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNS
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig, EtcdTls};
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
 use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::route53::{Route53, Route53Config};
-use fedns_providers::spec_changes::{SpecChange, SpecChanges};
+use fedns_providers::source::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
+use fedns_providers::source::spec_changes::{SpecChange, SpecChanges};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;

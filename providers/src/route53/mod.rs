@@ -18,6 +18,10 @@
 //!   transport errors; requests are spaced to `requests_per_second`.
 //! * Idle: a zone whose desired RRsets did not change since its last clean
 //!   sync costs no API call; a full resync reads and repairs every zone.
+//!
+//! Layer: a provider. It may use `plan` (desired RRsets, the planner, the
+//! TXT format) and the `provider` contract; never `source` nor another
+//! provider (`embedded`, `coredns_etcd`).
 
 pub mod batch;
 pub mod records;
@@ -40,8 +44,8 @@ use aws_smithy_runtime::client::retries::classifiers::HttpStatusCodeClassifier;
 use fedns_api::RecordType;
 use futures::future::BoxFuture;
 
-use crate::desired::{DesiredRRset, DesiredZones};
-use crate::plan::{self, CurrentRRset};
+use crate::plan::desired::{DesiredRRset, DesiredZones};
+use crate::plan::planner::{self, CurrentRRset};
 use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, RateLimit, SyncMode, SyncReport};
 use batch::{BatchLimits, Unit};
 use records::Held;
@@ -593,7 +597,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
             .then(|| {
                 held.targets
                     .iter()
-                    .find_map(|t| registry::parse_value(&crate::txt::concatenated(t)))
+                    .find_map(|t| registry::parse_value(&crate::plan::txt::concatenated(t)))
             })
             .flatten();
         match registry_owner {
@@ -700,7 +704,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         }
     }
 
-    let plan = plan::plan(&allowed, &current, owner);
+    let plan = planner::plan(&allowed, &current, owner);
     out.conflicts.extend(plan.conflicts.into_iter().map(|c| {
         (
             c.desired,
@@ -726,7 +730,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
     let mut touched: BTreeSet<(String, RecordType, String)> = BTreeSet::new();
     for change in plan.changes {
         match change {
-            plan::Change::Create(d) | plan::Change::Update { desired: d, .. } => {
+            planner::Change::Create(d) | planner::Change::Update { desired: d, .. } => {
                 let key = (d.name.clone(), d.record_type, d.set_identifier.clone());
                 let action = if raw_of.contains_key(&key) {
                     ChangeAction::Upsert
@@ -750,7 +754,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
                 touched.insert(key);
                 built(&mut units, &d.name, d.record_type, changes);
             }
-            plan::Change::Delete(c) => {
+            planner::Change::Delete(c) => {
                 let key = (c.name.clone(), c.record_type, c.set_identifier.clone());
                 let mut changes = Vec::new();
                 if let Some(held) = raw_of.get(&key) {
@@ -812,8 +816,8 @@ fn registry_rrset(owner: &str, rrset: &DesiredRRset) -> Result<ResourceRecordSet
 /// default location (`*`) answering the fallback order's first region with
 /// clusters, else every cluster.
 fn geolocation_record_sets(
-    routing: &crate::desired::RoutedSet,
-    one: &dyn Fn(crate::desired::RoutedMember, Vec<String>) -> DesiredRRset,
+    routing: &crate::plan::desired::RoutedSet,
+    one: &dyn Fn(crate::plan::desired::RoutedMember, Vec<String>) -> DesiredRRset,
 ) -> Vec<DesiredRRset> {
     let targets_of = |region: Option<&str>| -> Vec<String> {
         let mut targets: Vec<String> = routing
@@ -826,7 +830,7 @@ fn geolocation_record_sets(
         targets.dedup();
         targets
     };
-    let member = |location: &str| crate::desired::RoutedMember {
+    let member = |location: &str| crate::plan::desired::RoutedMember {
         set_identifier: if location == "country:*" {
             "default".to_owned()
         } else {
@@ -863,7 +867,7 @@ fn geolocation_record_sets(
 /// # Errors
 /// Why Route53 cannot express the policy (the caller publishes `All`).
 fn routed_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String> {
-    use crate::desired::{RoutedMember, RoutedSet};
+    use crate::plan::desired::{RoutedMember, RoutedSet};
     use fedns_api::RoutingPolicy;
     let Some(routing) = rrset.routing.as_ref().filter(|r| r.policy != RoutingPolicy::All) else {
         return Ok(vec![rrset.clone()]);

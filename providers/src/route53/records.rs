@@ -4,7 +4,7 @@
 //!
 //! fedns compares RRsets in canonical presentation form (lower-case names
 //! without the trailing dot, IPv6 compressed, TXT as quoted
-//! character-strings, [`crate::txt`]), so a value Route53 spells
+//! character-strings, [`crate::plan::txt`]), so a value Route53 spells
 //! differently (`WWW.Example.com.`, `"a"   "b"`) is not a change. A TXT
 //! value is the canonical form itself: for a quoted target that is what
 //! external-dns writes for the same target.
@@ -15,7 +15,7 @@ use aws_sdk_route53::types::{
 };
 use fedns_api::RecordType;
 
-use crate::desired::{canonical_target, parse_target, DesiredRRset};
+use crate::plan::desired::{canonical_target, parse_target, DesiredRRset};
 
 /// Canonical ELB hosted zone ids by host name suffix, for ALIAS targets
 /// (AWS General Reference, "Elastic Load Balancing endpoints and quotas";
@@ -85,7 +85,7 @@ pub fn decode_name(name: &str) -> String {
 /// A Route53 value in fedns's canonical form.
 pub fn canonical_value(record_type: RecordType, value: &str) -> String {
     if record_type == RecordType::TXT {
-        return crate::txt::canonical(value).unwrap_or_else(|_| value.to_owned());
+        return crate::plan::txt::canonical(value).unwrap_or_else(|_| value.to_owned());
     }
     match parse_target(record_type, value.trim()) {
         Ok(rdata) => canonical_target(&rdata),
@@ -101,7 +101,7 @@ pub fn route53_value(record_type: RecordType, target: &str) -> String {
         (RecordType::CNAME | RecordType::NS | RecordType::PTR, _) => fqdn(target),
         (RecordType::MX, [preference, host]) => format!("{preference} {}", fqdn(host)),
         (RecordType::SRV, [priority, weight, port, host]) => format!("{priority} {weight} {port} {}", fqdn(host)),
-        (RecordType::TXT, _) => crate::txt::canonical(target).unwrap_or_else(|_| target.to_owned()),
+        (RecordType::TXT, _) => crate::plan::txt::canonical(target).unwrap_or_else(|_| target.to_owned()),
         _ => target.to_owned(),
     }
 }

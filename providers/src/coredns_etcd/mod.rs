@@ -19,11 +19,17 @@
 //!   concurrent writer makes it fail, and the next sync reads again);
 //!   nothing is written when nothing changed.
 //!
-//! etcd is reached through its JSON gateway ([`crate::etcd`]).
+//! etcd is reached through its JSON gateway ([`etcd`], inside this folder).
 //!
 //! CoreDNS answers a name with every record *below* its path too, so a
 //! published name nested under another published name is reported, and a
 //! foreign key at or below a desired name is a conflict.
+//!
+//! Layer: a provider. It may use `plan` (desired RRsets, the planner, the
+//! TXT format) and the `provider` contract; never `source` nor another
+//! provider (`embedded`, `route53`).
+
+pub mod etcd;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -34,10 +40,10 @@ use tokio::sync::Mutex;
 
 use futures::future::BoxFuture;
 
-use crate::desired::{DesiredRRset, DesiredZones};
-pub use crate::etcd::EtcdTls;
-use crate::etcd::{EtcdClient, EtcdClientConfig, TxnGuard, TxnOp};
-use crate::plan::{self, CurrentRRset};
+pub use self::etcd::EtcdTls;
+use self::etcd::{EtcdClient, EtcdClientConfig, TxnGuard, TxnOp};
+use crate::plan::desired::{DesiredRRset, DesiredZones};
+use crate::plan::planner::{self, CurrentRRset};
 use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, SyncMode, SyncReport};
 
 /// The provider's name in conditions, metrics and logs.
@@ -175,7 +181,7 @@ impl CorednsEtcd {
         let value = match record_type {
             RecordType::A | RecordType::AAAA | RecordType::CNAME => json!({"host": target, "ttl": ttl, "owner": owner}),
             // The plugin keeps one text and splits it at 255 octets itself.
-            RecordType::TXT => json!({"text": crate::txt::concatenated(target), "ttl": ttl, "owner": owner}),
+            RecordType::TXT => json!({"text": crate::plan::txt::concatenated(target), "ttl": ttl, "owner": owner}),
             RecordType::SRV => match fields.as_slice() {
                 [priority, weight, port, host] => json!({
                     "host": host, "port": number(port)?, "priority": number(priority)?, "weight": number(weight)?,
@@ -361,7 +367,7 @@ impl CorednsEtcd {
         }
         // TXT as the plugin keeps it: one text, split at 255 octets.
         let allowed: Vec<DesiredRRset> = allowed.into_iter().map(etcd_form).collect();
-        let plan = plan::plan(&allowed, &current, &self.config.owner_id);
+        let plan = planner::plan(&allowed, &current, &self.config.owner_id);
         self.metrics.records_owned(NAME, zone, current.len());
         let mut by_name: BTreeMap<&str, Vec<&DesiredRRset>> = BTreeMap::new();
         for rrset in &allowed {
@@ -453,7 +459,9 @@ fn is_record_id(segment: &str) -> bool {
 fn etcd_form(mut rrset: DesiredRRset) -> DesiredRRset {
     if rrset.record_type == RecordType::TXT {
         for target in &mut rrset.targets {
-            *target = crate::txt::presentation(&crate::txt::split(crate::txt::concatenated(target).as_bytes()));
+            *target = crate::plan::txt::presentation(&crate::plan::txt::split(
+                crate::plan::txt::concatenated(target).as_bytes(),
+            ));
         }
         rrset.targets.sort();
         rrset.targets.dedup();
@@ -466,8 +474,8 @@ fn decode(value: &Value) -> (RecordType, String) {
     let text = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
     let number = |k: &str| value.get(k).and_then(Value::as_u64).unwrap_or(0);
     if value.get("text").is_some() {
-        let strings = crate::txt::split(text("text").as_bytes());
-        return (RecordType::TXT, crate::txt::presentation(&strings));
+        let strings = crate::plan::txt::split(text("text").as_bytes());
+        return (RecordType::TXT, crate::plan::txt::presentation(&strings));
     }
     if value.get("mail").and_then(Value::as_bool) == Some(true) {
         return (RecordType::MX, format!("{} {}", number("priority"), text("host")));

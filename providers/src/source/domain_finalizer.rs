@@ -23,7 +23,7 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::desired::{zone_apex, DesiredZones};
+use crate::plan::desired::{zone_apex, DesiredZones};
 use crate::provider::ErrorScope;
 
 /// Whether `domain` is being deleted.
@@ -173,7 +173,7 @@ async fn patch_finalizers(client: &Client, domain: &Domain, finalizers: Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::desired::desired_zones;
+    use crate::plan::desired::desired_zones;
     use fedns_api::DNSEndpoint;
 
     fn domain(name: &str, apex: &str, deleting: bool) -> Arc<Domain> {

@@ -1,4 +1,9 @@
 //! The `embedded` sink: publishes desired zones to fedns's own DNS server.
+//!
+//! Layer: a provider (the built-in one). It may use `plan` (desired zones,
+//! incremental record changes); never `source` nor another provider
+//! (`route53`, `coredns_etcd`). It does not implement the `provider`
+//! trait: the Kubernetes source drives it directly.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -6,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use fedns_api::TsigKeyReference;
 use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneContent, ZoneStore};
 
-use crate::desired::DesiredZones;
-use crate::incremental::ZoneRecordChanges;
+use crate::plan::desired::DesiredZones;
+use crate::plan::incremental::ZoneRecordChanges;
 
 /// Where the secrets of `spec.transfer.tsigKeys` come from.
 #[derive(Debug, Default)]
@@ -131,7 +136,7 @@ impl EmbeddedSink {
 
     /// `content` of `zone` with its TSIG keys resolved (transfers off when
     /// one cannot be).
-    fn with_keys(&self, zone: &crate::desired::DesiredZone, mut content: ZoneContent) -> ZoneContent {
+    fn with_keys(&self, zone: &crate::plan::desired::DesiredZone, mut content: ZoneContent) -> ZoneContent {
         if !zone.transfer_keys.is_empty() {
             let namespace = zone.domain.split_once('/').map_or("", |(ns, _)| ns);
             let resolved: Result<Vec<TsigKey>, String> = zone
@@ -157,7 +162,7 @@ impl EmbeddedSink {
     }
 
     /// Publishes `settings` (zones without records, as
-    /// [`crate::incremental::Update::Whole`] gives them) whole, their
+    /// [`crate::plan::incremental::Update::Whole`] gives them) whole, their
     /// records taken from `next_part` some names at a time (see
     /// `ZoneStore::publish_in_parts`). None: a part could not be applied
     /// name by name and nothing was published; publish the whole desired

@@ -1,6 +1,6 @@
 //! Incremental desired zones: a change touches only the names it affects.
 //!
-//! [`crate::desired::desired_zones_with`] computes every zone from every
+//! [`crate::plan::desired::desired_zones_with`] computes every zone from every
 //! DNSEndpoint. Its rules (one owner per name, merging, policies, A/AAAA
 //! beating CNAME) all work name by name: what a name publishes depends only
 //! on the Domains, the namespace labels and the DNSEndpoints that mention
@@ -21,8 +21,10 @@ use fedns_api::{names, DNSEndpoint, Domain};
 use fedns_dnsserver::hickory_proto::rr::{Name, Record};
 use fedns_dnsserver::{RoutedName, ZoneContent};
 
-use crate::desired::{desired_zones_with, DesiredRRset, DesiredZone, DesiredZones, DomainProblem, EndpointProblem};
-use crate::ownership::NamespaceLabels;
+use crate::plan::desired::{
+    desired_zones_with, DesiredRRset, DesiredZone, DesiredZones, DomainProblem, EndpointProblem,
+};
+use crate::plan::ownership::NamespaceLabels;
 
 /// The key a name is tracked under: the normalised owner name (lower case,
 /// no trailing dot), or the `dnsName` as written when it does not parse

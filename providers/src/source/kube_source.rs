@@ -1,6 +1,6 @@
 //! The pipeline's Kubernetes source: reflectors of Domains and
 //! DNSEndpoints; every change (debounced) updates the desired zones (only
-//! the names of changed DNSEndpoints, [`crate::incremental`]), hands the
+//! the names of changed DNSEndpoints, [`crate::plan::incremental`]), hands the
 //! changes to the sinks, and reports back on the objects:
 //! `DNSEndpoint.status` (`<provider>/Published`, `observedGeneration`),
 //! `Domain.status` (`Ready`, `serial`, `recordCount`), and a Warning
@@ -32,13 +32,13 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
-use crate::desired::{desired_zones_with, zone_apex, DesiredZones};
-use crate::domain_finalizer;
 use crate::embedded::EmbeddedSink;
-use crate::incremental::{IncrementalZones, Update};
-use crate::ownership::NamespaceLabels;
+use crate::plan::desired::{desired_zones_with, zone_apex, DesiredZones};
+use crate::plan::incremental::{IncrementalZones, Update};
+use crate::plan::ownership::NamespaceLabels;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
-use crate::spec_changes::{SpecChange, SpecChanges};
+use crate::source::domain_finalizer;
+use crate::source::spec_changes::{SpecChange, SpecChanges};
 
 /// Settings of the Kubernetes source.
 #[derive(Debug, Clone)]

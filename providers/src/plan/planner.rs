@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fedns_api::RecordType;
 
-use crate::desired::DesiredRRset;
+use crate::plan::desired::DesiredRRset;
 
 /// An RRset as a provider holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,14 +6,14 @@
 //!   reported and skipped;
 //! * targets are parsed per type (A: IPv4, AAAA: IPv6, CNAME/NS/PTR: host
 //!   names, MX `pref host`, SRV `prio weight port host`, TXT as
-//!   [`crate::txt`] says (quoted: presentation form; else one string split at
+//!   [`crate::plan::txt`] says (quoted: presentation form; else one string split at
 //!   255 octets), CAA in master-file form); an invalid target is reported and
 //!   skipped, its valid siblings kept;
 //! * endpoints with the same name and type merge: union of targets,
 //!   deduplicated, sorted; the smallest TTL wins (RFC 2181 §5.2);
 //! * A/AAAA beat CNAME at one name (RFC 1034 §3.6.2 forbids both): the
 //!   CNAME is dropped and reported;
-//! * one name, one owner ([`crate::ownership`]): a name is published from
+//! * one name, one owner ([`crate::plan::ownership`]): a name is published from
 //!   the oldest DNSEndpoint that claims it, if its namespace may publish it;
 //!   every other claim is reported (`Conflict` or `NotAllowed`) and skipped.
 
@@ -28,7 +28,7 @@ use fedns_dnsserver::hickory_proto::rr::rdata::{self, MX, SRV, TXT};
 use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
 use fedns_dnsserver::{SoaFields, ZoneContent};
 
-use crate::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};
+use crate::plan::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};
 
 /// TTL used when an endpoint has no `recordTTL`, in seconds.
 pub const DEFAULT_TTL: u32 = fedns_api::DEFAULT_RECORD_TTL as u32;
@@ -460,7 +460,7 @@ pub fn parse_target(rtype: RecordType, target: &str) -> Result<RData, String> {
         RecordType::CNAME => host(target).map(|n| RData::CNAME(rdata::CNAME(n))),
         RecordType::NS => host(target).map(|n| RData::NS(rdata::NS(n))),
         RecordType::PTR => host(target).map(|n| RData::PTR(rdata::PTR(n))),
-        RecordType::TXT => crate::txt::strings_of_target(target)
+        RecordType::TXT => crate::plan::txt::strings_of_target(target)
             .map(|strings| RData::TXT(TXT::from_bytes(strings.iter().map(Vec::as_slice).collect()))),
         RecordType::MX => match fields.as_slice() {
             [pref, exchange] => Ok(RData::MX(MX::new(number(Some(pref), "preference")?, host(exchange)?))),
@@ -483,7 +483,7 @@ pub fn parse_target(rtype: RecordType, target: &str) -> Result<RData, String> {
 
 /// The presentation form providers publish: addresses as Rust prints
 /// them (IPv6 compressed, RFC 5952), names without the trailing dot, TXT
-/// as quoted character-strings ([`crate::txt::presentation`]).
+/// as quoted character-strings ([`crate::plan::txt::presentation`]).
 pub fn canonical_target(rdata: &RData) -> String {
     let trim = |n: &Name| n.to_ascii().trim_end_matches('.').to_owned();
     match rdata {
@@ -494,7 +494,7 @@ pub fn canonical_target(rdata: &RData) -> String {
         RData::PTR(n) => trim(&n.0),
         RData::MX(mx) => format!("{} {}", mx.preference, trim(&mx.exchange)),
         RData::SRV(srv) => format!("{} {} {} {}", srv.priority, srv.weight, srv.port, trim(&srv.target)),
-        RData::TXT(txt) => crate::txt::presentation(&txt.txt_data),
+        RData::TXT(txt) => crate::plan::txt::presentation(&txt.txt_data),
         other => other.to_string(),
     }
 }

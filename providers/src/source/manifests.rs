@@ -16,7 +16,7 @@ pub struct Manifests {
     /// Every DNSEndpoint found.
     pub endpoints: Vec<DNSEndpoint>,
     /// Labels of every Namespace found.
-    pub namespaces: crate::ownership::NamespaceLabels,
+    pub namespaces: crate::plan::ownership::NamespaceLabels,
     /// Documents of other kinds, skipped: "file: kind name".
     pub skipped: Vec<String>,
 }
