@@ -6,16 +6,17 @@
 //!   reported and skipped;
 //! * targets are parsed per type (A: IPv4, AAAA: IPv6, CNAME/NS/PTR: host
 //!   names, MX `pref host`, SRV `prio weight port host`, TXT as
-//!   [`crate::plan::txt`] says (quoted: presentation form; else one string split at
-//!   255 octets), CAA in master-file form); an invalid target is reported and
-//!   skipped, its valid siblings kept;
+//!   [`crate::plan::txt`] says (quoted: presentation form; else one string
+//!   split at 255 octets), CAA in master-file form); an invalid target is
+//!   reported and skipped, its valid siblings kept;
 //! * endpoints with the same name and type merge: union of targets,
 //!   deduplicated, sorted; the smallest TTL wins (RFC 2181 §5.2);
 //! * A/AAAA beat CNAME at one name (RFC 1034 §3.6.2 forbids both): the
 //!   CNAME is dropped and reported;
-//! * one name, one owner ([`crate::plan::ownership`]): a name is published from
-//!   the oldest DNSEndpoint that claims it, if its namespace may publish it;
-//!   every other claim is reported (`Conflict` or `NotAllowed`) and skipped.
+//! * one name, one owner ([`crate::plan::ownership`]): a name is published
+//!   from the oldest DNSEndpoint that claims it, if its namespace may
+//!   publish it; every other claim is reported (`Conflict` or `NotAllowed`)
+//!   and skipped.
 //!
 //! The folder's files, by job: `model` (what the desired state is made
 //! of), `targets` (one target parsed and printed), `zone` (a Domain's own

@@ -13,7 +13,7 @@ pub(super) fn clamp_u32(v: i64, min: u32) -> u32 {
 }
 
 /// Builds the zone of one Domain (no records yet).
-/// The apex of the zone `domain` serves, as [`DesiredZone`] contents render
+/// The apex of the zone `domain` serves, as [`DesiredZone`](super::DesiredZone) contents render
 /// it (`example.com.`: lower case, trailing dot); None when `spec.domain`
 /// is not a valid host name (such a Domain serves no zone).
 pub fn zone_apex(domain: &Domain) -> Option<String> {
