@@ -514,6 +514,15 @@ async fn clouddns_stale_deletion_after_another_writer_is_412() {
     )
     .await;
     assert_eq!(retry.0, 200, "{}", retry.1);
+    // The other writer cannot store what Cloud DNS would refuse.
+    let refused = dns
+        .write_record_set(
+            PROJECT,
+            "example",
+            RecordSet::new("cas.example.org.", "A", 60, &["192.0.2.1"]),
+        )
+        .unwrap_err();
+    assert_eq!((refused.code, refused.reason), (400, "invalid"));
     // Deleted behind our back: 404.
     dns.delete_record_set(PROJECT, "example", "cas.example.com.", "A")
         .unwrap()

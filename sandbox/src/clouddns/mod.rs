@@ -88,8 +88,12 @@
 //! * Names are lower-cased when stored; Unicode/IDN names are rejected
 //!   rather than converted. Record data is stored as sent, not
 //!   canonicalised (Cloud DNS may rewrite e.g. AAAA or TXT formatting).
-//! * The default page size (100) and the ordering (by name, then type) are
-//!   the stand-in's choices; page tokens are opaque but not signed.
+//! * Private zones have no `privateVisibilityConfig` (no networks); zones
+//!   have no `description`, labels, `dnssecConfig` or `cloudLoggingConfig`
+//!   beyond empty defaults.
+//! * The default page size (100), the largest honoured `maxResults`
+//!   (1,000) and the ordering (by name, then type) are the stand-in's
+//!   choices; page tokens are opaque but not signed.
 //! * Error messages follow the ones Cloud DNS is known to return where they
 //!   are known (412, 404, 409, quota); others are worded in the same style
 //!   but are the stand-in's own; only the first error is reported.
@@ -411,13 +415,15 @@ impl CloudDns {
         Ok(self.inner.state().zone_mut(project, zone)?.changes.clone())
     }
 
-    /// Another writer: creates or replaces one record set, unchecked.
+    /// Another writer: creates or replaces one record set, bypassing the
+    /// change checks except the record set's own validity (name in the
+    /// zone, type, TTL, rrdatas or routing policy).
     ///
     /// # Errors
-    /// Unknown project or zone (404).
+    /// Unknown project or zone (404); an invalid record set (400).
     pub fn write_record_set(&self, project: &str, zone: &str, set: RecordSet) -> Result<Change, GoogleError> {
         let mut state = self.inner.state();
-        Ok(state::write_behind(state.zone_mut(project, zone)?, set))
+        state::write_behind(state.zone_mut(project, zone)?, &set)
     }
 
     /// Another writer: deletes one record set; `None` when it was absent.

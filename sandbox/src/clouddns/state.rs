@@ -406,11 +406,17 @@ pub fn apply_change(zone: &mut Zone, body: &Value, quota: &Quota) -> Result<Chan
 }
 
 /// Replaces (or creates) one record set outside the API, as another writer
-/// would; recorded as a change with `from_api: false`.
-pub fn write_behind(zone: &mut Zone, set: RecordSet) -> Change {
+/// would; recorded as a change with `from_api: false`. The record set is
+/// checked as an addition is (so the zone holds only what Cloud DNS could
+/// hold), except for CNAME conflicts.
+///
+/// # Errors
+/// 400 as for an addition (field path `recordSet`).
+pub fn write_behind(zone: &mut Zone, set: &RecordSet) -> Result<Change, GoogleError> {
+    let set = records::parse(&set.to_json(), "recordSet", &zone.dns_name)?;
     let key = (set.name.clone(), set.rtype.clone());
     let old = zone.rrsets.insert(key, set.clone());
-    zone.record_change(vec![set], old.into_iter().collect(), false)
+    Ok(zone.record_change(vec![set], old.into_iter().collect(), false))
 }
 
 /// Deletes one record set outside the API; `None` when absent.
