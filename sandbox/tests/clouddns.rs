@@ -876,6 +876,16 @@ async fn clouddns_per_change_limits() {
     let deletions = change(&dns, json!([]), json!(many(1001))).await;
     let message = expect_error(&deletions, 403, "quotaExceeded", "PERMISSION_DENIED");
     assert_eq!(message, "The change would exceed quota for deletions per change.");
+    // Every exceeded quota is listed.
+    let both = change(&dns, json!(many(1001)), json!(many(1001))).await;
+    expect_error(&both, 403, "quotaExceeded", "PERMISSION_DENIED");
+    let errors = both.1["error"]["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(
+        errors[1]["message"],
+        "The change would exceed quota for deletions per change."
+    );
+    assert_eq!(errors[1]["reason"], "quotaExceeded");
     // 500 TXT record sets of 2 × 250 octets: over 100,000 octets.
     let big: Vec<Value> = (0..500)
         .map(|i| {
@@ -976,4 +986,65 @@ async fn clouddns_https_with_generated_ca() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["dnsName"], "example.com.");
+}
+
+#[tokio::test]
+async fn clouddns_concurrent_replacements_one_wins() {
+    let dns = start().await;
+    let old = a("race.example.com.", 60, &["192.0.2.1"]);
+    assert_eq!(change(&dns, json!([old.clone()]), json!([])).await.0, 200);
+    let mut writers = Vec::new();
+    for i in 0..8 {
+        let dns = dns.clone();
+        let old = old.clone();
+        writers.push(tokio::spawn(async move {
+            change(
+                &dns,
+                json!([a("race.example.com.", 60, &[&format!("198.51.100.{i}")])]),
+                json!([old]),
+            )
+            .await
+        }));
+    }
+    let mut won = 0;
+    for writer in writers {
+        let result = writer.await.unwrap();
+        if result.0 == 200 {
+            won += 1;
+        } else {
+            expect_error(&result, 412, "conditionNotMet", "FAILED_PRECONDITION");
+        }
+    }
+    assert_eq!(won, 1, "exactly one compare-and-swap wins");
+    let race: Vec<RecordSet> = dns
+        .record_sets(PROJECT, "example")
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.name == "race.example.com.")
+        .collect();
+    assert_eq!(race.len(), 1);
+    assert!(race[0].rrdatas[0].starts_with("198.51.100."));
+}
+
+#[tokio::test]
+async fn clouddns_type_swap_in_one_change() {
+    let dns = start().await;
+    let old = a("swap.example.com.", 60, &["192.0.2.1"]);
+    assert_eq!(change(&dns, json!([old.clone()]), json!([])).await.0, 200);
+    let cname = json!({"name": "swap.example.com.", "type": "CNAME", "ttl": 60, "rrdatas": ["lb.example.net."]});
+    let (status, body) = change(&dns, json!([cname.clone()]), json!([old.clone()])).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = change(&dns, json!([old]), json!([cname])).await;
+    assert_eq!(status, 200, "{body}");
+    // Names are stored in lower case and found by either case.
+    let upper = a("MiXeD.Example.COM.", 60, &["192.0.2.5"]);
+    assert_eq!(change(&dns, json!([upper]), json!([])).await.0, 200);
+    let (_, listed) = call(
+        &dns,
+        "GET",
+        "/managedZones/example/rrsets?name=MIXED.example.com.",
+        None,
+    )
+    .await;
+    assert_eq!(listed["rrsets"][0]["name"], "mixed.example.com.");
 }

@@ -14,6 +14,9 @@ pub struct GoogleError {
     pub message: String,
     /// `errors[0].location` and `locationType`, for authentication errors.
     pub location: Option<(&'static str, &'static str)>,
+    /// Further `errors[]` items (reason, message), when one request broke
+    /// several rules at once (the per-change quotas are reported together).
+    pub more: Vec<(&'static str, String)>,
 }
 
 impl std::fmt::Display for GoogleError {
@@ -32,6 +35,7 @@ impl GoogleError {
             reason,
             message: message.into(),
             location: None,
+            more: Vec::new(),
         }
     }
 
@@ -96,10 +100,16 @@ impl GoogleError {
             item["location"] = json!(location);
             item["locationType"] = json!(kind);
         }
+        let mut items = vec![item];
+        items.extend(
+            self.more
+                .iter()
+                .map(|(reason, message)| json!({"domain": "global", "reason": reason, "message": message})),
+        );
         json!({"error": {
             "code": self.code,
             "message": self.message,
-            "errors": [item],
+            "errors": items,
             "status": self.status(),
         }})
     }

@@ -153,16 +153,7 @@ fn not_implemented(what: &str) -> GoogleError {
 
 async fn route(inner: &Arc<Inner>, request: Request<Incoming>) -> Result<Value, GoogleError> {
     let path = request.uri().path().to_owned();
-    let segments: Vec<String> = path
-        .trim_matches('/')
-        .split('/')
-        .map(|s| {
-            form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
-                .next()
-                .map(|(_, v)| v.into_owned())
-                .unwrap_or_default()
-        })
-        .collect();
+    let segments: Vec<String> = path.trim_matches('/').split('/').map(percent_decode).collect();
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
     let method = request.method().clone();
     let query = query(&request);
@@ -228,6 +219,31 @@ async fn route(inner: &Arc<Inner>, request: Request<Incoming>) -> Result<Value, 
             format!("The requested URL {path} was not found."),
         )),
     }
+}
+
+/// `%XX` escapes of one path segment decoded (`+` stays `+` in paths).
+fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn with_zone(

@@ -96,7 +96,8 @@
 //!   choices; page tokens are opaque but not signed.
 //! * Error messages follow the ones Cloud DNS is known to return where they
 //!   are known (412, 404, 409, quota); others are worded in the same style
-//!   but are the stand-in's own; only the first error is reported.
+//!   but are the stand-in's own. Only the first failed check is reported,
+//!   except that every exceeded per-change quota is listed in `errors[]`.
 //! * Injected faults come after authentication; real rate limits are not
 //!   modelled beyond what is injected.
 

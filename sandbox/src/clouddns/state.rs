@@ -331,7 +331,9 @@ pub fn apply_change(zone: &mut Zone, body: &Value, quota: &Quota) -> Result<Chan
     {
         quota_errors.push(GoogleError::quota("resource records per rrset"));
     }
-    if let Some(first) = quota_errors.into_iter().next() {
+    let mut quota_errors = quota_errors.into_iter();
+    if let Some(mut first) = quota_errors.next() {
+        first.more = quota_errors.map(|e| (e.reason, e.message)).collect();
         return Err(first);
     }
     // Deletions against the stored record sets.
