@@ -62,6 +62,24 @@ async fn send<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     (status, value)
 }
 
+/// A GET of the zone list with one raw header.
+async fn send_with_header(stream: TcpStream, name: &str, value: &str) -> (u16, Value) {
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(connection);
+    let request = http::Request::builder()
+        .uri(format!("/dns/v1/projects/{PROJECT}/managedZones"))
+        .header("host", "dns.googleapis.com")
+        .header(name, value)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = sender.send_request(request).await.expect("request");
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.expect("body").to_bytes();
+    (status, serde_json::from_slice(&body).expect("JSON"))
+}
+
 /// One call with `token`; `path` is below `/dns/v1/projects/{PROJECT}`
 /// unless it starts with `/dns/`.
 async fn call_as(dns: &CloudDns, token: Option<&str>, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
@@ -141,6 +159,9 @@ async fn clouddns_token_required() {
     );
     let wrong = call_as(&dns, Some("not-the-token"), "GET", "/managedZones", None).await;
     expect_error(&wrong, 401, "authError", "UNAUTHENTICATED");
+    let tcp = TcpStream::connect(dns.addr()).await.unwrap();
+    let (status, body) = send_with_header(tcp, "authorization", &format!("Basic {TOKEN}")).await;
+    expect_error(&(status, body), 401, "authError", "UNAUTHENTICATED");
     // A failed call changes nothing and is not a change.
     let denied = call_as(
         &dns,

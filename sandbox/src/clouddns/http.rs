@@ -55,7 +55,9 @@ pub async fn handle(inner: Arc<Inner>, request: Request<Incoming>) -> Result<Res
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let auth_message = "Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.";
-    match token.as_deref().and_then(|t| t.strip_prefix("Bearer ")) {
+    // No Authorization header: `required`; one that is not a known bearer
+    // token (another scheme included): `authError`.
+    match token.as_deref().map(|t| t.strip_prefix("Bearer ")) {
         None => {
             let mut error = GoogleError::new(
                 401,
@@ -65,7 +67,7 @@ pub async fn handle(inner: Arc<Inner>, request: Request<Incoming>) -> Result<Res
             error.location = Some(("Authorization", "header"));
             return Ok(error_response(&error));
         }
-        Some(t) if !inner.tokens.iter().any(|known| known == t) => {
+        Some(t) if !t.is_some_and(|t| inner.tokens.iter().any(|known| known == t)) => {
             let mut error = GoogleError::new(
                 401,
                 "authError",
