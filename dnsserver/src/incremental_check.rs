@@ -18,7 +18,7 @@ use crate::answer::{answer, AnswerConfig, Transport};
 use crate::routing::{ClientRegions, RoutedName, RoutedVariant, RoutingPolicy};
 use crate::snapshot::Snapshot;
 use crate::store::{ZoneChanges, ZoneStore};
-use crate::transfer::TransferPolicy;
+use crate::version::TransferPolicy;
 use crate::tree::wire_key;
 use crate::zone::ZoneContent;
 

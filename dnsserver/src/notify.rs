@@ -16,7 +16,8 @@ use tokio::net::UdpSocket;
 use tokio::task::AbortHandle;
 
 use crate::store::ZoneStore;
-use crate::tsig::{self, TsigKey};
+use crate::tsig;
+use crate::tsig_key::TsigKey;
 
 /// First wait for an answer; doubles per attempt up to [`MAX_WAIT`].
 const FIRST_WAIT: Duration = Duration::from_millis(500);

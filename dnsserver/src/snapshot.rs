@@ -16,8 +16,9 @@ use rustc_hash::FxBuildHasher;
 
 use crate::render::{record_without_owner, render};
 use crate::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
-use crate::transfer::ZoneVersion;
-use crate::tree::{Override, RRset, SkippedRecord, Tree, VariantSets};
+use crate::version::ZoneVersion;
+use crate::resolve::Override;
+use crate::tree::{RRset, SkippedRecord, Tree, VariantSets};
 use crate::zone::ZoneContent;
 
 /// The largest stored response that still fits one message over TCP

@@ -12,7 +12,7 @@ use hickory_proto::rr::Name;
 
 use crate::routing::RoutedName;
 use crate::snapshot::{Snapshot, ZoneSummary};
-use crate::transfer::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
+use crate::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
 use crate::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
 use crate::zone::ZoneContent;
 
