@@ -13,7 +13,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use crate::store::ZoneStore;
+use crate::zone::store::ZoneStore;
 
 /// How the request arrived; decides the response size limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

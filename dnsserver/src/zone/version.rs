@@ -12,7 +12,7 @@ use hickory_proto::rr::{Name, RData, Record};
 use hickory_proto::serialize::binary::BinEncodable;
 use ipnet::IpNet;
 
-use crate::tsig_key::TsigKey;
+use super::tsig_key::TsigKey;
 
 /// Deltas kept per zone for IXFR.
 pub const JOURNAL_VERSIONS: usize = 16;

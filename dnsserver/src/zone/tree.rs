@@ -8,10 +8,10 @@ use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::rdatas::Rdatas;
-use crate::routing::RoutingPolicy;
-use crate::version::ZoneVersion;
-use crate::zone::ZoneContent;
+use super::rdatas::Rdatas;
+use super::routing::RoutingPolicy;
+use super::version::ZoneVersion;
+use super::content::ZoneContent;
 
 /// Lower-cased wire-format name: length-prefixed labels ending in the root
 /// label (RFC 1035 §3.1). The hash key of every name.
@@ -181,7 +181,7 @@ pub struct SkippedRecord {
 /// The RRsets one variant of a routed name holds at that name.
 pub(crate) type VariantSets = RRsets;
 
-/// A routed name as the tree keeps it (see [`crate::RoutedName`]).
+/// A routed name as the tree keeps it (see [`super::routing::RoutedName`]).
 #[derive(Debug)]
 pub(crate) struct RoutedNode {
     pub name: Name,
@@ -242,7 +242,7 @@ pub(crate) fn record_hash(record: &Record) -> u64 {
 }
 
 /// A hash of one routed name as given.
-pub(crate) fn routed_hash(routed: &crate::RoutedName) -> u64 {
+pub(crate) fn routed_hash(routed: &super::routing::RoutedName) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     format!("{routed:?}").hash(&mut hasher);
@@ -516,10 +516,10 @@ impl Tree {
         &self,
         zone: usize,
         names: &[(Name, Vec<Record>)],
-        routed: &[crate::RoutedName],
+        routed: &[super::routing::RoutedName],
     ) -> Result<Vec<OwnerChange>, Unsupported> {
         let info = &self.zones[zone];
-        let mut owners: Vec<(Key, Name, &[Record], Vec<&crate::RoutedName>)> = Vec::new();
+        let mut owners: Vec<(Key, Name, &[Record], Vec<&super::routing::RoutedName>)> = Vec::new();
         let mut index: FxHashMap<Key, usize> = FxHashMap::default();
         for (owner, records) in names {
             let name = fqdn(owner.to_lowercase());
@@ -950,7 +950,7 @@ fn merge_record(rrsets: &mut RRsets, record: &Record) {
 fn routed_node(
     zone: usize,
     owner: &Name,
-    routed: &crate::RoutedName,
+    routed: &super::routing::RoutedName,
     node: Option<(usize, &RRsets)>,
     already: bool,
     skips: &mut Vec<SkippedRecord>,

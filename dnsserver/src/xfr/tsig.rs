@@ -12,7 +12,7 @@ use hickory_proto::rr::rdata::tsig::{TsigError, TSIG};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder, BinEncodable, BinEncoder, NameEncoding};
 
-use crate::tsig_key::{Algorithm, TsigKey};
+use crate::zone::tsig_key::{Algorithm, TsigKey};
 
 /// Seconds of clock difference accepted (RFC 8945 §10 recommends 300).
 pub const FUDGE: u16 = 300;

@@ -3,7 +3,7 @@
 //!
 //! None of this is on the query path: the UDP and TCP loops hand a
 //! request here only when it asks for AXFR/IXFR or carries a TSIG RR
-//! (see [`crate::answer`]), and this module may allocate freely.
+//! (see [`crate::query::answer`]), and this module may allocate freely.
 //!
 //! * A zone is transferable only when its [`TransferPolicy`] allows the
 //!   client's address (`allow`) and, when keys are set, the request is
@@ -26,11 +26,11 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{RData, Record, RecordType};
 use hickory_proto::serialize::binary::BinEncodable;
 
-use crate::answer::{answer, AnswerConfig, Answered, Transport};
-use crate::snapshot::Snapshot;
-use crate::store::{serial_gt, ZoneStore};
-use crate::tsig::{self, ResponseSigner};
-use crate::version::{Delta, TransferZone, ZoneVersion};
+use crate::query::answer::{answer, AnswerConfig, Answered, Transport};
+use crate::zone::snapshot::Snapshot;
+use crate::zone::store::{serial_gt, ZoneStore};
+use super::tsig::{self, ResponseSigner};
+use crate::zone::version::{Delta, TransferZone, ZoneVersion};
 
 /// A transfer message is closed once its records pass this many octets
 /// (far below 65535, leaving room for the TSIG RR).

@@ -16,7 +16,7 @@ use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 pub use crate::metrics::{Answered, Transport};
-use crate::snapshot::{Snapshot, SERIAL_FROM_END};
+use crate::zone::snapshot::{Snapshot, SERIAL_FROM_END};
 
 /// Size of the DNS header (RFC 1035 §4.1.1).
 const HEADER_LEN: usize = 12;
@@ -204,7 +204,7 @@ pub fn answer_from(
     answer_or_defer(snapshot, packet, transport, config, Some(source), out, false).unwrap_or(None)
 }
 
-/// The request is for the transfer code (`crate::transfer::handle`): an
+/// The request is for the transfer code (`crate::xfr::transfer::handle`): an
 /// AXFR or IXFR, or a request signed with TSIG.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Deferred;

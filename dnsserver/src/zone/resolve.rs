@@ -9,7 +9,7 @@
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::tree::{fqdn, wire_key, Key, Node, RRset, Tree, VariantSets};
+use super::tree::{fqdn, wire_key, Key, Node, RRset, Tree, VariantSets};
 
 /// Longest CNAME chain followed for one answer. Chains longer than this (or
 /// looping) end with what was gathered so far, as Knot and BIND do.
