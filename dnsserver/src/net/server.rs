@@ -17,11 +17,11 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::query::answer::{AnswerConfig, Transport};
+use super::tcp::{Registry, TcpLimits, TcpService};
 use crate::metrics::DnsMetrics;
+use crate::query::answer::{AnswerConfig, Transport};
 use crate::query::rrl::{Rrl, RrlConfig};
 use crate::zone::store::ZoneStore;
-use super::tcp::{Registry, TcpLimits, TcpService};
 
 /// Listener settings.
 #[derive(Debug, Clone)]

@@ -38,8 +38,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use crate::query::answer::{answer_or_defer, AnswerConfig, Deferred, Transport};
 use crate::metrics::{TcpCounters, WorkerMetrics};
+use crate::query::answer::{answer_or_defer, AnswerConfig, Deferred, Transport};
 use crate::zone::store::ZoneStore;
 
 /// A message that has been arriving for longer than this no longer

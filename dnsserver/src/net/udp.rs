@@ -13,8 +13,8 @@ use arc_swap::Cache;
 use nix::errno::Errno;
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
 
-use crate::query::answer::{answer_or_defer, AnswerConfig, Answered, Deferred, Transport};
 use crate::metrics::WorkerMetrics;
+use crate::query::answer::{answer_or_defer, AnswerConfig, Answered, Deferred, Transport};
 use crate::query::rrl::{Rrl, Verdict};
 use crate::zone::store::ZoneStore;
 

@@ -12,9 +12,9 @@ use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsOption};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::answer::{answer_from, AnswerConfig, Transport};
+use crate::zone::content::ZoneContent;
 use crate::zone::routing::{ClientRegions, RoutedName, RoutedVariant, RoutingPolicy};
 use crate::zone::snapshot::Snapshot;
-use crate::zone::content::ZoneContent;
 
 struct Counting;
 

@@ -15,12 +15,12 @@ use hickory_proto::rr::rdata::{CNAME, MX, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::answer::{answer, AnswerConfig, Transport};
+use crate::zone::content::ZoneContent;
 use crate::zone::routing::{ClientRegions, RoutedName, RoutedVariant, RoutingPolicy};
 use crate::zone::snapshot::Snapshot;
 use crate::zone::store::{ZoneChanges, ZoneStore};
-use crate::zone::version::TransferPolicy;
 use crate::zone::tree::wire_key;
-use crate::zone::content::ZoneContent;
+use crate::zone::version::TransferPolicy;
 
 /// splitmix64: a seeded, reproducible sequence for the test.
 struct Rng(u64);

@@ -15,8 +15,8 @@ use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use tokio::net::UdpSocket;
 use tokio::task::AbortHandle;
 
-use crate::zone::store::ZoneStore;
 use super::tsig;
+use crate::zone::store::ZoneStore;
 use crate::zone::tsig_key::TsigKey;
 
 /// First wait for an answer; doubles per attempt up to [`MAX_WAIT`].

@@ -26,10 +26,10 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{RData, Record, RecordType};
 use hickory_proto::serialize::binary::BinEncodable;
 
+use super::tsig::{self, ResponseSigner};
 use crate::query::answer::{answer, AnswerConfig, Answered, Transport};
 use crate::zone::snapshot::Snapshot;
 use crate::zone::store::{serial_gt, ZoneStore};
-use super::tsig::{self, ResponseSigner};
 use crate::zone::version::{Delta, TransferZone, ZoneVersion};
 
 /// A transfer message is closed once its records pass this many octets

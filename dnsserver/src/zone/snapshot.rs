@@ -14,12 +14,12 @@ use hashbrown::HashTable;
 use hickory_proto::rr::{Name, RecordType};
 use rustc_hash::FxBuildHasher;
 
-use super::render::{record_without_owner, render};
-use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
-use super::version::ZoneVersion;
-use super::resolve::Override;
-use super::tree::{RRset, SkippedRecord, Tree, VariantSets};
 use super::content::ZoneContent;
+use super::render::{record_without_owner, render};
+use super::resolve::Override;
+use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
+use super::tree::{RRset, SkippedRecord, Tree, VariantSets};
+use super::version::ZoneVersion;
 
 /// The largest stored response that still fits one message over TCP
 /// (65,535 octets, RFC 1035 §4.2.2) with the OPT RR the query path may

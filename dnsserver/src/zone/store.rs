@@ -10,11 +10,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use hickory_proto::rr::Name;
 
+use super::content::ZoneContent;
 use super::routing::RoutedName;
 use super::snapshot::{Snapshot, ZoneSummary};
-use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
 use super::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
-use super::content::ZoneContent;
+use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
 
 /// RFC 1982 §3.2: is serial `a` greater than serial `b`?
 pub fn serial_gt(a: u32, b: u32) -> bool {

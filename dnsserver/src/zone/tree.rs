@@ -8,10 +8,10 @@ use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::content::ZoneContent;
 use super::rdatas::Rdatas;
 use super::routing::RoutingPolicy;
 use super::version::ZoneVersion;
-use super::content::ZoneContent;
 
 /// Lower-cased wire-format name: length-prefixed labels ending in the root
 /// label (RFC 1035 §3.1). The hash key of every name.
@@ -857,7 +857,6 @@ impl Tree {
             .max_by_key(|(_, z)| z.apex.num_labels())
             .map(|(i, _)| i)
     }
-
 
     /// Every RR type present anywhere, plus the query types that behave
     /// differently from an absent type (ANY, DS at cuts).

@@ -165,7 +165,6 @@ impl TransferZone {
     }
 }
 
-
 /// Sent by [`crate::ZoneStore`] users to find keys for a name: the zone
 /// apex and its lock.
 pub(crate) type ZoneRef = (Arc<TransferPolicy>, Name, Arc<std::sync::Mutex<TransferZone>>);
