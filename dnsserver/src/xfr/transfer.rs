@@ -5,18 +5,20 @@
 //! request here only when it asks for AXFR/IXFR or carries a TSIG RR
 //! (see [`crate::query::answer`]), and this module may allocate freely.
 //!
-//! * A zone is transferable only when its [`TransferPolicy`] allows the
-//!   client's address (`allow`) and, when keys are set, the request is
-//!   signed with one of them. Everything else is REFUSED (NOTAUTH with a
-//!   TSIG error when the signature itself is wrong), and logged.
+//! * A zone is transferable only when its
+//!   [`TransferPolicy`](crate::TransferPolicy) allows the client's address
+//!   (`allow`) and, when keys are set, the request is signed with one of
+//!   them. Everything else is REFUSED (NOTAUTH with a TSIG error when the
+//!   signature itself is wrong), and logged.
 //! * Every message of a transfer is signed when the request was
 //!   (RFC 8945 §5.3.1).
 //! * [`ZoneVersion`]: the records of a zone at one serial, kept for
-//!   transfer-enabled zones; [`Delta`]: what changed between two serials.
-//!   The last [`JOURNAL_VERSIONS`] deltas are kept; an IXFR from a serial
-//!   they cover gets one condensed difference, from an older (or unknown)
-//!   serial the whole zone (RFC 1995 §4), from the current or a newer
-//!   serial only the SOA.
+//!   transfer-enabled zones; [`Delta`]: what changed between two serials
+//!   (both kept by the store, in `zone/version.rs`). The last
+//!   [`JOURNAL_VERSIONS`](crate::JOURNAL_VERSIONS) deltas are kept; an IXFR
+//!   from a serial they cover gets one condensed difference, from an older
+//!   (or unknown) serial the whole zone (RFC 1995 §4), from the current or
+//!   a newer serial only the SOA.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
