@@ -3,7 +3,7 @@
 //! All the work of answering happens here, once per published change: for
 //! every owner name and every query type that can make a difference, the
 //! whole response message is rendered by hickory-proto and stored. The
-//! query path ([`crate::answer`]) then only hashes the question name, copies
+//! query path ([`crate::query::answer`]) then only hashes the question name, copies
 //! the stored bytes and patches the ID, the flags and the question's case.
 
 use std::hash::BuildHasher;
@@ -14,11 +14,12 @@ use hashbrown::HashTable;
 use hickory_proto::rr::{Name, RecordType};
 use rustc_hash::FxBuildHasher;
 
-use crate::render::{record_without_owner, render};
-use crate::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
-use crate::transfer::ZoneVersion;
-use crate::tree::{Override, RRset, SkippedRecord, Tree, VariantSets};
-use crate::zone::ZoneContent;
+use super::content::ZoneContent;
+use super::render::{record_without_owner, render};
+use super::resolve::Override;
+use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
+use super::tree::{RRset, SkippedRecord, Tree, VariantSets};
+use super::version::ZoneVersion;
 
 /// The largest stored response that still fits one message over TCP
 /// (65,535 octets, RFC 1035 §4.2.2) with the OPT RR the query path may
@@ -540,7 +541,7 @@ impl Snapshot {
     /// `None` when the name has no policy.
     pub fn choice_for(&self, name: &str, client: Option<IpAddr>) -> Option<ClientChoice> {
         let owner = Name::from_ascii(name).ok()?;
-        let found = self.lookup(&crate::tree::wire_key(&owner))?;
+        let found = self.lookup(&super::tree::wire_key(&owner))?;
         let (chunk, entry) = (found.chunk, found.entry);
         let route = chunk.routes.get(entry.route as usize)?;
         let report = &chunk.reports[entry.route as usize];
@@ -651,7 +652,7 @@ impl Snapshot {
     }
 }
 
-fn zone_answers(zone: &crate::tree::ZoneInfo, clients: Arc<ClientTable>) -> ZoneAnswers {
+fn zone_answers(zone: &super::tree::ZoneInfo, clients: Arc<ClientTable>) -> ZoneAnswers {
     ZoneAnswers {
         apex_labels: zone.apex.num_labels(),
         negative_soa_tail: record_without_owner(&zone.negative_soa)
@@ -859,7 +860,7 @@ impl<'a> Renderer<'a> {
 
     /// Renders every answer of `node` (owner `key`, hash `hash`) into
     /// `chunk`; problems go to the chunk's skipped list.
-    fn render_into(&mut self, chunk: &mut Chunk, key: &[u8], node: &crate::tree::Node, hash: u64) {
+    fn render_into(&mut self, chunk: &mut Chunk, key: &[u8], node: &super::tree::Node, hash: u64) {
         let tree = self.tree;
         let skip = |chunk: &mut Chunk, reason: String| {
             chunk.skipped.push((
@@ -1004,7 +1005,7 @@ fn client_tables(tree: &Tree, contents: &[(ZoneContent, u32)], skipped: &mut Vec
 
 /// The query-time route of one routed name, the RRsets of each variant it
 /// renders, and its report.
-fn route_of(routed: &crate::tree::RoutedNode, table: &ClientTable) -> (Route, Vec<VariantSets>, RouteReport) {
+fn route_of(routed: &super::tree::RoutedNode, table: &ClientTable) -> (Route, Vec<VariantSets>, RouteReport) {
     let mut report = RouteReport {
         name: routed.name.to_ascii().to_lowercase(),
         policy: String::new(),
@@ -1036,11 +1037,11 @@ fn route_of(routed: &crate::tree::RoutedNode, table: &ClientTable) -> (Route, Ve
         }
         RoutingPolicy::Nearest { fallback } => {
             report.policy = "Nearest".into();
-            let variants: Vec<crate::RoutedVariant> = routed
+            let variants: Vec<super::routing::RoutedVariant> = routed
                 .regions
                 .iter()
                 .zip(&routed.ids)
-                .map(|(region, id)| crate::RoutedVariant {
+                .map(|(region, id)| super::routing::RoutedVariant {
                     id: id.clone(),
                     weight: 0,
                     region: region.clone(),
@@ -1078,7 +1079,7 @@ fn merge_sets<'a>(sets: impl Iterator<Item = &'a VariantSets>) -> VariantSets {
                 *rtype,
                 RRset {
                     ttl: set.ttl,
-                    rdatas: crate::rdatas::Rdatas::new(),
+                    rdatas: super::rdatas::Rdatas::new(),
                 },
             );
             merged.ttl = merged.ttl.min(set.ttl);

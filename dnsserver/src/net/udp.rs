@@ -13,10 +13,10 @@ use arc_swap::Cache;
 use nix::errno::Errno;
 use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders, SockaddrStorage};
 
-use crate::answer::{answer_or_defer, AnswerConfig, Answered, Deferred, Transport};
 use crate::metrics::WorkerMetrics;
-use crate::rrl::{Rrl, Verdict};
-use crate::store::ZoneStore;
+use crate::query::answer::{answer_or_defer, AnswerConfig, Answered, Deferred, Transport};
+use crate::query::rrl::{Rrl, Verdict};
+use crate::zone::store::ZoneStore;
 
 /// Requests read per system call.
 const BATCH: usize = 32;
@@ -89,7 +89,7 @@ pub(crate) fn udp_loop(
                 // Signed with TSIG, or a transfer: the slow path.
                 Err(Deferred) => {
                     let (mut messages, answered) = match peer.as_ref().and_then(peer_ip) {
-                        Some(ip) => crate::transfer::handle(store, snapshot, request, ip, Transport::Udp, &config),
+                        Some(ip) => crate::xfr::transfer::handle(store, snapshot, request, ip, Transport::Udp, &config),
                         None => (
                             Vec::new(),
                             Answered {
@@ -114,7 +114,7 @@ pub(crate) fn udp_loop(
                     if let Some(rrl) = rrl {
                         match peer.as_ref().and_then(peer_ip).map(|ip| rrl.check(ip, out, second)) {
                             Some(Verdict::Drop) => continue,
-                            Some(Verdict::Slip) => crate::rrl::truncate(out),
+                            Some(Verdict::Slip) => crate::query::rrl::truncate(out),
                             _ => {}
                         }
                     }

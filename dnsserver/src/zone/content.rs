@@ -2,8 +2,8 @@
 
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::routing::{ClientRegions, RoutedName};
-use crate::transfer::TransferPolicy;
+use super::routing::{ClientRegions, RoutedName};
+use super::version::TransferPolicy;
 
 /// SOA values other than the serial, which [`crate::ZoneStore`] assigns.
 /// Times are seconds (RFC 1035 §3.3.13; `minimum` is the negative-caching

@@ -10,11 +10,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use hickory_proto::rr::Name;
 
-use crate::routing::RoutedName;
-use crate::snapshot::{Snapshot, ZoneSummary};
-use crate::transfer::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
-use crate::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
-use crate::zone::ZoneContent;
+use super::content::ZoneContent;
+use super::routing::RoutedName;
+use super::snapshot::{Snapshot, ZoneSummary};
+use super::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
+use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
 
 /// RFC 1982 §3.2: is serial `a` greater than serial `b`?
 pub fn serial_gt(a: u32, b: u32) -> bool {
@@ -114,7 +114,7 @@ pub struct ZoneStore {
     transfer_changes: tokio::sync::watch::Sender<u64>,
     transfer_counters: TransferCounters,
     /// GeoIP database for `Nearest` names.
-    geo: Mutex<Option<Arc<crate::GeoIpDb>>>,
+    geo: Mutex<Option<Arc<super::routing::GeoIpDb>>>,
     /// Why the GeoIP database given could not be read, if it could not.
     geo_problem: Mutex<Option<String>>,
 }
@@ -213,7 +213,7 @@ impl ZoneStore {
 
     /// Uses `db` for the GeoIP fallback of `Nearest` names from the next
     /// snapshot on (call before the first [`ZoneStore::publish`]).
-    pub fn set_geoip(&self, db: Option<Arc<crate::GeoIpDb>>) {
+    pub fn set_geoip(&self, db: Option<Arc<super::routing::GeoIpDb>>) {
         *self.geo.lock().unwrap_or_else(|e| e.into_inner()) = db;
     }
 
@@ -224,7 +224,7 @@ impl ZoneStore {
     /// # Errors
     /// The file is missing, unreadable or not a MaxMind DB.
     pub fn load_geoip(&self, path: &std::path::Path) -> Result<(), String> {
-        let result = crate::GeoIpDb::open(path);
+        let result = super::routing::GeoIpDb::open(path);
         let (db, problem) = match result {
             Ok(db) => (Some(Arc::new(db)), None),
             Err(e) => (None, Some(e)),

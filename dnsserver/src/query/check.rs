@@ -3,8 +3,8 @@
 
 use hickory_proto::op::Message;
 
-use crate::answer::{answer, AnswerConfig, Transport};
-use crate::snapshot::Snapshot;
+use super::answer::{answer, AnswerConfig, Transport};
+use crate::zone::snapshot::Snapshot;
 
 /// Answers `request` over both transports and checks the responses:
 /// no response for packets shorter than a header or with QR set; otherwise

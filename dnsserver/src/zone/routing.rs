@@ -5,7 +5,7 @@
 //! of a name: one per cluster, with a weight and a region) and its
 //! [`ClientRegions`] (where clients are: a CIDR table and GeoIP country or
 //! continent codes). At snapshot build time every variant's answer is
-//! rendered ([`crate::snapshot`]); here live the query-time pieces:
+//! rendered ([`super::snapshot`]); here live the query-time pieces:
 //! * [`Route`]: how a query picks a variant: a weighted random pick
 //!   (`Weighted`) or the client's region (`Nearest`);
 //! * [`ClientTable`]: a client address → region lookup over sorted,

@@ -38,9 +38,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use crate::answer::{answer_or_defer, AnswerConfig, Deferred, Transport};
 use crate::metrics::{TcpCounters, WorkerMetrics};
-use crate::store::ZoneStore;
+use crate::query::answer::{answer_or_defer, AnswerConfig, Deferred, Transport};
+use crate::zone::store::ZoneStore;
 
 /// A message that has been arriving for longer than this no longer
 /// protects its connection from being closed at the cap: on any real
@@ -559,7 +559,7 @@ async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService, peer: 
                     Err(Deferred) => {
                         // A zone transfer or a signed request: several
                         // messages, possibly many; written as they come.
-                        let (messages, answered) = crate::transfer::handle(
+                        let (messages, answered) = crate::xfr::transfer::handle(
                             &service.store,
                             &snapshot,
                             message,

@@ -15,8 +15,9 @@ use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 use tokio::net::UdpSocket;
 use tokio::task::AbortHandle;
 
-use crate::store::ZoneStore;
-use crate::tsig::{self, TsigKey};
+use super::tsig;
+use crate::zone::store::ZoneStore;
+use crate::zone::tsig_key::TsigKey;
 
 /// First wait for an answer; doubles per attempt up to [`MAX_WAIT`].
 const FIRST_WAIT: Duration = Duration::from_millis(500);

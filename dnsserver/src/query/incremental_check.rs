@@ -14,13 +14,13 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::rdata::{CNAME, MX, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::answer::{answer, AnswerConfig, Transport};
-use crate::routing::{ClientRegions, RoutedName, RoutedVariant, RoutingPolicy};
-use crate::snapshot::Snapshot;
-use crate::store::{ZoneChanges, ZoneStore};
-use crate::transfer::TransferPolicy;
-use crate::tree::wire_key;
-use crate::zone::ZoneContent;
+use super::answer::{answer, AnswerConfig, Transport};
+use crate::zone::content::ZoneContent;
+use crate::zone::routing::{ClientRegions, RoutedName, RoutedVariant, RoutingPolicy};
+use crate::zone::snapshot::Snapshot;
+use crate::zone::store::{ZoneChanges, ZoneStore};
+use crate::zone::tree::wire_key;
+use crate::zone::version::TransferPolicy;
 
 /// splitmix64: a seeded, reproducible sequence for the test.
 struct Rng(u64);
@@ -476,7 +476,7 @@ fn serials_follow_the_full_publish_rules() {
         .unwrap();
     assert!(new.changed);
     let next = new.zones[0].serial;
-    assert!(crate::serial_gt(next, serial));
+    assert!(crate::zone::store::serial_gt(next, serial));
     assert_eq!(store.updates(), updates + 1);
     assert!(store.last_build_seconds() > 0.0);
     let snapshot = store.load();

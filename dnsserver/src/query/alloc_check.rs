@@ -11,10 +11,10 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsOption};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::answer::{answer_from, AnswerConfig, Transport};
-use crate::routing::{ClientRegions, RoutedName, RoutedVariant, RoutingPolicy};
-use crate::snapshot::Snapshot;
-use crate::zone::ZoneContent;
+use super::answer::{answer_from, AnswerConfig, Transport};
+use crate::zone::content::ZoneContent;
+use crate::zone::routing::{ClientRegions, RoutedName, RoutedVariant, RoutingPolicy};
+use crate::zone::snapshot::Snapshot;
 
 struct Counting;
 

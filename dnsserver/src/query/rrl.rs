@@ -21,6 +21,8 @@ use ipnet::IpNet;
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
 
+use crate::metrics::RrlCounters;
+
 /// Rate limiting settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RrlConfig {
@@ -56,13 +58,6 @@ pub(crate) enum Verdict {
     Slip,
     /// Send nothing.
     Drop,
-}
-
-/// Counters, read by the metrics collector.
-#[derive(Debug, Default)]
-pub(crate) struct RrlCounters {
-    pub dropped: AtomicU64,
-    pub slipped: AtomicU64,
 }
 
 /// The response classes (Knot's, coarser).

@@ -17,11 +17,11 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::answer::{AnswerConfig, Transport};
+use super::tcp::{Registry, TcpLimits, TcpService};
 use crate::metrics::DnsMetrics;
-use crate::rrl::{Rrl, RrlConfig};
-use crate::store::ZoneStore;
-use crate::tcp::{Registry, TcpLimits, TcpService};
+use crate::query::answer::{AnswerConfig, Transport};
+use crate::query::rrl::{Rrl, RrlConfig};
+use crate::zone::store::ZoneStore;
 
 /// Listener settings.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ impl DnsServer {
         // NOTIFY (RFC 1996) for transfer-enabled zones.
         server
             .tcp_tasks
-            .push(tokio::spawn(crate::notify::notify_loop(store.clone())));
+            .push(tokio::spawn(crate::xfr::notify::notify_loop(store.clone())));
         for addr in &config.listen {
             // TCP first: with port 0 it picks the port, and UDP takes the same.
             let listener = TcpListener::from_std(bind_tcp(*addr)?)?;
@@ -168,7 +168,7 @@ impl DnsServer {
                 let thread = std::thread::Builder::new()
                     .name(format!("dns-udp-{index}"))
                     .spawn(move || {
-                        crate::udp::udp_loop(socket, &store, answer_config, &worker, rrl.as_deref(), &stop)
+                        super::udp::udp_loop(socket, &store, answer_config, &worker, rrl.as_deref(), &stop)
                     })?;
                 server.udp_threads.push(thread);
             }
@@ -180,7 +180,7 @@ impl DnsServer {
             };
             server
                 .tcp_tasks
-                .push(tokio::spawn(crate::tcp::accept_loop(listener, service)));
+                .push(tokio::spawn(super::tcp::accept_loop(listener, service)));
             tracing::info!(udp = %udp_addr, tcp = %tcp_addr, workers = config.udp_workers.max(1), "DNS server listening");
             server.udp_addrs.push(udp_addr);
             server.tcp_addrs.push(tcp_addr);

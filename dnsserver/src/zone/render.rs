@@ -6,7 +6,7 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{DNSClass, Name, Record, RecordType};
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder, NameEncoding};
 
-use crate::tree::Resolution;
+use super::resolve::Resolution;
 
 /// A whole response message for `qname`/`qtype`: ID 0, QR set, AA and
 /// RCODE from the resolution, RD/CD clear (the query path copies them in),

@@ -15,7 +15,8 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-use crate::snapshot::{Snapshot, SERIAL_FROM_END};
+pub use crate::metrics::{Answered, Transport};
+use crate::zone::snapshot::{Snapshot, SERIAL_FROM_END};
 
 /// Size of the DNS header (RFC 1035 §4.1.1).
 const HEADER_LEN: usize = 12;
@@ -58,15 +59,6 @@ pub mod rcode {
     pub const BADVERS: u16 = 16;
 }
 
-/// How the request arrived; decides the response size limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// UDP: responses larger than the negotiated payload are truncated (TC).
-    Udp,
-    /// TCP (RFC 7766): up to 65535 octets.
-    Tcp,
-}
-
 /// Server-side limits of the query path.
 #[derive(Debug, Clone, Copy)]
 pub struct AnswerConfig {
@@ -79,17 +71,6 @@ impl Default for AnswerConfig {
     fn default() -> Self {
         AnswerConfig { max_udp_payload: 1232 }
     }
-}
-
-/// What happened to one request, for metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Answered {
-    /// QTYPE asked (0 when the question could not be read).
-    pub qtype: u16,
-    /// RCODE sent, extended RCODEs included (e.g. 16 for BADVERS).
-    pub rcode: u16,
-    /// TC was set.
-    pub truncated: bool,
 }
 
 /// The EDNS facts of a request.
@@ -223,7 +204,7 @@ pub fn answer_from(
     answer_or_defer(snapshot, packet, transport, config, Some(source), out, false).unwrap_or(None)
 }
 
-/// The request is for the transfer code (`crate::transfer::handle`): an
+/// The request is for the transfer code (`crate::xfr::transfer::handle`): an
 /// AXFR or IXFR, or a request signed with TSIG.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Deferred;
