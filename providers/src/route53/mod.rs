@@ -3,7 +3,7 @@
 //! `--route53-zone-id`), sharing the zone safely with other tools.
 //!
 //! * Ownership: every RRset fedns writes gets an external-dns TXT registry
-//!   record ([`registry`]); RRsets without one of fedns's owner id are never
+//!   record ([`crate::plan::registry`]); RRsets without one of fedns's owner id are never
 //!   changed or deleted, and a desired RRset colliding with them is a
 //!   conflict.
 //! * Writes: CREATE for new RRsets (so a record that appeared meanwhile is
@@ -25,7 +25,6 @@
 
 pub mod batch;
 pub mod records;
-pub mod registry;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -46,6 +45,7 @@ use futures::future::BoxFuture;
 
 use crate::plan::desired::{DesiredRRset, DesiredZones};
 use crate::plan::planner::{self, CurrentRRset};
+use crate::plan::registry::{self, Ownership};
 use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, RateLimit, SyncMode, SyncReport};
 use batch::{BatchLimits, Unit};
 use records::Held;
@@ -566,30 +566,10 @@ impl Provider for Route53 {
     }
 }
 
-/// Ownership as the registry records of a zone state it.
-#[derive(Debug, Default)]
-struct Ownership {
-    /// New-format registry records: (name, type, set identifier) →
-    /// (owner, the TXT). external-dns gives the registry record of a
-    /// routed record set the same set identifier (and routing policy).
-    typed: BTreeMap<(String, RecordType, String), (String, Held)>,
-    /// Legacy registry records: name → owner.
-    legacy: BTreeMap<String, String>,
-}
-
-impl Ownership {
-    fn owner(&self, name: &str, record_type: RecordType, set_identifier: &str) -> Option<String> {
-        self.typed
-            .get(&(name.to_owned(), record_type, set_identifier.to_owned()))
-            .map(|(owner, _)| owner.clone())
-            .or_else(|| self.legacy.get(name).cloned())
-    }
-}
-
 /// The plan for one zone (see [`Route53::plan_zone`]).
 fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], held: &[ResourceRecordSet]) -> ZonePlan {
     let mut out = ZonePlan::default();
-    let mut ownership = Ownership::default();
+    let mut ownership: Ownership<Held> = Ownership::default();
     let mut records: Vec<Held> = Vec::new();
     for raw in held {
         let held = records::decode(raw);
@@ -602,18 +582,8 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
             .flatten();
         match registry_owner {
             Some((record_owner, _)) => {
-                let (typed, legacy) = registry::covered(&held.name);
-                if let Some((name, record_type)) = typed {
-                    let set = held.set_identifier.clone().unwrap_or_default();
-                    ownership
-                        .typed
-                        .insert((name, record_type, set), (record_owner.clone(), held.clone()));
-                }
-                // Our own registry records are always new-format: never
-                // read them as legacy claims on a name.
-                if record_owner != owner {
-                    ownership.legacy.insert(legacy, record_owner);
-                }
+                let set = held.set_identifier.clone().unwrap_or_default();
+                ownership.claim(&held.name.clone(), &set, record_owner, held, owner);
             }
             None => records.push(held),
         }
@@ -648,19 +618,9 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         }
     }
     // A foreign registry record whose RRset is gone still claims it.
-    for ((name, record_type, set), (record_owner, _)) in &ownership.typed {
-        if record_owner != owner && !raw_of.contains_key(&(name.clone(), *record_type, set.clone())) {
-            current.push(CurrentRRset {
-                name: name.clone(),
-                record_type: *record_type,
-                ttl: 0,
-                targets: Vec::new(),
-                owner: Some(record_owner.clone()),
-                set_identifier: set.clone(),
-                policy: String::new(),
-            });
-        }
-    }
+    current.extend(ownership.orphan_claims(owner, |name, t, set| {
+        raw_of.contains_key(&(name.to_owned(), t, set.to_owned()))
+    }));
     out.owned = current.iter().filter(|c| c.owner.as_deref() == Some(owner)).count();
 
     // What fedns wants, in Route53's terms: routed RRsets as one record
