@@ -75,7 +75,7 @@ impl Credentials {
                 credentials,
                 source: source.clone(),
             })
-            .map_err(|e| format!("Google credentials from {source}: {e}"))
+            .map_err(|e| format!("Google credentials from {source}: {}", chain(&e)))
     }
 
     /// One line naming the source, for errors and logs.
@@ -98,9 +98,24 @@ impl Credentials {
                 .access_token()
                 .await
                 .map(|t| t.token)
-                .map_err(|e| format!("no access token from {source}: {e}")),
+                .map_err(|e| format!("no access token from {source}: {}", chain(&e))),
         }
     }
+}
+
+/// An error with its causes, `: `-separated.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = e.source();
+    }
+    out
 }
 
 /// Which source Application Default Credentials will use, by the same

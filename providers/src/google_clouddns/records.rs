@@ -13,7 +13,12 @@
 //!   region is one; Cloud DNS answers from the item nearest the client;
 //! * `Failover` → `primaryBackup`: the `PRIMARY` clusters' addresses as
 //!   `primaryTargets.externalEndpoints`, the `SECONDARY` ones as
-//!   `backupGeoTargets` items by Google Cloud region, `trickleTraffic` 0,
+//!   `backupGeoTargets` items by Google Cloud region (when a backup
+//!   cluster has none, as fedns's failover endpoints carry only
+//!   `aws/failover`: one item holding every backup address, which Cloud
+//!   DNS answers to every client, located in the first Google Cloud
+//!   region among the clusters, else [`DEFAULT_BACKUP_LOCATION`]),
+//!   `trickleTraffic` 0,
 //!   and `healthCheck` from providerSpecific `google/health-check` when
 //!   given (public zones need one); only for A/AAAA with both tiers.
 //!
@@ -39,6 +44,38 @@ pub const POLICY_PREFIX: &str = "routingPolicy=";
 /// providerSpecific property naming the Cloud DNS health check of a
 /// `primaryBackup` policy (`projects/<p>/global/healthChecks/<name>`).
 pub const HEALTH_CHECK: &str = "google/health-check";
+
+/// Location of the single backup item of a `primaryBackup` policy whose
+/// clusters have no Google Cloud region (a geo policy with one item
+/// answers every client from it, wherever the client is).
+pub const DEFAULT_BACKUP_LOCATION: &str = "us-central1";
+
+/// The `backupGeoTargets` items: one per Google Cloud region of the backup
+/// clusters, or one for all (see the module documentation).
+fn backup_items(backup: &[&RoutedMember], all: &[&RoutedMember], rrdatas: &dyn Fn(&[String]) -> Vec<String>) -> Vec<Value> {
+    let regional = backup.iter().all(|m| m.region.as_deref().is_some_and(is_gcp_region));
+    let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let fallback = all
+        .iter()
+        .filter_map(|m| m.region.as_deref().filter(|r| is_gcp_region(r)))
+        .next()
+        .unwrap_or(DEFAULT_BACKUP_LOCATION);
+    for m in backup {
+        let location = match m.region.as_deref() {
+            Some(r) if regional => r,
+            _ => fallback,
+        };
+        groups.entry(location.to_owned()).or_default().extend(m.targets.clone());
+    }
+    groups
+        .into_iter()
+        .map(|(location, mut targets)| {
+            targets.sort();
+            targets.dedup();
+            json!({"location": location, "rrdatas": rrdatas(&targets)})
+        })
+        .collect()
+}
 
 /// Multi-region areas a Google Cloud region name starts with
 /// (<https://cloud.google.com/compute/docs/regions-zones>).
@@ -212,7 +249,7 @@ pub fn routing_policy(rrset: &DesiredRRset) -> Result<Option<Value>, String> {
             endpoints.dedup();
             let mut policy = json!({"primaryBackup": {
                 "primaryTargets": {"externalEndpoints": rrdatas(&endpoints)},
-                "backupGeoTargets": {"items": by_region(&backup, "primaryBackup's backup targets")?},
+                "backupGeoTargets": {"items": backup_items(&backup, &all, &rrdatas)},
                 "trickleTraffic": 0.0,
             }});
             let health_check = rrset

@@ -239,6 +239,16 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
             "trickleTraffic": 0.0,
         }})
     );
+    // Failover endpoints as fedns builds them (no region): one backup item.
+    let plain_failover = routed(
+        "pf.example.com",
+        RoutingPolicy::Failover,
+        &[("a", "failover=PRIMARY", "192.0.2.1"), ("b", "failover=SECONDARY", "192.0.2.2"), ("c", "failover=SECONDARY", "192.0.2.3")],
+    );
+    assert_eq!(
+        records::routing_policy(&plain_failover).unwrap().unwrap()["primaryBackup"]["backupGeoTargets"],
+        json!({"items": [{"location": records::DEFAULT_BACKUP_LOCATION, "rrdatas": ["192.0.2.2", "192.0.2.3"]}]})
+    );
     // AWS regions, and one tier only: downgraded, published as All.
     let aws = routed(
         "aws.example.com",
