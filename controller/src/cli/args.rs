@@ -221,31 +221,31 @@ pub enum ZoneVisibility {
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct GoogleArgs {
     /// Project of the managed zones (default: the metadata server's).
-    #[arg(long = "google-project", value_name = "PROJECT")]
+    #[arg(id = "google_project", long = "google-project", value_name = "PROJECT")]
     pub project: Option<String>,
     /// Managed zones to publish in, by name (repeatable or
     /// comma-separated); default: the zone whose dnsName is each Domain's.
-    #[arg(long = "google-zone", value_name = "ZONE", value_delimiter = ',')]
+    #[arg(id = "google_zone", long = "google-zone", value_name = "ZONE", value_delimiter = ',')]
     pub zones: Vec<String>,
     /// Only managed zones of this visibility (default: either).
-    #[arg(long = "google-zone-visibility", value_enum, value_name = "VISIBILITY")]
+    #[arg(id = "google_zone_visibility", long = "google-zone-visibility", value_enum, value_name = "VISIBILITY")]
     pub zone_visibility: Option<ZoneVisibility>,
     /// Cloud DNS API root URL (a proxy, or a stand-in); default
     /// https://dns.googleapis.com.
-    #[arg(long = "google-endpoint", value_name = "URL")]
+    #[arg(id = "google_endpoint", long = "google-endpoint", value_name = "URL")]
     pub endpoint: Option<String>,
     /// Record-set additions (and deletions) per Cloud DNS change at most.
-    #[arg(long = "google-batch-change-size", value_name = "N", default_value_t = 1000)]
+    #[arg(id = "google_batch_change_size", long = "google-batch-change-size", value_name = "N", default_value_t = 1000)]
     pub batch_change_size: usize,
     /// Cloud DNS requests per second at most.
-    #[arg(long = "google-rps", value_name = "N", default_value_t = 10.0)]
+    #[arg(id = "google_rps", long = "google-rps", value_name = "N", default_value_t = 10.0)]
     pub requests_per_second: f64,
     /// Attempts per request on 429 and 5xx, the first included.
-    #[arg(long = "google-max-attempts", value_name = "N", default_value_t = 5)]
+    #[arg(id = "google_max_attempts", long = "google-max-attempts", value_name = "N", default_value_t = 5)]
     pub max_attempts: u32,
     /// An OAuth access token to use as is instead of Application Default
     /// Credentials (tests, stand-ins; it is not refreshed).
-    #[arg(long = "google-access-token", value_name = "TOKEN", env = "GOOGLE_OAUTH_ACCESS_TOKEN", hide_env_values = true)]
+    #[arg(id = "google_access_token", long = "google-access-token", value_name = "TOKEN", env = "GOOGLE_OAUTH_ACCESS_TOKEN", hide_env_values = true)]
     pub access_token: Option<String>,
 }
 
@@ -519,6 +519,11 @@ pub struct SandboxArgs {
     /// `<state-dir>/sandbox.log`.
     #[arg(long)]
     pub verbose: bool,
+    /// Also publish to this provider (repeatable): `google-clouddns`
+    /// publishes to a Cloud DNS API stand-in on loopback, whose address the
+    /// first screen prints. The embedded server always answers.
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub provider: Vec<Provider>,
 }
 
 impl SandboxArgs {
