@@ -228,24 +228,45 @@ pub struct GoogleArgs {
     #[arg(id = "google_zone", long = "google-zone", value_name = "ZONE", value_delimiter = ',')]
     pub zones: Vec<String>,
     /// Only managed zones of this visibility (default: either).
-    #[arg(id = "google_zone_visibility", long = "google-zone-visibility", value_enum, value_name = "VISIBILITY")]
+    #[arg(
+        id = "google_zone_visibility",
+        long = "google-zone-visibility",
+        value_enum,
+        value_name = "VISIBILITY"
+    )]
     pub zone_visibility: Option<ZoneVisibility>,
     /// Cloud DNS API root URL (a proxy, or a stand-in); default
     /// https://dns.googleapis.com.
     #[arg(id = "google_endpoint", long = "google-endpoint", value_name = "URL")]
     pub endpoint: Option<String>,
     /// Record-set additions (and deletions) per Cloud DNS change at most.
-    #[arg(id = "google_batch_change_size", long = "google-batch-change-size", value_name = "N", default_value_t = 1000)]
+    #[arg(
+        id = "google_batch_change_size",
+        long = "google-batch-change-size",
+        value_name = "N",
+        default_value_t = 1000
+    )]
     pub batch_change_size: usize,
     /// Cloud DNS requests per second at most.
     #[arg(id = "google_rps", long = "google-rps", value_name = "N", default_value_t = 10.0)]
     pub requests_per_second: f64,
     /// Attempts per request on 429 and 5xx, the first included.
-    #[arg(id = "google_max_attempts", long = "google-max-attempts", value_name = "N", default_value_t = 5)]
+    #[arg(
+        id = "google_max_attempts",
+        long = "google-max-attempts",
+        value_name = "N",
+        default_value_t = 5
+    )]
     pub max_attempts: u32,
     /// An OAuth access token to use as is instead of Application Default
     /// Credentials (tests, stand-ins; it is not refreshed).
-    #[arg(id = "google_access_token", long = "google-access-token", value_name = "TOKEN", env = "GOOGLE_OAUTH_ACCESS_TOKEN", hide_env_values = true)]
+    #[arg(
+        id = "google_access_token",
+        long = "google-access-token",
+        value_name = "TOKEN",
+        env = "GOOGLE_OAUTH_ACCESS_TOKEN",
+        hide_env_values = true
+    )]
     pub access_token: Option<String>,
 }
 

@@ -10,8 +10,8 @@ use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNS
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig, EtcdTls};
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::google_clouddns::{CloudDnsConfig, GoogleCloudDns};
+use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::route53::{Route53, Route53Config};
 use fedns_providers::source::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
 use fedns_providers::source::spec_changes::{SpecChange, SpecChanges};
@@ -419,9 +419,10 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         )));
     }
     if args.provider.contains(&Provider::GoogleClouddns) {
-        sinks
-            .providers
-            .push(Arc::new(GoogleCloudDns::new(clouddns_config(args), provider_metrics.clone())));
+        sinks.providers.push(Arc::new(GoogleCloudDns::new(
+            clouddns_config(args),
+            provider_metrics.clone(),
+        )));
     }
     let (tx, mut rx) = watch::channel(SourceState::default());
     let source_config = SourceConfig {

@@ -151,10 +151,7 @@ pub struct Running {
 
 /// Where to look at what the google-clouddns provider published.
 pub fn clouddns_lines(dns: &fedns_sandbox::clouddns::CloudDns) -> String {
-    let rrsets = format!(
-        "{}/managedZones/{CLOUDDNS_ZONE}/rrsets",
-        dns.base_url(CLOUDDNS_PROJECT)
-    );
+    let rrsets = format!("{}/managedZones/{CLOUDDNS_ZONE}/rrsets", dns.base_url(CLOUDDNS_PROJECT));
     format!(
         "\nCloud DNS stand-in (--provider google-clouddns): managed zone {CLOUDDNS_ZONE} (example.com.) in project {CLOUDDNS_PROJECT}\n  \
          curl -s -H 'Authorization: Bearer {}' {rrsets}\n\n",

@@ -25,7 +25,10 @@ async fn clouddns_sandbox_publishes_to_the_stand_in_and_says_where() {
     let dns = running.clouddns.clone().expect("the stand-in runs");
     let lines = sandbox::clouddns_lines(&dns);
     assert!(lines.contains("curl -s -H 'Authorization: Bearer "), "{lines}");
-    assert!(lines.contains("/dns/v1/projects/fedns-sandbox/managedZones/example-com/rrsets"), "{lines}");
+    assert!(
+        lines.contains("/dns/v1/projects/fedns-sandbox/managedZones/example-com/rrsets"),
+        "{lines}"
+    );
     let published = |name: &str, t: &str| {
         dns.record_sets("fedns-sandbox", "example-com")
             .unwrap_or_default()
@@ -33,8 +36,7 @@ async fn clouddns_sandbox_publishes_to_the_stand_in_and_says_where() {
             .any(|s| s.name == name && s.rtype == t)
     };
     eventually("the global name in Cloud DNS", || {
-        published("nginx.ns.myfed.svc.example.com.", "A")
-            && published("a-nginx.ns.myfed.svc.example.com.", "TXT")
+        published("nginx.ns.myfed.svc.example.com.", "A") && published("a-nginx.ns.myfed.svc.example.com.", "TXT")
     })
     .await;
     eventually("shop's AAAA in Cloud DNS", || published("shop.example.com.", "AAAA")).await;

@@ -198,7 +198,11 @@ fn parse_error(status: u16, body: &[u8]) -> ApiError {
         || String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
         str::to_owned,
     );
-    ApiError { status, reason, message }
+    ApiError {
+        status,
+        reason,
+        message,
+    }
 }
 
 /// A managed zone (`dns#managedZone`).
@@ -439,7 +443,13 @@ impl Client {
     /// 404 `notFound` for an unknown zone; any failed call.
     pub async fn zone(&self, name: &str) -> Result<ManagedZone, ApiError> {
         let bytes = self
-            .call("get_zone", reqwest::Method::GET, &format!("/managedZones/{name}"), &[], None)
+            .call(
+                "get_zone",
+                reqwest::Method::GET,
+                &format!("/managedZones/{name}"),
+                &[],
+                None,
+            )
             .await?;
         Self::decode(&bytes, "managedZones.get")
     }

@@ -54,7 +54,19 @@ pub fn rrdata_bytes(set: &RecordSet) -> usize {
             Value::Array(items) => items.iter().map(strings).sum(),
             Value::Object(map) => map
                 .iter()
-                .filter(|(k, _)| matches!(k.as_str(), "rrdatas" | "externalEndpoints" | "items" | "wrr" | "geo" | "primaryBackup" | "primaryTargets" | "backupGeoTargets"))
+                .filter(|(k, _)| {
+                    matches!(
+                        k.as_str(),
+                        "rrdatas"
+                            | "externalEndpoints"
+                            | "items"
+                            | "wrr"
+                            | "geo"
+                            | "primaryBackup"
+                            | "primaryTargets"
+                            | "backupGeoTargets"
+                    )
+                })
                 .map(|(_, v)| strings(v))
                 .sum(),
             _ => 0,
@@ -96,8 +108,12 @@ pub fn pack(units: Vec<Unit>, limits: ChangeLimits) -> Vec<Vec<Unit>> {
     let mut current: Vec<Unit> = Vec::new();
     let (mut adds, mut dels, mut bytes) = (0, 0, 0);
     for group in groups {
-        let (a, d, b) = group.iter().map(Unit::weight).fold((0, 0, 0), |s, w| (s.0 + w.0, s.1 + w.1, s.2 + w.2));
-        let over = adds + a > limits.max_additions || dels + d > limits.max_deletions || bytes + b > limits.max_rrdata_bytes;
+        let (a, d, b) = group
+            .iter()
+            .map(Unit::weight)
+            .fold((0, 0, 0), |s, w| (s.0 + w.0, s.1 + w.1, s.2 + w.2));
+        let over =
+            adds + a > limits.max_additions || dels + d > limits.max_deletions || bytes + b > limits.max_rrdata_bytes;
         if !current.is_empty() && over {
             batches.push(std::mem::take(&mut current));
             (adds, dels, bytes) = (0, 0, 0);

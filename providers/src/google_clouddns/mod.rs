@@ -273,13 +273,11 @@ impl GoogleCloudDns {
             match names.as_slice() {
                 [] => None,
                 [one] => Some(one.clone()),
-                _ => {
-                    return Err(format!(
-                        "{} managed zones are named {apex} ({}); choose one with --google-zone or --google-zone-visibility",
-                        names.len(),
-                        names.join(", ")
-                    ))
-                }
+                _ => return Err(format!(
+                    "{} managed zones are named {apex} ({}); choose one with --google-zone or --google-zone-visibility",
+                    names.len(),
+                    names.join(", ")
+                )),
             }
         } else {
             let mut found = None;
@@ -342,7 +340,12 @@ impl GoogleCloudDns {
                 .find(|&i| i > 0 && units[i].name != units[i - 1].name);
             match split {
                 Some(at) => {
-                    tracing::info!(provider = NAME, zone = apex, changes = units.len(), "Cloud DNS refused a change ({refused}); splitting it");
+                    tracing::info!(
+                        provider = NAME,
+                        zone = apex,
+                        changes = units.len(),
+                        "Cloud DNS refused a change ({refused}); splitting it"
+                    );
                     let mut first = units;
                     let second = first.split_off(at);
                     pending.push(second);
@@ -402,12 +405,22 @@ impl GoogleCloudDns {
                     return Ok(());
                 }
                 Err(WriteError::Stale(e)) => {
-                    tracing::info!(provider = NAME, zone = apex, "another writer changed the zone ({e}); reading it again");
+                    tracing::info!(
+                        provider = NAME,
+                        zone = apex,
+                        "another writer changed the zone ({e}); reading it again"
+                    );
                     // Only this round's findings stand: the next plan
                     // reports them again.
-                    report.conflicts.truncate(report.conflicts.len() - findings.conflicts.len());
-                    report.rejected.truncate(report.rejected.len() - findings.rejected.len());
-                    report.downgraded.truncate(report.downgraded.len() - findings.downgraded.len());
+                    report
+                        .conflicts
+                        .truncate(report.conflicts.len() - findings.conflicts.len());
+                    report
+                        .rejected
+                        .truncate(report.rejected.len() - findings.rejected.len());
+                    report
+                        .downgraded
+                        .truncate(report.downgraded.len() - findings.downgraded.len());
                     round += 1;
                 }
                 Err(WriteError::Refused(e)) => return Err(explain(&e)),
@@ -503,7 +516,9 @@ fn plan_zone(owner: &str, apex: &str, desired: &[DesiredRRset], held: &[RecordSe
     let mut plain: Vec<&RecordSet> = Vec::new();
     for set in held {
         match registry_owner(set) {
-            Some(record_owner) => ownership.claim(&records::decode_name(&set.name), "", record_owner, set.clone(), owner),
+            Some(record_owner) => {
+                ownership.claim(&records::decode_name(&set.name), "", record_owner, set.clone(), owner)
+            }
             None => plain.push(set),
         }
     }
@@ -603,8 +618,7 @@ fn plan_zone(owner: &str, apex: &str, desired: &[DesiredRRset], held: &[RecordSe
                 if let Some(held) = raw_of.get(&key) {
                     unit.deletions.push((*held).clone());
                 }
-                unit.additions
-                    .push(records::record_set(&d, policies.get(&key)));
+                unit.additions.push(records::record_set(&d, policies.get(&key)));
                 let registry = registry_record_set(owner, &d);
                 match ours(&d.name, d.record_type) {
                     Some(txt) if txt.rrdatas == registry.rrdatas && txt.ttl == registry.ttl => {}

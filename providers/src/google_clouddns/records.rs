@@ -52,7 +52,11 @@ pub const DEFAULT_BACKUP_LOCATION: &str = "us-central1";
 
 /// The `backupGeoTargets` items: one per Google Cloud region of the backup
 /// clusters, or one for all (see the module documentation).
-fn backup_items(backup: &[&RoutedMember], all: &[&RoutedMember], rrdatas: &dyn Fn(&[String]) -> Vec<String>) -> Vec<Value> {
+fn backup_items(
+    backup: &[&RoutedMember],
+    all: &[&RoutedMember],
+    rrdatas: &dyn Fn(&[String]) -> Vec<String>,
+) -> Vec<Value> {
     let regional = backup.iter().all(|m| m.region.as_deref().is_some_and(is_gcp_region));
     let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let fallback = all

@@ -52,8 +52,14 @@ fn routed(name: &str, policy: RoutingPolicy, members: &[(&str, &str, &str)]) -> 
             set_identifier: id.to_string(),
             targets: vec![target.to_string()],
             weight: attribute.strip_prefix("weight=").map(|w| w.parse().unwrap()),
-            failover: attribute.split(',').find_map(|a| a.strip_prefix("failover=")).map(str::to_owned),
-            region: attribute.split(',').find_map(|a| a.strip_prefix("region=")).map(str::to_owned),
+            failover: attribute
+                .split(',')
+                .find_map(|a| a.strip_prefix("failover="))
+                .map(str::to_owned),
+            region: attribute
+                .split(',')
+                .find_map(|a| a.strip_prefix("region="))
+                .map(str::to_owned),
             aws_region: None,
             provider_specific: vec![],
             geo: None,
@@ -104,7 +110,11 @@ fn clouddns_plan_creates_records_with_registry_records_in_external_dns_format() 
         want("www.example.com", RecordType::A, &["192.0.2.1"]),
         want("v6.example.com", RecordType::AAAA, &["2001:db8::1"]),
         want("alias.example.com", RecordType::CNAME, &["www.example.com"]),
-        want("txt.example.com", RecordType::TXT, &["\"a \\\"quoted\\\" text\" \"two\""]),
+        want(
+            "txt.example.com",
+            RecordType::TXT,
+            &["\"a \\\"quoted\\\" text\" \"two\""],
+        ),
     ];
     let plan = plan_zone("fedns", "example.com", &desired, &apex());
     assert_eq!(plan.units.len(), 4);
@@ -179,7 +189,10 @@ fn clouddns_records_of_other_owners_are_never_touched() {
         .iter()
         .map(|(d, holder)| (d.name.as_str(), holder.as_str()))
         .collect();
-    assert!(held_back.contains(&("web.example.com", "owner \"default\"")), "{held_back:?}");
+    assert!(
+        held_back.contains(&("web.example.com", "owner \"default\"")),
+        "{held_back:?}"
+    );
     assert!(held_back.contains(&("hand.example.com", "a record with no owner")));
     assert!(held_back.contains(&("legacy.example.com", "owner \"old-tool\"")));
     assert!(held_back.contains(&("gone.example.com", "owner \"default\"")));
@@ -243,7 +256,11 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
     let plain_failover = routed(
         "pf.example.com",
         RoutingPolicy::Failover,
-        &[("a", "failover=PRIMARY", "192.0.2.1"), ("b", "failover=SECONDARY", "192.0.2.2"), ("c", "failover=SECONDARY", "192.0.2.3")],
+        &[
+            ("a", "failover=PRIMARY", "192.0.2.1"),
+            ("b", "failover=SECONDARY", "192.0.2.2"),
+            ("c", "failover=SECONDARY", "192.0.2.3"),
+        ],
     );
     assert_eq!(
         records::routing_policy(&plain_failover).unwrap().unwrap()["primaryBackup"]["backupGeoTargets"],
@@ -253,7 +270,10 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
     let aws = routed(
         "aws.example.com",
         RoutingPolicy::Nearest,
-        &[("a", "region=us-east-1", "192.0.2.1"), ("b", "region=eu-west-1", "192.0.2.2")],
+        &[
+            ("a", "region=us-east-1", "192.0.2.1"),
+            ("b", "region=eu-west-1", "192.0.2.2"),
+        ],
     );
     let one_tier = routed(
         "one.example.com",
@@ -268,7 +288,11 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
     );
     let downgraded: Vec<&str> = plan.downgraded.iter().map(|(n, _, _)| n.as_str()).collect();
     assert_eq!(downgraded, ["aws.example.com", "one.example.com"]);
-    assert!(plan.downgraded[0].2.contains("region us-east-1"), "{:?}", plan.downgraded);
+    assert!(
+        plan.downgraded[0].2.contains("region us-east-1"),
+        "{:?}",
+        plan.downgraded
+    );
     let aws_unit = plan.units.iter().find(|u| u.name == "aws.example.com").unwrap();
     assert_eq!(aws_unit.additions[0].rrdatas, ["192.0.2.1", "192.0.2.2"]);
     assert!(aws_unit.additions[0].routing_policy.is_none());
@@ -285,10 +309,12 @@ fn clouddns_a_policy_echoed_with_other_spelling_is_not_a_change_but_a_new_weight
     )];
     let mut zone = apex();
     let mut set = held("w.example.com.", "A", 60, &[]);
-    set.routing_policy = Some(json!({"kind": "dns#rRSetRoutingPolicy", "wrr": {"kind": "dns#rRSetRoutingPolicyWrrPolicy", "items": [
-        {"kind": "dns#rRSetRoutingPolicyWrrPolicyWrrPolicyItem", "weight": 1, "rrdatas": ["192.0.2.2"]},
-        {"weight": 3, "rrdatas": ["192.0.2.1"]},
-    ]}}));
+    set.routing_policy = Some(
+        json!({"kind": "dns#rRSetRoutingPolicy", "wrr": {"kind": "dns#rRSetRoutingPolicyWrrPolicy", "items": [
+            {"kind": "dns#rRSetRoutingPolicyWrrPolicyWrrPolicyItem", "weight": 1, "rrdatas": ["192.0.2.2"]},
+            {"weight": 3, "rrdatas": ["192.0.2.1"]},
+        ]}}),
+    );
     zone.push(set.clone());
     zone.push(registry("a-w.example.com.", "fedns"));
     let plan = plan_zone("fedns", "example.com", &desired, &zone);
@@ -304,7 +330,10 @@ fn clouddns_a_policy_echoed_with_other_spelling_is_not_a_change_but_a_new_weight
     // exact deletion of what was read.
     assert_eq!(plan.units.len(), 1);
     assert_eq!(plan.units[0].deletions, vec![set]);
-    assert_eq!(plan.units[0].additions[0].routing_policy.as_ref().unwrap()["wrr"]["items"][0]["weight"], 5.0);
+    assert_eq!(
+        plan.units[0].additions[0].routing_policy.as_ref().unwrap()["wrr"]["items"][0]["weight"],
+        5.0
+    );
 }
 
 #[test]
@@ -352,7 +381,13 @@ fn clouddns_changes_split_at_the_quotas_and_keep_a_names_units_together() {
 
 #[test]
 fn clouddns_region_names_and_apex_records() {
-    for region in ["us-central1", "europe-west12", "northamerica-northeast2", "me-central2", "asia-southeast1"] {
+    for region in [
+        "us-central1",
+        "europe-west12",
+        "northamerica-northeast2",
+        "me-central2",
+        "asia-southeast1",
+    ] {
         assert!(records::is_gcp_region(region), "{region}");
     }
     for region in ["us-east-1", "eu-west-1", "europe", "west1", "us-", "mars-north1"] {

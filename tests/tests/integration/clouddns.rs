@@ -145,8 +145,14 @@ async fn clouddns_round_trips_every_record_type_beside_other_owners() {
     assert_eq!(geo["geo"]["items"][0]["location"], "europe-west1");
     assert_eq!(geo["geo"]["items"][1]["rrdatas"], json!(["203.0.113.1"]));
     let pb = policy("f.example.com.");
-    assert_eq!(pb["primaryBackup"]["primaryTargets"]["externalEndpoints"], json!(["203.0.113.1"]));
-    assert_eq!(pb["primaryBackup"]["backupGeoTargets"]["items"][0]["rrdatas"], json!(["203.0.113.2"]));
+    assert_eq!(
+        pb["primaryBackup"]["primaryTargets"]["externalEndpoints"],
+        json!(["203.0.113.1"])
+    );
+    assert_eq!(
+        pb["primaryBackup"]["backupGeoTargets"]["items"][0]["rrdatas"],
+        json!(["203.0.113.2"])
+    );
     assert_eq!(rrdatas(&dns, "lab.example.com.", "A"), ["203.0.113.1", "203.0.113.9"]);
     // The other owners' records are as they were.
     let foreign_after: Vec<RecordSet> = dns
@@ -169,8 +175,18 @@ async fn clouddns_round_trips_every_record_type_beside_other_owners() {
     // A new weight: one change replaces the whole policy; removing names
     // deletes them and their registry records, nothing else.
     let fewer = desired(json!([
-        routed("w.example.com", "east", "203.0.113.1", json!([{"name": "aws/weight", "value": "2"}])),
-        routed("w.example.com", "west", "203.0.113.2", json!([{"name": "aws/weight", "value": "3"}])),
+        routed(
+            "w.example.com",
+            "east",
+            "203.0.113.1",
+            json!([{"name": "aws/weight", "value": "2"}])
+        ),
+        routed(
+            "w.example.com",
+            "west",
+            "203.0.113.2",
+            json!([{"name": "aws/weight", "value": "3"}])
+        ),
     ]));
     let report = clouddns.sync_all(&fewer, SyncMode::Changed).await;
     assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
@@ -278,14 +294,21 @@ async fn clouddns_batches_over_1000_and_a_zone_quota_reported_per_name() {
     let endpoints: Vec<Value> = (0..1500)
         .map(|i| json!({"dnsName": format!("n{i:04}.example.com"), "recordType": "A", "recordTTL": 30, "targets": ["192.0.2.1"]}))
         .collect();
-    let report = clouddns.sync_all(&desired(Value::Array(endpoints)), SyncMode::Changed).await;
+    let report = clouddns
+        .sync_all(&desired(Value::Array(endpoints)), SyncMode::Changed)
+        .await;
     assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
     // 3,000 additions (record sets and registry records): three changes.
     assert_eq!(report.writes, 3, "{report:?}");
     assert_eq!(report.changes, 1500);
     let sets = dns.record_sets(PROJECT, ZONE).unwrap();
     assert_eq!(sets.len(), 2 + 3000);
-    let api_changes = dns.changes(PROJECT, ZONE).unwrap().into_iter().filter(|c| c.from_api).count();
+    let api_changes = dns
+        .changes(PROJECT, ZONE)
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.from_api)
+        .count();
     assert_eq!(api_changes, 3);
 
     // A zone that holds at most 3,010 record sets: the names that fit are
@@ -317,18 +340,29 @@ async fn clouddns_a_missing_zone_and_wrong_credentials_are_clear_errors() {
     );
     let report = clouddns.sync_all(&other, SyncMode::Changed).await;
     assert_eq!(report.errors.len(), 1, "{report:?}");
-    assert!(report.errors[0].1.contains("no Cloud DNS managed zone has dnsName example.org."), "{report:?}");
+    assert!(
+        report.errors[0]
+            .1
+            .contains("no Cloud DNS managed zone has dnsName example.org."),
+        "{report:?}"
+    );
     let named = provider(&dns, |c| c.zones = vec!["nope".into()]);
     let fixture = desired(json!([{"dnsName": "www.example.com", "recordType": "A", "targets": ["192.0.2.1"]}]));
     let report = named.sync_all(&fixture, SyncMode::Changed).await;
-    assert!(report.errors[0].1.contains("--google-zone") && report.errors[0].1.contains("404"), "{report:?}");
+    assert!(
+        report.errors[0].1.contains("--google-zone") && report.errors[0].1.contains("404"),
+        "{report:?}"
+    );
 
     // A token Cloud DNS does not accept: 401, naming the source.
     let wrong = provider(&dns, |c| c.access_token = Some("not-a-token".into()));
     let report = wrong.sync_all(&fixture, SyncMode::Changed).await;
     assert_eq!(report.errors.len(), 1, "{report:?}");
     let message = &report.errors[0].1;
-    assert!(message.contains("401") && message.contains("GOOGLE_OAUTH_ACCESS_TOKEN"), "{message}");
+    assert!(
+        message.contains("401") && message.contains("GOOGLE_OAUTH_ACCESS_TOKEN"),
+        "{message}"
+    );
 
     // A service-account key file that is no key: the library refuses it,
     // and the error names the file.
@@ -352,7 +386,10 @@ async fn clouddns_a_missing_zone_and_wrong_credentials_are_clear_errors() {
     assert_eq!(report.errors.len(), 1, "{report:?}");
     let message = &report.errors[0].1;
     println!("{message}");
-    assert!(message.contains("service-account key at") && message.contains("key.json"), "{message}");
+    assert!(
+        message.contains("service-account key at") && message.contains("key.json"),
+        "{message}"
+    );
     assert!(get(&dns, "www.example.com.", "A").is_none());
 }
 
@@ -369,9 +406,13 @@ async fn clouddns_contract_against_the_real_api() {
         println!("skipped: set FEDNS_GCP_PROJECT and FEDNS_GCP_ZONE (a managed zone's dnsName) and Google credentials to run it");
         return;
     };
-    let credentials = ["GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_OAUTH_ACCESS_TOKEN", "FEDNS_GCP_METADATA"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some());
+    let credentials = [
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_OAUTH_ACCESS_TOKEN",
+        "FEDNS_GCP_METADATA",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some());
     if !credentials {
         println!("skipped: no Google credentials (GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_OAUTH_ACCESS_TOKEN, or FEDNS_GCP_METADATA=1 on GCP)");
         return;
