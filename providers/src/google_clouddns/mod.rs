@@ -124,20 +124,8 @@ impl Default for CloudDnsConfig {
     }
 }
 
-/// The planned work for one zone.
-#[derive(Debug, Default)]
-pub struct ZonePlan {
-    /// Logical changes, sorted by name.
-    pub units: Vec<Unit>,
-    /// Desired RRsets held back: (RRset, holder).
-    pub conflicts: Vec<(DesiredRRset, String)>,
-    /// Desired RRsets fedns cannot write to Cloud DNS: (name, type, why).
-    pub rejected: Vec<(String, RecordType, String)>,
-    /// RRsets published without their traffic policy: (name, type, why).
-    pub downgraded: Vec<(String, RecordType, String)>,
-    /// RRsets owned by fedns now.
-    pub owned: usize,
-}
+/// The planned work for one zone: change units and what to report.
+pub type ZonePlan = planner::ZonePlan<Unit>;
 
 /// The provider.
 pub struct GoogleCloudDns {
@@ -273,11 +261,13 @@ impl GoogleCloudDns {
             match names.as_slice() {
                 [] => None,
                 [one] => Some(one.clone()),
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "{} managed zones are named {apex} ({}); choose one with --google-zone or --google-zone-visibility",
                     names.len(),
                     names.join(", ")
-                )),
+                ))
+                }
             }
         } else {
             let mut found = None;
@@ -447,25 +437,12 @@ impl GoogleCloudDns {
                 return report;
             }
         };
-        let mut apexes = Vec::new();
-        for zone in &desired.zones {
-            let apex = zone.content.apex.to_ascii().trim_end_matches('.').to_owned();
-            apexes.push(apex.clone());
-            if self.applied.replay(&apex, &zone.rrsets, mode, &mut report) {
-                continue;
-            }
+        let (_, pending) = self.applied.pending(desired, mode, &mut report);
+        for (apex, rrsets) in pending {
             let mut outcome = SyncReport::default();
-            match self.sync_zone(&client, &apex, &zone.rrsets, &mut outcome).await {
-                Ok(()) => self.applied.applied(&apex, &zone.rrsets, &outcome),
-                Err(e) => {
-                    tracing::warn!(provider = NAME, zone = %apex, "sync failed (retried soon): {e}");
-                    self.applied.forget(&apex);
-                    outcome.errors.push((ErrorScope::Zone(apex.clone()), e));
-                }
-            }
-            report.merge(outcome);
+            let result = self.sync_zone(&client, &apex, rrsets, &mut outcome).await;
+            self.applied.finish(NAME, &apex, rrsets, result, outcome, &mut report);
         }
-        self.applied.retain(&apexes);
         self.metrics.sync_duration(NAME, started);
         report
     }
@@ -555,17 +532,7 @@ fn plan_zone(owner: &str, apex: &str, desired: &[DesiredRRset], held: &[RecordSe
     let mut policies: BTreeMap<(String, RecordType), Value> = BTreeMap::new();
     let mut allowed: Vec<DesiredRRset> = Vec::new();
     for rrset in desired {
-        let txt_name = registry::txt_name(&rrset.name, rrset.record_type);
-        if !txt_name.ends_with(&format!(".{apex}")) {
-            out.rejected.push((
-                rrset.name.clone(),
-                rrset.record_type,
-                format!("its ownership record {txt_name} would fall outside the zone {apex}; records at the apex are not published to Cloud DNS"),
-            ));
-            continue;
-        }
-        if let Some(holder) = ownership.legacy.get(&rrset.name) {
-            out.conflicts.push((rrset.clone(), format!("owner {holder:?}")));
+        if !ownership.admit(rrset, apex, "Cloud DNS", &mut out) {
             continue;
         }
         let mut plain = DesiredRRset {
@@ -588,13 +555,12 @@ fn plan_zone(owner: &str, apex: &str, desired: &[DesiredRRset], held: &[RecordSe
     }
 
     let plan = planner::plan(&allowed, &current, owner);
-    out.conflicts.extend(plan.conflicts.into_iter().map(|c| {
-        (
-            c.desired,
-            c.holder
-                .map_or_else(|| "a record with no owner".into(), |h| format!("owner {h:?}")),
-        )
-    }));
+    out.conflicts.extend(
+        plan.conflicts
+            .into_iter()
+            .map(|c| (c.holder_text(), c))
+            .map(|(h, c)| (c.desired, h)),
+    );
 
     let ours = |name: &str, t: RecordType| {
         ownership

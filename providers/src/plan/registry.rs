@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 
 use fedns_api::RecordType;
 
-use crate::plan::planner::CurrentRRset;
+use crate::plan::desired::DesiredRRset;
+use crate::plan::planner::{CurrentRRset, ZonePlan};
 
 /// The `heritage` label every registry value starts with.
 const HERITAGE: &str = "heritage=external-dns";
@@ -130,6 +131,29 @@ impl<T: Clone> Ownership<T> {
             .get(&(name.to_owned(), record_type, set_identifier.to_owned()))
             .map(|(owner, _)| owner.clone())
             .or_else(|| self.legacy.get(name).cloned())
+    }
+
+    /// May fedns write `rrset` in the zone `apex` of `provider` (its name
+    /// in messages)? Not when its registry record would fall outside the
+    /// zone (records at the apex: reported in `plan.rejected`), nor when a
+    /// legacy registry record of another owner claims its name
+    /// (external-dns reads it as owning every type there and would delete
+    /// ours: `plan.conflicts`).
+    pub fn admit<U>(&self, rrset: &DesiredRRset, apex: &str, provider: &str, plan: &mut ZonePlan<U>) -> bool {
+        let txt_name = txt_name(&rrset.name, rrset.record_type);
+        if !txt_name.ends_with(&format!(".{apex}")) {
+            plan.rejected.push((
+                rrset.name.clone(),
+                rrset.record_type,
+                format!("its ownership record {txt_name} would fall outside the zone {apex}; records at the apex are not published to {provider}"),
+            ));
+            return false;
+        }
+        if let Some(holder) = self.legacy.get(&rrset.name) {
+            plan.conflicts.push((rrset.clone(), format!("owner {holder:?}")));
+            return false;
+        }
+        true
     }
 
     /// Other owners' registry records whose RRset is gone (`held(name,

@@ -46,7 +46,7 @@ use futures::future::BoxFuture;
 use crate::plan::desired::{DesiredRRset, DesiredZones};
 use crate::plan::planner::{self, CurrentRRset};
 use crate::plan::registry::{self, Ownership};
-use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, RateLimit, SyncMode, SyncReport};
+use crate::provider::{AppliedCache, Provider, ProviderMetrics, RateLimit, SyncMode, SyncReport};
 use batch::{BatchLimits, Unit};
 use records::Held;
 
@@ -108,20 +108,8 @@ impl Default for Route53Config {
     }
 }
 
-/// The planned work for one zone.
-#[derive(Debug, Default)]
-pub struct ZonePlan {
-    /// Logical changes, in order.
-    pub units: Vec<Unit>,
-    /// Desired RRsets held back: (RRset, holder).
-    pub conflicts: Vec<(DesiredRRset, String)>,
-    /// Desired RRsets fedns cannot express in Route53: (name, type, why).
-    pub rejected: Vec<(String, RecordType, String)>,
-    /// RRsets published without their traffic policy: (name, type, why).
-    pub downgraded: Vec<(String, RecordType, String)>,
-    /// RRsets owned by fedns now.
-    pub owned: usize,
-}
+/// The planned work for one zone: change units and what to report.
+pub type ZonePlan = planner::ZonePlan<Unit>;
 
 /// The provider.
 pub struct Route53 {
@@ -530,26 +518,15 @@ impl Route53 {
                 .clear();
         }
         let client = self.client().await;
-        let mut apexes = Vec::new();
-        for zone in &desired.zones {
-            let apex = zone.content.apex.to_ascii().trim_end_matches('.').to_owned();
-            apexes.push(apex.clone());
-            if self.applied.replay(&apex, &zone.rrsets, mode, &mut report) {
-                continue;
-            }
+        let (apexes, pending) = self.applied.pending(desired, mode, &mut report);
+        for (apex, rrsets) in pending {
             let mut outcome = SyncReport::default();
-            match self.sync_zone(&client, &apex, &zone.rrsets, mode, &mut outcome).await {
-                Ok(()) => self.applied.applied(&apex, &zone.rrsets, &outcome),
-                Err(e) => {
-                    tracing::warn!(provider = NAME, zone = %apex, "sync failed (retried soon): {e}");
-                    self.applied.forget(&apex);
-                    self.held_cache().remove(&apex);
-                    outcome.errors.push((ErrorScope::Zone(apex.clone()), e));
-                }
+            let result = self.sync_zone(&client, &apex, rrsets, mode, &mut outcome).await;
+            if result.is_err() {
+                self.held_cache().remove(&apex);
             }
-            report.merge(outcome);
+            self.applied.finish(NAME, &apex, rrsets, result, outcome, &mut report);
         }
-        self.applied.retain(&apexes);
         self.held_cache().retain(|apex, _| apexes.contains(apex));
         self.metrics.sync_duration(NAME, started);
         report
@@ -640,19 +617,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
     }
     let mut allowed: Vec<DesiredRRset> = Vec::new();
     for rrset in &expanded {
-        let txt_name = registry::txt_name(&rrset.name, rrset.record_type);
-        if !txt_name.ends_with(&format!(".{apex}")) {
-            out.rejected.push((
-                rrset.name.clone(),
-                rrset.record_type,
-                format!("its ownership record {txt_name} would fall outside the zone {apex}; records at the apex are not published to Route53"),
-            ));
-            continue;
-        }
-        // external-dns reads a legacy registry record as owning every type
-        // at its name, and would delete our RRsets there.
-        if let Some(holder) = ownership.legacy.get(&rrset.name) {
-            out.conflicts.push((rrset.clone(), format!("owner {holder:?}")));
+        if !ownership.admit(rrset, apex, "Route53", &mut out) {
             continue;
         }
         match records::for_route53(rrset, apex, zone_id) {
@@ -665,13 +630,12 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
     }
 
     let plan = planner::plan(&allowed, &current, owner);
-    out.conflicts.extend(plan.conflicts.into_iter().map(|c| {
-        (
-            c.desired,
-            c.holder
-                .map_or_else(|| "a record with no owner".into(), |h| format!("owner {h:?}")),
-        )
-    }));
+    out.conflicts.extend(
+        plan.conflicts
+            .into_iter()
+            .map(|c| (c.holder_text(), c))
+            .map(|(h, c)| (c.desired, h)),
+    );
 
     let mut built = |units: &mut Vec<Unit>,
                      name: &str,
