@@ -329,6 +329,22 @@ impl ProviderMetrics {
     }
 }
 
+/// An error and its sources in one line ("error sending request:
+/// connection refused"), each source once.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        let inner_text = inner.to_string();
+        if !text.contains(&inner_text) {
+            text.push_str(": ");
+            text.push_str(&inner_text);
+        }
+        source = inner.source();
+    }
+    text
+}
+
 /// Spaces calls at most `per_second` apart; shared by every caller of one
 /// provider, so a sync never exceeds the provider's API rate.
 #[derive(Debug)]

@@ -20,7 +20,7 @@ use backon::{ExponentialBuilder, Retryable};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::provider::{ProviderMetrics, RateLimit};
+use crate::provider::{error_chain, ProviderMetrics, RateLimit};
 
 use super::NAME;
 
@@ -75,7 +75,7 @@ impl Credentials {
                 credentials,
                 source: source.clone(),
             })
-            .map_err(|e| format!("Google credentials from {source}: {}", chain(&e)))
+            .map_err(|e| format!("Google credentials from {source}: {}", error_chain(&e)))
     }
 
     /// One line naming the source, for errors and logs.
@@ -98,24 +98,9 @@ impl Credentials {
                 .access_token()
                 .await
                 .map(|t| t.token)
-                .map_err(|e| format!("no access token from {source}: {}", chain(&e))),
+                .map_err(|e| format!("no access token from {source}: {}", error_chain(&e))),
         }
     }
-}
-
-/// An error with its causes, `: `-separated.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        let text = e.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = e.source();
-    }
-    out
 }
 
 /// Which source Application Default Credentials will use, by the same
@@ -373,12 +358,12 @@ impl Client {
                 let response = request
                     .send()
                     .await
-                    .map_err(|e| ApiError::local("transport", format!("{url}: {e}")))?;
+                    .map_err(|e| ApiError::local("transport", format!("{url}: {}", error_chain(&e))))?;
                 let status = response.status().as_u16();
                 let bytes = response
                     .bytes()
                     .await
-                    .map_err(|e| ApiError::local("transport", format!("{url}: {e}")))?;
+                    .map_err(|e| ApiError::local("transport", format!("{url}: {}", error_chain(&e))))?;
                 if (200..300).contains(&status) {
                     Ok(bytes.to_vec())
                 } else {
