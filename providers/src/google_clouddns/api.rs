@@ -479,19 +479,41 @@ impl Client {
         let bytes = self
             .call("create_change", reqwest::Method::POST, &path, &[], Some(change))
             .await?;
-        let mut done: Change = Self::decode(&bytes, "changes.create")?;
-        let Some(id) = done.id.clone() else { return Ok(done) };
-        let started = tokio::time::Instant::now();
-        let mut delay = Duration::from_millis(100);
-        while done.status.as_deref() == Some("pending") && started.elapsed() < wait {
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
+        let created: Change = Self::decode(&bytes, "changes.create")?;
+        let Some(id) = created
+            .id
+            .clone()
+            .filter(|_| created.status.as_deref() == Some("pending"))
+        else {
+            return Ok(created);
+        };
+        // `changes.get` until `done`, with backoff (100 ms doubling to 5 s)
+        // for at most `wait`; a failed call ends the wait with its error.
+        let get = || async {
             let bytes = self
                 .call("get_change", reqwest::Method::GET, &format!("{path}/{id}"), &[], None)
-                .await?;
-            done = Self::decode(&bytes, "changes.get")?;
+                .await
+                .map_err(Err)?;
+            let change: Change = Self::decode(&bytes, "changes.get").map_err(Err)?;
+            match change.status.as_deref() {
+                Some("pending") => Err(Ok(change)),
+                _ => Ok(change),
+            }
+        };
+        let polling = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(5))
+            .with_total_delay(Some(wait))
+            .without_max_times();
+        match get
+            .retry(polling)
+            .sleep(tokio::time::sleep)
+            .when(|outcome: &Result<Change, ApiError>| outcome.is_ok())
+            .await
+        {
+            Ok(done) | Err(Ok(done)) => Ok(done),
+            Err(Err(error)) => Err(error),
         }
-        Ok(done)
     }
 }
 
