@@ -92,6 +92,7 @@ pub mod responder;
 mod schema;
 mod seed;
 mod selectors;
+mod serve;
 mod status;
 mod store;
 pub mod tls;

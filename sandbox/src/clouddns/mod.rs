@@ -113,8 +113,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -500,27 +498,10 @@ fn serve(listener: TcpListener, inner: Arc<Inner>, tls: Option<TlsAcceptor>, mut
             };
             let inner = inner.clone();
             let tls = tls.clone();
-            let mut closed = stopped.clone();
+            let closed = stopped.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |request| http::handle(inner.clone(), request));
-                let builder = auto::Builder::new(TokioExecutor::new());
-                match tls {
-                    Some(acceptor) => {
-                        let Ok(stream) = acceptor.accept(tcp).await else { return };
-                        let connection = builder.serve_connection(TokioIo::new(stream), service);
-                        tokio::select! {
-                            _ = connection => {}
-                            _ = closed.changed() => {}
-                        }
-                    }
-                    None => {
-                        let connection = builder.serve_connection(TokioIo::new(tcp), service);
-                        tokio::select! {
-                            _ = connection => {}
-                            _ = closed.changed() => {}
-                        }
-                    }
-                }
+                crate::serve::connection(tcp, tls, service, closed).await;
             });
         }
     });
