@@ -655,7 +655,14 @@ fn providers_has_no_import_circle_and_providers_never_use_each_other() {
     assert_folders(
         &c,
         "fedns-providers",
-        &["source", "plan", "embedded", "route53", "coredns_etcd", "google_clouddns"],
+        &[
+            "source",
+            "plan",
+            "embedded",
+            "route53",
+            "coredns_etcd",
+            "google_clouddns",
+        ],
     );
     assert_acyclic(&c, "fedns-providers");
     for p in providers {

@@ -371,10 +371,13 @@ impl GoogleCloudDns {
         };
         let mut round = 0;
         loop {
-            let held = client
-                .record_sets(&zone)
-                .await
-                .map_err(|e| format!("listing record sets of managed zone {zone}: {e}"))?;
+            let held = client.record_sets(&zone).await.map_err(|e| {
+                if e.status == 404 {
+                    // The zone is gone (or was recreated): look it up again.
+                    self.zone_cache().remove(apex);
+                }
+                format!("listing record sets of managed zone {zone}: {e}")
+            })?;
             let plan = self.plan_zone(apex, desired, &held);
             self.metrics.records_owned(NAME, apex, plan.owned);
             let mut findings = SyncReport {
@@ -386,7 +389,20 @@ impl GoogleCloudDns {
             let count = plan.units.len();
             let last = round >= self.config.max_replans;
             let result = self.apply(client, apex, &zone, plan.units, last, &mut findings).await;
-            report.merge(findings.clone());
+            if let Err(WriteError::Stale(e)) = &result {
+                // Read again and plan again: what was applied stands, the
+                // findings come from the next plan.
+                tracing::info!(
+                    provider = NAME,
+                    zone = apex,
+                    "another writer changed the zone ({e}); reading it again"
+                );
+                report.writes += findings.writes;
+                report.changes += findings.changes;
+                round += 1;
+                continue;
+            }
+            report.merge(findings);
             match result {
                 Ok(()) => {
                     if count > 0 {
@@ -394,26 +410,7 @@ impl GoogleCloudDns {
                     }
                     return Ok(());
                 }
-                Err(WriteError::Stale(e)) => {
-                    tracing::info!(
-                        provider = NAME,
-                        zone = apex,
-                        "another writer changed the zone ({e}); reading it again"
-                    );
-                    // Only this round's findings stand: the next plan
-                    // reports them again.
-                    report
-                        .conflicts
-                        .truncate(report.conflicts.len() - findings.conflicts.len());
-                    report
-                        .rejected
-                        .truncate(report.rejected.len() - findings.rejected.len());
-                    report
-                        .downgraded
-                        .truncate(report.downgraded.len() - findings.downgraded.len());
-                    round += 1;
-                }
-                Err(WriteError::Refused(e)) => return Err(explain(&e)),
+                Err(WriteError::Stale(e) | WriteError::Refused(e)) => return Err(explain(&e)),
                 Err(WriteError::Failed(e)) => return Err(e),
             }
         }

@@ -255,6 +255,36 @@ async fn clouddns_concurrent_writer_gets_a_replan_never_an_overwrite() {
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
     assert_eq!(report.conflicts[0].0.name, "new.example.com");
     assert!(get(&dns, "a-new.example.com.", "TXT").is_none());
+
+    // With no re-plan left, the refused change is reported on its name
+    // with what happened, and the other writer's record set stays.
+    let strict = provider(&dns, |c| c.max_replans = 0);
+    let third = desired(json!([
+        {"dnsName": "www.example.com", "recordType": "A", "recordTTL": 30, "targets": ["192.0.2.4"]},
+    ]));
+    dns.set_latency(Duration::from_millis(400));
+    let before = dns.requests();
+    let sync = tokio::spawn(async move { strict.sync_all(&third, SyncMode::Changed).await });
+    // Requests: the zone lookup, the record-set list, then the change.
+    while dns.requests() < before + 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    dns.write_record_set(
+        PROJECT,
+        ZONE,
+        RecordSet::new("www.example.com.", "A", 30, &["198.51.100.9"]),
+    )
+    .unwrap();
+    dns.set_latency(Duration::ZERO);
+    let report = sync.await.unwrap();
+    assert!(report.errors.is_empty(), "{report:?}");
+    assert_eq!(report.rejected.len(), 1, "{report:?}");
+    assert_eq!(report.rejected[0].0, "www.example.com");
+    assert!(
+        report.rejected[0].2.contains("another writer") && report.rejected[0].2.contains("412"),
+        "{report:?}"
+    );
+    assert_eq!(rrdatas(&dns, "www.example.com.", "A"), ["198.51.100.9"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
