@@ -651,11 +651,18 @@ fn dnsserver_has_no_import_circle_and_the_query_path_never_reaches_transfers() {
 #[test]
 fn providers_has_no_import_circle_and_providers_never_use_each_other() {
     let c = Crate::read(&crate_src("providers"));
-    let providers = ["embedded", "route53", "coredns_etcd"];
+    let providers = ["embedded", "route53", "coredns_etcd", "google_clouddns"];
     assert_folders(
         &c,
         "fedns-providers",
-        &["source", "plan", "embedded", "route53", "coredns_etcd"],
+        &[
+            "source",
+            "plan",
+            "embedded",
+            "route53",
+            "coredns_etcd",
+            "google_clouddns",
+        ],
     );
     assert_acyclic(&c, "fedns-providers");
     for p in providers {
@@ -666,7 +673,7 @@ fn providers_has_no_import_circle_and_providers_never_use_each_other() {
         &c,
         "fedns-providers: the plan is below the providers and the source",
         &["plan"],
-        &["source", "embedded", "route53", "coredns_etcd"],
+        &["source", "embedded", "route53", "coredns_etcd", "google_clouddns"],
     );
 }
 

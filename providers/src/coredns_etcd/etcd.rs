@@ -27,6 +27,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use crate::provider::error_chain;
+
 /// Connection settings of an [`EtcdClient`].
 #[derive(Debug, Clone)]
 pub struct EtcdClientConfig {
@@ -489,21 +491,6 @@ fn explain(message: String) -> String {
         );
     }
     message
-}
-
-/// An error and its sources in one line ("error sending request: connection refused").
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        let inner_text = inner.to_string();
-        if !text.contains(&inner_text) {
-            text.push_str(": ");
-            text.push_str(&inner_text);
-        }
-        source = inner.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -83,6 +83,44 @@ impl Plan {
     }
 }
 
+impl Conflict {
+    /// Who holds the name, in the words of a condition message:
+    /// `owner "x"`, or `a record with no owner`.
+    pub fn holder_text(&self) -> String {
+        self.holder
+            .as_ref()
+            .map_or_else(|| "a record with no owner".into(), |h| format!("owner {h:?}"))
+    }
+}
+
+/// A provider's planned work for one zone: its own change units (`U`),
+/// and what it reports.
+#[derive(Debug)]
+pub struct ZonePlan<U> {
+    /// Logical changes, in order.
+    pub units: Vec<U>,
+    /// Desired RRsets held back: (RRset, holder).
+    pub conflicts: Vec<(DesiredRRset, String)>,
+    /// Desired RRsets the provider cannot express: (name, type, why).
+    pub rejected: Vec<(String, RecordType, String)>,
+    /// RRsets published without their traffic policy: (name, type, why).
+    pub downgraded: Vec<(String, RecordType, String)>,
+    /// RRsets owned by fedns now.
+    pub owned: usize,
+}
+
+impl<U> Default for ZonePlan<U> {
+    fn default() -> Self {
+        ZonePlan {
+            units: Vec::new(),
+            conflicts: Vec::new(),
+            rejected: Vec::new(),
+            downgraded: Vec::new(),
+            owned: 0,
+        }
+    }
+}
+
 fn sorted(targets: &[String]) -> Vec<String> {
     let set: BTreeSet<String> = targets.iter().cloned().collect();
     set.into_iter().collect()
