@@ -56,6 +56,9 @@ has_venv() {
   rm -rf "$probe"
   return $ok
 }
+has_dnsmasq() { version_at_least "$(version_of dnsmasq --version)" 2.80; }
+has_unbound() { version_at_least "$(unbound -V 2>/dev/null | sed -n 's/^Version //p')" 1.9; }
+has_unshare() { unshare --help 2>&1 | grep -q -- '--net' && unshare --help 2>&1 | grep -q -- '--mount'; }
 has_dnsperf() { grep -q 'transport mode: udp, tcp' <<<"$(dnsperf -h 2>&1 || true)"; }
 
 # name | check | Debian package | what needs it
@@ -72,6 +75,9 @@ CAPABILITIES=(
   "script with -e -f -c|has_script|bsdutils|log colours on a terminal"
   "python3 -m venv with pip|has_venv|python3-venv|moto's virtualenv"
   "dnsperf with -m (udp/tcp)|has_dnsperf|dnsperf|bench/ (dns-qps.sh)"
+  "dnsmasq >= 2.80|has_dnsmasq|dnsmasq-base|a member's cluster DNS forwarding to fedns (discovery tests)"
+  "unbound >= 1.9|has_unbound|unbound|a resolver forwarding to fedns (discovery tests)"
+  "unshare with --net and --mount|has_unshare|util-linux|a pod-like resolv.conf search path (discovery tests)"
 )
 
 missing() {

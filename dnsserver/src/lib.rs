@@ -36,39 +36,30 @@
 //!   class, every `slip`-th limited response truncated, exempt networks.
 //! * [`DnsMetrics`] exposes query counts, latency and TCP connection
 //!   counts ([`TcpStats`]) to Prometheus.
+//!
+//! The source is grouped by job, each folder depending only on those below
+//! it: `zone/` (the zone model: content, tree, snapshots, the store, zone
+//! versions and serials) ← `query/` (parsing and answering one request,
+//! RRL, answer checks) ← `xfr/` (AXFR/IXFR, NOTIFY, TSIG) ← `net/` (UDP,
+//! TCP, the server). `metrics.rs` sits above `zone/` and below the other
+//! three. The query path never calls `xfr/`.
 
-#[cfg(test)]
-mod alloc_check;
-pub mod answer;
-mod check;
-#[cfg(test)]
-mod incremental_check;
 mod metrics;
-mod notify;
-mod rdatas;
-mod render;
-mod routing;
-mod rrl;
-mod server;
-mod snapshot;
-mod store;
-mod tcp;
-mod transfer;
-mod tree;
-mod tsig;
-mod udp;
+mod net;
+mod query;
+mod xfr;
 mod zone;
 
-pub use answer::{answer, answer_from, AnswerConfig, Answered, Transport};
-pub use check::check_answer;
 pub use hickory_proto;
 pub use metrics::{DnsMetrics, TcpStats, WorkerMetrics};
-pub use routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
-pub use rrl::RrlConfig;
-pub use server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
-pub use snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
-pub use store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneChanges, ZoneStore};
-pub use transfer::{TransferPolicy, JOURNAL_VERSIONS};
-pub use tree::SkippedRecord;
-pub use tsig::{Algorithm as TsigAlgorithm, TsigKey};
-pub use zone::{SoaFields, ZoneContent};
+pub use net::server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
+pub use query::answer::{self, answer, answer_from, AnswerConfig, Answered, Transport};
+pub use query::check::check_answer;
+pub use query::rrl::RrlConfig;
+pub use zone::content::{SoaFields, ZoneContent};
+pub use zone::routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
+pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
+pub use zone::store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneChanges, ZoneStore};
+pub use zone::tree::SkippedRecord;
+pub use zone::tsig_key::{Algorithm as TsigAlgorithm, TsigKey};
+pub use zone::version::{TransferPolicy, JOURNAL_VERSIONS};

@@ -13,9 +13,35 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use crate::answer::{Answered, Transport};
-use crate::rrl::RrlCounters;
-use crate::store::ZoneStore;
+use crate::zone::store::ZoneStore;
+
+/// How the request arrived; decides the response size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP: responses larger than the negotiated payload are truncated (TC).
+    Udp,
+    /// TCP (RFC 7766): up to 65535 octets.
+    Tcp,
+}
+
+/// What happened to one request, for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answered {
+    /// QTYPE asked (0 when the question could not be read).
+    pub qtype: u16,
+    /// RCODE sent, extended RCODEs included (e.g. 16 for BADVERS).
+    pub rcode: u16,
+    /// TC was set.
+    pub truncated: bool,
+}
+
+/// Response rate limiting counters (`query/rrl.rs`), read by the metrics
+/// collector.
+#[derive(Debug, Default)]
+pub(crate) struct RrlCounters {
+    pub dropped: AtomicU64,
+    pub slipped: AtomicU64,
+}
 
 /// QTYPE label values; anything else counts as `other`.
 const QTYPES: [(u16, &str); 11] = [

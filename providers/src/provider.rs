@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::desired::{DesiredRRset, DesiredZones};
+use crate::plan::desired::{DesiredRRset, DesiredZones};
 
 /// How much work a sync may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +133,53 @@ impl AppliedCache {
             ..SyncReport::default()
         };
         self.lock().insert(zone.to_owned(), (rrsets.to_vec(), findings));
+    }
+
+    /// The zones of `desired` a sync in `mode` must visit, as (apex
+    /// without the trailing dot, RRsets); the findings of the others are
+    /// replayed into `report`. Forgets zones no longer desired. Returns
+    /// every desired apex too.
+    pub fn pending<'a>(
+        &self,
+        desired: &'a DesiredZones,
+        mode: SyncMode,
+        report: &mut SyncReport,
+    ) -> (Vec<String>, Vec<(String, &'a [DesiredRRset])>) {
+        let mut apexes = Vec::new();
+        let mut pending = Vec::new();
+        for zone in &desired.zones {
+            let apex = zone.content.apex.to_ascii().trim_end_matches('.').to_owned();
+            apexes.push(apex.clone());
+            if !self.replay(&apex, &zone.rrsets, mode, report) {
+                pending.push((apex, zone.rrsets.as_slice()));
+            }
+        }
+        self.retain(&apexes);
+        (apexes, pending)
+    }
+
+    /// Records how one zone's sync ended: applied (its findings kept for
+    /// replay), or failed (forgotten, so synced next time; the error goes
+    /// into `outcome` as [`ErrorScope::Zone`]); then adds `outcome` to
+    /// `report`.
+    pub fn finish(
+        &self,
+        provider: &'static str,
+        apex: &str,
+        rrsets: &[DesiredRRset],
+        result: Result<(), String>,
+        mut outcome: SyncReport,
+        report: &mut SyncReport,
+    ) {
+        match result {
+            Ok(()) => self.applied(apex, rrsets, &outcome),
+            Err(e) => {
+                tracing::warn!(provider, zone = %apex, "sync failed (retried soon): {e}");
+                self.forget(apex);
+                outcome.errors.push((ErrorScope::Zone(apex.to_owned()), e));
+            }
+        }
+        report.merge(outcome);
     }
 
     /// Forgets `zone` (it failed, or may have drifted): synced next time.
@@ -280,6 +327,22 @@ impl ProviderMetrics {
             })
             .set(n as i64);
     }
+}
+
+/// An error and its sources in one line ("error sending request:
+/// connection refused"), each source once.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        let inner_text = inner.to_string();
+        if !text.contains(&inner_text) {
+            text.push_str(": ");
+            text.push_str(&inner_text);
+        }
+        source = inner.source();
+    }
+    text
 }
 
 /// Spaces calls at most `per_second` apart; shared by every caller of one

@@ -9,7 +9,10 @@
 //! [`responder`] stands in for a load balancer (an HTTP(S) server on a
 //! loopback address that can be stopped, hung or made to fail) so
 //! data-plane health checks have something real to probe, and [`tls`] makes
-//! the certificates both use.
+//! the certificates both use. [`clouddns`] stands in for Google Cloud DNS's
+//! v1 REST API (zones, record sets with routing policies, atomic changes,
+//! Google's errors and quotas, injected faults; no DNS serving, DNSSEC or
+//! IAM: see its own docs for what it leaves out).
 //!
 //! ## What it does
 //! * Discovery: `/version`, `/healthz`, `/readyz`, `/livez`, `/api`,
@@ -84,6 +87,7 @@
 //!   `Terminating` phase (deleting a namespace deletes its objects at once).
 
 mod api;
+pub mod clouddns;
 mod cluster_proxy;
 mod emulator;
 mod faults;
@@ -92,6 +96,7 @@ pub mod responder;
 mod schema;
 mod seed;
 mod selectors;
+mod serve;
 mod socket_proxy;
 mod status;
 mod store;

@@ -11,8 +11,6 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -130,7 +128,7 @@ impl Responder {
                 let Ok((tcp, _)) = accepted else { continue };
                 let shared = shared.clone();
                 let tls = tls.clone();
-                let mut closed = stopped.clone();
+                let closed = stopped.clone();
                 tokio::spawn(async move {
                     let open = shared.open.fetch_add(1, Ordering::Relaxed) + 1;
                     shared.most_open.fetch_max(open, Ordering::Relaxed);
@@ -148,25 +146,7 @@ impl Responder {
                                 .body(Full::new(Bytes::from_static(b"fedns sandbox load balancer\n")))
                         }
                     });
-                    let builder = auto::Builder::new(TokioExecutor::new());
-                    match tls {
-                        Some(acceptor) => {
-                            if let Ok(stream) = acceptor.accept(tcp).await {
-                                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                                tokio::select! {
-                                    _ = connection => {}
-                                    _ = closed.changed() => {}
-                                }
-                            }
-                        }
-                        None => {
-                            let connection = builder.serve_connection(TokioIo::new(tcp), service);
-                            tokio::select! {
-                                _ = connection => {}
-                                _ = closed.changed() => {}
-                            }
-                        }
-                    }
+                    crate::serve::connection(tcp, tls, service, closed).await;
                     shared.open.fetch_sub(1, Ordering::Relaxed);
                 });
             }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// The desired zones of one Domain for `apex` and one DNSEndpoint
 /// (`ns/service-nginx`) with `endpoints` (external-dns's `spec.endpoints`).
-pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::desired::DesiredZones {
+pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::plan::desired::DesiredZones {
     let domain: fedns_api::Domain = serde_json::from_value(serde_json::json!({
         "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
         "metadata": {"name": "myfed", "namespace": "fedns-system"},
@@ -27,7 +27,7 @@ pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::des
         "spec": {"endpoints": endpoints},
     }))
     .expect("a valid DNSEndpoint");
-    fedns_providers::desired::desired_zones(&[domain], &[endpoint])
+    fedns_providers::plan::desired::desired_zones(&[domain], &[endpoint])
 }
 
 /// A free TCP port on 127.0.0.1 right now.
@@ -119,12 +119,12 @@ impl Etcd {
 
     /// A client of fedns's own etcd module, for setting up and reading back
     /// (with the client certificate when the member serves TLS).
-    pub fn client(&self) -> fedns_providers::etcd::EtcdClient {
-        fedns_providers::etcd::EtcdClient::new(&fedns_providers::etcd::EtcdClientConfig {
+    pub fn client(&self) -> fedns_providers::coredns_etcd::etcd::EtcdClient {
+        fedns_providers::coredns_etcd::etcd::EtcdClient::new(&fedns_providers::coredns_etcd::etcd::EtcdClientConfig {
             endpoints: vec![self.url()],
             tls: self.tls.then(|| {
                 let files = self.tls_files();
-                fedns_providers::etcd::EtcdTls {
+                fedns_providers::coredns_etcd::etcd::EtcdTls {
                     ca_file: Some(files.ca),
                     identity: Some((files.client_cert, files.client_key)),
                 }

@@ -15,7 +15,7 @@ use fedns_controller::cli::{ControllerArgs, EtcdArgs, Provider, Route53Args};
 use fedns_controller::federation::Federation;
 use fedns_e2e::moto::{self, Moto};
 use fedns_e2e::{free_port, Etcd};
-use fedns_providers::etcd::EtcdClient;
+use fedns_providers::coredns_etcd::etcd::EtcdClient;
 use kube::api::{Api, DeleteParams};
 use kube::ResourceExt;
 use serde_json::{json, Value};
@@ -134,6 +134,7 @@ async fn publishes_to_every_provider_at_once() {
             requests_per_second: 50.0,
             ..Route53Args::default()
         },
+        google: Default::default(),
         dns_listen: vec![format!("127.0.0.1:{}", free_port()).parse().unwrap()],
         udp_workers: Some(1),
         metrics_addr: "127.0.0.1:0".parse().unwrap(),

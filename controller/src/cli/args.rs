@@ -200,6 +200,90 @@ pub enum Provider {
     CorednsEtcd,
     /// AWS Route53 hosted zones.
     Route53,
+    /// Google Cloud DNS managed zones (also accepted as `google`).
+    #[value(alias = "google")]
+    GoogleClouddns,
+}
+
+/// Visibility of Cloud DNS managed zones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ZoneVisibility {
+    /// Zones served on the internet.
+    Public,
+    /// Zones served to VPC networks.
+    Private,
+}
+
+/// Settings of the google-clouddns provider. Credentials come from
+/// Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS: a
+/// service-account key or a workload identity federation file; else GKE
+/// Workload Identity through the metadata server).
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct GoogleArgs {
+    /// Project of the managed zones (default: the metadata server's).
+    #[arg(id = "google_project", long = "google-project", value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Managed zones to publish in, by name (repeatable or
+    /// comma-separated); default: the zone whose dnsName is each Domain's.
+    #[arg(id = "google_zone", long = "google-zone", value_name = "ZONE", value_delimiter = ',')]
+    pub zones: Vec<String>,
+    /// Only managed zones of this visibility (default: either).
+    #[arg(
+        id = "google_zone_visibility",
+        long = "google-zone-visibility",
+        value_enum,
+        value_name = "VISIBILITY"
+    )]
+    pub zone_visibility: Option<ZoneVisibility>,
+    /// Cloud DNS API root URL (a proxy, or a stand-in); default
+    /// https://dns.googleapis.com.
+    #[arg(id = "google_endpoint", long = "google-endpoint", value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Record-set additions (and deletions) per Cloud DNS change at most.
+    #[arg(
+        id = "google_batch_change_size",
+        long = "google-batch-change-size",
+        value_name = "N",
+        default_value_t = 1000
+    )]
+    pub batch_change_size: usize,
+    /// Cloud DNS requests per second at most.
+    #[arg(id = "google_rps", long = "google-rps", value_name = "N", default_value_t = 10.0)]
+    pub requests_per_second: f64,
+    /// Attempts per request on 429 and 5xx, the first included.
+    #[arg(
+        id = "google_max_attempts",
+        long = "google-max-attempts",
+        value_name = "N",
+        default_value_t = 5
+    )]
+    pub max_attempts: u32,
+    /// An OAuth access token to use as is instead of Application Default
+    /// Credentials (tests, stand-ins; it is not refreshed).
+    #[arg(
+        id = "google_access_token",
+        long = "google-access-token",
+        value_name = "TOKEN",
+        env = "GOOGLE_OAUTH_ACCESS_TOKEN",
+        hide_env_values = true
+    )]
+    pub access_token: Option<String>,
+}
+
+impl Default for GoogleArgs {
+    /// The command line's defaults (checked by a test).
+    fn default() -> Self {
+        GoogleArgs {
+            project: None,
+            zones: Vec::new(),
+            zone_visibility: None,
+            endpoint: None,
+            batch_change_size: 1000,
+            requests_per_second: 10.0,
+            max_attempts: 5,
+            access_token: None,
+        }
+    }
 }
 
 /// Settings of the route53 provider. Credentials and region come from the
@@ -300,6 +384,9 @@ pub struct ControllerArgs {
     /// route53 settings.
     #[command(flatten)]
     pub route53: Route53Args,
+    /// google-clouddns settings.
+    #[command(flatten)]
+    pub google: GoogleArgs,
     /// DNS listen address of the embedded server (repeatable).
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:53")]
     pub dns_listen: Vec<SocketAddr>,
@@ -540,6 +627,11 @@ pub struct SandboxArgs {
     /// `<state-dir>/sandbox.log`.
     #[arg(long)]
     pub verbose: bool,
+    /// Also publish to this provider (repeatable): `google-clouddns`
+    /// publishes to a Cloud DNS API stand-in on loopback, whose address the
+    /// first screen prints. The embedded server always answers.
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub provider: Vec<Provider>,
 }
 
 impl SandboxArgs {
@@ -668,5 +760,40 @@ mod tests {
         assert_eq!(args.provider, vec![Provider::Route53, Provider::Embedded]);
         assert_eq!(args.route53.zone_ids, vec!["Z1", "Z2"]);
         assert_eq!(args.route53.requests_per_second, 2.5);
+    }
+
+    #[test]
+    fn clouddns_flags_and_defaults_match_the_command_line() {
+        let cli = Cli::try_parse_from(["fedns", "controller"]).expect("parses");
+        let Command::Controller(args) = cli.command else {
+            panic!("not the controller")
+        };
+        assert_eq!(args.google, GoogleArgs::default());
+        let cli = Cli::try_parse_from([
+            "fedns",
+            "controller",
+            "--provider",
+            "google",
+            "--google-zone",
+            "zone-a,zone-b",
+            "--google-zone",
+            "zone-c",
+            "--google-project",
+            "p",
+            "--google-zone-visibility",
+            "private",
+            "--google-batch-change-size",
+            "200",
+        ])
+        .expect("parses");
+        let Command::Controller(args) = cli.command else {
+            panic!("not the controller")
+        };
+        assert_eq!(args.provider, vec![Provider::GoogleClouddns]);
+        assert_eq!(args.google.zones, vec!["zone-a", "zone-b", "zone-c"]);
+        assert_eq!(args.google.project.as_deref(), Some("p"));
+        assert_eq!(args.google.zone_visibility, Some(ZoneVisibility::Private));
+        assert_eq!(args.google.batch_change_size, 200);
+        assert!(Cli::try_parse_from(["fedns", "controller", "--provider", "google-clouddns"]).is_ok());
     }
 }

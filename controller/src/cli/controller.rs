@@ -10,10 +10,11 @@ use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNS
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig, EtcdTls};
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
+use fedns_providers::google_clouddns::{CloudDnsConfig, GoogleCloudDns};
 use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::route53::{Route53, Route53Config};
-use fedns_providers::spec_changes::{SpecChange, SpecChanges};
+use fedns_providers::source::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
+use fedns_providers::source::spec_changes::{SpecChange, SpecChanges};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
@@ -414,6 +415,12 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                 max_attempts: route53.max_attempts,
                 ..Route53Config::default()
             },
+            provider_metrics.clone(),
+        )));
+    }
+    if args.provider.contains(&Provider::GoogleClouddns) {
+        sinks.providers.push(Arc::new(GoogleCloudDns::new(
+            clouddns_config(args),
             provider_metrics.clone(),
         )));
     }
@@ -850,4 +857,30 @@ where
 /// Publishes leadership, waking watchers only when it actually changes.
 fn set_leader(leader: &watch::Sender<bool>, is_leader: bool) {
     leader.send_if_modified(|current| std::mem::replace(current, is_leader) != is_leader);
+}
+
+/// The google-clouddns provider's settings from the command line.
+fn clouddns_config(args: &ControllerArgs) -> CloudDnsConfig {
+    let google = &args.google;
+    let defaults = CloudDnsConfig::default();
+    let size = google.batch_change_size.max(1);
+    CloudDnsConfig {
+        owner_id: args.owner_id.clone(),
+        project: google.project.clone(),
+        zones: google.zones.clone(),
+        visibility: google.zone_visibility.map(|v| match v {
+            crate::cli::ZoneVisibility::Public => "public".to_owned(),
+            crate::cli::ZoneVisibility::Private => "private".to_owned(),
+        }),
+        endpoint: google.endpoint.clone(),
+        access_token: google.access_token.clone(),
+        requests_per_second: google.requests_per_second,
+        max_attempts: google.max_attempts,
+        limits: fedns_providers::google_clouddns::batch::ChangeLimits {
+            max_additions: size.min(defaults.limits.max_additions),
+            max_deletions: size.min(defaults.limits.max_deletions),
+            ..defaults.limits
+        },
+        ..defaults
+    }
 }

@@ -3,16 +3,16 @@
 
 use anyhow::Context;
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, TsigKey, ZoneStore};
-use fedns_providers::desired::desired_zones_with;
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::kube_source::{self, Sinks, SourceConfig, SourceState};
+use fedns_providers::plan::desired::desired_zones_with;
+use fedns_providers::source::kube_source::{self, Sinks, SourceConfig, SourceState};
 use prometheus_client::registry::Registry;
 
 use crate::cli::DnsServerArgs;
 use crate::http::{self, HttpState};
 
 fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result<()> {
-    let manifests = fedns_providers::manifests::load(path)?;
+    let manifests = fedns_providers::source::manifests::load(path)?;
     for skipped in &manifests.skipped {
         tracing::warn!(document = %skipped, "skipping a document that is not a Domain, DNSEndpoint or Namespace");
     }

@@ -145,6 +145,18 @@ pub struct Running {
     stop: Arc<Notify>,
     controller: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The Cloud DNS stand-in (`--provider google-clouddns`).
+    pub clouddns: Option<fedns_sandbox::clouddns::CloudDns>,
+}
+
+/// Where to look at what the google-clouddns provider published.
+pub fn clouddns_lines(dns: &fedns_sandbox::clouddns::CloudDns) -> String {
+    let rrsets = format!("{}/managedZones/{CLOUDDNS_ZONE}/rrsets", dns.base_url(CLOUDDNS_PROJECT));
+    format!(
+        "\nCloud DNS stand-in (--provider google-clouddns): managed zone {CLOUDDNS_ZONE} (example.com.) in project {CLOUDDNS_PROJECT}\n  \
+         curl -s -H 'Authorization: Bearer {}' {rrsets}\n\n",
+        dns.token()
+    )
 }
 
 struct Seed {
@@ -192,6 +204,7 @@ fn member_seed(args: &SandboxArgs) -> anyhow::Result<Seed> {
 /// A seed that does not parse (file:line), or a port that cannot be bound.
 pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let seed = member_seed(args)?;
+    check_providers(args)?;
     check_dns_listen(args.dns_listen)?;
     let log_file = args.log_file();
     if let Some(path) = &log_file {
@@ -253,7 +266,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     }
 
     let stop = Arc::new(Notify::new());
-    let controller_args = ControllerArgs {
+    let mut controller_args = ControllerArgs {
         kubeconfig: Some(args.state_dir.join("host.kubeconfig")),
         namespace: NAMESPACE.into(),
         provider: vec![Provider::Embedded],
@@ -268,6 +281,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
             password: None,
         },
         route53: Default::default(),
+        google: Default::default(),
         dns_listen: vec![args.dns_listen],
         udp_workers: Some(1),
         // No response rate limiting in the sandbox.
@@ -288,6 +302,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
             ..Default::default()
         },
     };
+    let clouddns = start_clouddns(args, &mut controller_args).await?;
     let controller = {
         let stop = stop.clone();
         tokio::spawn(async move {
@@ -324,7 +339,60 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         stop,
         controller: Some(controller),
         tasks,
+        clouddns,
     })
+}
+
+/// Project and managed zone of the Cloud DNS stand-in (`--provider
+/// google-clouddns`).
+const CLOUDDNS_PROJECT: &str = "fedns-sandbox";
+const CLOUDDNS_ZONE: &str = "example-com";
+
+/// Fails early on a `--provider` the sandbox cannot emulate.
+fn check_providers(args: &SandboxArgs) -> anyhow::Result<()> {
+    match args
+        .provider
+        .iter()
+        .find(|p| !matches!(p, Provider::Embedded | Provider::GoogleClouddns))
+    {
+        Some(other) => anyhow::bail!(
+            "fedns sandbox emulates Cloud DNS only: --provider {other:?} is not available (embedded, google-clouddns)"
+        ),
+        None => Ok(()),
+    }
+}
+
+/// `--provider google-clouddns`: starts a Cloud DNS API stand-in on
+/// loopback with a managed zone for the sandbox's domain (example.com), and
+/// points the controller's google-clouddns provider at it.
+///
+/// # Errors
+/// The stand-in not starting.
+async fn start_clouddns(
+    args: &SandboxArgs,
+    controller: &mut ControllerArgs,
+) -> anyhow::Result<Option<fedns_sandbox::clouddns::CloudDns>> {
+    use fedns_sandbox::clouddns::{CloudDns, CloudDnsConfig, Visibility};
+    if !args.provider.contains(&Provider::GoogleClouddns) {
+        return Ok(None);
+    }
+    let dns = CloudDns::start(CloudDnsConfig {
+        projects: vec![CLOUDDNS_PROJECT.into()],
+        change_delay: std::time::Duration::from_millis(200),
+        ..CloudDnsConfig::default()
+    })
+    .await
+    .context("starting the Cloud DNS stand-in")?;
+    dns.create_zone(CLOUDDNS_PROJECT, CLOUDDNS_ZONE, "example.com.", Visibility::Public)
+        .context("creating the stand-in's managed zone")?;
+    controller.provider.push(Provider::GoogleClouddns);
+    controller.google = crate::cli::GoogleArgs {
+        project: Some(CLOUDDNS_PROJECT.into()),
+        endpoint: Some(dns.url()),
+        access_token: Some(dns.token().to_owned()),
+        ..Default::default()
+    };
+    Ok(Some(dns))
 }
 
 /// Fails early, in clear words, when the DNS address cannot be bound (the
@@ -340,6 +408,9 @@ impl Running {
     /// Prints the first screen, then lets the change lines follow.
     pub fn print_intro(&self) {
         print!("{}", self.screen());
+        if let Some(dns) = &self.clouddns {
+            print!("{}", clouddns_lines(dns));
+        }
         self.intro_printed.notify_one();
     }
 

@@ -119,7 +119,7 @@ pub fn explain_routing(
 ) -> Option<RoutingExplanation> {
     use fedns_api::RoutingPolicy;
     let wanted = name.trim_end_matches('.').to_ascii_lowercase();
-    let desired = fedns_providers::desired::desired_zones(domains, endpoints);
+    let desired = fedns_providers::plan::desired::desired_zones(domains, endpoints);
     let (zone, routing) = desired.zones.iter().find_map(|z| {
         z.rrsets
             .iter()
@@ -127,7 +127,7 @@ pub fn explain_routing(
             .find_map(|r| r.routing.as_ref())
             .map(|routing| (z, routing))
     })?;
-    let members: std::collections::BTreeMap<&str, Vec<&fedns_providers::desired::RoutedMember>> =
+    let members: std::collections::BTreeMap<&str, Vec<&fedns_providers::plan::desired::RoutedMember>> =
         z_members(zone, &wanted);
     let total: u32 = members.values().filter_map(|m| m[0].weight).sum();
     let lines = members
@@ -236,10 +236,11 @@ pub fn explain_routing(
 
 /// The routed members of `name` in `zone`, by set identifier (A and AAAA).
 fn z_members<'a>(
-    zone: &'a fedns_providers::desired::DesiredZone,
+    zone: &'a fedns_providers::plan::desired::DesiredZone,
     name: &str,
-) -> std::collections::BTreeMap<&'a str, Vec<&'a fedns_providers::desired::RoutedMember>> {
-    let mut out: std::collections::BTreeMap<&str, Vec<&fedns_providers::desired::RoutedMember>> = Default::default();
+) -> std::collections::BTreeMap<&'a str, Vec<&'a fedns_providers::plan::desired::RoutedMember>> {
+    let mut out: std::collections::BTreeMap<&str, Vec<&fedns_providers::plan::desired::RoutedMember>> =
+        Default::default();
     for rrset in zone.rrsets.iter().filter(|r| r.name == name) {
         for member in rrset.routing.iter().flat_map(|r| r.members.iter()) {
             out.entry(member.set_identifier.as_str()).or_default().push(member);

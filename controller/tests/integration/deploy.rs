@@ -238,6 +238,15 @@ fn install(runtime: &tokio::runtime::Runtime, command: &str) {
             assert!(role_arn.is_string(), "{dir}: IRSA annotation: {}", account["metadata"]);
             assert!(dns_server.is_none(), "{dir}: no dns-server replicas");
         }
+        "deploy/overlays/google-clouddns" => {
+            assert!(args.contains(&"--provider=google-clouddns"), "{dir}: {args:?}");
+            assert!(
+                account["metadata"]["annotations"]["iam.gke.io/gcp-service-account"].is_string(),
+                "{dir}: Workload Identity annotation: {}",
+                account["metadata"]
+            );
+            assert!(dns_server.is_none(), "{dir}: no dns-server replicas");
+        }
         "deploy/overlays/dns-replicas" => {
             let replicas = dns_server.unwrap_or_else(|| panic!("{dir}: no dns-server replicas"));
             assert_eq!(

@@ -5,6 +5,7 @@
 mod common;
 
 mod cli;
+mod clouddns_sandbox;
 mod controller_e2e;
 mod dataplane;
 mod deploy;

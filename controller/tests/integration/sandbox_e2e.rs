@@ -35,6 +35,7 @@ fn engine_args(members_from: Option<PathBuf>, engine: Option<Engine>) -> (Sandbo
             members_from,
             engine,
             verbose: false,
+            provider: Vec::new(),
         },
         port,
     )

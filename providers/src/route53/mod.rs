@@ -3,7 +3,7 @@
 //! `--route53-zone-id`), sharing the zone safely with other tools.
 //!
 //! * Ownership: every RRset fedns writes gets an external-dns TXT registry
-//!   record ([`registry`]); RRsets without one of fedns's owner id are never
+//!   record ([`crate::plan::registry`]); RRsets without one of fedns's owner id are never
 //!   changed or deleted, and a desired RRset colliding with them is a
 //!   conflict.
 //! * Writes: CREATE for new RRsets (so a record that appeared meanwhile is
@@ -18,10 +18,13 @@
 //!   transport errors; requests are spaced to `requests_per_second`.
 //! * Idle: a zone whose desired RRsets did not change since its last clean
 //!   sync costs no API call; a full resync reads and repairs every zone.
+//!
+//! Layer: a provider. It may use `plan` (desired RRsets, the planner, the
+//! TXT format) and the `provider` contract; never `source` nor another
+//! provider (`embedded`, `coredns_etcd`).
 
 pub mod batch;
 pub mod records;
-pub mod registry;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -40,9 +43,10 @@ use aws_smithy_runtime::client::retries::classifiers::HttpStatusCodeClassifier;
 use fedns_api::RecordType;
 use futures::future::BoxFuture;
 
-use crate::desired::{DesiredRRset, DesiredZones};
-use crate::plan::{self, CurrentRRset};
-use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, RateLimit, SyncMode, SyncReport};
+use crate::plan::desired::{DesiredRRset, DesiredZones};
+use crate::plan::planner::{self, CurrentRRset};
+use crate::plan::registry::{self, Ownership};
+use crate::provider::{AppliedCache, Provider, ProviderMetrics, RateLimit, SyncMode, SyncReport};
 use batch::{BatchLimits, Unit};
 use records::Held;
 
@@ -104,20 +108,8 @@ impl Default for Route53Config {
     }
 }
 
-/// The planned work for one zone.
-#[derive(Debug, Default)]
-pub struct ZonePlan {
-    /// Logical changes, in order.
-    pub units: Vec<Unit>,
-    /// Desired RRsets held back: (RRset, holder).
-    pub conflicts: Vec<(DesiredRRset, String)>,
-    /// Desired RRsets fedns cannot express in Route53: (name, type, why).
-    pub rejected: Vec<(String, RecordType, String)>,
-    /// RRsets published without their traffic policy: (name, type, why).
-    pub downgraded: Vec<(String, RecordType, String)>,
-    /// RRsets owned by fedns now.
-    pub owned: usize,
-}
+/// The planned work for one zone: change units and what to report.
+pub type ZonePlan = planner::ZonePlan<Unit>;
 
 /// The provider.
 pub struct Route53 {
@@ -526,26 +518,15 @@ impl Route53 {
                 .clear();
         }
         let client = self.client().await;
-        let mut apexes = Vec::new();
-        for zone in &desired.zones {
-            let apex = zone.content.apex.to_ascii().trim_end_matches('.').to_owned();
-            apexes.push(apex.clone());
-            if self.applied.replay(&apex, &zone.rrsets, mode, &mut report) {
-                continue;
-            }
+        let (apexes, pending) = self.applied.pending(desired, mode, &mut report);
+        for (apex, rrsets) in pending {
             let mut outcome = SyncReport::default();
-            match self.sync_zone(&client, &apex, &zone.rrsets, mode, &mut outcome).await {
-                Ok(()) => self.applied.applied(&apex, &zone.rrsets, &outcome),
-                Err(e) => {
-                    tracing::warn!(provider = NAME, zone = %apex, "sync failed (retried soon): {e}");
-                    self.applied.forget(&apex);
-                    self.held_cache().remove(&apex);
-                    outcome.errors.push((ErrorScope::Zone(apex.clone()), e));
-                }
+            let result = self.sync_zone(&client, &apex, rrsets, mode, &mut outcome).await;
+            if result.is_err() {
+                self.held_cache().remove(&apex);
             }
-            report.merge(outcome);
+            self.applied.finish(NAME, &apex, rrsets, result, outcome, &mut report);
         }
-        self.applied.retain(&apexes);
         self.held_cache().retain(|apex, _| apexes.contains(apex));
         self.metrics.sync_duration(NAME, started);
         report
@@ -562,30 +543,10 @@ impl Provider for Route53 {
     }
 }
 
-/// Ownership as the registry records of a zone state it.
-#[derive(Debug, Default)]
-struct Ownership {
-    /// New-format registry records: (name, type, set identifier) →
-    /// (owner, the TXT). external-dns gives the registry record of a
-    /// routed record set the same set identifier (and routing policy).
-    typed: BTreeMap<(String, RecordType, String), (String, Held)>,
-    /// Legacy registry records: name → owner.
-    legacy: BTreeMap<String, String>,
-}
-
-impl Ownership {
-    fn owner(&self, name: &str, record_type: RecordType, set_identifier: &str) -> Option<String> {
-        self.typed
-            .get(&(name.to_owned(), record_type, set_identifier.to_owned()))
-            .map(|(owner, _)| owner.clone())
-            .or_else(|| self.legacy.get(name).cloned())
-    }
-}
-
 /// The plan for one zone (see [`Route53::plan_zone`]).
 fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], held: &[ResourceRecordSet]) -> ZonePlan {
     let mut out = ZonePlan::default();
-    let mut ownership = Ownership::default();
+    let mut ownership: Ownership<Held> = Ownership::default();
     let mut records: Vec<Held> = Vec::new();
     for raw in held {
         let held = records::decode(raw);
@@ -593,23 +554,13 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
             .then(|| {
                 held.targets
                     .iter()
-                    .find_map(|t| registry::parse_value(&crate::txt::concatenated(t)))
+                    .find_map(|t| registry::parse_value(&crate::plan::txt::concatenated(t)))
             })
             .flatten();
         match registry_owner {
             Some((record_owner, _)) => {
-                let (typed, legacy) = registry::covered(&held.name);
-                if let Some((name, record_type)) = typed {
-                    let set = held.set_identifier.clone().unwrap_or_default();
-                    ownership
-                        .typed
-                        .insert((name, record_type, set), (record_owner.clone(), held.clone()));
-                }
-                // Our own registry records are always new-format: never
-                // read them as legacy claims on a name.
-                if record_owner != owner {
-                    ownership.legacy.insert(legacy, record_owner);
-                }
+                let set = held.set_identifier.clone().unwrap_or_default();
+                ownership.claim(&held.name.clone(), &set, record_owner, held, owner);
             }
             None => records.push(held),
         }
@@ -644,19 +595,9 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         }
     }
     // A foreign registry record whose RRset is gone still claims it.
-    for ((name, record_type, set), (record_owner, _)) in &ownership.typed {
-        if record_owner != owner && !raw_of.contains_key(&(name.clone(), *record_type, set.clone())) {
-            current.push(CurrentRRset {
-                name: name.clone(),
-                record_type: *record_type,
-                ttl: 0,
-                targets: Vec::new(),
-                owner: Some(record_owner.clone()),
-                set_identifier: set.clone(),
-                policy: String::new(),
-            });
-        }
-    }
+    current.extend(ownership.orphan_claims(owner, |name, t, set| {
+        raw_of.contains_key(&(name.to_owned(), t, set.to_owned()))
+    }));
     out.owned = current.iter().filter(|c| c.owner.as_deref() == Some(owner)).count();
 
     // What fedns wants, in Route53's terms: routed RRsets as one record
@@ -676,19 +617,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
     }
     let mut allowed: Vec<DesiredRRset> = Vec::new();
     for rrset in &expanded {
-        let txt_name = registry::txt_name(&rrset.name, rrset.record_type);
-        if !txt_name.ends_with(&format!(".{apex}")) {
-            out.rejected.push((
-                rrset.name.clone(),
-                rrset.record_type,
-                format!("its ownership record {txt_name} would fall outside the zone {apex}; records at the apex are not published to Route53"),
-            ));
-            continue;
-        }
-        // external-dns reads a legacy registry record as owning every type
-        // at its name, and would delete our RRsets there.
-        if let Some(holder) = ownership.legacy.get(&rrset.name) {
-            out.conflicts.push((rrset.clone(), format!("owner {holder:?}")));
+        if !ownership.admit(rrset, apex, "Route53", &mut out) {
             continue;
         }
         match records::for_route53(rrset, apex, zone_id) {
@@ -700,14 +629,13 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
         }
     }
 
-    let plan = plan::plan(&allowed, &current, owner);
-    out.conflicts.extend(plan.conflicts.into_iter().map(|c| {
-        (
-            c.desired,
-            c.holder
-                .map_or_else(|| "a record with no owner".into(), |h| format!("owner {h:?}")),
-        )
-    }));
+    let plan = planner::plan(&allowed, &current, owner);
+    out.conflicts.extend(
+        plan.conflicts
+            .into_iter()
+            .map(|c| (c.holder_text(), c))
+            .map(|(h, c)| (c.desired, h)),
+    );
 
     let mut built = |units: &mut Vec<Unit>,
                      name: &str,
@@ -726,7 +654,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
     let mut touched: BTreeSet<(String, RecordType, String)> = BTreeSet::new();
     for change in plan.changes {
         match change {
-            plan::Change::Create(d) | plan::Change::Update { desired: d, .. } => {
+            planner::Change::Create(d) | planner::Change::Update { desired: d, .. } => {
                 let key = (d.name.clone(), d.record_type, d.set_identifier.clone());
                 let action = if raw_of.contains_key(&key) {
                     ChangeAction::Upsert
@@ -750,7 +678,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
                 touched.insert(key);
                 built(&mut units, &d.name, d.record_type, changes);
             }
-            plan::Change::Delete(c) => {
+            planner::Change::Delete(c) => {
                 let key = (c.name.clone(), c.record_type, c.set_identifier.clone());
                 let mut changes = Vec::new();
                 if let Some(held) = raw_of.get(&key) {
@@ -812,8 +740,8 @@ fn registry_rrset(owner: &str, rrset: &DesiredRRset) -> Result<ResourceRecordSet
 /// default location (`*`) answering the fallback order's first region with
 /// clusters, else every cluster.
 fn geolocation_record_sets(
-    routing: &crate::desired::RoutedSet,
-    one: &dyn Fn(crate::desired::RoutedMember, Vec<String>) -> DesiredRRset,
+    routing: &crate::plan::desired::RoutedSet,
+    one: &dyn Fn(crate::plan::desired::RoutedMember, Vec<String>) -> DesiredRRset,
 ) -> Vec<DesiredRRset> {
     let targets_of = |region: Option<&str>| -> Vec<String> {
         let mut targets: Vec<String> = routing
@@ -826,7 +754,7 @@ fn geolocation_record_sets(
         targets.dedup();
         targets
     };
-    let member = |location: &str| crate::desired::RoutedMember {
+    let member = |location: &str| crate::plan::desired::RoutedMember {
         set_identifier: if location == "country:*" {
             "default".to_owned()
         } else {
@@ -863,7 +791,7 @@ fn geolocation_record_sets(
 /// # Errors
 /// Why Route53 cannot express the policy (the caller publishes `All`).
 fn routed_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String> {
-    use crate::desired::{RoutedMember, RoutedSet};
+    use crate::plan::desired::{RoutedMember, RoutedSet};
     use fedns_api::RoutingPolicy;
     let Some(routing) = rrset.routing.as_ref().filter(|r| r.policy != RoutingPolicy::All) else {
         return Ok(vec![rrset.clone()]);

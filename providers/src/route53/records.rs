@@ -4,7 +4,7 @@
 //!
 //! fedns compares RRsets in canonical presentation form (lower-case names
 //! without the trailing dot, IPv6 compressed, TXT as quoted
-//! character-strings, [`crate::txt`]), so a value Route53 spells
+//! character-strings, [`crate::plan::txt`]), so a value Route53 spells
 //! differently (`WWW.Example.com.`, `"a"   "b"`) is not a change. A TXT
 //! value is the canonical form itself: for a quoted target that is what
 //! external-dns writes for the same target.
@@ -15,7 +15,7 @@ use aws_sdk_route53::types::{
 };
 use fedns_api::RecordType;
 
-use crate::desired::{canonical_target, parse_target, DesiredRRset};
+use crate::plan::desired::DesiredRRset;
 
 /// Canonical ELB hosted zone ids by host name suffix, for ALIAS targets
 /// (AWS General Reference, "Elastic Load Balancing endpoints and quotas";
@@ -82,29 +82,9 @@ pub fn decode_name(name: &str) -> String {
     String::from_utf8_lossy(&out).to_ascii_lowercase()
 }
 
-/// A Route53 value in fedns's canonical form.
-pub fn canonical_value(record_type: RecordType, value: &str) -> String {
-    if record_type == RecordType::TXT {
-        return crate::txt::canonical(value).unwrap_or_else(|_| value.to_owned());
-    }
-    match parse_target(record_type, value.trim()) {
-        Ok(rdata) => canonical_target(&rdata),
-        Err(_) => value.trim().to_ascii_lowercase(),
-    }
-}
-
-/// A canonical target in Route53's value form.
-pub fn route53_value(record_type: RecordType, target: &str) -> String {
-    let fqdn = |host: &str| format!("{}.", host.trim_end_matches('.'));
-    let fields: Vec<&str> = target.split_whitespace().collect();
-    match (record_type, fields.as_slice()) {
-        (RecordType::CNAME | RecordType::NS | RecordType::PTR, _) => fqdn(target),
-        (RecordType::MX, [preference, host]) => format!("{preference} {}", fqdn(host)),
-        (RecordType::SRV, [priority, weight, port, host]) => format!("{priority} {weight} {port} {}", fqdn(host)),
-        (RecordType::TXT, _) => crate::txt::canonical(target).unwrap_or_else(|_| target.to_owned()),
-        _ => target.to_owned(),
-    }
-}
+/// A Route53 value in fedns's canonical form, and a canonical target in
+/// Route53's value form: the presentation form every provider shares.
+pub use crate::plan::presentation::{absolute_value as route53_value, canonical_value};
 
 /// The planning key of an ALIAS target: the type it is published as (A)
 /// and one pseudo-target naming the alias, its zone and health flag, so a

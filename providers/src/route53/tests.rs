@@ -256,7 +256,7 @@ fn alias_records_plan_as_a_records() {
 }
 
 fn routed(name: &str, policy: fedns_api::RoutingPolicy, members: &[(&str, &str, &str)]) -> DesiredRRset {
-    use crate::desired::{RoutedMember, RoutedSet};
+    use crate::plan::desired::{RoutedMember, RoutedSet};
     let mut rrset = want(name, RecordType::A, &[]);
     let members: Vec<RoutedMember> = members
         .iter()

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fedns_e2e::Etcd;
+use fedns_providers::coredns_etcd::etcd::{EtcdClient, EtcdTls};
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig};
-use fedns_providers::desired::DesiredZones;
-use fedns_providers::etcd::{EtcdClient, EtcdTls};
+use fedns_providers::plan::desired::DesiredZones;
 use fedns_providers::provider::{ProviderMetrics, SyncMode};
 use serde_json::{json, Value};
 
@@ -357,7 +357,7 @@ async fn tls_client_certificates_and_auth() {
 /// read, or a key that appeared, makes the whole transaction apply nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_apply_nothing_after_a_concurrent_change() {
-    use fedns_providers::etcd::{TxnGuard, TxnOp};
+    use fedns_providers::coredns_etcd::etcd::{TxnGuard, TxnOp};
     let etcd = Etcd::start();
     let client = etcd.client();
     client.put("/skydns/com/example/a/k1", "one").await.unwrap();

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use fedns_api::{DNSEndpoint, Domain};
 use fedns_dnsserver::{DnsMetrics, DnsServer, ServerConfig, ZoneStore};
-use fedns_providers::desired::desired_zones;
 use fedns_providers::embedded::EmbeddedSink;
+use fedns_providers::plan::desired::desired_zones;
 use serde_json::json;
 
 /// Names in the zone: 200,000, or `FEDNS_LARGE_ZONE_NAMES` (to see how

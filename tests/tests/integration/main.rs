@@ -6,6 +6,7 @@
 //! credential variables in the process environment, which must not race
 //! other tests reading it.
 
+mod clouddns;
 mod coredns_etcd;
 mod large_zone;
 mod monitoring;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, RrType};
 use fedns_e2e::fault_proxy::{FaultProxy, Faults};
 use fedns_e2e::moto::{self, Moto, ACCESS_KEY, SECRET_KEY};
-use fedns_providers::desired::DesiredZones;
+use fedns_providers::plan::desired::DesiredZones;
 use fedns_providers::provider::{ProviderMetrics, SyncMode};
 use fedns_providers::route53::{Route53, Route53Config, NAME};
 use serde_json::{json, Value};
@@ -561,7 +561,7 @@ async fn nearest_becomes_geolocation_record_sets_from_the_domains_geo_table() {
         ]},
     }))
     .unwrap();
-    let fixture = fedns_providers::desired::desired_zones(&[domain], &[endpoint]);
+    let fixture = fedns_providers::plan::desired::desired_zones(&[domain], &[endpoint]);
     let report = route53.sync_all(&fixture, SyncMode::Changed).await;
     assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
     assert!(report.downgraded.is_empty(), "{report:?}");

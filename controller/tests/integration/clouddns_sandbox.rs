@@ -1,0 +1,56 @@
+//! `fedns sandbox --provider google-clouddns`: the sandbox starts a Cloud
+//! DNS API stand-in on loopback, the controller publishes the federation's
+//! names to it (with external-dns registry records), and the first screen
+//! says where to look.
+
+use std::net::SocketAddr;
+
+use crate::common::*;
+use fedns_controller::cli::{sandbox, Provider, SandboxArgs};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clouddns_sandbox_publishes_to_the_stand_in_and_says_where() {
+    let port = free_port();
+    let args = SandboxArgs {
+        action: None,
+        state_dir: temp_dir("clouddns-sandbox"),
+        dns_listen: SocketAddr::from(([127, 0, 0, 1], port)),
+        metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        members_from: None,
+        engine: None,
+        verbose: false,
+        provider: vec![Provider::GoogleClouddns],
+    };
+    let running = sandbox::start(&args).await.unwrap();
+    let dns = running.clouddns.clone().expect("the stand-in runs");
+    let lines = sandbox::clouddns_lines(&dns);
+    assert!(lines.contains("curl -s -H 'Authorization: Bearer "), "{lines}");
+    assert!(
+        lines.contains("/dns/v1/projects/fedns-sandbox/managedZones/example-com/rrsets"),
+        "{lines}"
+    );
+    let published = |name: &str, t: &str| {
+        dns.record_sets("fedns-sandbox", "example-com")
+            .unwrap_or_default()
+            .into_iter()
+            .any(|s| s.name == name && s.rtype == t)
+    };
+    eventually("the global name in Cloud DNS", || {
+        published("nginx.ns.myfed.svc.example.com.", "A") && published("a-nginx.ns.myfed.svc.example.com.", "TXT")
+    })
+    .await;
+    eventually("shop's AAAA in Cloud DNS", || published("shop.example.com.", "AAAA")).await;
+    running.shutdown().await;
+
+    let wrong = SandboxArgs {
+        provider: vec![Provider::Route53],
+        state_dir: temp_dir("clouddns-sandbox-route53"),
+        dns_listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
+        ..args
+    };
+    let error = match sandbox::start(&wrong).await {
+        Ok(_) => panic!("route53 is not emulated"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("emulates Cloud DNS only"), "{error}");
+}

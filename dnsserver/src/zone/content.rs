@@ -1,0 +1,102 @@
+//! Zone content as the publishing pipeline hands it to the server.
+
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+use super::routing::{ClientRegions, RoutedName};
+use super::version::TransferPolicy;
+
+/// SOA values other than the serial, which [`crate::ZoneStore`] assigns.
+/// Times are seconds (RFC 1035 §3.3.13; `minimum` is the negative-caching
+/// TTL of RFC 2308 §4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SoaFields {
+    /// MNAME: the primary name server.
+    pub mname: Name,
+    /// RNAME: the responsible mailbox as a name (`hostmaster.example.com.`).
+    pub rname: Name,
+    /// REFRESH.
+    pub refresh: u32,
+    /// RETRY.
+    pub retry: u32,
+    /// EXPIRE.
+    pub expire: u32,
+    /// MINIMUM: negative-caching TTL.
+    pub minimum: u32,
+    /// TTL of the SOA and apex NS RRsets.
+    pub ttl: u32,
+}
+
+/// One zone: apex, SOA values, apex name servers, and every other record.
+///
+/// Records must be class IN and inside the apex; the snapshot builder
+/// skips (and reports) records that are not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneContent {
+    /// Zone apex, fully qualified (`example.com.`).
+    pub apex: Name,
+    /// SOA values.
+    pub soa: SoaFields,
+    /// Apex NS targets (the NS RRset's TTL is `soa.ttl`).
+    pub name_servers: Vec<Name>,
+    /// All other records. Several records of one owner and type form one
+    /// RRset; its TTL is the smallest given (RFC 2181 §5.2).
+    pub records: Vec<Record>,
+    /// Zone transfers and NOTIFY (default: none). Not part of the
+    /// content: changing it does not change the serial.
+    pub transfer: TransferPolicy,
+    /// Names answered by a traffic policy (default: none). Each also needs
+    /// its plain records in `records` (the union of its variants), which
+    /// zone transfers and policy-free answers serve.
+    pub routed: Vec<RoutedName>,
+    /// Where clients are, for `Nearest` names.
+    pub client_regions: ClientRegions,
+}
+
+impl ZoneContent {
+    /// An empty zone with the given apex and default SOA values:
+    /// `ns1.<apex>`, `hostmaster.<apex>`, refresh 3600, retry 600,
+    /// expire 1209600, minimum 30, TTL 30.
+    pub fn new(apex: Name) -> Self {
+        let child = |label: &str| Name::from_ascii(label).and_then(|l| l.append_name(&apex));
+        // Appending one short label to a valid apex only fails when the
+        // apex is already 250+ octets; fall back to the apex itself.
+        let mname = child("ns1").unwrap_or_else(|_| apex.clone());
+        let rname = child("hostmaster").unwrap_or_else(|_| apex.clone());
+        ZoneContent {
+            soa: SoaFields {
+                mname: mname.clone(),
+                rname,
+                refresh: 3600,
+                retry: 600,
+                expire: 1_209_600,
+                minimum: 30,
+                ttl: 30,
+            },
+            name_servers: vec![mname],
+            records: Vec::new(),
+            transfer: TransferPolicy::default(),
+            routed: Vec::new(),
+            client_regions: ClientRegions::default(),
+            apex,
+        }
+    }
+
+    /// Adds one record (builder style).
+    pub fn with_record(mut self, name: Name, ttl: u32, data: RData) -> Self {
+        self.records.push(Record::from_rdata(name, ttl, data));
+        self
+    }
+
+    /// Number of RRsets the zone will hold, SOA and apex NS included
+    /// (before any record is skipped).
+    pub fn rrset_count(&self) -> usize {
+        let mut keys: Vec<(Name, RecordType)> = self
+            .records
+            .iter()
+            .map(|r| (r.name.to_lowercase(), r.record_type()))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys.len() + 1 + usize::from(!self.name_servers.is_empty())
+    }
+}

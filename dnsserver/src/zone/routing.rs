@@ -1,0 +1,569 @@
+//! Traffic policies: one owner name, several pre-rendered answers, one
+//! picked per query.
+//!
+//! The publishing pipeline hands a zone its [`RoutedName`]s (the variants
+//! of a name: one per cluster, with a weight and a region) and its
+//! [`ClientRegions`] (where clients are: a CIDR table and GeoIP country or
+//! continent codes). At snapshot build time every variant's answer is
+//! rendered ([`super::snapshot`]); here live the query-time pieces:
+//! * [`Route`]: how a query picks a variant: a weighted random pick
+//!   (`Weighted`) or the client's region (`Nearest`);
+//! * [`ClientTable`]: a client address → region lookup over sorted,
+//!   disjoint intervals (longest prefix of the CIDR table wins), falling
+//!   back to a GeoIP database; it also gives the RFC 7871 SCOPE
+//!   PREFIX-LENGTH: the shortest prefix of the client's address whose
+//!   whole block gets the same region;
+//! * [`GeoIpDb`]: a MaxMind DB file read with the `maxminddb` crate.
+//!
+//! Nothing here allocates per query.
+
+use std::cell::Cell;
+use std::net::IpAddr;
+use std::path::Path;
+
+use hickory_proto::rr::Record;
+use ipnet::IpNet;
+
+/// How the variants of a [`RoutedName`] are chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RoutingPolicy {
+    /// One variant per answer, with probability weight/Σ weights; when
+    /// every weight is 0, uniformly (Route53's weighted semantics).
+    Weighted,
+    /// The variants of the client's region; else the first region of
+    /// `fallback` that has variants; else every variant.
+    Nearest {
+        /// Region order tried when the client's region has no variant.
+        fallback: Vec<String>,
+    },
+}
+
+/// One way of answering a routed name: one cluster's records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoutedVariant {
+    /// The set identifier (the cluster), for reports.
+    pub id: String,
+    /// Relative weight (`Weighted`).
+    pub weight: u32,
+    /// The cluster's region (`Nearest`); `None`: only in "every variant".
+    pub region: Option<String>,
+    /// The variant's RRsets at the name (A and/or AAAA), owner = the name.
+    pub records: Vec<Record>,
+}
+
+/// A name whose answer depends on the query: see [`RoutingPolicy`].
+/// The zone's plain `records` at this name are the answer given when no
+/// variant applies (e.g. a zone transfer): the union of every variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoutedName {
+    /// The owner name (inside the zone).
+    pub name: hickory_proto::rr::Name,
+    /// How a variant is picked.
+    pub policy: RoutingPolicy,
+    /// At least one.
+    pub variants: Vec<RoutedVariant>,
+}
+
+/// Where clients are, for `Nearest` (the Domain's `spec.clientRegions`
+/// and `spec.geoRegions`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ClientRegions {
+    /// Client networks and their region; the longest prefix wins.
+    pub networks: Vec<(IpNet, String)>,
+    /// ISO 3166-1 alpha-2 country code (upper case) → region, read from
+    /// the GeoIP database's `country.iso_code`.
+    pub countries: Vec<(String, String)>,
+    /// Continent code (`EU`, `NA`, ...) → region, from `continent.code`;
+    /// a country entry wins over its continent.
+    pub continents: Vec<(String, String)>,
+}
+
+impl ClientRegions {
+    /// No mapping at all.
+    pub fn is_empty(&self) -> bool {
+        self.networks.is_empty() && self.countries.is_empty() && self.continents.is_empty()
+    }
+}
+
+/// A MaxMind DB (GeoIP2 / GeoLite2 Country or City) loaded in memory.
+pub struct GeoIpDb {
+    reader: maxminddb::Reader<Vec<u8>>,
+    path: String,
+}
+
+impl std::fmt::Debug for GeoIpDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeoIpDb").field("path", &self.path).finish()
+    }
+}
+
+/// Where a GeoIP lookup put an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeoLocation<'a> {
+    /// `country.iso_code`, if the database has one.
+    pub country: Option<&'a str>,
+    /// `continent.code`, if the database has one.
+    pub continent: Option<&'a str>,
+    /// Prefix length of the database network holding the address (in the
+    /// address's own family).
+    pub prefix_len: u8,
+}
+
+impl GeoIpDb {
+    /// Reads the MaxMind DB file at `path`.
+    ///
+    /// # Errors
+    /// A one-line reason naming the file (missing, unreadable, or not a
+    /// MaxMind DB).
+    pub fn open(path: &Path) -> Result<GeoIpDb, String> {
+        let reader =
+            maxminddb::Reader::open_readfile(path).map_err(|e| format!("GeoIP database {}: {e}", path.display()))?;
+        Ok(GeoIpDb {
+            reader,
+            path: path.display().to_string(),
+        })
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The database's `database_type`, e.g. `GeoLite2-Country`.
+    pub fn database_type(&self) -> &str {
+        &self.reader.metadata().database_type
+    }
+
+    /// Looks `addr` up; strings borrow from the database (no allocation).
+    pub fn locate(&self, addr: IpAddr) -> Option<GeoLocation<'_>> {
+        use maxminddb::PathElement::Key;
+        let result = self.reader.lookup(addr).ok()?;
+        let prefix_len = result.network().ok()?.prefix();
+        if !result.has_data() {
+            return Some(GeoLocation {
+                country: None,
+                continent: None,
+                prefix_len,
+            });
+        }
+        let country = result
+            .decode_path::<&str>(&[Key("country"), Key("iso_code")])
+            .ok()
+            .flatten();
+        let continent = result
+            .decode_path::<&str>(&[Key("continent"), Key("code")])
+            .ok()
+            .flatten();
+        Some(GeoLocation {
+            country,
+            continent,
+            prefix_len,
+        })
+    }
+}
+
+/// No region: the client is somewhere no table or database places.
+pub(crate) const NO_REGION: u16 = u16::MAX;
+
+/// One interval of the client table: `[start, end]` → region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Interval {
+    start: u128,
+    end: u128,
+    region: u16,
+}
+
+/// Per-zone client → region lookup, built once per snapshot.
+#[derive(Debug, Default)]
+pub(crate) struct ClientTable {
+    /// Region names; region ids index this.
+    pub regions: Vec<String>,
+    /// Disjoint, sorted, covering all of 0..=2^32-1.
+    v4: Box<[Interval]>,
+    /// Disjoint, sorted, covering all of 0..=2^128-1.
+    v6: Box<[Interval]>,
+    countries: Box<[([u8; 2], u16)]>,
+    continents: Box<[([u8; 2], u16)]>,
+}
+
+/// Where a client was placed, and how far that holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// Region id, or [`NO_REGION`].
+    pub region: u16,
+    /// RFC 7871 SCOPE PREFIX-LENGTH: every address sharing this many
+    /// leading bits with the client is placed the same way.
+    pub scope: u8,
+}
+
+fn code(s: &str) -> Option<[u8; 2]> {
+    let b = s.as_bytes();
+    (b.len() == 2).then(|| [b[0].to_ascii_uppercase(), b[1].to_ascii_uppercase()])
+}
+
+impl ClientTable {
+    /// Builds the table of one zone; `extra_regions` (regions of variants)
+    /// get ids too. Problems (same network given twice with different
+    /// regions, bad codes) are returned as lines; the first entry wins.
+    pub fn build(regions: &ClientRegions, extra_regions: &[&str]) -> (ClientTable, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        let id = |name: &str, names: &mut Vec<String>| -> u16 {
+            match names.iter().position(|n| n == name) {
+                Some(i) => i as u16,
+                None => {
+                    names.push(name.to_owned());
+                    (names.len() - 1) as u16
+                }
+            }
+        };
+        let mut networks: Vec<(IpNet, u16)> = Vec::new();
+        for (net, region) in &regions.networks {
+            let net = net.trunc();
+            let region_id = id(region, &mut names);
+            match networks.iter().find(|(n, _)| *n == net) {
+                Some((_, other)) if *other != region_id => problems.push(format!(
+                    "client network {net} is given for regions {} and {region}; the first is used",
+                    names[*other as usize]
+                )),
+                Some(_) => {}
+                None => networks.push((net, region_id)),
+            }
+        }
+        for region in extra_regions {
+            id(region, &mut names);
+        }
+        let mut codes = |list: &[(String, String)], what: &str, names: &mut Vec<String>| {
+            let mut out: Vec<([u8; 2], u16)> = Vec::new();
+            for (c, region) in list {
+                match code(c) {
+                    Some(c) if !out.iter().any(|(o, _)| *o == c) => out.push((c, id(region, names))),
+                    Some(_) => problems.push(format!("{what} code {c} is given twice; the first is used")),
+                    None => problems.push(format!("{what} code {c:?} is not two letters; ignored")),
+                }
+            }
+            out.into_boxed_slice()
+        };
+        let countries = codes(&regions.countries, "country", &mut names);
+        let continents = codes(&regions.continents, "continent", &mut names);
+        let paint = |v6: bool| -> Box<[Interval]> {
+            let max = if v6 { u128::MAX } else { u32::MAX as u128 };
+            let mut intervals = vec![Interval {
+                start: 0,
+                end: max,
+                region: NO_REGION,
+            }];
+            let mut nets: Vec<(u128, u8, u16)> = networks
+                .iter()
+                .filter_map(|(net, region)| match net {
+                    IpNet::V4(n) if !v6 => Some((u32::from(n.network()) as u128, n.prefix_len(), *region)),
+                    IpNet::V6(n) if v6 => Some((u128::from(n.network()), n.prefix_len(), *region)),
+                    _ => None,
+                })
+                .collect();
+            // Shorter prefixes first: longer ones paint over them.
+            nets.sort_by_key(|n| n.1);
+            let bits = if v6 { 128 } else { 32 };
+            for (start, len, region) in nets {
+                let end = start | host_mask(len, bits);
+                paint_interval(&mut intervals, start, end, region);
+            }
+            intervals.dedup_by(|b, a| {
+                if a.region == b.region && a.end.checked_add(1) == Some(b.start) {
+                    a.end = b.end;
+                    true
+                } else {
+                    false
+                }
+            });
+            intervals.into_boxed_slice()
+        };
+        let table = ClientTable {
+            v4: paint(false),
+            v6: paint(true),
+            countries,
+            continents,
+            regions: names,
+        };
+        (table, problems)
+    }
+
+    /// The id of region `name`, if the table knows it.
+    #[cfg(test)]
+    pub fn region_id(&self, name: &str) -> Option<u16> {
+        self.regions.iter().position(|n| n == name).map(|i| i as u16)
+    }
+
+    /// Places `addr`: the CIDR table first, then `geo` (when the table
+    /// leaves the address in a gap and the zone maps codes).
+    #[inline]
+    pub fn place(&self, addr: IpAddr, geo: Option<&GeoIpDb>) -> Placement {
+        let addr = match addr {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
+            v4 => v4,
+        };
+        let (value, bits, intervals) = match addr {
+            IpAddr::V4(v4) => (u32::from(v4) as u128, 32u8, &self.v4),
+            IpAddr::V6(v6) => (u128::from(v6), 128u8, &self.v6),
+        };
+        let index = intervals.partition_point(|i| i.end < value);
+        let Some(interval) = intervals.get(index) else {
+            return Placement {
+                region: NO_REGION,
+                scope: 0,
+            };
+        };
+        let scope = block_scope(value, interval.start, interval.end, bits);
+        if interval.region != NO_REGION || (self.countries.is_empty() && self.continents.is_empty()) {
+            return Placement {
+                region: interval.region,
+                scope,
+            };
+        }
+        let Some(location) = geo.and_then(|g| g.locate(addr)) else {
+            return Placement {
+                region: NO_REGION,
+                scope,
+            };
+        };
+        // The answer holds where both the gap and the database's network do.
+        let scope = scope.max(location.prefix_len.min(bits));
+        let find = |list: &[([u8; 2], u16)], c: Option<&str>| {
+            let c = code(c?)?;
+            list.iter().find(|(k, _)| *k == c).map(|(_, r)| *r)
+        };
+        let region = find(&self.countries, location.country)
+            .or_else(|| find(&self.continents, location.continent))
+            .unwrap_or(NO_REGION);
+        Placement { region, scope }
+    }
+}
+
+/// The host bits of a `/len` prefix in a `bits`-bit address.
+fn host_mask(len: u8, bits: u8) -> u128 {
+    let full = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
+    if len >= bits {
+        0
+    } else {
+        full >> len
+    }
+}
+
+/// The shortest prefix length whose block around `value` lies inside
+/// `[start, end]`.
+#[inline]
+fn block_scope(value: u128, start: u128, end: u128, bits: u8) -> u8 {
+    for len in 0..=bits {
+        let host = host_mask(len, bits);
+        let block_start = value & !host;
+        let block_end = block_start | host;
+        if block_start >= start && block_end <= end {
+            return len;
+        }
+    }
+    bits
+}
+
+/// Overwrites `[start, end]` with `region`, splitting what it overlaps.
+fn paint_interval(intervals: &mut Vec<Interval>, start: u128, end: u128, region: u16) {
+    let mut out = Vec::with_capacity(intervals.len() + 2);
+    for i in intervals.iter() {
+        if i.end < start || i.start > end {
+            out.push(*i);
+            continue;
+        }
+        if i.start < start {
+            out.push(Interval {
+                start: i.start,
+                end: start - 1,
+                region: i.region,
+            });
+        }
+        if i.start <= start {
+            out.push(Interval { start, end, region });
+        }
+        if i.end > end {
+            out.push(Interval {
+                start: end + 1,
+                end: i.end,
+                region: i.region,
+            });
+        }
+    }
+    *intervals = out;
+}
+
+/// How a query picks one of a name's variants.
+#[derive(Debug, Clone)]
+pub(crate) enum Route {
+    /// Cumulative weights, one per variant; the last is the total.
+    Weighted { cumulative: Box<[u32]> },
+    /// Variant per region id of the zone's [`ClientTable`]; `unknown`
+    /// for clients in no region (or a region with no entry).
+    Nearest {
+        zone: u32,
+        by_region: Box<[u16]>,
+        unknown: u16,
+    },
+}
+
+thread_local! {
+    static RNG: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A fast per-thread pseudo-random number (splitmix64): plenty for
+/// spreading answers by weight, not for anything secret.
+#[inline]
+pub(crate) fn next_random() -> u64 {
+    RNG.with(|state| {
+        let mut s = state.get();
+        if s == 0 {
+            // Seed once per thread from the std hasher's random keys.
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_usize(&s as *const u64 as usize);
+            s = h.finish() | 1;
+        }
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        state.set(s);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
+}
+
+/// Picks a variant index from cumulative weights (total > 0).
+#[inline]
+pub(crate) fn weighted_pick(cumulative: &[u32]) -> usize {
+    let total = *cumulative.last().unwrap_or(&0);
+    if total == 0 {
+        return 0;
+    }
+    // Multiply-shift instead of modulo: unbiased enough (2^-32) and cheap.
+    let r = ((next_random() >> 32) * total as u64) >> 32;
+    cumulative.partition_point(|&c| (c as u64) <= r)
+}
+
+/// Variants of a Nearest name as sets of input variant indices: for each
+/// region id of `table`, the variant set answered, and the set for unknown
+/// clients. Returns (distinct sets, by_region index into sets, unknown).
+pub(crate) fn nearest_sets(
+    variants: &[RoutedVariant],
+    fallback: &[String],
+    table: &ClientTable,
+) -> (Vec<Vec<usize>>, Vec<u16>, u16) {
+    let of_region = |region: &str| -> Vec<usize> {
+        (0..variants.len())
+            .filter(|&i| variants[i].region.as_deref() == Some(region))
+            .collect()
+    };
+    let everything: Vec<usize> = (0..variants.len()).collect();
+    let after_fallback = || -> Vec<usize> {
+        fallback
+            .iter()
+            .map(|r| of_region(r))
+            .find(|s| !s.is_empty())
+            .unwrap_or_else(|| everything.clone())
+    };
+    let mut sets: Vec<Vec<usize>> = Vec::new();
+    let intern = |set: Vec<usize>, sets: &mut Vec<Vec<usize>>| -> u16 {
+        match sets.iter().position(|s| *s == set) {
+            Some(i) => i as u16,
+            None => {
+                sets.push(set);
+                (sets.len() - 1) as u16
+            }
+        }
+    };
+    let unknown_set = after_fallback();
+    let unknown = intern(unknown_set, &mut sets);
+    let mut by_region = Vec::with_capacity(table.regions.len());
+    for region in &table.regions {
+        let set = of_region(region);
+        let set = if set.is_empty() { after_fallback() } else { set };
+        by_region.push(intern(set, &mut sets));
+    }
+    (sets, by_region, unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn regions(networks: &[(&str, &str)]) -> ClientRegions {
+        ClientRegions {
+            networks: networks
+                .iter()
+                .map(|(n, r)| (n.parse().unwrap(), r.to_string()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn longest_prefix_wins_with_exact_scope() {
+        let (table, problems) = ClientTable::build(
+            &regions(&[("10.0.0.0/8", "eu"), ("10.1.0.0/16", "us"), ("192.0.2.0/24", "us")]),
+            &[],
+        );
+        assert!(problems.is_empty());
+        let eu = table.region_id("eu").unwrap();
+        let us = table.region_id("us").unwrap();
+        let place = |a: &str| table.place(a.parse().unwrap(), None);
+        assert_eq!(place("10.1.2.3"), Placement { region: us, scope: 16 });
+        // 10.2.x.x: in the /8 but next to the /16, so only a /16 (10.2/16
+        // holds no other entry) answers the same... the shortest block
+        // inside the eu interval 10.2.0.0-10.255.255.255 around it is /15.
+        assert_eq!(place("10.2.3.4"), Placement { region: eu, scope: 15 });
+        assert_eq!(place("10.200.3.4"), Placement { region: eu, scope: 9 });
+        assert_eq!(place("192.0.2.77"), Placement { region: us, scope: 24 });
+        assert_eq!(place("8.8.8.8").region, NO_REGION);
+        assert_eq!(place("::ffff:10.1.0.1").region, us);
+        assert_eq!(
+            place("2001:db8::1"),
+            Placement {
+                region: NO_REGION,
+                scope: 0
+            }
+        );
+    }
+
+    #[test]
+    fn duplicate_network_with_another_region_is_reported() {
+        let (table, problems) = ClientTable::build(&regions(&[("10.0.0.0/8", "eu"), ("10.0.0.0/8", "us")]), &[]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(table.place("10.0.0.1".parse().unwrap(), None).region, 0);
+    }
+
+    #[test]
+    fn weighted_pick_follows_weights() {
+        let cumulative = [1u32, 1, 4]; // weights 1, 0, 3
+        let mut counts = [0usize; 3];
+        for _ in 0..40_000 {
+            counts[weighted_pick(&cumulative)] += 1;
+        }
+        assert_eq!(counts[1], 0);
+        assert!((9_000..11_000).contains(&counts[0]), "{counts:?}");
+    }
+
+    #[test]
+    fn nearest_sets_fall_back_in_order() {
+        let v = |id: &str, region: Option<&str>| RoutedVariant {
+            id: id.into(),
+            weight: 0,
+            region: region.map(Into::into),
+            records: vec![],
+        };
+        let variants = [v("a", Some("eu")), v("b", Some("us")), v("c", None)];
+        let (table, _) = ClientTable::build(&regions(&[("10.0.0.0/8", "asia")]), &["eu", "us"]);
+        let (sets, by_region, unknown) = nearest_sets(&variants, &["us".into()], &table);
+        let asia = table.region_id("asia").unwrap() as usize;
+        let eu = table.region_id("eu").unwrap() as usize;
+        assert_eq!(sets[by_region[asia] as usize], vec![1]);
+        assert_eq!(sets[by_region[eu] as usize], vec![0]);
+        assert_eq!(sets[unknown as usize], vec![1]);
+        let (sets, _, unknown) = nearest_sets(&variants, &[], &table);
+        assert_eq!(sets[unknown as usize], vec![0, 1, 2]);
+    }
+}

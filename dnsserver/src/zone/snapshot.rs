@@ -1,0 +1,1097 @@
+//! An immutable, pre-rendered view of every served zone.
+//!
+//! All the work of answering happens here, once per published change: for
+//! every owner name and every query type that can make a difference, the
+//! whole response message is rendered by hickory-proto and stored. The
+//! query path ([`crate::query::answer`]) then only hashes the question name, copies
+//! the stored bytes and patches the ID, the flags and the question's case.
+
+use std::hash::BuildHasher;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use hashbrown::HashTable;
+use hickory_proto::rr::{Name, RecordType};
+use rustc_hash::FxBuildHasher;
+
+use super::content::ZoneContent;
+use super::render::{record_without_owner, render};
+use super::resolve::Override;
+use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
+use super::tree::{RRset, SkippedRecord, Tree, VariantSets};
+use super::version::ZoneVersion;
+
+/// The largest stored response that still fits one message over TCP
+/// (65,535 octets, RFC 1035 §4.2.2) with the OPT RR the query path may
+/// append: 11 octets plus an ECS option of up to 24 (RFC 7871 §6).
+const MAX_STORED_MESSAGE: usize = 65_535 - 11 - 24;
+
+/// [`Span::len`] bit: the stored message ends with its zone's SOA RR, so
+/// the query path writes the zone's current serial into it (octets
+/// len-20..len-16: SERIAL is followed by REFRESH, RETRY, EXPIRE and
+/// MINIMUM, RFC 1035 §3.3.13). Stored answers thus stay valid when only
+/// the serial changes.
+const SOA_LAST: u32 = 1 << 31;
+
+/// Octets from SERIAL to the end of an SOA RR.
+pub(crate) const SERIAL_FROM_END: usize = 20;
+
+/// Names per chunk a full build aims at (see [`Snapshot`]).
+const NAMES_PER_CHUNK: usize = 128;
+/// At most 2^16 chunks.
+const MAX_CHUNK_BITS: u32 = 16;
+
+/// A range of a chunk's arena.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Span {
+    start: u32,
+    /// Length, with [`SOA_LAST`] set for answers ending with the SOA.
+    len: u32,
+}
+
+impl Span {
+    #[inline]
+    fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..(self.start + (self.len & !SOA_LAST)) as usize
+    }
+
+    #[inline]
+    fn soa_last(self) -> bool {
+        self.len & SOA_LAST != 0
+    }
+}
+
+/// Answers stored for one owner name (all bytes live in its chunk's arena).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NameAnswers {
+    /// The lower-cased wire-format owner name.
+    key: Span,
+    /// Index into [`Snapshot::zones`].
+    pub zone: u32,
+    /// The answer for every query type not listed in `types`.
+    other: Span,
+    /// First entry in [`Chunk::type_answers`] and how many.
+    types_start: u32,
+    types_len: u16,
+    /// At or below a zone cut: names below it need a referral rendered at
+    /// query time.
+    pub below_cut: bool,
+    /// Has a `*` child: missing names below it are synthesised at query time.
+    pub wildcard_child: bool,
+    /// Index into [`Chunk::routes`], or [`NO_ROUTE`]: the answer depends
+    /// on the query (a traffic policy).
+    route: u32,
+    /// First of this name's entries in [`Chunk::variant_answers`], one
+    /// per variant of its route.
+    variants_start: u32,
+}
+
+/// [`NameAnswers::route`] of names without a policy.
+const NO_ROUTE: u32 = u32::MAX;
+
+/// The stored answers of one variant of a routed name.
+#[derive(Debug, Clone, Copy)]
+struct AnswerSet {
+    other: Span,
+    types_start: u32,
+    types_len: u16,
+}
+
+/// One rendered message, before it is stored.
+#[derive(Debug, PartialEq, Eq)]
+struct Rendered {
+    bytes: Vec<u8>,
+    /// The message ends with the zone's SOA RR (see [`SOA_LAST`]).
+    soa_last: bool,
+}
+
+/// Per-zone data of the NXDOMAIN fast path and of routed answers.
+#[derive(Debug)]
+pub(crate) struct ZoneAnswers {
+    /// Labels in the apex (without the root).
+    pub apex_labels: u8,
+    /// The negative SOA RR without its owner (see [`record_without_owner`]).
+    pub negative_soa_tail: Box<[u8]>,
+    /// Where clients are (`Nearest` names of this zone).
+    pub clients: Arc<ClientTable>,
+    /// The SOA serial, written into stored answers ending with the SOA.
+    pub serial: u32,
+}
+
+/// Facts about one served zone, for status reports and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneSummary {
+    /// The apex, e.g. `example.com.`.
+    pub apex: String,
+    /// The SOA serial served.
+    pub serial: u32,
+    /// RRsets in the zone, SOA and NS included.
+    pub rrset_count: usize,
+}
+
+/// One slice of the served names (by hash), immutable once built and
+/// shared between snapshots: an update rebuilds only the chunks holding
+/// changed names.
+///
+/// Layout: one byte arena holds every owner key and every stored answer;
+/// a hash table of small fixed-size entries points into it. Answers that
+/// are byte-identical for one name (e.g. A and ANY at an A-only name) are
+/// stored once.
+#[derive(Debug, Default)]
+pub(crate) struct Chunk {
+    arena: Vec<u8>,
+    table: HashTable<NameAnswers>,
+    type_answers: Vec<(u16, Span)>,
+    variant_answers: Vec<AnswerSet>,
+    /// Query-time routes of this chunk's names, and what each answers.
+    routes: Vec<Route>,
+    reports: Vec<RouteReport>,
+    /// Names of this chunk whose answers were reported, and why.
+    skipped: Vec<(Box<[u8]>, SkippedRecord)>,
+}
+
+/// One name's stored answers and the chunk holding them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Found<'a> {
+    chunk: &'a Chunk,
+    pub entry: &'a NameAnswers,
+}
+
+/// Every served zone, immutable once built. Share it as `Arc<Snapshot>`.
+///
+/// The names are split by hash into 2^n [`Chunk`]s held in `Arc`s (about
+/// [`NAMES_PER_CHUNK`] names each after a full build), so an incremental
+/// update ([`Snapshot::updated`]) copies and re-renders only the chunks
+/// of the names it changes and shares the others with the previous
+/// snapshot. Serials live per zone, outside the stored answers.
+#[derive(Debug)]
+pub struct Snapshot {
+    chunks: Vec<Arc<Chunk>>,
+    /// log2 of the chunk count.
+    chunk_bits: u32,
+    pub(crate) zones: Vec<ZoneAnswers>,
+    summaries: Vec<ZoneSummary>,
+    /// Kept only when some answer must be rendered at query time
+    /// (wildcards, zone cuts).
+    tree: Option<Tree>,
+    /// Problems of whole zones (given twice, client tables).
+    zone_skipped: Vec<SkippedRecord>,
+    /// Everything skipped: zones, records, answers.
+    skipped: Vec<SkippedRecord>,
+    /// The GeoIP database `Nearest` names fall back to.
+    geo: Option<Arc<GeoIpDb>>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            chunks: vec![Arc::new(Chunk::default())],
+            chunk_bits: 0,
+            zones: Vec::new(),
+            summaries: Vec::new(),
+            tree: None,
+            zone_skipped: Vec::new(),
+            skipped: Vec::new(),
+            geo: None,
+        }
+    }
+}
+
+/// What a routed name answers, for `explain` and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteReport {
+    /// The routed owner name.
+    pub name: String,
+    /// `Weighted` or `Nearest`.
+    pub policy: String,
+    /// Per variant: the set identifiers (clusters) whose records it holds.
+    pub variants: Vec<Vec<String>>,
+}
+
+/// Which variant of a routed name one client gets, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientChoice {
+    /// The client's region, if placed.
+    pub region: Option<String>,
+    /// RFC 7871 SCOPE PREFIX-LENGTH the answer carries.
+    pub scope: u8,
+    /// The clusters answered (for `Weighted`: every candidate, one per answer).
+    pub variants: Vec<String>,
+    /// The policy.
+    pub policy: String,
+}
+
+/// A query type unused by any RRset: its answer stands for all absent types.
+/// Every stored answer carries it in its question, which the query path
+/// overwrites with the type asked, so answers differing only in the asked
+/// type are stored once.
+const ABSENT_TYPE: RecordType = RecordType::Unknown(65_280);
+
+#[inline]
+fn hash_key(key: &[u8]) -> u64 {
+    FxBuildHasher.hash_one(key)
+}
+
+/// The chunk of a name's hash: bits 32.. (the chunk's own table uses the
+/// low bits and the top 7).
+#[inline]
+fn chunk_index(hash: u64, bits: u32) -> usize {
+    ((hash >> 32) as usize) & ((1usize << bits) - 1)
+}
+
+fn chunk_bits(names: usize) -> u32 {
+    let chunks = (names / NAMES_PER_CHUNK).max(1);
+    (usize::BITS - 1 - chunks.leading_zeros()).min(MAX_CHUNK_BITS)
+}
+
+impl Snapshot {
+    /// An empty snapshot: every query is REFUSED.
+    pub fn empty() -> Self {
+        Snapshot::default()
+    }
+
+    /// Builds a snapshot from zones and their SOA serials. Records that
+    /// cannot be served are left out and listed in [`Snapshot::skipped`].
+    pub fn build(contents: &[(ZoneContent, u32)]) -> Snapshot {
+        Snapshot::build_keeping(contents, &|_| false, None).0
+    }
+
+    /// [`Snapshot::build`] with a GeoIP database for `Nearest` names.
+    pub fn build_with_geoip(contents: &[(ZoneContent, u32)], geo: Option<Arc<GeoIpDb>>) -> Snapshot {
+        Snapshot::build_keeping(contents, &|_| false, geo).0
+    }
+
+    /// [`Snapshot::build`], also returning the records of every zone whose
+    /// apex (lower case, fully qualified) `keep` selects, as served, and
+    /// the build-time tree for later [`Snapshot::updated`] calls (`None`
+    /// when the snapshot keeps it for query-time answers: wildcards or
+    /// zone cuts, which incremental updates do not handle).
+    pub(crate) fn build_keeping(
+        contents: &[(ZoneContent, u32)],
+        keep: &dyn Fn(&Name) -> bool,
+        geo: Option<Arc<GeoIpDb>>,
+    ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
+        let (tree, zone_skipped) = Tree::build(contents);
+        Snapshot::from_tree(tree, zone_skipped, contents, keep, geo)
+    }
+
+    /// The snapshot serving `tree` (built by [`Tree::build`] from
+    /// `contents`, which give the zones' client tables, perhaps with its
+    /// records applied afterwards by [`Tree::apply`]); `zone_skipped`: what
+    /// [`Tree::build`] reported of whole zones. Returns it with the zones'
+    /// transfer versions and the tree, as [`Snapshot::build_keeping`].
+    pub(crate) fn from_tree(
+        tree: Tree,
+        mut zone_skipped: Vec<SkippedRecord>,
+        contents: &[(ZoneContent, u32)],
+        keep: &dyn Fn(&Name) -> bool,
+        geo: Option<Arc<GeoIpDb>>,
+    ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
+        let tables = client_tables(&tree, contents, &mut zone_skipped);
+        let versions = tree.versions(keep);
+        let zones: Vec<ZoneAnswers> = tree
+            .zones
+            .iter()
+            .zip(tables)
+            .map(|(zone, clients)| zone_answers(zone, Arc::new(clients)))
+            .collect();
+        let bits = chunk_bits(tree.nodes.len());
+        let mut chunks: Vec<Chunk> = (0..1usize << bits).map(|_| Chunk::default()).collect();
+        let mut needs_tree = false;
+        {
+            let mut renderer = Renderer::new(&tree, &zones);
+            for (key, node) in &tree.nodes {
+                needs_tree |= node.cut.is_some() || node.wildcard_child;
+                let hash = hash_key(key);
+                renderer.render_into(&mut chunks[chunk_index(hash, bits)], key, node, hash);
+            }
+        }
+        let mut snapshot = Snapshot {
+            chunks: chunks
+                .into_iter()
+                .map(|mut chunk| {
+                    chunk.shrink();
+                    Arc::new(chunk)
+                })
+                .collect(),
+            chunk_bits: bits,
+            zones,
+            summaries: summaries(&tree),
+            tree: None,
+            zone_skipped,
+            skipped: Vec::new(),
+            geo,
+        };
+        snapshot.skipped = snapshot.collect_skipped(&tree);
+        if needs_tree {
+            snapshot.tree = Some(tree);
+            (snapshot, versions, None)
+        } else {
+            (snapshot, versions, Some(tree))
+        }
+    }
+
+    /// The snapshot after `tree` (this snapshot's tree, changed by
+    /// [`Tree::apply`]) changed the names `dirty`: chunks without a dirty
+    /// name are shared, the others copied with the dirty names re-rendered
+    /// (or left out when gone). Serials, negative SOAs and summaries come
+    /// from `tree`; client tables and the GeoIP database stay.
+    pub(crate) fn updated(&self, tree: &Tree, dirty: &rustc_hash::FxHashSet<Box<[u8]>>) -> Snapshot {
+        // The chunk count follows the names: a zone that started empty
+        // (every first start) had one chunk, and every update then copied a
+        // chunk holding every name (40 ms a change at 170,000 names). Once
+        // the names outgrow the chunks, every chunk is split as it is
+        // copied: a chunk's index is the low bits of its names' hash, so
+        // new chunk `i` takes its names from old chunk `i & old_mask` only,
+        // and no third copy of the answers is held while splitting.
+        let bits = chunk_bits(tree.nodes.len()).max(self.chunk_bits);
+        let old_mask = (1usize << self.chunk_bits) - 1;
+        let zones: Vec<ZoneAnswers> = tree
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| {
+                let clients = self.zones.get(i).map(|z| z.clients.clone()).unwrap_or_default();
+                zone_answers(zone, clients)
+            })
+            .collect();
+        let mut by_chunk: rustc_hash::FxHashMap<usize, Vec<(&[u8], u64)>> = rustc_hash::FxHashMap::default();
+        for key in dirty {
+            let hash = hash_key(key);
+            by_chunk
+                .entry(chunk_index(hash, bits))
+                .or_default()
+                .push((key.as_ref(), hash));
+        }
+        let split = bits != self.chunk_bits;
+        // Unsplit, the chunks without a dirty name are shared as they are.
+        let mut chunks: Vec<Arc<Chunk>> = if split {
+            Vec::with_capacity(1 << bits)
+        } else {
+            self.chunks.clone()
+        };
+        {
+            let mut renderer = Renderer::new(tree, &zones);
+            let rebuilt: Vec<usize> = if split {
+                (0..1usize << bits).collect()
+            } else {
+                by_chunk.keys().copied().collect()
+            };
+            for index in rebuilt {
+                let old = &self.chunks[index & old_mask];
+                let keys = by_chunk.remove(&index).unwrap_or_default();
+                let share = if split {
+                    (old.table.len() >> (bits - self.chunk_bits)) + 1
+                } else {
+                    old.table.len()
+                };
+                let mut chunk = Chunk {
+                    arena: Vec::with_capacity(old.arena.len() * share / old.table.len().max(1) + 1024),
+                    table: HashTable::with_capacity(share + keys.len()),
+                    ..Chunk::default()
+                };
+                // A name of the old chunk is copied when it belongs in this
+                // one and is not rendered again.
+                let kept = |key: &[u8], hash: u64| (!split || chunk_index(hash, bits) == index) && !dirty.contains(key);
+                for entry in old.table.iter() {
+                    let key = old.slice(entry.key);
+                    let hash = hash_key(key);
+                    if !kept(key, hash) {
+                        continue;
+                    }
+                    let copied = chunk.copy_entry(old, entry);
+                    chunk.insert(hash, copied);
+                }
+                chunk
+                    .skipped
+                    .extend(old.skipped.iter().filter(|(key, _)| kept(key, hash_key(key))).cloned());
+                for (key, hash) in keys {
+                    if let Some(node) = tree.nodes.get(key) {
+                        renderer.render_into(&mut chunk, key, node, hash);
+                    }
+                }
+                chunk.shrink();
+                let chunk = Arc::new(chunk);
+                if split {
+                    chunks.push(chunk);
+                } else {
+                    chunks[index] = chunk;
+                }
+            }
+        }
+        let mut snapshot = Snapshot {
+            chunks,
+            chunk_bits: bits,
+            zones,
+            summaries: summaries(tree),
+            tree: None,
+            zone_skipped: self.zone_skipped.clone(),
+            skipped: Vec::new(),
+            geo: self.geo.clone(),
+        };
+        snapshot.skipped = snapshot.collect_skipped(tree);
+        snapshot
+    }
+
+    /// How many chunks the names are split into.
+    #[cfg(test)]
+    pub(crate) fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Zone problems, then per-owner skipped records (by zone and owner),
+    /// then answers that could not be stored (by name).
+    fn collect_skipped(&self, tree: &Tree) -> Vec<SkippedRecord> {
+        let mut answers: Vec<&SkippedRecord> = self
+            .chunks
+            .iter()
+            .flat_map(|c| c.skipped.iter().map(|(_, s)| s))
+            .collect();
+        answers.sort_by(|a, b| (&a.name, &a.reason).cmp(&(&b.name, &b.reason)));
+        self.zone_skipped
+            .iter()
+            .chain(tree.owner_skips())
+            .chain(answers)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether zone `zone`'s client table knows every region of `regions`
+    /// (a routed name with a new region needs a new table: full build).
+    pub(crate) fn knows_regions<'a>(&self, zone: usize, mut regions: impl Iterator<Item = &'a str>) -> bool {
+        let Some(zone) = self.zones.get(zone) else {
+            return false;
+        };
+        regions.all(|region| zone.clients.regions.iter().any(|r| r == region))
+    }
+
+    /// The stored answers of the owner name `key` (lower-cased wire format).
+    #[inline]
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<Found<'_>> {
+        let hash = hash_key(key);
+        let chunk = self.chunks.get(chunk_index(hash, self.chunk_bits))?;
+        chunk
+            .table
+            .find(hash, |entry| chunk.slice(entry.key) == key)
+            .map(|entry| Found { chunk, entry })
+    }
+
+    /// The stored response of `found` for `qtype` for a client at
+    /// `client` (None: unknown, e.g. an ECS option with SOURCE
+    /// PREFIX-LENGTH 0), the SCOPE PREFIX-LENGTH (RFC 7871 §7.2.1) it
+    /// holds for (0 unless the answer depends on the client's address),
+    /// and the serial to write [`SERIAL_FROM_END`] octets before its end
+    /// when it ends with the zone's SOA.
+    #[inline]
+    pub(crate) fn response<'a>(
+        &'a self,
+        found: &Found<'a>,
+        qtype: u16,
+        client: Option<IpAddr>,
+    ) -> (&'a [u8], u8, Option<u32>) {
+        let (chunk, entry) = (found.chunk, found.entry);
+        let (span, scope) = if entry.route == NO_ROUTE {
+            (
+                chunk.answer_of(entry.other, entry.types_start, entry.types_len, qtype),
+                0,
+            )
+        } else {
+            let (variant, scope) = self.pick(&chunk.routes[entry.route as usize], client);
+            let set = chunk.variant_answers[entry.variants_start as usize + variant];
+            (chunk.answer_of(set.other, set.types_start, set.types_len, qtype), scope)
+        };
+        let serial = if span.soa_last() {
+            self.zones.get(entry.zone as usize).map(|z| z.serial)
+        } else {
+            None
+        };
+        (chunk.slice(span), scope, serial)
+    }
+
+    /// The variant of `route` a client gets, and the scope.
+    #[inline]
+    fn pick(&self, route: &Route, client: Option<IpAddr>) -> (usize, u8) {
+        match route {
+            Route::Weighted { cumulative } => (weighted_pick(cumulative), 0),
+            Route::Nearest {
+                zone,
+                by_region,
+                unknown,
+            } => match client {
+                None => (*unknown as usize, 0),
+                Some(addr) => {
+                    let placed = self.zones[*zone as usize].clients.place(addr, self.geo.as_deref());
+                    let variant = by_region.get(placed.region as usize).unwrap_or(unknown);
+                    (*variant as usize, placed.scope)
+                }
+            },
+        }
+    }
+
+    /// Every routed name, with its policy and variants, by name.
+    pub fn routes(&self) -> Vec<RouteReport> {
+        let mut reports: Vec<RouteReport> = self.chunks.iter().flat_map(|c| c.reports.iter().cloned()).collect();
+        reports.sort_by(|a, b| a.name.cmp(&b.name));
+        reports.dedup_by(|a, b| a.name == b.name);
+        reports
+    }
+
+    /// Which variant of the routed name `name` (lower case, fully
+    /// qualified, e.g. `www.example.com.`) a client at `client` gets;
+    /// `None` when the name has no policy.
+    pub fn choice_for(&self, name: &str, client: Option<IpAddr>) -> Option<ClientChoice> {
+        let owner = Name::from_ascii(name).ok()?;
+        let found = self.lookup(&super::tree::wire_key(&owner))?;
+        let (chunk, entry) = (found.chunk, found.entry);
+        let route = chunk.routes.get(entry.route as usize)?;
+        let report = &chunk.reports[entry.route as usize];
+        if report.name != name {
+            return None; // a CNAME to a routed name, not the name itself
+        }
+        let (region, scope) = match (route, client) {
+            (Route::Nearest { zone, .. }, Some(addr)) => {
+                let table = &self.zones[*zone as usize].clients;
+                let placed = table.place(addr, self.geo.as_deref());
+                (table.regions.get(placed.region as usize).cloned(), placed.scope)
+            }
+            _ => (None, 0),
+        };
+        let variants = match route {
+            Route::Weighted { .. } => report.variants.iter().flatten().cloned().collect(),
+            Route::Nearest { .. } => report.variants[self.pick(route, client).0].clone(),
+        };
+        Some(ClientChoice {
+            region,
+            scope,
+            variants,
+            policy: report.policy.clone(),
+        })
+    }
+
+    /// Records left out while building, with reasons.
+    pub fn skipped(&self) -> &[SkippedRecord] {
+        &self.skipped
+    }
+
+    /// One summary per served zone.
+    pub fn zones(&self) -> Vec<ZoneSummary> {
+        self.summaries.clone()
+    }
+
+    /// Total RRsets served.
+    pub fn rrset_count(&self) -> usize {
+        self.summaries.iter().map(|z| z.rrset_count).sum()
+    }
+
+    /// Owner names served (empty non-terminals included).
+    pub fn name_count(&self) -> usize {
+        self.chunks.iter().map(|c| c.table.len()).sum()
+    }
+
+    /// Octets of stored keys and answers.
+    pub fn arena_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.arena.len()).sum()
+    }
+
+    /// The GeoIP database in use, if any.
+    pub fn geoip(&self) -> Option<&GeoIpDb> {
+        self.geo.as_deref()
+    }
+
+    /// The slow path: resolve and render at query time.
+    pub(crate) fn render_now(&self, qname: &Name, qtype: RecordType) -> Option<Vec<u8>> {
+        let resolution = self.tree.as_ref()?.resolve(&qname.to_lowercase(), qtype)?;
+        render(qname, qtype, &resolution)
+    }
+
+    /// Every stored response of the owner `key` for `qtype`, one per
+    /// variant (one for names without a policy), with the serial written
+    /// in: what a client can get. For tests comparing snapshots.
+    #[cfg(test)]
+    pub(crate) fn stored_responses(&self, key: &[u8], qtype: u16) -> Option<Vec<Vec<u8>>> {
+        let found = self.lookup(key)?;
+        let (chunk, entry) = (found.chunk, found.entry);
+        let serial = self.zones[entry.zone as usize].serial;
+        let finish = |span: Span| {
+            let mut bytes = chunk.slice(span).to_vec();
+            if span.soa_last() {
+                let at = bytes.len() - SERIAL_FROM_END;
+                bytes[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+            }
+            bytes
+        };
+        if entry.route == NO_ROUTE {
+            return Some(vec![finish(chunk.answer_of(
+                entry.other,
+                entry.types_start,
+                entry.types_len,
+                qtype,
+            ))]);
+        }
+        let count = chunk.reports[entry.route as usize].variants.len();
+        let mut out: Vec<Vec<u8>> = (0..count)
+            .map(|i| {
+                let set = chunk.variant_answers[entry.variants_start as usize + i];
+                finish(chunk.answer_of(set.other, set.types_start, set.types_len, qtype))
+            })
+            .collect();
+        out.sort();
+        Some(out)
+    }
+
+    /// Every served owner key, for tests.
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = self
+            .chunks
+            .iter()
+            .flat_map(|c| c.table.iter().map(|e| c.slice(e.key).to_vec()))
+            .collect();
+        keys.sort();
+        keys
+    }
+}
+
+fn zone_answers(zone: &super::tree::ZoneInfo, clients: Arc<ClientTable>) -> ZoneAnswers {
+    ZoneAnswers {
+        apex_labels: zone.apex.num_labels(),
+        negative_soa_tail: record_without_owner(&zone.negative_soa)
+            .unwrap_or_default()
+            .into_boxed_slice(),
+        clients,
+        serial: zone.serial,
+    }
+}
+
+fn summaries(tree: &Tree) -> Vec<ZoneSummary> {
+    tree.zones
+        .iter()
+        .map(|z| ZoneSummary {
+            apex: z.apex.to_ascii(),
+            serial: z.serial,
+            rrset_count: z.rrset_count,
+        })
+        .collect()
+}
+
+impl Chunk {
+    fn shrink(&mut self) {
+        self.arena.shrink_to_fit();
+        self.type_answers.shrink_to_fit();
+        self.variant_answers.shrink_to_fit();
+    }
+
+    fn insert(&mut self, hash: u64, entry: NameAnswers) {
+        let arena = &self.arena;
+        self.table
+            .insert_unique(hash, entry, |e| hash_key(&arena[e.key.range()]));
+    }
+
+    /// Appends one name's key and answers to the arena. `None` when the
+    /// arena would pass 2 GiB (offsets are 31-bit).
+    fn store_name(
+        &mut self,
+        key: &[u8],
+        zone: u32,
+        other: &Rendered,
+        answers: &[(u16, Rendered)],
+        below_cut: bool,
+        wildcard_child: bool,
+    ) -> Option<NameAnswers> {
+        let total = key.len() + other.bytes.len() + answers.iter().map(|(_, a)| a.bytes.len()).sum::<usize>();
+        if self.arena.len() + total > (SOA_LAST - 1) as usize {
+            return None;
+        }
+        let key = self.push(key, false);
+        let set = self.store_set(other, answers)?;
+        Some(NameAnswers {
+            key,
+            zone,
+            other: set.other,
+            types_start: set.types_start,
+            types_len: set.types_len,
+            below_cut,
+            wildcard_child,
+            route: NO_ROUTE,
+            variants_start: 0,
+        })
+    }
+
+    /// Appends one answer set (the answer for absent types and the
+    /// answers of other types) to the arena.
+    fn store_set(&mut self, other: &Rendered, answers: &[(u16, Rendered)]) -> Option<AnswerSet> {
+        let total = other.bytes.len() + answers.iter().map(|(_, a)| a.bytes.len()).sum::<usize>();
+        if self.arena.len() + total > (SOA_LAST - 1) as usize {
+            return None;
+        }
+        let other = self.push(&other.bytes, other.soa_last);
+        let types_start = self.type_answers.len() as u32;
+        let mut stored: Vec<(Span, &[u8])> = Vec::new();
+        for (qtype, rendered) in answers {
+            // Identical bytes for another type of this name: share them.
+            let span = match stored.iter().find(|(_, b)| *b == rendered.bytes.as_slice()) {
+                Some((span, _)) => *span,
+                None => {
+                    let span = self.push(&rendered.bytes, rendered.soa_last);
+                    stored.push((span, &rendered.bytes));
+                    span
+                }
+            };
+            self.type_answers.push((*qtype, span));
+        }
+        Some(AnswerSet {
+            other,
+            types_start,
+            types_len: answers.len() as u16,
+        })
+    }
+
+    /// Copies one answer set of `old` into this chunk, sharing what the
+    /// original shared.
+    fn copy_set(&mut self, old: &Chunk, set: AnswerSet) -> AnswerSet {
+        let other = self.push(old.slice(set.other), set.other.soa_last());
+        let types_start = self.type_answers.len() as u32;
+        let start = set.types_start as usize;
+        let mut copied: Vec<(Span, Span)> = Vec::new();
+        for &(qtype, span) in &old.type_answers[start..start + set.types_len as usize] {
+            let new = match copied.iter().find(|(o, _)| *o == span) {
+                Some((_, new)) => *new,
+                None => {
+                    let new = self.push(old.slice(span), span.soa_last());
+                    copied.push((span, new));
+                    new
+                }
+            };
+            self.type_answers.push((qtype, new));
+        }
+        AnswerSet {
+            other,
+            types_start,
+            types_len: set.types_len,
+        }
+    }
+
+    /// Copies one name's entry (key, answers, route and variants) of `old`.
+    fn copy_entry(&mut self, old: &Chunk, entry: &NameAnswers) -> NameAnswers {
+        let key = self.push(old.slice(entry.key), false);
+        let set = self.copy_set(
+            old,
+            AnswerSet {
+                other: entry.other,
+                types_start: entry.types_start,
+                types_len: entry.types_len,
+            },
+        );
+        let mut copied = NameAnswers {
+            key,
+            other: set.other,
+            types_start: set.types_start,
+            types_len: set.types_len,
+            route: NO_ROUTE,
+            variants_start: 0,
+            ..*entry
+        };
+        if let (Some(route), Some(report)) = (
+            old.routes.get(entry.route as usize),
+            old.reports.get(entry.route as usize),
+        ) {
+            copied.route = self.routes.len() as u32;
+            self.routes.push(route.clone());
+            self.reports.push(report.clone());
+            copied.variants_start = self.variant_answers.len() as u32;
+            for i in 0..report.variants.len() {
+                let set = old.variant_answers[entry.variants_start as usize + i];
+                let set = self.copy_set(old, set);
+                self.variant_answers.push(set);
+            }
+        }
+        copied
+    }
+
+    fn push(&mut self, bytes: &[u8], soa_last: bool) -> Span {
+        let span = Span {
+            start: self.arena.len() as u32,
+            len: bytes.len() as u32 | if soa_last { SOA_LAST } else { 0 },
+        };
+        self.arena.extend_from_slice(bytes);
+        span
+    }
+
+    #[inline]
+    fn slice(&self, span: Span) -> &[u8] {
+        &self.arena[span.range()]
+    }
+
+    #[inline]
+    fn answer_of(&self, other: Span, types_start: u32, types_len: u16, qtype: u16) -> Span {
+        let start = types_start as usize;
+        // A handful of entries: a linear scan beats anything cleverer.
+        for (t, span) in &self.type_answers[start..start + types_len as usize] {
+            if *t == qtype {
+                return *span;
+            }
+        }
+        other
+    }
+}
+
+/// A routed name's query-time route, the RRsets of each variant it
+/// renders, and its report.
+type RouteParts = (Route, Vec<VariantSets>, RouteReport);
+
+/// Renders names of one tree into chunks.
+struct Renderer<'a> {
+    tree: &'a Tree,
+    zones: &'a [ZoneAnswers],
+    query_types: Vec<RecordType>,
+    /// Routes by [`Tree::routed`] index, computed when first needed.
+    routes: rustc_hash::FxHashMap<usize, RouteParts>,
+}
+
+impl<'a> Renderer<'a> {
+    fn new(tree: &'a Tree, zones: &'a [ZoneAnswers]) -> Self {
+        Renderer {
+            tree,
+            zones,
+            query_types: tree.query_types(),
+            routes: rustc_hash::FxHashMap::default(),
+        }
+    }
+
+    /// Renders every answer of `node` (owner `key`, hash `hash`) into
+    /// `chunk`; problems go to the chunk's skipped list.
+    fn render_into(&mut self, chunk: &mut Chunk, key: &[u8], node: &super::tree::Node, hash: u64) {
+        let tree = self.tree;
+        let skip = |chunk: &mut Chunk, reason: String| {
+            chunk.skipped.push((
+                key.into(),
+                SkippedRecord {
+                    name: node.name.to_ascii(),
+                    record_type: "*".into(),
+                    reason,
+                },
+            ));
+        };
+        let touched: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
+        let render_type = |qtype: RecordType, variant: Override<'_>| -> Option<Rendered> {
+            let (resolution, routed) = tree.resolve_routed(&node.name, qtype, variant)?;
+            if touched.get().is_none() {
+                touched.set(routed);
+            }
+            let soa_last = resolution
+                .additionals
+                .last()
+                .or(resolution.authorities.last())
+                .or(resolution.answers.last())
+                .is_some_and(|r| r.record_type() == RecordType::SOA);
+            Some(Rendered {
+                bytes: render(&node.name, ABSENT_TYPE, &resolution)?,
+                soa_last,
+            })
+        };
+        let query_types = &self.query_types;
+        let render_all = |variant: Override<'_>| -> Option<(Rendered, Vec<(u16, Rendered)>)> {
+            let other = render_type(ABSENT_TYPE, variant)?;
+            let mut answers = Vec::new();
+            for &qtype in query_types {
+                if let Some(rendered) = render_type(qtype, variant) {
+                    if rendered.bytes != other.bytes {
+                        answers.push((u16::from(qtype), rendered));
+                    }
+                }
+            }
+            Some((other, answers))
+        };
+        let Some((other, answers)) = render_all(None) else {
+            skip(chunk, "its answer could not be encoded".into());
+            return;
+        };
+        if let Some(largest) = std::iter::once(other.bytes.len())
+            .chain(answers.iter().map(|(_, r)| r.bytes.len()))
+            .max()
+            .filter(|len| *len > MAX_STORED_MESSAGE)
+        {
+            // Still stored (clients get TC), but said: no transport can
+            // carry it, and nothing else would tell the operator.
+            skip(
+                chunk,
+                format!(
+                    "its answer is {largest} octets, more than one DNS message holds (65,535, RFC 1035 §4.2.2, \
+                     less room for OPT); clients get TC and no records: publish fewer targets under this name"
+                ),
+            );
+        }
+        let Some(mut entry) = chunk.store_name(
+            key,
+            node.zone as u32,
+            &other,
+            &answers,
+            node.cut.is_some(),
+            node.wildcard_child,
+        ) else {
+            skip(chunk, "the snapshot chunk is over 2 GiB; name left out".into());
+            return;
+        };
+        if let Some(route) = touched.get() {
+            // The answer goes through a routed name: one answer set per variant.
+            if !self.routes.contains_key(&route) {
+                let Some(routed) = tree.routed(route) else {
+                    chunk.insert(hash, entry);
+                    return;
+                };
+                let parts = route_of(routed, &self.zones[routed.zone].clients);
+                self.routes.insert(route, parts);
+            }
+            let (route_query, sets, report) = &self.routes[&route];
+            let start = chunk.variant_answers.len() as u32;
+            let mut complete = true;
+            for sets in sets {
+                let variant = Some((route, sets));
+                let Some((other, answers)) = render_all(variant) else {
+                    complete = false;
+                    break;
+                };
+                match chunk.store_set(&other, &answers) {
+                    Some(set) => chunk.variant_answers.push(set),
+                    None => complete = false,
+                }
+            }
+            if complete {
+                entry.route = chunk.routes.len() as u32;
+                entry.variants_start = start;
+                chunk.routes.push(route_query.clone());
+                chunk.reports.push(report.clone());
+            } else {
+                chunk.variant_answers.truncate(start as usize);
+                skip(
+                    chunk,
+                    "a policy variant could not be encoded; every variant is answered together".into(),
+                );
+            }
+        }
+        chunk.insert(hash, entry);
+    }
+}
+
+/// One client table per zone of `tree`, from the zone's `client_regions`
+/// and the regions of its routed names; problems are reported as skipped.
+fn client_tables(tree: &Tree, contents: &[(ZoneContent, u32)], skipped: &mut Vec<SkippedRecord>) -> Vec<ClientTable> {
+    tree.zones
+        .iter()
+        .enumerate()
+        .map(|(index, zone)| {
+            let content = contents
+                .iter()
+                .find(|(c, _)| c.apex.to_lowercase() == zone.apex.to_lowercase());
+            let regions: Vec<&str> = tree
+                .routed_nodes()
+                .map(|(_, r)| r)
+                .filter(|r| r.zone == index)
+                .flat_map(|r| r.regions.iter().flatten().map(String::as_str))
+                .collect();
+            let Some((content, _)) = content else {
+                return ClientTable::default();
+            };
+            let (table, problems) = ClientTable::build(&content.client_regions, &regions);
+            skipped.extend(problems.into_iter().map(|reason| SkippedRecord {
+                name: zone.apex.to_ascii(),
+                record_type: "clientRegions".into(),
+                reason,
+            }));
+            table
+        })
+        .collect()
+}
+
+/// The query-time route of one routed name, the RRsets of each variant it
+/// renders, and its report.
+fn route_of(routed: &super::tree::RoutedNode, table: &ClientTable) -> (Route, Vec<VariantSets>, RouteReport) {
+    let mut report = RouteReport {
+        name: routed.name.to_ascii().to_lowercase(),
+        policy: String::new(),
+        variants: Vec::new(),
+    };
+    match &routed.policy {
+        RoutingPolicy::Weighted => {
+            report.policy = "Weighted".into();
+            // Route53's semantics: weight 0 gets nothing while any
+            // variant has weight; when all are 0, all share equally.
+            let any = routed.weights.iter().any(|&w| w > 0);
+            let mut total = 0u32;
+            let cumulative: Vec<u32> = routed
+                .weights
+                .iter()
+                .map(|&w| {
+                    total = total.saturating_add(if any { w } else { 1 });
+                    total
+                })
+                .collect();
+            report.variants = routed.ids.iter().map(|id| vec![id.clone()]).collect();
+            (
+                Route::Weighted {
+                    cumulative: cumulative.into_boxed_slice(),
+                },
+                routed.sets.clone(),
+                report,
+            )
+        }
+        RoutingPolicy::Nearest { fallback } => {
+            report.policy = "Nearest".into();
+            let variants: Vec<super::routing::RoutedVariant> = routed
+                .regions
+                .iter()
+                .zip(&routed.ids)
+                .map(|(region, id)| super::routing::RoutedVariant {
+                    id: id.clone(),
+                    weight: 0,
+                    region: region.clone(),
+                    records: Vec::new(),
+                })
+                .collect();
+            let (sets, by_region, unknown) = nearest_sets(&variants, fallback, table);
+            let rendered: Vec<VariantSets> = sets
+                .iter()
+                .map(|set| merge_sets(set.iter().map(|&i| &routed.sets[i])))
+                .collect();
+            report.variants = sets
+                .iter()
+                .map(|set| set.iter().map(|&i| routed.ids[i].clone()).collect())
+                .collect();
+            (
+                Route::Nearest {
+                    zone: routed.zone as u32,
+                    by_region: by_region.into_boxed_slice(),
+                    unknown,
+                },
+                rendered,
+                report,
+            )
+        }
+    }
+}
+
+/// The union of several variants' RRsets (smallest TTL per type).
+fn merge_sets<'a>(sets: impl Iterator<Item = &'a VariantSets>) -> VariantSets {
+    let mut out = VariantSets::new();
+    for sets in sets {
+        for (rtype, set) in sets {
+            let merged = out.get_or_insert(
+                *rtype,
+                RRset {
+                    ttl: set.ttl,
+                    rdatas: super::rdatas::Rdatas::new(),
+                },
+            );
+            merged.ttl = merged.ttl.min(set.ttl);
+            for rdata in &set.rdatas {
+                if !merged.rdatas.contains(&rdata) {
+                    merged.rdatas.push(rdata.into_owned());
+                }
+            }
+        }
+    }
+    for set in out.values_mut() {
+        set.rdatas.sort_by_text();
+    }
+    out
+}

@@ -1,0 +1,784 @@
+//! The published snapshot, swapped atomically, and SOA serial bookkeeping.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use hickory_proto::rr::Name;
+
+use super::content::ZoneContent;
+use super::routing::RoutedName;
+use super::snapshot::{Snapshot, ZoneSummary};
+use super::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
+use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
+
+/// RFC 1982 §3.2: is serial `a` greater than serial `b`?
+pub fn serial_gt(a: u32, b: u32) -> bool {
+    a != b && (a.wrapping_sub(b) as i32) > 0
+}
+
+/// The next serial after `previous`: the current Unix time when that is
+/// greater in serial arithmetic (so restarted replicas agree roughly), else
+/// `previous + 1` (RFC 1982 §3.1 addition).
+pub fn next_serial(previous: u32, unix_seconds: u32) -> u32 {
+    if serial_gt(unix_seconds, previous) {
+        unix_seconds
+    } else {
+        previous.wrapping_add(1)
+    }
+}
+
+fn unix_seconds() -> u32 {
+    // Serial arithmetic wraps, so truncating to 32 bits is what RFC 1982 wants.
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(1)
+}
+
+/// Changes to one served zone's records, for [`ZoneStore::publish_changes`].
+///
+/// Zone-level settings (SOA values, apex NS, client regions, transfer
+/// policy) are not part of it: change those with a full
+/// [`ZoneStore::publish`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ZoneChanges {
+    /// Apex of a zone last published by [`ZoneStore::publish`] (fully
+    /// qualified; case does not matter).
+    pub apex: Name,
+    /// Owner name -> every record it has after the change (empty: the name
+    /// has no records any more). Each listed owner's records are replaced
+    /// as a whole; records are as in [`ZoneContent::records`] and must
+    /// carry the owner's name (others are skipped and reported). An owner
+    /// listed twice gets its last listing.
+    pub names: Vec<(Name, Vec<hickory_proto::rr::Record>)>,
+    /// [`RoutedName`] of every owner in `names` that is routed after the
+    /// change; a listed owner absent here is no longer routed.
+    pub routed: Vec<RoutedName>,
+}
+
+/// What one [`ZoneStore::publish`] or [`ZoneStore::publish_changes`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishOutcome {
+    /// A new snapshot was swapped in (false: nothing changed).
+    pub changed: bool,
+    /// Every zone now served.
+    pub zones: Vec<ZoneSummary>,
+    /// Records left out of the new snapshot, with reasons.
+    pub skipped: Vec<SkippedRecord>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct ZoneState {
+    fingerprint: u64,
+    serial: u32,
+    /// The parts of the fingerprint (see [`fingerprint`]), kept so an
+    /// incremental change can update it.
+    settings: u64,
+    records: u64,
+    routed: u64,
+}
+
+/// What publishes keep between calls.
+#[derive(Debug, Default)]
+struct StoreState {
+    zones: BTreeMap<String, ZoneState>,
+    /// The build-time tree of the served snapshot, for
+    /// [`ZoneStore::publish_changes`]; `None` before the first publish and
+    /// while the snapshot itself keeps the tree (wildcards, zone cuts).
+    tree: Option<Tree>,
+    /// Transfer policies of the zones last published in full.
+    policies: BTreeMap<Name, Arc<TransferPolicy>>,
+}
+
+/// Holds the served [`Snapshot`]. Readers call [`ZoneStore::load`] (or keep
+/// an [`arc_swap::Cache`] of [`ZoneStore::handle`]) and never wait; a
+/// publish builds the next snapshot beside the current one and swaps it in
+/// whole, so no reader sees a half-built zone.
+#[derive(Debug)]
+pub struct ZoneStore {
+    current: ArcSwap<Snapshot>,
+    state: Mutex<StoreState>,
+    updates: AtomicU64,
+    /// How long the last snapshot build or update took, in nanoseconds.
+    last_build_nanos: AtomicU64,
+    /// Transfer-enabled zones by lower-cased apex: policy, current
+    /// version and IXFR journal.
+    transfers: Mutex<BTreeMap<Name, Arc<Mutex<TransferZone>>>>,
+    /// Bumped whenever a transfer-enabled zone's serial or policy changes
+    /// (the NOTIFY task watches it).
+    transfer_changes: tokio::sync::watch::Sender<u64>,
+    transfer_counters: TransferCounters,
+    /// GeoIP database for `Nearest` names.
+    geo: Mutex<Option<Arc<super::routing::GeoIpDb>>>,
+    /// Why the GeoIP database given could not be read, if it could not.
+    geo_problem: Mutex<Option<String>>,
+}
+
+/// Zone transfer and NOTIFY counters, read by the metrics collector.
+#[derive(Debug, Default)]
+pub struct TransferCounters {
+    /// Full transfers sent (AXFR, or IXFR answered with the whole zone).
+    pub axfr: Counter,
+    /// Incremental transfers sent.
+    pub ixfr: Counter,
+    /// Transfer requests refused (address, key, zone).
+    pub refused: Counter,
+    /// Signed requests whose TSIG did not verify.
+    pub tsig_failures: Counter,
+    /// NOTIFY messages sent (retries included).
+    pub notify_sent: Counter,
+    /// NOTIFY messages acknowledged.
+    pub notify_acked: Counter,
+    /// NOTIFYs given up after every retry.
+    pub notify_failed: Counter,
+}
+
+/// A monotonic counter.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds one.
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The count.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for ZoneStore {
+    fn default() -> Self {
+        ZoneStore {
+            current: ArcSwap::from_pointee(Snapshot::empty()),
+            state: Mutex::new(StoreState::default()),
+            updates: AtomicU64::new(0),
+            last_build_nanos: AtomicU64::new(0),
+            transfers: Mutex::new(BTreeMap::new()),
+            transfer_changes: tokio::sync::watch::Sender::new(0),
+            transfer_counters: TransferCounters::default(),
+            geo: Mutex::new(None),
+            geo_problem: Mutex::new(None),
+        }
+    }
+}
+
+impl ZoneStore {
+    /// A store serving nothing (every query REFUSED).
+    pub fn new() -> Arc<ZoneStore> {
+        Arc::new(ZoneStore::default())
+    }
+
+    /// The snapshot served now.
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// The swap cell, for readers that cache it per thread.
+    pub fn handle(&self) -> &ArcSwap<Snapshot> {
+        &self.current
+    }
+
+    /// Snapshots swapped in since start.
+    pub fn updates(&self) -> u64 {
+        self.updates.load(Ordering::Relaxed)
+    }
+
+    /// How long building the last published snapshot took, in seconds (0
+    /// before the first): a full build for [`ZoneStore::publish`] (every
+    /// zone is built in one snapshot, so with one zone this is that zone's
+    /// build time), the incremental update for
+    /// [`ZoneStore::publish_changes`].
+    pub fn last_build_seconds(&self) -> f64 {
+        self.last_build_nanos.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
+    /// Starts `apex`'s serial at `serial` (e.g. the `Domain.status.serial`
+    /// of a previous run), so serials keep rising across restarts. Only
+    /// raises a serial, never lowers it.
+    pub fn seed_serial(&self, apex: &str, serial: u32) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let zone = state.zones.entry(normalise_apex(apex)).or_default();
+        if serial_gt(serial, zone.serial) || zone.serial == 0 {
+            zone.serial = serial;
+        }
+    }
+
+    /// Uses `db` for the GeoIP fallback of `Nearest` names from the next
+    /// snapshot on (call before the first [`ZoneStore::publish`]).
+    pub fn set_geoip(&self, db: Option<Arc<super::routing::GeoIpDb>>) {
+        *self.geo.lock().unwrap_or_else(|e| e.into_inner()) = db;
+    }
+
+    /// Reads the GeoIP database at `path` for the next snapshots. On error
+    /// the store keeps serving without one and remembers why
+    /// ([`ZoneStore::geoip_problem`]).
+    ///
+    /// # Errors
+    /// The file is missing, unreadable or not a MaxMind DB.
+    pub fn load_geoip(&self, path: &std::path::Path) -> Result<(), String> {
+        let result = super::routing::GeoIpDb::open(path);
+        let (db, problem) = match result {
+            Ok(db) => (Some(Arc::new(db)), None),
+            Err(e) => (None, Some(e)),
+        };
+        self.set_geoip(db);
+        (*self.geo_problem.lock().unwrap_or_else(|e| e.into_inner())).clone_from(&problem);
+        match problem {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Why no GeoIP database is in use: `None` when one is loaded; else
+    /// the read error, or that none was given.
+    pub fn geoip_problem(&self) -> Option<String> {
+        if self.geo.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+            return None;
+        }
+        Some(
+            self.geo_problem
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(|| "no GeoIP database is loaded (start the server with --geoip-db PATH)".into()),
+        )
+    }
+
+    /// Publishes `zones` as the complete set served. Zones whose content
+    /// changed get a new serial; unchanged zones keep theirs; when nothing
+    /// changed at all, the snapshot is not rebuilt. Afterwards
+    /// [`ZoneStore::publish_changes`] can change names of these zones.
+    pub fn publish(&self, zones: Vec<ZoneContent>) -> PublishOutcome {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let store_state = &mut *guard;
+        let state = &mut store_state.zones;
+        let now = unix_seconds();
+        let mut changed = state.len() != zones.len();
+        // Zones taking part in transfers, by apex, with their policies.
+        let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
+            .iter()
+            .filter(|z| z.transfer.enabled())
+            .map(|z| (fqdn_lower(&z.apex), Arc::new(z.transfer.clone())))
+            .collect();
+        {
+            // A zone that starts taking part needs its records: rebuild.
+            let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+            changed |= policies.keys().any(|apex| {
+                transfers
+                    .get(apex)
+                    .is_none_or(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.is_none())
+            });
+        }
+        let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
+        let mut with_serials = Vec::with_capacity(zones.len());
+        for zone in zones {
+            let apex = normalise_apex(&zone.apex.to_ascii());
+            let settings = settings_hash(&zone);
+            let records = zone
+                .records
+                .iter()
+                .fold(0u64, |sum, r| sum.wrapping_add(record_hash(r)));
+            let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
+            let fingerprint = fingerprint(settings, records, routed);
+            let serial = match state.get(&apex) {
+                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old) => {
+                    changed = true;
+                    next_serial(old.serial, now)
+                }
+                None => {
+                    changed = true;
+                    now
+                }
+            };
+            next.insert(
+                apex,
+                ZoneState {
+                    fingerprint,
+                    serial,
+                    settings,
+                    records,
+                    routed,
+                },
+            );
+            with_serials.push((zone, serial));
+        }
+        if !changed && state.keys().eq(next.keys()) {
+            self.update_transfers(&policies, Vec::new());
+            store_state.policies = policies;
+            let current = self.current.load();
+            return PublishOutcome {
+                changed: false,
+                zones: current.zones(),
+                skipped: current.skipped().to_vec(),
+            };
+        }
+        // Keep serials of zones that went away, in case they come back.
+        for (apex, old) in std::mem::take(&mut *state) {
+            next.entry(apex).or_insert(ZoneState {
+                fingerprint: 0,
+                serial: old.serial,
+                ..ZoneState::default()
+            });
+        }
+        *state = next;
+        let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let started = std::time::Instant::now();
+        // The old tree goes first: two at once would double the peak.
+        store_state.tree = None;
+        let (snapshot, versions, tree) =
+            Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
+        self.swap_in(store_state, snapshot, versions, tree, policies, started)
+    }
+
+    /// As [`ZoneStore::publish`], with the records given in parts rather
+    /// than all at once: `zones` gives each zone's settings (its `records`
+    /// and `routed` are ignored), and `next_part` the records of some
+    /// owners at a time, as [`ZoneChanges`] of those zones (each owner in
+    /// one part only), until it returns `None`. Only the part in hand and
+    /// the tree being built are held: a whole publish of 1,000,000 shards
+    /// held every record as a hickory `Record`, about 1 GiB, beside the
+    /// served snapshot (issue 18). The result, serials included, is what
+    /// [`ZoneStore::publish`] of the same records gives.
+    ///
+    /// Returns `None`, having published nothing, when a part cannot be
+    /// applied owner by owner (a wildcard or a delegation below an apex,
+    /// a zone `zones` lacks): publish the whole content with
+    /// [`ZoneStore::publish`] instead. The names
+    /// [`ZoneStore::publish_changes`] can change after that are then those
+    /// of the next whole publish.
+    pub fn publish_in_parts(
+        &self,
+        mut zones: Vec<ZoneContent>,
+        next_part: &mut dyn FnMut() -> Option<Vec<ZoneChanges>>,
+    ) -> Option<PublishOutcome> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let store_state = &mut *guard;
+        for zone in &mut zones {
+            zone.records = Vec::new();
+            zone.routed = Vec::new();
+        }
+        let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
+            .iter()
+            .filter(|z| z.transfer.enabled())
+            .map(|z| (fqdn_lower(&z.apex), Arc::new(z.transfer.clone())))
+            .collect();
+        let started = std::time::Instant::now();
+        // The old tree goes first: two at once would double the peak.
+        store_state.tree = None;
+        let mut settings: Vec<(ZoneContent, u32)> = zones.into_iter().map(|zone| (zone, 0)).collect();
+        let (mut tree, zone_skipped) = Tree::build(&settings);
+        while let Some(part) = next_part() {
+            for change in part {
+                let apex_key = wire_key(&fqdn_lower(&change.apex));
+                let Some(zone) = tree.zones.iter().position(|z| z.apex_key == apex_key) else {
+                    tracing::debug!(apex = %change.apex, "records for a zone not given; a whole publish is needed");
+                    return None;
+                };
+                match tree.plan(zone, &change.names, &change.routed) {
+                    Ok(plan) => {
+                        tree.apply(plan);
+                    }
+                    Err(why) => {
+                        tracing::debug!(reason = %why.0, "publish in parts not possible; a whole publish is needed");
+                        return None;
+                    }
+                }
+            }
+        }
+
+        // Serials by the rules of `publish`: the records' and routed names'
+        // hashes are the sums of the owners' that the tree kept.
+        let now = unix_seconds();
+        let state = &mut store_state.zones;
+        let mut changed = state.len() != tree.zones.len();
+        {
+            let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+            changed |= policies.keys().any(|apex| {
+                transfers
+                    .get(apex)
+                    .is_none_or(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.is_none())
+            });
+        }
+        let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
+        for index in 0..tree.zones.len() {
+            let apex_name = tree.zones[index].apex.clone();
+            let apex = normalise_apex(&apex_name.to_ascii());
+            let settings_of = settings
+                .iter()
+                .find(|(c, _)| c.apex.to_lowercase() == apex_name.to_lowercase())
+                .map(|(c, _)| settings_hash(c))
+                .unwrap_or_default();
+            let (records, routed) = tree.hash_sums(index);
+            let fingerprint = fingerprint(settings_of, records, routed);
+            let serial = match state.get(&apex) {
+                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old) => {
+                    changed = true;
+                    next_serial(old.serial, now)
+                }
+                None => {
+                    changed = true;
+                    now
+                }
+            };
+            tree.set_serial(index, serial);
+            for (content, content_serial) in &mut settings {
+                if content.apex.to_lowercase() == apex_name.to_lowercase() {
+                    *content_serial = serial;
+                }
+            }
+            next.insert(
+                apex,
+                ZoneState {
+                    fingerprint,
+                    serial,
+                    settings: settings_of,
+                    records,
+                    routed,
+                },
+            );
+        }
+        if !changed && state.keys().eq(next.keys()) {
+            // The tree is the served content's: keep it for publish_changes.
+            store_state.tree = Some(tree);
+            self.update_transfers(&policies, Vec::new());
+            store_state.policies = policies;
+            let current = self.current.load();
+            return Some(PublishOutcome {
+                changed: false,
+                zones: current.zones(),
+                skipped: current.skipped().to_vec(),
+            });
+        }
+        for (apex, old) in std::mem::take(&mut *state) {
+            next.entry(apex).or_insert(ZoneState {
+                fingerprint: 0,
+                serial: old.serial,
+                ..ZoneState::default()
+            });
+        }
+        *state = next;
+        let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (snapshot, versions, tree) =
+            Snapshot::from_tree(tree, zone_skipped, &settings, &|apex| policies.contains_key(apex), geo);
+        Some(self.swap_in(store_state, snapshot, versions, tree, policies, started))
+    }
+
+    /// Serves `snapshot` (built since `started`) of a whole publish, keeping
+    /// `tree` for [`ZoneStore::publish_changes`] and installing the
+    /// transfer `policies` and `versions`.
+    fn swap_in(
+        &self,
+        store_state: &mut StoreState,
+        snapshot: Snapshot,
+        versions: Vec<ZoneVersion>,
+        tree: Option<Tree>,
+        policies: BTreeMap<Name, Arc<TransferPolicy>>,
+        started: std::time::Instant,
+    ) -> PublishOutcome {
+        self.last_build_nanos.store(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        store_state.tree = tree;
+        self.update_transfers(&policies, versions);
+        store_state.policies = policies;
+        let outcome = PublishOutcome {
+            changed: true,
+            zones: snapshot.zones(),
+            skipped: snapshot.skipped().to_vec(),
+        };
+        self.current.store(Arc::new(snapshot));
+        self.updates.fetch_add(1, Ordering::Relaxed);
+        outcome
+    }
+}
+
+impl ZoneStore {
+    /// Applies `changes` on top of the zones last published: each listed
+    /// owner's records (and routed name) are replaced. Zones whose records
+    /// really changed get a new serial, by the same rules as
+    /// [`ZoneStore::publish`] (a full publish of the resulting content would
+    /// give the same serials; unchanged content: no new serial and
+    /// `changed: false`). The snapshot is updated by re-rendering only the
+    /// changed names, the empty non-terminals that appear or go away, and
+    /// the names whose answers go through them (CNAME chains, NS/MX/SRV
+    /// additional records); the other names' stored answers are shared or
+    /// copied. Transfer-enabled zones that changed get a new journal entry
+    /// (their records are listed again: that costs time proportional to
+    /// the zone, not a rebuild of its answers).
+    ///
+    /// Returns `None`, with nothing applied, when the caller must publish
+    /// the full content instead: a change names a zone not served, nothing
+    /// was published in full yet, or the change is one this path does not
+    /// handle: wildcards or zone cuts (in the zone at all, or appearing),
+    /// a routed name with a region the zone's client table does not know,
+    /// or a routed name whose owner is not listed in `names`. Record types
+    /// appearing in or going from the zone are applied like any change:
+    /// only names holding the type, or whose CNAME/NS/MX/SRV lead to one,
+    /// answer it otherwise than an absent type, and those are re-rendered.
+    pub fn publish_changes(&self, changes: Vec<ZoneChanges>) -> Option<PublishOutcome> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        let tree = state.tree.as_mut()?;
+        let current = self.current.load_full();
+        // One entry per zone: changes to the same apex are merged in order.
+        let mut merged: Vec<(usize, ZoneChanges)> = Vec::new();
+        for change in changes {
+            let apex_key = wire_key(&fqdn_lower(&change.apex));
+            let zone = tree.zones.iter().position(|z| z.apex_key == apex_key)?;
+            match merged.iter_mut().find(|(z, _)| *z == zone) {
+                Some((_, into)) => {
+                    into.names.extend(change.names);
+                    into.routed.extend(change.routed);
+                }
+                None => merged.push((zone, change)),
+            }
+        }
+        let unsupported = |why: Unsupported| {
+            tracing::debug!(reason = %why.0, "incremental publish not possible; a full publish is needed");
+        };
+        let mut owners: Vec<OwnerChange> = Vec::new();
+        let mut zones: Vec<(usize, String)> = Vec::new();
+        for (zone, change) in &merged {
+            let plan = match tree.plan(*zone, &change.names, &change.routed) {
+                Ok(plan) => plan,
+                Err(why) => {
+                    unsupported(why);
+                    return None;
+                }
+            };
+            if !current.knows_regions(*zone, plan.iter().flat_map(OwnerChange::regions)) {
+                unsupported(Unsupported("a routed name has a region the client table lacks".into()));
+                return None;
+            }
+            owners.extend(plan);
+            zones.push((*zone, normalise_apex(&tree.zones[*zone].apex.to_ascii())));
+        }
+        // Serials: the fingerprint a full publish of the result would have.
+        let now = unix_seconds();
+        let mut next: Vec<(usize, String, ZoneState)> = Vec::new();
+        for (zone, apex) in &zones {
+            let old = state.zones.get(apex).copied()?;
+            let (mut records, mut routed) = (old.records, old.routed);
+            for owner in owners.iter().filter(|o| o.zone == *zone) {
+                let before = tree.owner_hashes(*zone, &owner.key);
+                records = records.wrapping_sub(before.records).wrapping_add(owner.hashes.records);
+                routed = routed.wrapping_sub(before.routed).wrapping_add(owner.hashes.routed);
+            }
+            let fingerprint = fingerprint(old.settings, records, routed);
+            if fingerprint == old.fingerprint && old.serial != 0 {
+                continue;
+            }
+            let serial = next_serial(old.serial, now);
+            next.push((
+                *zone,
+                apex.clone(),
+                ZoneState {
+                    fingerprint,
+                    serial,
+                    records,
+                    routed,
+                    ..old
+                },
+            ));
+        }
+        if next.is_empty() {
+            return Some(PublishOutcome {
+                changed: false,
+                zones: current.zones(),
+                skipped: current.skipped().to_vec(),
+            });
+        }
+        let started = std::time::Instant::now();
+        let dirty = tree.apply(owners);
+        let mut changed_apexes: BTreeSet<Name> = BTreeSet::new();
+        for (zone, apex, zone_state) in next {
+            tree.set_serial(zone, zone_state.serial);
+            changed_apexes.insert(tree.zones[zone].apex.clone());
+            state.zones.insert(apex, zone_state);
+        }
+        let snapshot = current.updated(tree, &dirty);
+        let policies = &state.policies;
+        let versions = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
+            tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex))
+        } else {
+            Vec::new()
+        };
+        self.last_build_nanos.store(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.update_transfers(policies, versions);
+        let outcome = PublishOutcome {
+            changed: true,
+            zones: snapshot.zones(),
+            skipped: snapshot.skipped().to_vec(),
+        };
+        self.current.store(Arc::new(snapshot));
+        self.updates.fetch_add(1, Ordering::Relaxed);
+        Some(outcome)
+    }
+
+    /// Installs `policies` (zones absent from it stop taking part) and the
+    /// new `versions`, journaling differences; wakes the NOTIFY task when
+    /// a serial or a policy changed.
+    fn update_transfers(&self, policies: &BTreeMap<Name, Arc<TransferPolicy>>, versions: Vec<ZoneVersion>) {
+        let mut transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = false;
+        let before = transfers.len();
+        transfers.retain(|apex, _| policies.contains_key(apex));
+        changed |= transfers.len() != before;
+        for (apex, policy) in policies {
+            let zone = transfers
+                .entry(apex.clone())
+                .or_insert_with(|| Arc::new(Mutex::new(TransferZone::new(policy.clone()))));
+            let mut zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+            if zone.policy != *policy {
+                zone.policy = policy.clone();
+                changed = true;
+            }
+        }
+        for version in versions {
+            if let Some(zone) = transfers.get(&version.apex) {
+                let mut zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+                if zone.version.as_ref().map(|v| v.serial) != Some(version.serial) {
+                    changed = true;
+                }
+                zone.advance(version);
+            }
+        }
+        drop(transfers);
+        if changed {
+            self.transfer_changes.send_modify(|generation| *generation += 1);
+        }
+    }
+
+    /// The transfer-enabled zone holding `name` (lower case), if any.
+    pub(crate) fn transfer_zone_of(&self, name: &Name) -> Option<ZoneRef> {
+        let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut current = fqdn_lower(name);
+        loop {
+            if let Some(zone) = transfers.get(&current) {
+                let policy = zone.lock().unwrap_or_else(|e| e.into_inner()).policy.clone();
+                return Some((policy, current, zone.clone()));
+            }
+            if current.is_root() {
+                return None;
+            }
+            current = current.base_name();
+        }
+    }
+
+    /// Every transfer-enabled zone: apex, policy and current SOA record
+    /// (if loaded), for the NOTIFY task.
+    pub(crate) fn transfer_zones(&self) -> Vec<NotifyZone> {
+        let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        transfers
+            .iter()
+            .map(|(apex, zone)| {
+                let zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+                let soa = zone.version.as_ref().map(|v| (v.serial, v.soa.clone()));
+                (apex.clone(), zone.policy.clone(), soa)
+            })
+            .collect()
+    }
+
+    /// A receiver that sees a new value whenever a transfer-enabled zone's
+    /// serial or policy changes.
+    pub fn transfer_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.transfer_changes.subscribe()
+    }
+
+    /// Zone transfer and NOTIFY counters.
+    pub fn transfer_counters(&self) -> &TransferCounters {
+        &self.transfer_counters
+    }
+
+    /// The IXFR journal of `apex`: (from, to) serial pairs, oldest first.
+    pub fn journal(&self, apex: &Name) -> Vec<(u32, u32)> {
+        let Some((_, _, zone)) = self.transfer_zone_of(apex) else {
+            return Vec::new();
+        };
+        let zone = zone.lock().unwrap_or_else(|e| e.into_inner());
+        let current = zone.version.as_ref().map_or(0, |v| v.serial);
+        let froms: Vec<u32> = zone.journal.iter().map(|d| d.from).collect();
+        froms
+            .iter()
+            .enumerate()
+            .map(|(i, from)| (*from, froms.get(i + 1).copied().unwrap_or(current)))
+            .collect()
+    }
+}
+
+/// A zone as the NOTIFY task sees it: apex, policy, serial and SOA.
+pub(crate) type NotifyZone = (Name, Arc<TransferPolicy>, Option<(u32, hickory_proto::rr::Record)>);
+
+pub(crate) fn fqdn_lower(name: &Name) -> Name {
+    let mut name = name.to_lowercase();
+    name.set_fqdn(true);
+    name
+}
+
+fn normalise_apex(apex: &str) -> String {
+    let lower = apex.to_ascii_lowercase();
+    if lower.ends_with('.') {
+        lower
+    } else {
+        format!("{lower}.")
+    }
+}
+
+/// A hash of a zone's settings: SOA values, apex NS (order and case
+/// do not matter) and client regions.
+fn settings_hash(zone: &ZoneContent) -> u64 {
+    let mut ns: Vec<String> = zone.name_servers.iter().map(|n| n.to_lowercase().to_string()).collect();
+    ns.sort();
+    let mut hasher = DefaultHasher::new();
+    ns.hash(&mut hasher);
+    format!("{:?}", zone.soa).hash(&mut hasher);
+    zone.client_regions.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A hash of a zone's content from its settings hash and the wrapping
+/// sums of its records' and routed names' hashes ([`record_hash`],
+/// [`routed_hash`]): independent of record order, and updatable one
+/// owner at a time.
+fn fingerprint(settings: u64, records: u64, routed: u64) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (settings, records, routed).hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc1982_comparisons() {
+        assert!(serial_gt(2, 1));
+        assert!(!serial_gt(1, 2));
+        assert!(!serial_gt(5, 5));
+        assert!(serial_gt(0, u32::MAX)); // wrapped
+        assert!(serial_gt(100, u32::MAX - 100));
+        assert!(!serial_gt(u32::MAX - 100, 100));
+    }
+
+    #[test]
+    fn next_serial_rises_even_when_the_clock_does_not() {
+        assert_eq!(next_serial(10, 1000), 1000);
+        assert_eq!(next_serial(1000, 1000), 1001);
+        assert_eq!(next_serial(2000, 1000), 2001);
+        assert_eq!(next_serial(u32::MAX, 5), 5); // 5 is after MAX in serial space
+    }
+}

@@ -1,0 +1,232 @@
+//! The `embedded` sink: publishes desired zones to fedns's own DNS server.
+//!
+//! Layer: a provider (the built-in one). It may use `plan` (desired zones,
+//! incremental record changes); never `source` nor another provider
+//! (`route53`, `coredns_etcd`). It does not implement the `provider`
+//! trait: the Kubernetes source drives it directly.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use fedns_api::TsigKeyReference;
+use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneContent, ZoneStore};
+
+use crate::plan::desired::DesiredZones;
+use crate::plan::incremental::ZoneRecordChanges;
+
+/// Where the secrets of `spec.transfer.tsigKeys` come from.
+#[derive(Debug, Default)]
+struct KeySources {
+    /// Secret data by (namespace, Secret name, data key): what the
+    /// Kubernetes source read.
+    secrets: BTreeMap<(String, String, String), Vec<u8>>,
+    /// Keys by lower-case name without the trailing dot: `--tsig-key-file`.
+    named: BTreeMap<String, TsigKey>,
+}
+
+/// Feeds a [`ZoneStore`]; every [`EmbeddedSink::apply`] publishes the
+/// complete desired state (the store rebuilds only when it changed).
+#[derive(Debug, Clone)]
+pub struct EmbeddedSink {
+    store: Arc<ZoneStore>,
+    keys: Arc<Mutex<KeySources>>,
+}
+
+impl EmbeddedSink {
+    /// A sink publishing into `store`.
+    pub fn new(store: Arc<ZoneStore>) -> Self {
+        EmbeddedSink {
+            store,
+            keys: Arc::default(),
+        }
+    }
+
+    /// The store this sink publishes into.
+    pub fn store(&self) -> &Arc<ZoneStore> {
+        &self.store
+    }
+
+    /// Replaces the Secret data TSIG keys are read from: (namespace,
+    /// Secret name, data key) → value (the base64 secret as text). True
+    /// when they differ from the last ones (zones must be published whole
+    /// again to take them).
+    pub fn set_tsig_secrets(&self, secrets: BTreeMap<(String, String, String), Vec<u8>>) -> bool {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = keys.secrets != secrets;
+        keys.secrets = secrets;
+        changed
+    }
+
+    /// Keys found by name whatever their `secretRef` says (`fedns
+    /// dns-server --manifests --tsig-key-file`).
+    pub fn set_named_tsig_keys(&self, keys: Vec<TsigKey>) {
+        let named = keys
+            .into_iter()
+            .map(|k| (k.name().to_ascii().trim_end_matches('.').to_owned(), k))
+            .collect();
+        self.keys.lock().unwrap_or_else(|e| e.into_inner()).named = named;
+    }
+
+    /// Resolves one key reference of a Domain in `namespace`.
+    fn resolve(&self, namespace: &str, reference: &TsigKeyReference) -> Result<TsigKey, String> {
+        let sources = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = reference.name.to_ascii_lowercase();
+        let wanted = wanted.trim_end_matches('.');
+        let algorithm = match reference.algorithm {
+            fedns_api::TsigAlgorithm::HmacSha256 => TsigAlgorithm::HmacSha256,
+            fedns_api::TsigAlgorithm::HmacSha512 => TsigAlgorithm::HmacSha512,
+        };
+        if let Some(key) = sources.named.get(wanted) {
+            if key.algorithm() != algorithm {
+                return Err(format!(
+                    "TSIG key {wanted}: the key file says {}, the Domain {}",
+                    key.algorithm().as_str(),
+                    algorithm.as_str()
+                ));
+            }
+            return Ok(key.clone());
+        }
+        let secret = &reference.secret_ref;
+        let value = sources
+            .secrets
+            .get(&(namespace.to_owned(), secret.name.clone(), secret.key().to_owned()))
+            .ok_or_else(|| {
+                format!(
+                    "TSIG key {wanted}: Secret {namespace}/{} has no key {:?} (or cannot be read)",
+                    secret.name,
+                    secret.key()
+                )
+            })?;
+        let text = String::from_utf8_lossy(value);
+        TsigKey::parse(&format!("{}:{wanted}:{}", algorithm.as_str(), text.trim()))
+    }
+
+    /// Publishes `desired`. Records the DNS server could not serve come
+    /// back in the outcome's `skipped` list.
+    ///
+    /// A zone whose TSIG keys cannot all be resolved is published with
+    /// transfers and NOTIFY off (never open without its keys).
+    pub fn apply(&self, desired: &DesiredZones) -> PublishOutcome {
+        let contents = desired
+            .zones
+            .iter()
+            .map(|zone| self.with_keys(zone, zone.content.clone()))
+            .collect();
+        self.publish(contents)
+    }
+
+    /// [`EmbeddedSink::apply`], moving the records out of `desired` (its
+    /// zones keep their settings, RRsets and problems) instead of copying
+    /// them: a whole publish at 100,000 shards held both copies at its peak.
+    pub fn apply_taking(&self, desired: &mut DesiredZones) -> PublishOutcome {
+        let contents = desired
+            .zones
+            .iter_mut()
+            .map(|zone| {
+                let content = ZoneContent {
+                    records: std::mem::take(&mut zone.content.records),
+                    routed: std::mem::take(&mut zone.content.routed),
+                    ..zone.content.clone()
+                };
+                self.with_keys(zone, content)
+            })
+            .collect();
+        self.publish(contents)
+    }
+
+    /// `content` of `zone` with its TSIG keys resolved (transfers off when
+    /// one cannot be).
+    fn with_keys(&self, zone: &crate::plan::desired::DesiredZone, mut content: ZoneContent) -> ZoneContent {
+        if !zone.transfer_keys.is_empty() {
+            let namespace = zone.domain.split_once('/').map_or("", |(ns, _)| ns);
+            let resolved: Result<Vec<TsigKey>, String> = zone
+                .transfer_keys
+                .iter()
+                .map(|reference| self.resolve(namespace, reference))
+                .collect();
+            match resolved {
+                Ok(keys) => content.transfer.keys = keys,
+                Err(e) => {
+                    tracing::warn!(domain = %zone.domain, "{e}; zone transfers and NOTIFY are off for this zone");
+                    content.transfer = Default::default();
+                }
+            }
+        }
+        content
+    }
+
+    fn publish(&self, contents: Vec<ZoneContent>) -> PublishOutcome {
+        let outcome = self.store.publish(contents);
+        self.report(&outcome);
+        outcome
+    }
+
+    /// Publishes `settings` (zones without records, as
+    /// [`crate::plan::incremental::Update::Whole`] gives them) whole, their
+    /// records taken from `next_part` some names at a time (see
+    /// `ZoneStore::publish_in_parts`). None: a part could not be applied
+    /// name by name and nothing was published; publish the whole desired
+    /// state with [`EmbeddedSink::apply_taking`] instead.
+    pub fn apply_in_parts(
+        &self,
+        settings: &DesiredZones,
+        next_part: &mut dyn FnMut() -> Option<Vec<ZoneRecordChanges>>,
+    ) -> Option<PublishOutcome> {
+        let contents = settings
+            .zones
+            .iter()
+            .map(|zone| {
+                let content = ZoneContent {
+                    records: Vec::new(),
+                    routed: Vec::new(),
+                    ..zone.content.clone()
+                };
+                self.with_keys(zone, content)
+            })
+            .collect();
+        let outcome = self.store.publish_in_parts(contents, next_part)?;
+        self.report(&outcome);
+        Some(outcome)
+    }
+
+    /// Publishes changed names on top of the zones last published: the
+    /// server re-renders only those names (and names whose answers go
+    /// through them). None: nothing was applied (a change its incremental
+    /// path does not take, e.g. a wildcard or a record type new to the
+    /// server), publish the whole desired state instead.
+    pub fn apply_changes(&self, changes: &[ZoneRecordChanges]) -> Option<PublishOutcome> {
+        let outcome = self.store.publish_changes(changes.to_vec())?;
+        self.report(&outcome);
+        Some(outcome)
+    }
+
+    /// Logs what a publish did.
+    fn report(&self, outcome: &PublishOutcome) {
+        if outcome.changed {
+            for zone in &outcome.zones {
+                tracing::info!(zone = %zone.apex, serial = zone.serial, rrsets = zone.rrset_count, "published zone");
+            }
+        }
+        for skipped in &outcome.skipped {
+            tracing::warn!(name = %skipped.name, record_type = %skipped.record_type, reason = %skipped.reason, "record not served");
+        }
+    }
+
+    /// Every Secret (namespace, name) the zones of `desired` take TSIG
+    /// keys from, for the Kubernetes source to read.
+    pub fn wanted_secrets(desired: &DesiredZones) -> Vec<(String, String)> {
+        let mut wanted: Vec<(String, String)> = desired
+            .zones
+            .iter()
+            .flat_map(|zone| {
+                let namespace = zone.domain.split_once('/').map_or("", |(ns, _)| ns).to_owned();
+                zone.transfer_keys
+                    .iter()
+                    .map(move |k| (namespace.clone(), k.secret_ref.name.clone()))
+            })
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        wanted
+    }
+}

@@ -1,0 +1,188 @@
+//! What the desired state is made of: zones of merged RRsets (with their
+//! routing members), and the problems found on the way.
+
+use std::collections::BTreeSet;
+
+use fedns_api::{RecordType, RoutingPolicy, TsigKeyReference};
+use fedns_dnsserver::ZoneContent;
+
+/// TTL used when an endpoint has no `recordTTL`, in seconds.
+pub const DEFAULT_TTL: u32 = fedns_api::DEFAULT_RECORD_TTL as u32;
+
+/// Something in one DNSEndpoint that was not published, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EndpointProblem {
+    /// Namespace of the DNSEndpoint.
+    pub namespace: String,
+    /// Name of the DNSEndpoint.
+    pub name: String,
+    /// The `dnsName` concerned.
+    pub dns_name: String,
+    /// One line saying what was skipped and why.
+    pub message: String,
+    /// What kind of problem (the condition reason it gives).
+    pub kind: ProblemKind,
+}
+
+/// The kind of an [`EndpointProblem`], ordered from least to most serious.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProblemKind {
+    /// A value that does not parse or cannot be served (`InvalidInput`).
+    #[default]
+    InvalidInput,
+    /// The namespace may not publish the name (`NotAllowed`).
+    NotAllowed,
+    /// An older DNSEndpoint holds the name (`Conflict`).
+    Conflict,
+}
+
+impl ProblemKind {
+    /// The condition reason (`fedns_api::conditions`).
+    pub fn reason(self) -> &'static str {
+        match self {
+            ProblemKind::InvalidInput => fedns_api::conditions::INVALID_INPUT,
+            ProblemKind::NotAllowed => fedns_api::conditions::NOT_ALLOWED,
+            ProblemKind::Conflict => fedns_api::conditions::CONFLICT,
+        }
+    }
+}
+
+/// A Domain that could not be served, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainProblem {
+    /// Namespace of the Domain.
+    pub namespace: String,
+    /// Name of the Domain.
+    pub name: String,
+    /// One line.
+    pub message: String,
+}
+
+/// One merged RRset as desired, before any provider's format.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DesiredRRset {
+    /// Owner name, normalised (lower case, no trailing dot).
+    pub name: String,
+    /// RR type.
+    pub record_type: RecordType,
+    /// TTL in seconds.
+    pub ttl: u32,
+    /// Targets as given, deduplicated and sorted (presentation form).
+    pub targets: Vec<String>,
+    /// `providerSpecific` of the first endpoint that named this RRset.
+    pub provider_specific: Vec<(String, String)>,
+    /// The DNSEndpoints (`namespace/name`) that contributed.
+    pub sources: BTreeSet<String>,
+    /// The traffic policy of this RRset's name, when its endpoints carry
+    /// one (`setIdentifier` plus `aws/weight`, `aws/failover`,
+    /// `aws/region` or `fedns/nearest-region`). `targets` is then what a
+    /// provider without policies publishes: the union of every member
+    /// (`Weighted`, `Nearest`) or the active failover role's (`Failover`).
+    pub routing: Option<RoutedSet>,
+    /// Set identifier of one routed record set, for providers that publish
+    /// each member of a routed RRset on its own (Route53); empty otherwise.
+    pub set_identifier: String,
+}
+
+impl DesiredRRset {
+    /// The routing attribute of one member record set (`set_identifier`
+    /// non-empty, `routing` holding that one member): `weight=N`,
+    /// `failover=PRIMARY|SECONDARY` or `region=R`; empty otherwise.
+    pub fn policy_key(&self) -> String {
+        let Some(routing) = self.routing.as_ref().filter(|_| !self.set_identifier.is_empty()) else {
+            return String::new();
+        };
+        let Some(member) = routing.members.first() else {
+            return String::new();
+        };
+        match routing.policy {
+            RoutingPolicy::Weighted => format!("weight={}", member.weight.unwrap_or(0)),
+            RoutingPolicy::Failover => format!("failover={}", member.failover.as_deref().unwrap_or("PRIMARY")),
+            RoutingPolicy::Nearest => match &member.geo {
+                Some(location) => format!("geo={location}"),
+                None => format!("region={}", member.aws_region.as_deref().unwrap_or_default()),
+            },
+            RoutingPolicy::All => String::new(),
+        }
+    }
+}
+
+/// The members of a routed RRset: one per set identifier.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RoutedSet {
+    /// `Weighted`, `Failover` or `Nearest` (never `All`).
+    pub policy: RoutingPolicy,
+    /// Sorted by set identifier.
+    pub members: Vec<RoutedMember>,
+    /// `Nearest`: the region order after the client's own.
+    pub fallback: Vec<String>,
+    /// `Nearest`: the Domain's GeoIP table, (`country:DE` or
+    /// `continent:EU`, region), for providers that route by location
+    /// (Route53 geolocation record sets).
+    pub locations: Vec<(String, String)>,
+}
+
+/// One set identifier's share of a routed RRset.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RoutedMember {
+    /// The endpoint's `setIdentifier` (the cluster, for fedns's own).
+    pub set_identifier: String,
+    /// Targets, canonical, sorted.
+    pub targets: Vec<String>,
+    /// `aws/weight` (`Weighted`).
+    pub weight: Option<u32>,
+    /// `aws/failover`: `PRIMARY` or `SECONDARY` (`Failover`).
+    pub failover: Option<String>,
+    /// The region (`Nearest`): `fedns/nearest-region`, else `aws/region`.
+    pub region: Option<String>,
+    /// `aws/region` as given (Route53 latency records).
+    pub aws_region: Option<String>,
+    /// Every providerSpecific property of the endpoint.
+    pub provider_specific: Vec<(String, String)>,
+    /// A geolocation record set's location (`country:DE`, `continent:EU`,
+    /// `country:*` for the default), set by providers that expand
+    /// `Nearest` that way (Route53); None otherwise.
+    pub geo: Option<String>,
+}
+
+/// One zone as desired.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredZone {
+    /// `namespace/name` of the Domain.
+    pub domain: String,
+    /// The zone, with the RRsets as hickory records.
+    pub content: ZoneContent,
+    /// The RRsets in provider-neutral form, sorted by (name, type).
+    pub rrsets: Vec<DesiredRRset>,
+    /// `spec.transfer.tsigKeys`: the embedded sink resolves them (from
+    /// Secrets, or `--tsig-key-file`) into `content.transfer.keys`.
+    pub transfer_keys: Vec<TsigKeyReference>,
+}
+
+/// The whole desired state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DesiredZones {
+    /// One per servable Domain, sorted by apex.
+    pub zones: Vec<DesiredZone>,
+    /// Skipped endpoint data, sorted.
+    pub problems: Vec<EndpointProblem>,
+    /// Domains not served.
+    pub domain_problems: Vec<DomainProblem>,
+    /// Domains served, with parts of their client table left out
+    /// (`spec.clientRegions`, `spec.geoRegions`).
+    pub client_region_problems: Vec<DomainProblem>,
+}
+
+impl DesiredZones {
+    /// The zone contents, for the embedded DNS server.
+    pub fn contents(&self) -> Vec<ZoneContent> {
+        self.zones.iter().map(|z| z.content.clone()).collect()
+    }
+
+    /// Problems of one DNSEndpoint.
+    pub fn problems_of<'a>(&'a self, namespace: &'a str, name: &'a str) -> impl Iterator<Item = &'a EndpointProblem> {
+        self.problems
+            .iter()
+            .filter(move |p| p.namespace == namespace && p.name == name)
+    }
+}

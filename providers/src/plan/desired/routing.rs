@@ -1,0 +1,170 @@
+//! Traffic policies: an endpoint's routing properties read and checked,
+//! and the routed names the embedded server answers from.
+
+use std::collections::BTreeMap;
+
+use fedns_api::routing::{
+    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION, MAX_WEIGHT,
+};
+use fedns_api::RoutingPolicy;
+use fedns_dnsserver::hickory_proto::rr::Record;
+
+use super::model::{DesiredRRset, RoutedMember};
+use super::targets::{parse_target, to_name};
+
+/// The routing facts one endpoint carries, before merging.
+#[derive(Debug, Clone)]
+pub(super) struct EndpointRouting {
+    pub(super) policy: RoutingPolicy,
+    pub(super) member: RoutedMember,
+    pub(super) fallback: Vec<String>,
+}
+
+/// Reads an endpoint's routing properties: `None` when it carries no
+/// policy (no set identifier, or none of the properties fedns routes by);
+/// `Err` with a reason when a value is invalid.
+pub(super) fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<EndpointRouting, String>> {
+    if endpoint.set_identifier.is_empty() {
+        return None;
+    }
+    let get = |key: &str| {
+        endpoint
+            .provider_specific
+            .iter()
+            .find(|p| p.name == key)
+            .map(|p| p.value.trim().to_owned())
+    };
+    let weight = get(AWS_WEIGHT);
+    let failover = get(AWS_FAILOVER);
+    let nearest = get(FEDNS_NEAREST_REGION);
+    let aws_region = get(AWS_REGION);
+    let policy = match (&weight, &failover, nearest.is_some() || aws_region.is_some()) {
+        (Some(_), None, false) => RoutingPolicy::Weighted,
+        (None, Some(_), false) => RoutingPolicy::Failover,
+        (None, None, true) => RoutingPolicy::Nearest,
+        (None, None, false) => return None,
+        _ => {
+            return Some(Err(format!(
+            "set {}: more than one routing policy ({AWS_WEIGHT}, {AWS_FAILOVER}, {AWS_REGION}/{FEDNS_NEAREST_REGION})",
+            endpoint.set_identifier
+        )))
+        }
+    };
+    let weight = match weight {
+        Some(w) => match w.parse::<i64>() {
+            Ok(v) if (0..=MAX_WEIGHT).contains(&v) => Some(v as u32),
+            _ => {
+                return Some(Err(format!(
+                    "set {}: {AWS_WEIGHT} {w:?} is not a whole number 0..{MAX_WEIGHT}",
+                    endpoint.set_identifier
+                )))
+            }
+        },
+        None => None,
+    };
+    let failover = match failover {
+        Some(f) if f == "PRIMARY" || f == "SECONDARY" => Some(f),
+        Some(f) => {
+            return Some(Err(format!(
+                "set {}: {AWS_FAILOVER} {f:?} must be PRIMARY or SECONDARY",
+                endpoint.set_identifier
+            )))
+        }
+        None => None,
+    };
+    let region = nearest.clone().or(aws_region.clone()).filter(|r| !r.is_empty());
+    let fallback = get(FEDNS_NEAREST_FALLBACK)
+        .map(|f| {
+            f.split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Ok(EndpointRouting {
+        policy,
+        member: RoutedMember {
+            set_identifier: endpoint.set_identifier.clone(),
+            targets: Vec::new(),
+            weight,
+            failover,
+            region,
+            aws_region,
+            provider_specific: endpoint
+                .provider_specific
+                .iter()
+                .map(|p| (p.name.clone(), p.value.clone()))
+                .collect(),
+            geo: None,
+        },
+        fallback,
+    }))
+}
+
+/// The GeoIP part of a zone's client table as (`country:DE` or
+/// `continent:EU`, region).
+pub(super) fn locations_of(regions: &fedns_dnsserver::ClientRegions) -> Vec<(String, String)> {
+    let countries = regions
+        .countries
+        .iter()
+        .map(|(c, r)| (format!("country:{c}"), r.clone()));
+    let continents = regions
+        .continents
+        .iter()
+        .map(|(c, r)| (format!("continent:{c}"), r.clone()));
+    countries.chain(continents).collect()
+}
+
+/// The embedded server's routed names (`Weighted`, `Nearest`) of one
+/// zone's RRsets: one variant per set identifier with its A and AAAA
+/// records. `Failover` needs none: its RRsets already hold the active role.
+pub(super) fn routed_names(rrsets: &[DesiredRRset]) -> Vec<fedns_dnsserver::RoutedName> {
+    use fedns_dnsserver::{RoutedName, RoutedVariant, RoutingPolicy as Served};
+    let mut by_name: BTreeMap<&str, Vec<&DesiredRRset>> = BTreeMap::new();
+    for set in rrsets {
+        if set
+            .routing
+            .as_ref()
+            .is_some_and(|r| r.policy != RoutingPolicy::Failover)
+        {
+            by_name.entry(&set.name).or_default().push(set);
+        }
+    }
+    let mut out = Vec::new();
+    for (name, sets) in by_name {
+        let Some(owner) = to_name(name) else { continue };
+        let Some(first) = sets[0].routing.as_ref() else {
+            continue;
+        };
+        let policy = match first.policy {
+            RoutingPolicy::Weighted => Served::Weighted,
+            _ => Served::Nearest {
+                fallback: first.fallback.clone(),
+            },
+        };
+        let mut variants: BTreeMap<&str, RoutedVariant> = BTreeMap::new();
+        for set in &sets {
+            let Some(routing) = &set.routing else { continue };
+            for member in &routing.members {
+                let variant = variants.entry(&member.set_identifier).or_insert_with(|| RoutedVariant {
+                    id: member.set_identifier.clone(),
+                    weight: member.weight.unwrap_or(0),
+                    region: member.region.clone(),
+                    records: Vec::new(),
+                });
+                for target in &member.targets {
+                    if let Ok(rdata) = parse_target(set.record_type, target) {
+                        variant.records.push(Record::from_rdata(owner.clone(), set.ttl, rdata));
+                    }
+                }
+            }
+        }
+        out.push(RoutedName {
+            name: owner,
+            policy,
+            variants: variants.into_values().collect(),
+        });
+    }
+    out
+}

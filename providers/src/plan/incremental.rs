@@ -1,0 +1,923 @@
+//! Incremental desired zones: a change touches only the names it affects.
+//!
+//! [`crate::plan::desired::desired_zones_with`] computes every zone from every
+//! DNSEndpoint. Its rules (one owner per name, merging, policies, A/AAAA
+//! beating CNAME) all work name by name: what a name publishes depends only
+//! on the Domains, the namespace labels and the DNSEndpoints that mention
+//! that name. So after a change, [`IncrementalZones::update`] finds the
+//! names the changed DNSEndpoints mention (before and after), runs the same
+//! computation on just the DNSEndpoints mentioning those names (each cut
+//! down to those names), and replaces those names' RRsets and problems.
+//! A change to the Domains or the namespace labels recomputes everything.
+//!
+//! A DNSEndpoint counts as changed when its uid or `metadata.generation`
+//! changed (the resourceVersion when it has no generation): status writes,
+//! which the publisher itself makes after every publish, change nothing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+
+use fedns_api::{names, DNSEndpoint, Domain};
+use fedns_dnsserver::hickory_proto::rr::{Name, Record};
+use fedns_dnsserver::{RoutedName, ZoneContent};
+
+use crate::plan::desired::{
+    desired_zones_with, DesiredRRset, DesiredZone, DesiredZones, DomainProblem, EndpointProblem,
+};
+use crate::plan::ownership::NamespaceLabels;
+
+/// The key a name is tracked under: the normalised owner name (lower case,
+/// no trailing dot), or the `dnsName` as written when it does not parse
+/// (its problem is reported under that text).
+fn name_key(dns_name: &str) -> String {
+    names::normalize_owner_name(dns_name).unwrap_or_else(|_| dns_name.to_owned())
+}
+
+/// `namespace/name` of an object.
+fn object_id(endpoint: &DNSEndpoint) -> String {
+    format!(
+        "{}/{}",
+        endpoint.metadata.namespace.as_deref().unwrap_or_default(),
+        endpoint.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// What identifies a DNSEndpoint's spec: uid, and generation (or the
+/// resourceVersion where the API server keeps no generation).
+fn spec_version(endpoint: &DNSEndpoint) -> (String, String) {
+    let meta = &endpoint.metadata;
+    let version = match meta.generation {
+        Some(generation) => format!("g{generation}"),
+        None => format!("r{}", meta.resource_version.as_deref().unwrap_or_default()),
+    };
+    (meta.uid.clone().unwrap_or_default(), version)
+}
+
+/// The inputs that change every zone: each Domain's identity, generation
+/// and deletion, and the namespace labels.
+fn base_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut ids: Vec<_> = domains
+        .iter()
+        .map(|d| {
+            let m = &d.metadata;
+            (
+                m.namespace.clone(),
+                m.name.clone(),
+                m.uid.clone(),
+                m.generation,
+                m.resource_version.clone().filter(|_| m.generation.is_none()),
+                m.deletion_timestamp.is_some(),
+            )
+        })
+        .collect();
+    ids.sort();
+    ids.hash(&mut hasher);
+    for (namespace, labels) in labels {
+        namespace.hash(&mut hasher);
+        labels.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// One DNSEndpoint as last seen.
+#[derive(Debug)]
+struct Seen {
+    version: (String, String),
+    /// Name keys of its endpoints.
+    names: Vec<String>,
+}
+
+/// `namespace/name` of the DNSEndpoints mentioning one name: a sorted
+/// vector, as most names have one (a `BTreeSet` node costs about 280
+/// octets, one per name of every zone).
+#[derive(Debug, Default)]
+struct Holders(Vec<String>);
+
+impl Holders {
+    fn insert(&mut self, id: &str) {
+        if let Err(at) = self.0.binary_search_by(|held| held.as_str().cmp(id)) {
+            self.0.insert(at, id.to_owned());
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Ok(at) = self.0.binary_search_by(|held| held.as_str().cmp(id)) {
+            self.0.remove(at);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, String> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Holders {
+    type Item = &'a String;
+    type IntoIter = std::slice::Iter<'a, String>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// One served zone's state between updates.
+#[derive(Debug)]
+struct ZoneState {
+    /// `namespace/name` of the Domain.
+    domain: String,
+    /// The zone without records or routed names (SOA, NS, transfer policy,
+    /// client table).
+    template: ZoneContent,
+    transfer_keys: Vec<fedns_api::TsigKeyReference>,
+    /// RRsets by owner name, each sorted by type.
+    names: BTreeMap<String, Vec<DesiredRRset>>,
+}
+
+/// Records that changed in one zone: every listed owner name's records
+/// replace its old ones (empty: the name has none any more), with the
+/// routed names among them; the embedded server's incremental input.
+pub type ZoneRecordChanges = fedns_dnsserver::ZoneChanges;
+
+/// What one [`IncrementalZones::update`] did.
+#[derive(Debug)]
+pub enum Update {
+    /// Nothing desired changed.
+    Unchanged,
+    /// Everything was recomputed: the whole desired state (records
+    /// included), to publish whole.
+    Full(Box<DesiredZones>),
+    /// Everything is to be recomputed, in parts (a state made with
+    /// [`IncrementalZones::in_parts`]): the zones' settings and the
+    /// Domains' problems, without records or endpoint problems. The
+    /// records come from [`IncrementalZones::next_part`], some names at a
+    /// time, until it returns `None`; publish them whole, e.g. with
+    /// `ZoneStore::publish_in_parts`.
+    Whole(Box<DesiredZones>),
+    /// Some names changed: their records per zone. The state
+    /// ([`IncrementalZones::desired`]) holds the rest.
+    Names(Vec<ZoneRecordChanges>),
+}
+
+/// Desired zones kept between publishes, updated name by name.
+#[derive(Debug, Default)]
+pub struct IncrementalZones {
+    /// Keep every RRset (external providers read them); else only which
+    /// names each zone has, which is all the embedded server's changes need.
+    keep_rrsets: bool,
+    base: Option<u64>,
+    endpoints: HashMap<String, Seen>,
+    /// Name key → `namespace/name` of every DNSEndpoint mentioning it.
+    by_name: HashMap<String, Holders>,
+    zones: Vec<ZoneState>,
+    /// Problems by name key.
+    problems: HashMap<String, Vec<EndpointProblem>>,
+    domain_problems: Vec<DomainProblem>,
+    client_region_problems: Vec<DomainProblem>,
+    /// `namespace/name` of the DNSEndpoints the last update may have
+    /// changed the outcome of; None: every one (a full computation).
+    touched: Option<HashSet<String>>,
+    /// Names per part of a whole computation; None: whole computations
+    /// are made at once ([`Update::Full`]).
+    part_names: Option<usize>,
+    /// Name keys a whole computation in parts has still to compute.
+    pending: Vec<String>,
+}
+
+impl IncrementalZones {
+    /// The DNSEndpoints (`namespace/name`) whose published state or
+    /// problems the last [`IncrementalZones::update`] may have changed:
+    /// those changed or gone, and every other one naming the same names
+    /// (a name's holder can change). None: all of them.
+    pub fn touched(&self) -> Option<&HashSet<String>> {
+        self.touched.as_ref()
+    }
+
+    /// An empty state: the first update recomputes everything.
+    /// `keep_rrsets`: keep every RRset for [`IncrementalZones::desired`]
+    /// (external providers); without it only the names are kept (about
+    /// 40 MiB less at 100,000 shards).
+    pub fn new(keep_rrsets: bool) -> Self {
+        IncrementalZones {
+            keep_rrsets,
+            ..Default::default()
+        }
+    }
+
+    /// Makes whole computations go in parts of `names` names
+    /// ([`Update::Whole`]) instead of at once: without external providers
+    /// nothing needs every record at the same time, and at 1,000,000
+    /// shards every record at once was about 1 GiB.
+    pub fn in_parts(mut self, names: usize) -> Self {
+        self.part_names = Some(names.max(1));
+        self
+    }
+
+    /// Forget everything: the next update recomputes every zone.
+    pub fn reset(&mut self) {
+        *self = IncrementalZones {
+            part_names: self.part_names,
+            ..IncrementalZones::new(self.keep_rrsets)
+        };
+    }
+
+    /// Brings the state up to date with `domains`, `endpoints` and
+    /// `labels`, recomputing only the names whose DNSEndpoints changed
+    /// (everything when the Domains or labels changed).
+    pub fn update<E: std::borrow::Borrow<DNSEndpoint>>(
+        &mut self,
+        domains: &[Domain],
+        endpoints: &[E],
+        labels: &NamespaceLabels,
+    ) -> Update {
+        let base = base_fingerprint(domains, labels);
+        if !self.pending.is_empty() {
+            // A whole computation in parts was left unfinished: begin again.
+            self.pending = Vec::new();
+            self.base = None;
+        }
+        if self.base != Some(base) && self.part_names.is_some() {
+            // The zones from the Domains alone; every name is pending.
+            let settings = desired_zones_with::<DNSEndpoint>(domains, &[], labels);
+            self.load(&settings, endpoints);
+            self.pending = self.by_name.keys().cloned().collect();
+            self.pending.sort_unstable_by(|a, b| b.cmp(a));
+            self.base = Some(base);
+            self.touched = None;
+            return Update::Whole(Box::new(settings));
+        }
+        if self.base != Some(base) {
+            let desired = desired_zones_with(domains, endpoints, labels);
+            self.load(&desired, endpoints);
+            self.base = Some(base);
+            self.touched = None;
+            return Update::Full(Box::new(desired));
+        }
+
+        // Which names changed: those of new, changed and gone DNSEndpoints.
+        let mut dirty: HashSet<String> = HashSet::new();
+        let mut touched: HashSet<String> = HashSet::new();
+        let mut present: HashSet<String> = HashSet::with_capacity(endpoints.len());
+        let mut by_id: HashMap<String, &DNSEndpoint> = HashMap::new();
+        for endpoint in endpoints {
+            let endpoint = endpoint.borrow();
+            let id = object_id(endpoint);
+            let version = spec_version(endpoint);
+            present.insert(id.clone());
+            if self.endpoints.get(&id).is_some_and(|seen| seen.version == version) {
+                by_id.insert(id, endpoint);
+                continue;
+            }
+            let names = names_of(endpoint);
+            touched.insert(id.clone());
+            if let Some(old) = self.endpoints.remove(&id) {
+                self.unindex(&id, &old.names);
+                dirty.extend(old.names);
+            }
+            for name in &names {
+                self.by_name.entry(name.clone()).or_default().insert(&id);
+            }
+            dirty.extend(names.iter().cloned());
+            self.endpoints.insert(id.clone(), Seen { version, names });
+            by_id.insert(id, endpoint);
+        }
+        let gone: Vec<String> = self
+            .endpoints
+            .keys()
+            .filter(|id| !present.contains(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            touched.insert(id.clone());
+            if let Some(old) = self.endpoints.remove(&id) {
+                self.unindex(&id, &old.names);
+                dirty.extend(old.names);
+            }
+        }
+        if dirty.is_empty() {
+            self.touched = Some(touched);
+            return Update::Unchanged;
+        }
+
+        // The same computation over the DNSEndpoints of those names only,
+        // each cut down to those names.
+        let holders: BTreeSet<&String> = dirty
+            .iter()
+            .filter_map(|name| self.by_name.get(name))
+            .flatten()
+            .collect();
+        touched.extend(holders.iter().map(|id| (*id).clone()));
+        self.touched = Some(touched);
+        match self.recompute(domains, &by_id, &dirty, labels) {
+            Some(changes) => Update::Names(changes),
+            None => {
+                // A zone the last full computation did not have: cannot
+                // happen while the Domains are unchanged; start over.
+                self.base = None;
+                self.update(domains, endpoints, labels)
+            }
+        }
+    }
+
+    /// The next part of a whole computation begun by [`Update::Whole`]:
+    /// the records of some names, to publish with the parts before it.
+    /// `None` once every name is done (and when no whole computation is
+    /// under way). Give it the same Domains, DNSEndpoints and labels as
+    /// the update that began it.
+    pub fn next_part<E: std::borrow::Borrow<DNSEndpoint>>(
+        &mut self,
+        domains: &[Domain],
+        endpoints: &[E],
+        labels: &NamespaceLabels,
+    ) -> Option<Vec<ZoneRecordChanges>> {
+        let count = self.pending.len().min(self.part_names?);
+        if count == 0 {
+            return None;
+        }
+        let names: HashSet<String> = self.pending.split_off(self.pending.len() - count).into_iter().collect();
+        let wanted: HashSet<&String> = names.iter().filter_map(|n| self.by_name.get(n)).flatten().collect();
+        let by_id: HashMap<String, &DNSEndpoint> = endpoints
+            .iter()
+            .map(std::borrow::Borrow::borrow)
+            .map(|endpoint| (object_id(endpoint), endpoint))
+            .filter(|(id, _)| wanted.contains(id))
+            .collect();
+        match self.recompute(domains, &by_id, &names, labels) {
+            Some(changes) => Some(changes),
+            None => {
+                // Cannot happen (the zones came from the same Domains):
+                // the next update starts over, this part publishes nothing.
+                tracing::warn!("a part named a zone its Domains lack; everything is recomputed on the next update");
+                self.base = None;
+                Some(Vec::new())
+            }
+        }
+    }
+
+    /// Recomputes the names `dirty` from the DNSEndpoints holding them
+    /// (`by_id`: `namespace/name` → object, at least those), each cut down
+    /// to those names; replaces their RRsets and problems. Returns their
+    /// records per zone; None when a zone comes out that the state lacks.
+    fn recompute(
+        &mut self,
+        domains: &[Domain],
+        by_id: &HashMap<String, &DNSEndpoint>,
+        dirty: &HashSet<String>,
+        labels: &NamespaceLabels,
+    ) -> Option<Vec<ZoneRecordChanges>> {
+        let holders: BTreeSet<&String> = dirty
+            .iter()
+            .filter_map(|name| self.by_name.get(name))
+            .flatten()
+            .collect();
+        let cut: Vec<DNSEndpoint> = holders
+            .into_iter()
+            .filter_map(|id| by_id.get(id))
+            .map(|endpoint| {
+                let mut part = DNSEndpoint::new("", Default::default());
+                part.metadata = endpoint.metadata.clone();
+                part.spec.endpoints = endpoint
+                    .spec
+                    .endpoints
+                    .iter()
+                    .filter(|e| dirty.contains(&name_key(&e.dns_name)))
+                    .cloned()
+                    .collect();
+                part
+            })
+            .collect();
+        let partial = desired_zones_with(domains, &cut, labels);
+
+        for name in dirty {
+            self.problems.remove(name);
+        }
+        for problem in partial.problems {
+            self.problems
+                .entry(name_key(&problem.dns_name))
+                .or_default()
+                .push(problem);
+        }
+        // Old RRsets of the dirty names go; the partial result's come in.
+        let mut changes: BTreeMap<usize, BTreeMap<String, NameRecords>> = BTreeMap::new();
+        for (index, zone) in self.zones.iter_mut().enumerate() {
+            for name in dirty {
+                if zone.names.remove(name).is_some() {
+                    changes
+                        .entry(index)
+                        .or_default()
+                        .insert(name.clone(), (Vec::new(), None));
+                }
+            }
+        }
+        for zone in partial.zones {
+            let index = self.zones.iter().position(|z| z.template.apex == zone.content.apex)?;
+            let (_, names) = split_zone(zone);
+            let state = &mut self.zones[index];
+            for (name, (rrsets, records, routed)) in names {
+                let rrsets = if self.keep_rrsets { rrsets } else { Vec::new() };
+                state.names.insert(name.clone(), rrsets);
+                changes.entry(index).or_default().insert(name, (records, routed));
+            }
+        }
+        Some(
+            changes
+                .into_iter()
+                .map(|(index, names)| {
+                    let mut out = ZoneRecordChanges {
+                        apex: self.zones[index].template.apex.clone(),
+                        ..Default::default()
+                    };
+                    for (name, (records, routed)) in names {
+                        let Ok(owner) = Name::from_ascii(format!("{name}.")) else {
+                            continue;
+                        };
+                        out.names.push((owner, records));
+                        out.routed.extend(routed);
+                    }
+                    out
+                })
+                .collect(),
+        )
+    }
+
+    /// Removes `id` from the index entries of `names`.
+    fn unindex(&mut self, id: &str, names: &[String]) {
+        for name in names {
+            if let Some(ids) = self.by_name.get_mut(name) {
+                ids.remove(id);
+                if ids.is_empty() {
+                    self.by_name.remove(name);
+                }
+            }
+        }
+    }
+
+    /// Replaces the whole state with a full computation's result.
+    fn load<E: std::borrow::Borrow<DNSEndpoint>>(&mut self, desired: &DesiredZones, endpoints: &[E]) {
+        self.endpoints.clear();
+        self.by_name.clear();
+        for endpoint in endpoints {
+            let endpoint = endpoint.borrow();
+            let id = object_id(endpoint);
+            let names = names_of(endpoint);
+            for name in &names {
+                self.by_name.entry(name.clone()).or_default().insert(&id);
+            }
+            self.endpoints.insert(
+                id,
+                Seen {
+                    version: spec_version(endpoint),
+                    names,
+                },
+            );
+        }
+        self.zones = desired
+            .zones
+            .iter()
+            .map(|zone| {
+                let mut names: BTreeMap<String, Vec<DesiredRRset>> = BTreeMap::new();
+                for set in &zone.rrsets {
+                    let sets = names.entry(set.name.clone()).or_default();
+                    if self.keep_rrsets {
+                        sets.push(set.clone());
+                    }
+                }
+                let template = template_of(&zone.content);
+                ZoneState {
+                    domain: zone.domain.clone(),
+                    template,
+                    transfer_keys: zone.transfer_keys.clone(),
+                    names,
+                }
+            })
+            .collect();
+        self.problems.clear();
+        for problem in &desired.problems {
+            self.problems
+                .entry(name_key(&problem.dns_name))
+                .or_default()
+                .push(problem.clone());
+        }
+        self.domain_problems = desired.domain_problems.clone();
+        self.client_region_problems = desired.client_region_problems.clone();
+    }
+
+    /// The desired state for external providers and status reports: every
+    /// zone's settings and every problem, and with `with_rrsets` every
+    /// zone's RRsets (a copy of all of them: only providers need it; only
+    /// kept when made with `keep_rrsets`). Zone
+    /// contents carry no records (the embedded server has them; providers
+    /// read `rrsets`).
+    pub fn desired(&self, with_rrsets: bool) -> DesiredZones {
+        let mut problems: Vec<EndpointProblem> = self.problems.values().flatten().cloned().collect();
+        problems.sort();
+        problems.dedup();
+        DesiredZones {
+            zones: self
+                .zones
+                .iter()
+                .map(|zone| DesiredZone {
+                    domain: zone.domain.clone(),
+                    content: template_of(&zone.template),
+                    rrsets: if with_rrsets {
+                        zone.names.values().flatten().cloned().collect()
+                    } else {
+                        Vec::new()
+                    },
+                    transfer_keys: zone.transfer_keys.clone(),
+                })
+                .collect(),
+            problems,
+            domain_problems: self.domain_problems.clone(),
+            client_region_problems: self.client_region_problems.clone(),
+        }
+    }
+
+    /// Every problem, by DNSEndpoint (`namespace/name`).
+    pub fn problems(&self) -> impl Iterator<Item = &EndpointProblem> {
+        self.problems.values().flatten()
+    }
+}
+
+/// The name keys of a DNSEndpoint's endpoints, deduplicated.
+fn names_of(endpoint: &DNSEndpoint) -> Vec<String> {
+    let mut names: Vec<String> = endpoint.spec.endpoints.iter().map(|e| name_key(&e.dns_name)).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// One owner name's records and routed name, as published.
+type NameRecords = (Vec<Record>, Option<RoutedName>);
+
+/// Per owner name of one computed zone: its RRsets, records and routed
+/// name. Records follow the RRsets in order, one per target (as
+/// `desired_zones_with` lays them out).
+type NameParts = (Vec<DesiredRRset>, Vec<Record>, Option<RoutedName>);
+
+fn split_zone(zone: DesiredZone) -> (ZoneContent, BTreeMap<String, NameParts>) {
+    let mut content = zone.content;
+    let records = std::mem::take(&mut content.records);
+    let routed = std::mem::take(&mut content.routed);
+    let mut names: BTreeMap<String, NameParts> = BTreeMap::new();
+    let mut records = records.into_iter();
+    for set in zone.rrsets {
+        let count = set.targets.len();
+        let entry = names.entry(set.name.clone()).or_default();
+        entry.1.extend(records.by_ref().take(count));
+        entry.0.push(set);
+    }
+    for name in routed {
+        let key = name.name.to_ascii().trim_end_matches('.').to_ascii_lowercase();
+        if let Some(entry) = names.get_mut(&key) {
+            entry.2 = Some(name);
+        }
+    }
+    (content, names)
+}
+
+/// A zone's settings without its records or routed names.
+fn template_of(content: &ZoneContent) -> ZoneContent {
+    ZoneContent {
+        apex: content.apex.clone(),
+        soa: content.soa.clone(),
+        name_servers: content.name_servers.clone(),
+        records: Vec::new(),
+        transfer: content.transfer.clone(),
+        routed: Vec::new(),
+        client_regions: content.client_regions.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests_support {
+    use super::*;
+    pub use fedns_api::{DNSEndpointSpec, DomainSpec, Endpoint, RecordType};
+
+    pub fn domain() -> Domain {
+        let mut d = Domain::new(
+            "myfed",
+            DomainSpec {
+                domain: "example.com".into(),
+                name_servers: vec!["ns1.example.com".into()],
+                hostmaster: None,
+                soa: Default::default(),
+                allowed_namespaces: None,
+                transfer: None,
+                client_regions: vec![],
+                geo_regions: vec![],
+            },
+        );
+        d.metadata.namespace = Some("fedns-system".into());
+        d.metadata.generation = Some(1);
+        d
+    }
+
+    pub fn ep(dns_name: &str, rtype: RecordType, targets: &[&str]) -> Endpoint {
+        Endpoint {
+            dns_name: dns_name.into(),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            record_type: rtype,
+            set_identifier: String::new(),
+            record_ttl: None,
+            labels: Default::default(),
+            provider_specific: vec![],
+        }
+    }
+
+    pub fn weighted(dns_name: &str, set: &str, weight: &str, target: &str) -> Endpoint {
+        let mut e = ep(dns_name, RecordType::A, &[target]);
+        e.set_identifier = set.into();
+        e.provider_specific = vec![fedns_api::ProviderSpecificProperty {
+            name: fedns_api::routing::AWS_WEIGHT.into(),
+            value: weight.into(),
+        }];
+        e
+    }
+
+    pub fn object(name: &str, created: &str, generation: i64, eps: Vec<Endpoint>) -> DNSEndpoint {
+        let mut d = DNSEndpoint::new(name, DNSEndpointSpec { endpoints: eps });
+        d.metadata.namespace = Some("ns".into());
+        d.metadata.uid = Some(format!("uid-{name}"));
+        d.metadata.generation = Some(generation);
+        d.metadata.creation_timestamp = Some(fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            created.parse().unwrap(),
+        ));
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
+
+    /// Records by owner, as the embedded server would hold them.
+    type Served = BTreeMap<String, (Vec<String>, Option<String>)>;
+
+    fn served_of(desired: &DesiredZones) -> Served {
+        let mut out = Served::new();
+        for zone in &desired.zones {
+            for record in &zone.content.records {
+                out.entry(record.name.to_ascii())
+                    .or_default()
+                    .0
+                    .push(record.to_string());
+            }
+            for routed in &zone.content.routed {
+                out.entry(routed.name.to_ascii()).or_default().1 = Some(format!("{routed:?}"));
+            }
+        }
+        for value in out.values_mut() {
+            value.0.sort();
+        }
+        out
+    }
+
+    fn apply(served: &mut Served, changes: &[ZoneRecordChanges]) {
+        for zone in changes {
+            for (name, records) in &zone.names {
+                let mut records: Vec<String> = records.iter().map(|r| r.to_string()).collect();
+                records.sort();
+                let routed = zone.routed.iter().find(|r| r.name == *name).map(|r| format!("{r:?}"));
+                if records.is_empty() && routed.is_none() {
+                    served.remove(&name.to_ascii());
+                } else {
+                    served.insert(name.to_ascii(), (records, routed));
+                }
+            }
+        }
+    }
+
+    /// After every step the incremental state, and the records the
+    /// changes leave served, equal a full computation.
+    #[test]
+    fn every_step_equals_a_full_computation() {
+        let t1 = "2026-01-01T00:00:00Z";
+        let t2 = "2026-01-02T00:00:00Z";
+        let steps: Vec<(&str, Vec<DNSEndpoint>)> = vec![
+            (
+                "start",
+                vec![
+                    object(
+                        "e1",
+                        t1,
+                        1,
+                        vec![
+                            ep("a.example.com", RecordType::A, &["192.0.2.1"]),
+                            ep("b.example.com", RecordType::CNAME, &["x.example.net"]),
+                        ],
+                    ),
+                    object(
+                        "e2",
+                        t2,
+                        1,
+                        vec![
+                            ep("a.example.com", RecordType::A, &["192.0.2.2"]),
+                            ep("c.example.com", RecordType::A, &["192.0.2.3"]),
+                        ],
+                    ),
+                ],
+            ),
+            (
+                "e1 changes a target and adds an invalid name and a bad target",
+                vec![
+                    object(
+                        "e1",
+                        t1,
+                        2,
+                        vec![
+                            ep("a.example.com", RecordType::A, &["192.0.2.9", "not-an-ip"]),
+                            ep("b.example.com", RecordType::CNAME, &["x.example.net"]),
+                            ep("bad..name", RecordType::A, &["192.0.2.1"]),
+                            ep("outside.example.org", RecordType::A, &["192.0.2.1"]),
+                        ],
+                    ),
+                    object(
+                        "e2",
+                        t2,
+                        1,
+                        vec![
+                            ep("a.example.com", RecordType::A, &["192.0.2.2"]),
+                            ep("c.example.com", RecordType::A, &["192.0.2.3"]),
+                        ],
+                    ),
+                ],
+            ),
+            (
+                "e1 goes: e2 now holds a",
+                vec![object(
+                    "e2",
+                    t2,
+                    1,
+                    vec![
+                        ep("a.example.com", RecordType::A, &["192.0.2.2"]),
+                        ep("c.example.com", RecordType::A, &["192.0.2.3"]),
+                    ],
+                )],
+            ),
+            (
+                "e3 adds a weighted name and an address beside e2's CNAME-less c",
+                vec![
+                    object(
+                        "e2",
+                        t2,
+                        2,
+                        vec![
+                            ep("a.example.com", RecordType::A, &["192.0.2.2"]),
+                            ep("c.example.com", RecordType::CNAME, &["y.example.net"]),
+                            ep("c.example.com", RecordType::A, &["192.0.2.3"]),
+                        ],
+                    ),
+                    object(
+                        "e3",
+                        t2,
+                        1,
+                        vec![
+                            weighted("w.example.com", "east", "1", "192.0.2.10"),
+                            weighted("w.example.com", "west", "3", "192.0.2.11"),
+                        ],
+                    ),
+                ],
+            ),
+            (
+                "e3's weights change",
+                vec![
+                    object(
+                        "e2",
+                        t2,
+                        2,
+                        vec![
+                            ep("a.example.com", RecordType::A, &["192.0.2.2"]),
+                            ep("c.example.com", RecordType::CNAME, &["y.example.net"]),
+                            ep("c.example.com", RecordType::A, &["192.0.2.3"]),
+                        ],
+                    ),
+                    object(
+                        "e3",
+                        t2,
+                        2,
+                        vec![
+                            weighted("w.example.com", "east", "5", "192.0.2.10"),
+                            weighted("w.example.com", "west", "3", "192.0.2.12"),
+                        ],
+                    ),
+                ],
+            ),
+            ("everything goes", vec![]),
+        ];
+        check_steps(IncrementalZones::new(true), &steps);
+        // The first computation in parts, one name a part.
+        check_steps(IncrementalZones::new(true).in_parts(1), &steps);
+    }
+
+    fn check_steps(mut zones: IncrementalZones, steps: &[(&str, Vec<DNSEndpoint>)]) {
+        let domains = [domain()];
+        let labels = NamespaceLabels::new();
+        let mut served = Served::new();
+        for (i, (what, objects)) in steps.iter().enumerate() {
+            let full = desired_zones_with(&domains, objects, &labels);
+            match zones.update(&domains, objects, &labels) {
+                Update::Full(desired) => {
+                    assert_eq!(i, 0, "{what}: only the first update is full");
+                    served = served_of(&desired);
+                }
+                Update::Whole(settings) => {
+                    assert_eq!(i, 0, "{what}: only the first update is whole");
+                    assert!(settings.zones.iter().all(|z| z.content.records.is_empty()));
+                    let mut parts = 0;
+                    while let Some(changes) = zones.next_part(&domains, objects, &labels) {
+                        apply(&mut served, &changes);
+                        parts += 1;
+                    }
+                    assert!(parts > 1, "{what}: one name a part");
+                }
+                Update::Names(changes) => {
+                    assert!(i > 0);
+                    apply(&mut served, &changes);
+                }
+                Update::Unchanged => panic!("{what}: a change was missed"),
+            }
+            let state = zones.desired(true);
+            let rrsets = |d: &DesiredZones| d.zones.iter().flat_map(|z| z.rrsets.clone()).collect::<Vec<_>>();
+            assert_eq!(rrsets(&state), rrsets(&full), "{what}: RRsets");
+            assert_eq!(state.problems, full.problems, "{what}: problems");
+            assert_eq!(served, served_of(&full), "{what}: served records");
+            // The same objects again (a status write): nothing to do.
+            assert!(
+                matches!(zones.update(&domains, objects, &labels), Update::Unchanged),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_domain_change_recomputes_everything() {
+        let mut domains = vec![domain()];
+        let labels = NamespaceLabels::new();
+        let objects = vec![object(
+            "e1",
+            "2026-01-01T00:00:00Z",
+            1,
+            vec![ep("a.example.com", RecordType::A, &["192.0.2.1"])],
+        )];
+        let mut zones = IncrementalZones::new(false);
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Full(_)));
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
+        domains[0].metadata.generation = Some(2);
+        domains[0].spec.soa.minimum = 60;
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Full(_)));
+
+        // In parts: a whole computation left unfinished begins again.
+        let mut zones = IncrementalZones::new(false).in_parts(10);
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Whole(_)));
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Whole(_)));
+        while zones.next_part(&domains, &objects, &labels).is_some() {}
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
+        domains[0].metadata.generation = Some(3);
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Whole(_)));
+    }
+}
+
+#[cfg(test)]
+mod touched_tests {
+    use super::tests_support::*;
+    use super::*;
+    use fedns_api::RecordType;
+
+    /// A DNSEndpoint going touches the one that now holds its name too.
+    #[test]
+    fn touched_names_every_dnsendpoint_of_a_changed_name() {
+        let domains = [domain()];
+        let labels = NamespaceLabels::new();
+        let e1 = object(
+            "e1",
+            "2026-01-01T00:00:00Z",
+            1,
+            vec![ep("a.example.com", RecordType::A, &["192.0.2.1"])],
+        );
+        let e2 = object(
+            "e2",
+            "2026-01-02T00:00:00Z",
+            1,
+            vec![ep("a.example.com", RecordType::A, &["192.0.2.2"])],
+        );
+        let e3 = object(
+            "e3",
+            "2026-01-02T00:00:00Z",
+            1,
+            vec![ep("c.example.com", RecordType::A, &["192.0.2.3"])],
+        );
+        let mut zones = IncrementalZones::new(false);
+        zones.update(&domains, &[e1.clone(), e2.clone(), e3.clone()], &labels);
+        assert_eq!(zones.touched(), None, "a full computation touches every one");
+        zones.update(&domains, &[e2, e3], &labels);
+        let mut touched: Vec<&String> = zones.touched().unwrap().iter().collect();
+        touched.sort();
+        assert_eq!(touched, ["ns/e1", "ns/e2"]);
+    }
+}
