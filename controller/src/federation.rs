@@ -151,7 +151,7 @@ impl Federation {
     /// # Errors
     /// `plane` rejects the objects.
     pub fn install_engine_in(&self, plane: &Emulator, engine: Engine) -> anyhow::Result<()> {
-        plane.seed_yaml(engine.as_str(), engine.crd_yaml())?;
+        plane.seed_yaml(engine.as_str(), &engine.crd_yaml())?;
         Ok(())
     }
 
@@ -161,6 +161,10 @@ impl Federation {
     /// kubefed, a `KubeFedCluster` in `kube-federation-system` (`apiEndpoint`,
     /// `caBundle`, `secretRef.name` to a Secret with key `token`).
     /// `extra_spec` is merged into the spec (top-level keys; `null` removes one).
+    /// For the inventories (Clusternet, Cluster API, Argo CD, ClusterProfile:
+    /// see [`inventory_objects`]) `extra_spec` is merged deeply into the
+    /// inventory object itself (`metadata`, `spec`, `status`; Argo CD: into
+    /// the Secret, its `stringData.config` an object here).
     ///
     /// # Errors
     /// The host rejects the objects.
@@ -202,6 +206,14 @@ impl Federation {
                     }),
                 )
             }
+            Engine::Clusternet | Engine::Capi | Engine::Argocd | Engine::Clusterprofile => {
+                let objects = json!({"apiVersion": "v1", "kind": "List", "items": inventory_objects(engine, name, member, &extra_spec)});
+                plane.seed_yaml(
+                    &format!("{} cluster {name}", engine.as_str()),
+                    &serde_json::to_string(&objects)?,
+                )?;
+                return Ok(());
+            }
             Engine::Kubefed => {
                 let mut spec = json!({
                     "apiEndpoint": member.url(),
@@ -240,6 +252,117 @@ impl Federation {
     }
 }
 
+/// The objects registering member `name` (the emulator `member`) with an
+/// inventory, as that inventory's own controllers write them:
+/// - Clusternet: namespace `clusternet-<name>`, the `child-cluster-deployer`
+///   Secret (keys `token`, `ca.crt`, `apiserver-advertise-url`) and a
+///   `ManagedCluster` (`spec.clusterId` [`clusternet_id`], label
+///   `clusters.clusternet.io/cluster-id`, status `readyz`/`livez`/`healthz`
+///   true and `apiserverURL`);
+/// - Cluster API: in namespace [`CAPI_NAMESPACE`], the Secret
+///   `<name>-kubeconfig` (key `value`: a token kubeconfig) and a `Cluster`
+///   (`controlPlaneEndpoint`, condition `Available=True`);
+/// - Argo CD: a Secret in [`ARGOCD_NAMESPACE`] labelled
+///   `argocd.argoproj.io/secret-type: cluster` with `name`, `server` and
+///   `config` (`bearerToken`, `tlsClientConfig.caData`);
+/// - ClusterProfile: in [`CLUSTERPROFILE_NAMESPACE`] a `ClusterProfile`
+///   whose `secretreader` access provider gives the server and CA, and
+///   the token Secret `<name>` in [`CLUSTERPROFILE_SECRET_NAMESPACE`].
+///
+/// `extra` is merged deeply into the inventory object (`null` removes a key).
+pub fn inventory_objects(
+    engine: Engine,
+    name: &str,
+    member: &Emulator,
+    extra: &serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let ca = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
+    let url = member.url();
+    let mut objects = match engine {
+        Engine::Clusternet => {
+            let namespace = format!("clusternet-{name}");
+            let id = clusternet_id(name);
+            vec![
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+                json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "child-cluster-deployer", "namespace": namespace,
+                        "labels": {"clusters.clusternet.io/cluster-id": id}},
+                    "stringData": {"token": member.token(), "ca.crt": member.ca_pem(), "apiserver-advertise-url": url}}),
+                json!({"apiVersion": "clusters.clusternet.io/v1beta1", "kind": "ManagedCluster",
+                    "metadata": {"name": name, "namespace": namespace,
+                        "labels": {"clusters.clusternet.io/cluster-id": id, "clusters.clusternet.io/cluster-name": name}},
+                    "spec": {"clusterId": id, "clusterType": "EdgeCluster", "syncMode": "Dual"},
+                    "status": {"apiserverURL": url, "readyz": true, "livez": true, "healthz": true, "useSocket": false}}),
+            ]
+        }
+        Engine::Capi => {
+            let port = member.addr().port();
+            vec![
+                json!({"apiVersion": "v1", "kind": "Secret", "type": "cluster.x-k8s.io/secret",
+                    "metadata": {"name": format!("{name}-kubeconfig"), "namespace": CAPI_NAMESPACE,
+                        "labels": {"cluster.x-k8s.io/cluster-name": name}},
+                    "stringData": {"value": member.kubeconfig_yaml()}}),
+                json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                    "metadata": {"name": name, "namespace": CAPI_NAMESPACE},
+                    "spec": {"controlPlaneEndpoint": {"host": "127.0.0.1", "port": port}},
+                    "status": {"phase": "Provisioned", "conditions": [{"type": "Available", "status": "True",
+                        "reason": "Available", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+            ]
+        }
+        Engine::Argocd => vec![json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": format!("cluster-{name}"), "namespace": ARGOCD_NAMESPACE,
+                "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+            "stringData": {"name": name, "server": url,
+                "config": {"bearerToken": member.token(), "tlsClientConfig": {"insecure": false, "caData": ca}}}})],
+        Engine::Clusterprofile => vec![
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": name, "namespace": CLUSTERPROFILE_SECRET_NAMESPACE},
+                "stringData": {"token": member.token()}}),
+            json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+                "metadata": {"name": name, "namespace": CLUSTERPROFILE_NAMESPACE,
+                    "labels": {"x-k8s.io/cluster-manager": "fedns-sandbox"}},
+                "spec": {"displayName": name, "clusterManager": {"name": "fedns-sandbox"}},
+                "status": {"conditions": [{"type": "ControlPlaneHealthy", "status": "True", "reason": "Healthy",
+                        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                    "accessProviders": [{"name": "secretreader", "cluster": {"server": url,
+                        "certificate-authority-data": ca,
+                        "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {"clusterName": name}}]}}]}}),
+        ],
+        Engine::Karmada | Engine::Kubefed => Vec::new(),
+    };
+    if let Some(object) = objects.last_mut() {
+        if engine == Engine::Argocd {
+            json_merge_deep(object, extra);
+            let config = object["stringData"]["config"].to_string();
+            object["stringData"]["config"] = json!(config);
+        } else {
+            json_merge_deep(object, extra);
+        }
+    }
+    objects
+}
+
+/// The Clusternet cluster ID (a UUID) of sandbox member `name`.
+pub fn clusternet_id(name: &str) -> String {
+    let mut hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    hex.truncate(12);
+    format!("5f1d0000-0000-4000-8000-{hex:0>12}")
+}
+
+fn json_merge_deep(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    if let (Some(t), Some(p)) = (target.as_object_mut(), patch.as_object()) {
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else if v.is_object() && t.get(k).is_some_and(serde_json::Value::is_object) {
+                json_merge_deep(t.get_mut(k).expect("checked"), v);
+            } else {
+                t.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
 fn json_merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
     if let (Some(t), Some(p)) = (target.as_object_mut(), patch.as_object()) {
         for (k, v) in p {
@@ -257,30 +380,81 @@ pub const KARMADA_SECRET_NAMESPACE: &str = "karmada-cluster";
 /// kubefed's namespace (its default).
 pub const KUBEFED_NAMESPACE: &str = "kube-federation-system";
 
-/// A propagation engine whose cluster registry fedns reads.
+/// Namespace of the sandbox's Cluster API Clusters.
+pub const CAPI_NAMESPACE: &str = "fleet";
+/// Argo CD's namespace (its default).
+pub const ARGOCD_NAMESPACE: &str = "argocd";
+/// Namespace of the sandbox's ClusterProfiles.
+pub const CLUSTERPROFILE_NAMESPACE: &str = "fleet";
+/// The consumer namespace of the `secretreader` access provider (fedns's).
+pub const CLUSTERPROFILE_SECRET_NAMESPACE: &str = "fedns-system";
+
+/// A propagation engine or fleet inventory whose cluster registry fedns reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
     /// Karmada: `clusters.cluster.karmada.io/v1alpha1`.
     Karmada,
     /// kubefed v2: `kubefedclusters.core.kubefed.io/v1beta1`.
     Kubefed,
+    /// Clusternet: `managedclusters.clusters.clusternet.io/v1beta1`.
+    Clusternet,
+    /// Cluster API: `clusters.cluster.x-k8s.io/v1beta2` and kubeconfig Secrets.
+    Capi,
+    /// Argo CD: cluster Secrets.
+    Argocd,
+    /// SIG Multicluster: `clusterprofiles.multicluster.x-k8s.io/v1alpha1`.
+    Clusterprofile,
 }
 
 impl Engine {
-    /// `karmada` or `kubefed`.
+    /// The `--member-source` name: `karmada`, `kubefed`, `clusternet`,
+    /// `capi`, `argocd` or `clusterprofile`.
     pub fn as_str(self) -> &'static str {
         match self {
             Engine::Karmada => "karmada",
             Engine::Kubefed => "kubefed",
+            Engine::Clusternet => "clusternet",
+            Engine::Capi => "capi",
+            Engine::Argocd => "argocd",
+            Engine::Clusterprofile => "clusterprofile",
+        }
+    }
+
+    /// The `--member-source` reading this engine's clusters.
+    pub fn member_source(self) -> crate::members::MemberSource {
+        use crate::members::MemberSource;
+        match self {
+            Engine::Karmada => MemberSource::Karmada,
+            Engine::Kubefed => MemberSource::Kubefed,
+            Engine::Clusternet => MemberSource::Clusternet,
+            Engine::Capi => MemberSource::Capi,
+            Engine::Argocd => MemberSource::Argocd,
+            Engine::Clusterprofile => MemberSource::Clusterprofile,
         }
     }
 
     /// The engine's cluster CRD (schema: any fields kept, status
     /// subresource) and the namespace of its Secrets.
-    fn crd_yaml(self) -> &'static str {
+    fn crd_yaml(self) -> String {
         match self {
-            Engine::Karmada => KARMADA_CRD,
-            Engine::Kubefed => KUBEFED_CRD,
+            Engine::Karmada => KARMADA_CRD.to_owned(),
+            Engine::Kubefed => KUBEFED_CRD.to_owned(),
+            Engine::Clusternet => open_crd_yaml(
+                "clusters.clusternet.io",
+                "v1beta1",
+                "ManagedCluster",
+                "managedclusters",
+                &[],
+            ),
+            Engine::Capi => open_crd_yaml("cluster.x-k8s.io", "v1beta2", "Cluster", "clusters", &[CAPI_NAMESPACE]),
+            Engine::Argocd => namespace_yaml(ARGOCD_NAMESPACE),
+            Engine::Clusterprofile => open_crd_yaml(
+                "multicluster.x-k8s.io",
+                "v1alpha1",
+                "ClusterProfile",
+                "clusterprofiles",
+                &[CLUSTERPROFILE_NAMESPACE],
+            ),
         }
     }
 }
@@ -341,3 +515,37 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: kube-federation-system}
 "#;
+
+/// A namespaced CRD serving `kind` (`plural.group`, one `version`) with
+/// any fields kept and a status subresource, as the emulator needs it to
+/// serve an inventory's objects, and the `namespaces` its objects live in.
+fn open_crd_yaml(group: &str, version: &str, kind: &str, plural: &str, namespaces: &[&str]) -> String {
+    let singular = kind.to_lowercase();
+    let mut yaml = format!(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: {plural}.{group}}}
+spec:
+  group: {group}
+  scope: Namespaced
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
+  versions:
+    - name: {version}
+      served: true
+      storage: true
+      subresources: {{status: {{}}}}
+      schema:
+        openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#
+    );
+    for namespace in namespaces {
+        yaml.push_str(&namespace_yaml(namespace));
+    }
+    yaml
+}
+
+/// A Namespace, as a YAML document.
+fn namespace_yaml(name: &str) -> String {
+    format!("---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}}}\n")
+}

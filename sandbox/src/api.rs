@@ -215,6 +215,12 @@ async fn route(cluster: &Arc<Cluster>, request: Request<Incoming>) -> Result<Res
             let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
             crate::cluster_proxy::forward(cluster, &name, &rest, request).await
         }
+        ["apis", "proxies.clusternet.io", "v1alpha1", "sockets", id, "proxy", "direct", rest @ ..] => {
+            let id = (*id).to_owned();
+            let rest: Vec<String> = rest.iter().map(|s| (*s).to_owned()).collect();
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            crate::socket_proxy::forward(cluster, &id, &rest, request).await
+        }
         ["apis", group, version, rest @ ..] => match parse_resource_path(group, version, rest) {
             Some(r) => resource(cluster, r, request).await,
             None => Err(ApiError::no_route(&path)),

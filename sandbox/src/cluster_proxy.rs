@@ -22,12 +22,35 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use crate::api::{Body, Cluster, MAX_BODY};
 use crate::status::ApiError;
 
-/// Where and how to reach one member, read from its `Cluster` object.
-struct Target {
-    authority: String,
-    host: String,
-    token: String,
-    ca_pem: Vec<u8>,
+/// Where and how to reach one member: `host:port`, the host for TLS,
+/// its bearer token and CA bundle (PEM).
+pub(crate) struct Target {
+    pub(crate) authority: String,
+    pub(crate) host: String,
+    pub(crate) token: String,
+    pub(crate) ca_pem: Vec<u8>,
+}
+
+/// `host:port` (443 by default) and the bare host of an API endpoint
+/// (`https://host:port`, or `host:port` without a scheme).
+pub(crate) fn endpoint_authority(name: &str, endpoint: &str) -> Result<(String, String), ApiError> {
+    let uri: Uri = if endpoint.contains("://") {
+        endpoint.parse()
+    } else {
+        format!("https://{endpoint}").parse()
+    }
+    .map_err(|_| ApiError::unavailable(format!("cluster {name}: API endpoint {endpoint:?} is not a URL")))?;
+    let authority = uri
+        .authority()
+        .map(|a| a.to_string())
+        .ok_or_else(|| ApiError::unavailable(format!("cluster {name}: API endpoint {endpoint:?} has no host")))?;
+    let host = uri.host().unwrap_or_default().trim_matches(['[', ']']).to_owned();
+    let authority = if uri.port().is_some() {
+        authority
+    } else {
+        format!("{authority}:443")
+    };
+    Ok((authority, host))
 }
 
 fn target(cluster: &Cluster, name: &str) -> Result<Target, ApiError> {
@@ -37,22 +60,7 @@ fn target(cluster: &Cluster, name: &str) -> Result<Target, ApiError> {
         .ok_or_else(|| ApiError::no_route("/apis/cluster.karmada.io/v1alpha1/clusters"))?;
     let object = store.get(&info, None, name)?;
     let endpoint = object["spec"]["apiEndpoint"].as_str().unwrap_or_default();
-    let uri: Uri = if endpoint.contains("://") {
-        endpoint.parse()
-    } else {
-        format!("https://{endpoint}").parse()
-    }
-    .map_err(|_| ApiError::unavailable(format!("cluster {name}: spec.apiEndpoint {endpoint:?} is not a URL")))?;
-    let authority = uri
-        .authority()
-        .map(|a| a.to_string())
-        .ok_or_else(|| ApiError::unavailable(format!("cluster {name}: spec.apiEndpoint has no host")))?;
-    let host = uri.host().unwrap_or_default().trim_matches(['[', ']']).to_owned();
-    let authority = if uri.port().is_some() {
-        authority
-    } else {
-        format!("{authority}:443")
-    };
+    let (authority, host) = endpoint_authority(name, endpoint)?;
     let reference = &object["spec"]["secretRef"];
     let secrets = store
         .resource("", "v1", "secrets")
@@ -90,6 +98,17 @@ pub async fn forward(
     request: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
     let target = target(cluster, name)?;
+    forward_to(target, name, rest, request).await
+}
+
+/// Forwards `request` to `target` at `/<rest>` with the target's token;
+/// only the request's content type and accept headers go along.
+pub(crate) async fn forward_to(
+    target: Target,
+    name: &str,
+    rest: &[&str],
+    request: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
     let unavailable =
         |what: &str, e: &dyn std::fmt::Display| ApiError::unavailable(format!("cluster {name}: {what}: {e}"));
     let mut roots = rustls::RootCertStore::empty();

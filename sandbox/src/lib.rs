@@ -52,6 +52,10 @@
 //! * Karmada's cluster proxy (`/apis/cluster.karmada.io/v1alpha1/clusters/NAME/proxy/...`)
 //!   when a `clusters.cluster.karmada.io` CRD is registered: requests go to
 //!   the member named by that Cluster object, with its Secret's token.
+//! * Clusternet's socket proxy (`/apis/proxies.clusternet.io/v1alpha1/sockets/ID/proxy/direct/...`)
+//!   when a `managedclusters.clusters.clusternet.io` CRD is registered:
+//!   requests go to the child whose ManagedCluster has that cluster ID,
+//!   with the token the caller passes in `Impersonate-Extra-Clusternet-Token`.
 //! * Seeding from YAML ([`Emulator::seed_paths`]), as `kubectl apply -f`
 //!   plus status.
 //!
@@ -93,6 +97,7 @@ mod schema;
 mod seed;
 mod selectors;
 mod serve;
+mod socket_proxy;
 mod status;
 mod store;
 pub mod tls;

@@ -434,8 +434,10 @@ pub struct ControllerArgs {
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct SourceArgs {
     /// Where member clusters come from (repeatable): fedns's MemberClusters,
-    /// Karmada's Clusters, kubefed's KubeFedClusters. A name taken by an
-    /// earlier source is ignored in a later one.
+    /// Karmada's Clusters, kubefed's KubeFedClusters, Clusternet's
+    /// ManagedClusters, Cluster API's Clusters, Argo CD's cluster Secrets,
+    /// ClusterProfiles (docs/engines.md). A name taken by an earlier source
+    /// is ignored in a later one.
     #[arg(long, value_enum, value_name = "SOURCE", default_values_t = [MemberSource::Fedns])]
     pub member_source: Vec<MemberSource>,
     /// Kubeconfig of the Karmada control plane (karmada-apiserver) for
@@ -445,6 +447,9 @@ pub struct SourceArgs {
     /// Namespace of kubefed's KubeFedClusters and their Secrets.
     #[arg(long, value_name = "NAMESPACE", default_value = "kube-federation-system")]
     pub kubefed_namespace: String,
+    /// Where the other inventories are (`--member-source clusternet|capi|argocd|clusterprofile`).
+    #[command(flatten)]
+    pub inventories: InventoryArgs,
     /// Make ServiceDNSRecords and IngressDNSRecords from Service and Ingress
     /// templates (and kubefed FederatedServices) annotated
     /// `multiclusterdns.fedns.io/domain: <Domain>`; delete them when their
@@ -465,8 +470,88 @@ impl Default for SourceArgs {
             member_source: vec![MemberSource::Fedns],
             karmada_kubeconfig: None,
             kubefed_namespace: "kube-federation-system".into(),
+            inventories: InventoryArgs::default(),
             auto_records: false,
             auto_records_domain: None,
+        }
+    }
+}
+
+/// Where the Clusternet, Cluster API, Argo CD and ClusterProfile
+/// inventories are, and which of their objects are members. Each
+/// kubeconfig defaults to the host cluster's; each selector is a label
+/// selector (`a=b,c in (d,e)`), empty for all.
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct InventoryArgs {
+    /// Kubeconfig of Clusternet's parent cluster (clusternet-hub).
+    #[arg(long, value_name = "PATH")]
+    pub clusternet_kubeconfig: Option<PathBuf>,
+    /// Label selector of the ManagedClusters that are members.
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
+    pub clusternet_selector: String,
+    /// Reach every Clusternet child through the hub's socket proxy, not
+    /// only those with `status.useSocket`.
+    #[arg(long)]
+    pub clusternet_through_hub: bool,
+    /// Kubeconfig of the Cluster API management cluster.
+    #[arg(long, value_name = "PATH")]
+    pub capi_kubeconfig: Option<PathBuf>,
+    /// Namespace of the Cluster API Clusters (default: all namespaces).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub capi_namespace: Option<String>,
+    /// Label selector of the Cluster API Clusters that are members.
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
+    pub capi_selector: String,
+    /// Kubeconfig of the cluster Argo CD runs in.
+    #[arg(long, value_name = "PATH")]
+    pub argocd_kubeconfig: Option<PathBuf>,
+    /// Argo CD's namespace (its cluster Secrets).
+    #[arg(long, value_name = "NAMESPACE", default_value = "argocd")]
+    pub argocd_namespace: String,
+    /// Label selector of the cluster Secrets that are members (besides
+    /// `argocd.argoproj.io/secret-type=cluster`).
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
+    pub argocd_selector: String,
+    /// Kubeconfig of the cluster holding the ClusterProfiles (the hub).
+    #[arg(long, value_name = "PATH")]
+    pub clusterprofile_kubeconfig: Option<PathBuf>,
+    /// Namespace of the ClusterProfiles (default: all namespaces).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub clusterprofile_namespace: Option<String>,
+    /// Label selector of the ClusterProfiles that are members.
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
+    pub clusterprofile_selector: String,
+    /// The consumer's access provider file (JSON, as the cluster inventory
+    /// API's `pkg/access`: `{"providers": [{"name", "execConfig"}]}`):
+    /// access providers of those names are reached with their exec
+    /// credential plugin; `secretreader` is built in.
+    #[arg(long, value_name = "PATH")]
+    pub clusterprofile_provider_file: Option<PathBuf>,
+    /// The consumer namespace where the `secretreader` provider's Secrets
+    /// are (`<namespace>/<clusterName>`, key `token`; default: the
+    /// controller namespace).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub clusterprofile_secret_namespace: Option<String>,
+}
+
+impl Default for InventoryArgs {
+    /// The command line's defaults.
+    fn default() -> Self {
+        InventoryArgs {
+            clusternet_kubeconfig: None,
+            clusternet_selector: String::new(),
+            clusternet_through_hub: false,
+            capi_kubeconfig: None,
+            capi_namespace: None,
+            capi_selector: String::new(),
+            argocd_kubeconfig: None,
+            argocd_namespace: "argocd".into(),
+            argocd_selector: String::new(),
+            clusterprofile_kubeconfig: None,
+            clusterprofile_namespace: None,
+            clusterprofile_selector: String::new(),
+            clusterprofile_provider_file: None,
+            clusterprofile_secret_namespace: None,
         }
     }
 }
@@ -527,12 +612,14 @@ pub struct SandboxArgs {
     /// (`kubectl get nodes,svc,endpointslices,ingress -A -o yaml > DIR/<name>/state.yaml`).
     #[arg(long, value_name = "DIR")]
     pub members_from: Option<PathBuf>,
-    /// Seed the host as this propagation engine's control plane: its
-    /// cluster CRD, a Cluster (Karmada; eu-west-1 in pull mode, through the
-    /// cluster proxy) or KubeFedCluster (kubefed) per member with its
-    /// Secret, and annotated Service/Ingress templates instead of
-    /// MemberClusters and hand-written records; the controller runs with
-    /// `--member-source ENGINE --auto-records`.
+    /// Seed the host as this propagation engine's control plane or fleet
+    /// inventory: its cluster CRD, a Cluster (Karmada; eu-west-1 in pull
+    /// mode, through the cluster proxy), KubeFedCluster (kubefed),
+    /// ManagedCluster (Clusternet; eu-west-1 through the hub's socket
+    /// proxy), Cluster (Cluster API), cluster Secret (Argo CD) or
+    /// ClusterProfile per member with its credentials, and annotated
+    /// Service/Ingress templates instead of MemberClusters and hand-written
+    /// records; the controller runs with `--member-source ENGINE --auto-records`.
     #[arg(long, value_enum, value_name = "ENGINE", conflicts_with = "members_from")]
     pub engine: Option<crate::federation::Engine>,
     /// Log lines (the controller's, the emulators', the DNS server's) on

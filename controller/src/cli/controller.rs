@@ -547,6 +547,9 @@ async fn member_sources(
                     recorder: Recorder::new(host.clone(), reporter(identity)),
                 });
             }
+            MemberSource::Clusternet | MemberSource::Capi | MemberSource::Argocd | MemberSource::Clusterprofile => {
+                super::inventories::start(*source, args, identity, &mut sources, notify).await?;
+            }
         }
     }
     Ok(sources)
@@ -612,6 +615,15 @@ async fn auto_records(
                 .await
                 .context("the Karmada control plane (--karmada-kubeconfig)")?;
             sources.push(source(&karmada, false, false));
+        }
+    }
+    // Clusternet's templates (the Services its Subscriptions feed) are in the parent.
+    if args.sources.member_source.contains(&MemberSource::Clusternet) {
+        if let Some(path) = &args.sources.inventories.clusternet_kubeconfig {
+            let parent = crate::kube_client::client(Some(path))
+                .await
+                .context("Clusternet's parent cluster (--clusternet-kubeconfig)")?;
+            sources.push(source(&parent, false, false));
         }
     }
     Ok(AutoRecords {
@@ -687,7 +699,7 @@ fn reflect_dynamic(
     store
 }
 
-fn reporter(identity: &str) -> Reporter {
+pub(super) fn reporter(identity: &str) -> Reporter {
     Reporter {
         controller: "fedns-controller".into(),
         instance: Some(identity.to_owned()),
@@ -697,21 +709,26 @@ fn reporter(identity: &str) -> Reporter {
 /// Of an engine's Secrets only the credentials fedns reads are kept (the
 /// namespace may hold many other Secrets).
 fn slim_engine_secret(secret: &mut Secret) {
-    const KEYS: [&str; 2] = ["token", "caBundle"];
+    secret.metadata.labels = None;
+    keep_secret_keys(secret, &["token", "caBundle"]);
+}
+
+/// Of a Secret only `keys` of its data are kept (no managed fields, no
+/// annotations): what fedns caches of credentials Secrets.
+pub(super) fn keep_secret_keys(secret: &mut Secret, keys: &[&str]) {
     secret.metadata.managed_fields = None;
     secret.metadata.annotations = None;
-    secret.metadata.labels = None;
     if let Some(data) = secret.data.as_mut() {
-        data.retain(|k, _| KEYS.contains(&k.as_str()));
+        data.retain(|k, _| keys.contains(&k.as_str()));
     }
     if let Some(data) = secret.string_data.as_mut() {
-        data.retain(|k, _| KEYS.contains(&k.as_str()));
+        data.retain(|k, _| keys.contains(&k.as_str()));
     }
 }
 
 /// A reflector's store and a future that resolves once it has listed.
-struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
-    store: Store<K>,
+pub(super) struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
+    pub(super) store: Store<K>,
 }
 
 impl<K> Reflected<K>
@@ -807,10 +824,23 @@ fn reflect_slim<K>(
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
+    reflect_selected(api, watcher::Config::default(), slim, on_change)
+}
+
+/// As [`reflect_slim`], watching only what `config` selects (labels, fields).
+pub(super) fn reflect_selected<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    slim: impl FnMut(&mut K) + Send + 'static,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
     let (store, writer) = reflector::store();
     let kind = K::kind(&()).into_owned();
     tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).modify(slim))
+        let stream = reflector::reflector(writer, watcher(api, config).modify(slim))
             .default_backoff()
             .touched_objects();
         futures::pin_mut!(stream);

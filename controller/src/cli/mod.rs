@@ -8,6 +8,7 @@ pub mod crds;
 pub mod dns_server;
 pub mod docs;
 pub mod explain;
+mod inventories;
 pub mod join;
 pub mod sandbox;
 

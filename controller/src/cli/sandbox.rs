@@ -248,11 +248,12 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         federation.install_engine(engine)?;
         for name in federation.members.keys() {
             // One Karmada member in pull mode: reached through the host's
-            // cluster proxy, as karmada-aggregated-apiserver serves it.
-            let extra = if engine == Engine::Karmada && name == KARMADA_PULL_MEMBER {
-                json!({"syncMode": "Pull"})
-            } else {
-                json!({})
+            // cluster proxy, as karmada-aggregated-apiserver serves it; one
+            // Clusternet child through the hub's socket proxy.
+            let extra = match engine {
+                Engine::Karmada if name == KARMADA_PULL_MEMBER => json!({"syncMode": "Pull"}),
+                Engine::Clusternet if name == KARMADA_PULL_MEMBER => json!({"status": {"useSocket": true}}),
+                _ => json!({}),
             };
             federation.register_engine(engine, name, extra)?;
         }
@@ -294,11 +295,9 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         workers: 8,
         probe_concurrency: 64,
         sources: crate::cli::SourceArgs {
-            member_source: vec![match args.engine {
-                None => crate::members::MemberSource::Fedns,
-                Some(Engine::Karmada) => crate::members::MemberSource::Karmada,
-                Some(Engine::Kubefed) => crate::members::MemberSource::Kubefed,
-            }],
+            member_source: vec![args
+                .engine
+                .map_or(crate::members::MemberSource::Fedns, Engine::member_source)],
             auto_records: args.engine.is_some(),
             ..Default::default()
         },

@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use fedns_api::MemberClusterSpec;
 use k8s_openapi::api::core::v1::Secret;
-use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
@@ -27,6 +27,10 @@ pub(crate) struct Connection {
     pub(crate) insecure: bool,
     /// Bearer token.
     pub(crate) token: Option<String>,
+    /// PEM client certificate and its PEM private key (both or neither).
+    pub(crate) client_identity: Option<(Vec<u8>, Vec<u8>)>,
+    /// Name to check the serving certificate against instead of the endpoint's host.
+    pub(crate) tls_server_name: Option<String>,
     /// A whole kubeconfig (its current context), instead of the above.
     pub(crate) kubeconfig: Option<String>,
     /// HTTP or SOCKS5 proxy to reach the API server through (Karmada `spec.proxyURL`).
@@ -54,12 +58,18 @@ impl Connection {
         self.ca_pem.hash(&mut hasher);
         self.insecure.hash(&mut hasher);
         self.token.hash(&mut hasher);
+        self.client_identity.hash(&mut hasher);
+        self.tls_server_name.hash(&mut hasher);
         self.kubeconfig.hash(&mut hasher);
         self.proxy_url.hash(&mut hasher);
-        self.through
-            .as_ref()
-            .map(|c| c.cluster_url.to_string())
-            .hash(&mut hasher);
+        if let Some(through) = &self.through {
+            through.cluster_url.to_string().hash(&mut hasher);
+            // Impersonation extras carry a member's token through a proxy (Clusternet).
+            through.auth_info.impersonate.hash(&mut hasher);
+            let mut extra: Vec<_> = through.auth_info.impersonate_user_extra.iter().flatten().collect();
+            extra.sort();
+            extra.hash(&mut hasher);
+        }
         hasher.finish()
     }
 
@@ -131,11 +141,14 @@ impl Connection {
                 config.root_cert = Some(certs);
             }
             if let Some(token) = &self.token {
-                config.auth_info = AuthInfo {
-                    token: Some(secrecy::SecretString::from(token.clone())),
-                    ..AuthInfo::default()
-                };
+                config.auth_info.token = Some(secrecy::SecretString::from(token.clone()));
             }
+            if let Some((cert, key)) = &self.client_identity {
+                let b64 = |pem: &[u8]| base64::engine::general_purpose::STANDARD.encode(pem);
+                config.auth_info.client_certificate_data = Some(b64(cert));
+                config.auth_info.client_key_data = Some(secrecy::SecretString::from(b64(key)));
+            }
+            config.tls_server_name = self.tls_server_name.clone();
             if let Some(proxy) = &self.proxy_url {
                 config.proxy_url = Some(
                     proxy
@@ -176,4 +189,57 @@ pub(crate) fn token_text(token: Vec<u8>) -> Result<String, String> {
         return Err("Secret key token is empty".into());
     }
     Ok(token.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> Connection {
+        Connection {
+            api_endpoint: "https://127.0.0.1:6443".into(),
+            token: Some("t".into()),
+            ..Connection::default()
+        }
+    }
+
+    #[test]
+    fn every_credential_input_changes_the_fingerprint() {
+        let base = connection().fingerprint();
+        let mut identity = connection();
+        identity.client_identity = Some((b"cert".to_vec(), b"key".to_vec()));
+        let mut server_name = connection();
+        server_name.tls_server_name = Some("kubernetes".into());
+        let through = |token: &str| {
+            let mut config = Config::new("https://127.0.0.1:6443/proxy".parse().unwrap());
+            config.auth_info.impersonate_user_extra =
+                Some([("clusternet-token".to_owned(), vec![token.to_owned()])].into());
+            Connection {
+                through: Some(config),
+                ..Connection::default()
+            }
+            .fingerprint()
+        };
+        let all = [
+            base,
+            identity.fingerprint(),
+            server_name.fingerprint(),
+            through("a"),
+            through("b"),
+        ];
+        let distinct: std::collections::BTreeSet<u64> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "{all:?}");
+    }
+
+    #[tokio::test]
+    async fn a_client_identity_goes_to_tls() {
+        let mut c = connection();
+        c.tls_server_name = Some("kubernetes".into());
+        assert!(c.build().await.is_ok());
+        c.client_identity = Some((b"not a certificate".to_vec(), b"not a key".to_vec()));
+        let Err(err) = c.build().await else {
+            panic!("a client identity that is not PEM was accepted")
+        };
+        assert!(err.starts_with("cannot build a client"), "{err}");
+    }
 }

@@ -391,6 +391,12 @@ impl Registry {
             nodes_writer,
             slim_node,
             |_: &Node| {},
+            {
+                // A record done before the Nodes were listed kept this
+                // member's last published state: do it again now.
+                let queue = queue.clone();
+                move || queue.push_all()
+            },
         ));
 
         // Start from the last persisted state, so a controller restart

@@ -136,6 +136,8 @@ pub(super) struct WatchCtx {
 impl WatchCtx {
     /// A reflector store of whole objects less what `slim` drops: for
     /// Nodes, a few per member (a per-Service kind uses [`Self::spawn_facts`]).
+    /// `on_synced` runs once the first list is in the store (records
+    /// skipped while the member was not synced are then done again).
     pub(super) fn spawn<K>(
         &self,
         index: usize,
@@ -143,6 +145,7 @@ impl WatchCtx {
         writer: reflector::store::Writer<K>,
         slim: fn(&mut K),
         on_change: impl Fn(&K) + Send + 'static,
+        on_synced: impl FnOnce() + Send + 'static,
     ) -> JoinHandle<()>
     where
         K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
@@ -157,6 +160,7 @@ impl WatchCtx {
             tokio::spawn(async move {
                 if store.wait_until_ready().await.is_ok() {
                     ready_flag[index].store(true, Ordering::Relaxed);
+                    on_synced();
                 }
             });
             // Memory proportional to what is used: keep only the fields the

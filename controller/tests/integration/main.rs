@@ -13,5 +13,6 @@ mod dns_server;
 mod health_e2e;
 mod large_objects;
 mod member_sources;
+mod member_sources_fleet;
 mod routing_e2e;
 mod sandbox_e2e;

@@ -37,7 +37,7 @@ metadata: {name: nginx, namespace: ns}
 spec: {domainRef: myfed, recordTTL: 30}
 "#;
 
-const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
+pub(crate) const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 
 /// The MCS ServiceExport CRD (KEP-1645), schema left open.
 const MCS_CRD: &str = r#"
@@ -57,17 +57,18 @@ spec:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 "#;
 
-struct Setup {
-    federation: Federation,
-    dns_port: u16,
-    metrics_port: u16,
-    host: kube::Client,
-    _controller: Process,
+pub(crate) struct Setup {
+    pub(crate) federation: Federation,
+    pub(crate) dns_port: u16,
+    pub(crate) metrics_port: u16,
+    pub(crate) host: kube::Client,
+    pub(crate) engine: Engine,
+    pub(crate) _controller: Process,
 }
 
 /// Members `a` (203.0.113.1, Nodes in r1/r1a), `b` (203.0.113.2, r2/r2a),
 /// `c` (203.0.113.3, r3/r3a); `register` registers them with the engine.
-async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn(&Federation)) -> Setup {
+pub(crate) async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn(&Federation)) -> Setup {
     let dir = temp_dir(&format!("sources-{}", engine.as_str()));
     let federation = Federation::start(&dir, "fedns-system", &["a", "b", "c"]).await.unwrap();
     for (name, n) in [("a", 1), ("b", 2), ("c", 3)] {
@@ -109,12 +110,13 @@ async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn(&Federatio
         dns_port,
         metrics_port,
         host,
+        engine,
         _controller: controller,
     }
 }
 
 /// `name type targets` rows of the nginx DNSEndpoint.
-async fn rows(host: &kube::Client) -> Vec<String> {
+pub(crate) async fn rows(host: &kube::Client) -> Vec<String> {
     let api: Api<DNSEndpoint> = Api::namespaced(host.clone(), "ns");
     let Ok(endpoint) = api.get("service-nginx").await else {
         return Vec::new();
@@ -129,7 +131,7 @@ async fn rows(host: &kube::Client) -> Vec<String> {
     rows
 }
 
-async fn global_targets(host: &kube::Client) -> String {
+pub(crate) async fn global_targets(host: &kube::Client) -> String {
     rows(host)
         .await
         .into_iter()
@@ -138,7 +140,7 @@ async fn global_targets(host: &kube::Client) -> String {
 }
 
 /// Waits until the global name's A targets are `want`.
-async fn wait_global(s: &Setup, what: &str, want: &str) {
+pub(crate) async fn wait_global(s: &Setup, what: &str, want: &str) {
     let host = s.host.clone();
     let started = std::time::Instant::now();
     loop {
@@ -158,7 +160,7 @@ async fn wait_global(s: &Setup, what: &str, want: &str) {
 
 /// Waits until the embedded server answers `name` A with `want` (the
 /// DNSEndpoint is written before the zone snapshot is swapped).
-async fn wait_dig(s: &Setup, name: &str, want: &[&str]) {
+pub(crate) async fn wait_dig(s: &Setup, name: &str, want: &[&str]) {
     let started = std::time::Instant::now();
     loop {
         let got = dig(s.dns_port, name, "A", false);
@@ -175,7 +177,7 @@ async fn wait_dig(s: &Setup, name: &str, want: &[&str]) {
 }
 
 /// Waits until the nginx DNSEndpoint has `row`.
-async fn wait_row(s: &Setup, row: &str) {
+pub(crate) async fn wait_row(s: &Setup, row: &str) {
     let started = std::time::Instant::now();
     loop {
         let all = rows(&s.host).await;
@@ -192,7 +194,7 @@ async fn wait_row(s: &Setup, row: &str) {
 }
 
 /// Waits for an Event on `name` (any kind) whose note contains `needle`.
-async fn wait_event(host: &kube::Client, name: &str, needle: &str) {
+pub(crate) async fn wait_event(host: &kube::Client, name: &str, needle: &str) {
     let api: Api<Event> = Api::all(host.clone());
     let started = std::time::Instant::now();
     loop {
@@ -219,7 +221,7 @@ async fn wait_event(host: &kube::Client, name: &str, needle: &str) {
     }
 }
 
-async fn metrics(s: &Setup) -> String {
+pub(crate) async fn metrics(s: &Setup) -> String {
     http_get(&format!("http://127.0.0.1:{}/metrics", s.metrics_port))
         .await
         .1
@@ -258,7 +260,7 @@ fn federated_services() -> ApiResource {
 }
 
 /// Waits until record `name` exists (`present`) or is gone; returns it.
-async fn wait_record<K>(api: &Api<K>, name: &str, present: bool) -> Option<K>
+pub(crate) async fn wait_record<K>(api: &Api<K>, name: &str, present: bool) -> Option<K>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -281,7 +283,7 @@ where
     }
 }
 
-async fn set_token(api: &Api<Secret>, name: &str, token: &str) {
+pub(crate) async fn set_token(api: &Api<Secret>, name: &str, token: &str) {
     api.patch(
         name,
         &PatchParams::default(),

@@ -338,13 +338,25 @@ async fn members_from_a_malformed_file_starts_nothing() {
     assert!(!args.state_dir.join("host.kubeconfig").exists(), "nothing may start");
 }
 
-/// `--engine karmada|kubefed`: the host seeded as the engine's control
-/// plane (Karmada: eu-west-1 in pull mode, through the cluster proxy); the
+/// Every `--engine`.
+const ENGINES: [Engine; 6] = [
+    Engine::Karmada,
+    Engine::Kubefed,
+    Engine::Clusternet,
+    Engine::Capi,
+    Engine::Argocd,
+    Engine::Clusterprofile,
+];
+
+/// `--engine karmada|kubefed|clusternet|capi|argocd|clusterprofile`: the
+/// host seeded as the engine's control plane or inventory (Karmada:
+/// eu-west-1 in pull mode, through the cluster proxy; Clusternet:
+/// eu-west-1 through the hub's socket proxy); the
 /// same names answer, made from the annotated templates, and `fail` /
 /// `recover` move a member out and back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sandbox_runs_as_an_engine_control_plane() {
-    for engine in [Engine::Karmada, Engine::Kubefed] {
+    for engine in ENGINES {
         let (args, port) = engine_args(None, Some(engine));
         let running = sandbox::start(&args).await.unwrap();
         let host = client_of(&running.federation.host).await;
@@ -621,11 +633,11 @@ async fn the_first_screen_of_replayed_clusters_names_them() {
     running.shutdown().await;
 }
 
-/// `--engine karmada|kubefed`: only hints that work there (no cordon: the
+/// Every `--engine`: only hints that work there (no cordon: the
 /// members are the engine's clusters; no break-lb: nothing is probed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_screen_under_an_engine_offers_what_works_there() {
-    for engine in [Engine::Karmada, Engine::Kubefed] {
+    for engine in ENGINES {
         let (args, _) = engine_args(None, Some(engine));
         let running = sandbox::start(&args).await.unwrap();
         let text = run_the_first_screen(&running).await;

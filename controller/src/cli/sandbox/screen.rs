@@ -595,31 +595,69 @@ impl Running {
 
         // The engine's view.
         if let Some(engine) = self.engine {
-            let (kind, namespace, pull) = match engine {
-                Engine::Karmada => (
-                    "clusters.cluster.karmada.io",
-                    None,
-                    self.federation
-                        .members
-                        .contains_key(KARMADA_PULL_MEMBER)
-                        .then(|| format!(" ({KARMADA_PULL_MEMBER} in pull mode)")),
-                ),
+            let through_proxy = |how: &str| {
+                self.federation
+                    .members
+                    .contains_key(KARMADA_PULL_MEMBER)
+                    .then(|| format!(" ({KARMADA_PULL_MEMBER} {how})"))
+            };
+            // What lists the engine's clusters: the resource, its namespace
+            // (`-A`: all), a label selector.
+            let (kind, namespace, selector, pull) = match engine {
+                Engine::Karmada => ("clusters.cluster.karmada.io", None, None, through_proxy("in pull mode")),
                 Engine::Kubefed => (
                     "kubefedclusters.core.kubefed.io",
                     Some(crate::federation::KUBEFED_NAMESPACE),
                     None,
+                    None,
+                ),
+                Engine::Clusternet => (
+                    "managedclusters.clusters.clusternet.io",
+                    Some("-A"),
+                    None,
+                    through_proxy("through the hub's socket proxy"),
+                ),
+                Engine::Capi => (
+                    "clusters.cluster.x-k8s.io",
+                    Some(crate::federation::CAPI_NAMESPACE),
+                    None,
+                    None,
+                ),
+                Engine::Argocd => (
+                    "secrets",
+                    Some(crate::federation::ARGOCD_NAMESPACE),
+                    Some("argocd.argoproj.io/secret-type=cluster"),
+                    None,
+                ),
+                Engine::Clusterprofile => (
+                    "clusterprofiles.multicluster.x-k8s.io",
+                    Some(crate::federation::CLUSTERPROFILE_NAMESPACE),
+                    None,
+                    None,
                 ),
             };
+            // Propagation engines have a control plane; the others keep an inventory.
+            let role = match engine {
+                Engine::Karmada | Engine::Kubefed | Engine::Clusternet => "control plane",
+                Engine::Capi | Engine::Argocd | Engine::Clusterprofile => "cluster inventory",
+            };
             screen.text(format!(
-                "The host stands in for {}'s control plane; its clusters{}:",
+                "The host stands in for {}'s {role}; its clusters{}:",
                 engine.as_str(),
                 pull.unwrap_or_default()
             ));
-            let mut args: Vec<String> = namespace
-                .iter()
-                .flat_map(|n| ["-n".to_owned(), n.to_string()])
-                .collect();
+            let mut args: Vec<String> = match namespace {
+                Some(n) if n != "-A" => vec!["-n".to_owned(), n.to_owned()],
+                _ => Vec::new(),
+            };
             args.extend(["get".to_owned(), kind.to_owned()]);
+            // kubectl takes `-A` only after the verb.
+            if namespace == Some("-A") {
+                args.push("-A".to_owned());
+            }
+            if let Some(selector) = selector {
+                args.extend(["-l".to_owned(), selector.to_owned()]);
+            }
             screen.try_(
                 Try::Kubectl {
                     kubeconfig: host_kubeconfig.clone(),

@@ -1,6 +1,8 @@
 //! Where members come from: fedns's own `MemberCluster` objects, or the
-//! cluster registry of the propagation engine the user already runs
-//! (Karmada `Cluster`, kubefed `KubeFedCluster`), read as they are.
+//! cluster registry of the propagation engine or fleet tool the user
+//! already runs (Karmada `Cluster`, kubefed `KubeFedCluster`, Clusternet
+//! `ManagedCluster`, Cluster API `Cluster`, Argo CD cluster Secrets,
+//! SIG Multicluster `ClusterProfile`), read as they are.
 //!
 //! An engine's cluster is run exactly as a MemberCluster would be: each
 //! becomes an in-memory MemberCluster (never stored: fedns writes nothing
@@ -15,6 +17,10 @@
 //! the member rather than the member's Services failing, and fedns's
 //! probes (every `periodSeconds`, with thresholds) see that themselves.
 
+pub mod argocd;
+pub mod capi;
+pub mod clusternet;
+pub mod clusterprofile;
 pub mod karmada;
 pub mod kubefed;
 
@@ -25,6 +31,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
+use serde::{Deserialize, Serialize};
 
 use super::client::Connection;
 
@@ -43,6 +50,15 @@ pub enum MemberSource {
     Karmada,
     /// kubefed `KubeFedCluster` objects (`kubefedclusters.core.kubefed.io/v1beta1`).
     Kubefed,
+    /// Clusternet `ManagedCluster` objects (`managedclusters.clusters.clusternet.io/v1beta1`).
+    Clusternet,
+    /// Cluster API `Cluster` objects (`clusters.cluster.x-k8s.io/v1beta2`) and
+    /// their `<name>-kubeconfig` Secrets.
+    Capi,
+    /// Argo CD cluster Secrets (label `argocd.argoproj.io/secret-type: cluster`).
+    Argocd,
+    /// SIG Multicluster `ClusterProfile` objects (`clusterprofiles.multicluster.x-k8s.io/v1alpha1`).
+    Clusterprofile,
 }
 
 impl MemberSource {
@@ -52,6 +68,10 @@ impl MemberSource {
             MemberSource::Fedns => "fedns",
             MemberSource::Karmada => "karmada",
             MemberSource::Kubefed => "kubefed",
+            MemberSource::Clusternet => "clusternet",
+            MemberSource::Capi => "capi",
+            MemberSource::Argocd => "argocd",
+            MemberSource::Clusterprofile => "clusterprofile",
         }
     }
 }
@@ -136,6 +156,173 @@ pub(crate) fn engine_member(
     member
 }
 
+/// Label (on an inventory object: a Cluster API `Cluster`, an Argo CD
+/// cluster Secret, a Clusternet `ManagedCluster`, a `ClusterProfile`)
+/// giving the member's region; the well-known Node label's key.
+pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
+/// As [`REGION_LABEL`], for the member's zone (one zone; a label value
+/// cannot hold a list).
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// Region and zones from an inventory object's labels ([`REGION_LABEL`],
+/// [`ZONE_LABEL`]); `None`/empty where absent (then the member's Nodes give them).
+pub(crate) fn topology_from_labels(
+    labels: &std::collections::BTreeMap<String, String>,
+) -> (Option<String>, Vec<String>) {
+    let value = |key: &str| labels.get(key).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    (value(REGION_LABEL), value(ZONE_LABEL).into_iter().collect())
+}
+
+/// A condition as the inventories write them: `metav1.Condition`, or
+/// Cluster API's older `v1beta1` condition (no required reason). Every
+/// field is optional so that no object fails to decode.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct InventoryCondition {
+    /// Condition type (`Available`, `Ready`, `ControlPlaneHealthy`, ...).
+    #[serde(rename = "type", default, deserialize_with = "lenient")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub status: String,
+    /// Reason of the last transition.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub reason: Option<String>,
+    /// Message of the last transition.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub message: Option<String>,
+}
+
+/// The first condition of `types` (in that order of preference) found in
+/// `conditions`, as the engine's Ready.
+pub(crate) fn ready_from_conditions(conditions: &[InventoryCondition], types: &[&str]) -> Option<EngineReady> {
+    types.iter().find_map(|t| {
+        conditions.iter().find(|c| c.type_ == *t).map(|c| EngineReady {
+            status: c.status.clone(),
+            reason: c.reason.clone().unwrap_or_default(),
+            message: c.message.clone().unwrap_or_default(),
+        })
+    })
+}
+
+/// A whole kubeconfig (`origin` names where it came from, for errors)
+/// as a connection: checked to parse here, so that a malformed one is
+/// reported on its object; its current context is used. Only inline
+/// credentials are accepted (`token`, `client-certificate-data` and
+/// `client-key-data`, `certificate-authority-data`, user name and
+/// password): a kubeconfig read from a Secret may not name a file or a
+/// command on fedns's machine (`tokenFile`, `client-certificate`,
+/// `certificate-authority`, `exec`, `auth-provider`), or whoever writes
+/// that Secret could have fedns run a program or send its own files.
+pub(crate) fn kubeconfig_connection(text: Vec<u8>, origin: &str) -> Result<Connection, String> {
+    let text = String::from_utf8(text).map_err(|_| format!("{origin} is not UTF-8"))?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
+        .map_err(|e| format!("{origin} does not parse as a kubeconfig: {e}"))?;
+    let context_name = kubeconfig
+        .current_context
+        .as_deref()
+        .ok_or_else(|| format!("{origin}: the kubeconfig has no current-context"))?;
+    let context = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.as_ref())
+        .ok_or_else(|| format!("{origin}: the kubeconfig has no context {context_name:?}"))?;
+    let cluster = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.as_ref())
+        .ok_or_else(|| format!("{origin}: the kubeconfig has no cluster {:?}", context.cluster))?;
+    let server = cluster.server.clone().ok_or_else(|| {
+        format!(
+            "{origin}: the kubeconfig has no server for cluster {:?}",
+            context.cluster
+        )
+    })?;
+    let user = context
+        .user
+        .as_ref()
+        .and_then(|name| kubeconfig.auth_infos.iter().find(|u| &u.name == name))
+        .and_then(|u| u.auth_info.as_ref());
+    let refused: Vec<&str> = [
+        ("certificate-authority", cluster.certificate_authority.is_some()),
+        ("tokenFile", user.is_some_and(|u| u.token_file.is_some())),
+        (
+            "client-certificate",
+            user.is_some_and(|u| u.client_certificate.is_some()),
+        ),
+        ("client-key", user.is_some_and(|u| u.client_key.is_some())),
+        ("exec", user.is_some_and(|u| u.exec.is_some())),
+        ("auth-provider", user.is_some_and(|u| u.auth_provider.is_some())),
+    ]
+    .into_iter()
+    .filter_map(|(field, set)| set.then_some(field))
+    .collect();
+    if !refused.is_empty() {
+        return Err(format!(
+            "{origin}: the kubeconfig uses {}, which fedns does not use from a Secret (only inline data: token, client-certificate-data/client-key-data, certificate-authority-data)",
+            refused.join(", ")
+        ));
+    }
+    Ok(Connection {
+        api_endpoint: server,
+        kubeconfig: Some(text),
+        ..Connection::default()
+    })
+}
+
+/// Base64 text (a Go `[]byte` in JSON) decoded; `what` names the field in errors.
+pub(crate) fn base64_field(value: &str, what: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(value.trim())
+        .map_err(|e| format!("{what} is not base64: {e}"))
+}
+
+/// Deserializes a field of an inventory object, its type's default when
+/// the value does not fit (a number where a string is wanted...): one
+/// malformed object must not fail the decoding of a whole watch list. A
+/// number or boolean where a string is wanted is taken as its text.
+pub(crate) fn lenient<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    let value = match value {
+        serde_json::Value::Number(n) => serde_json::from_value(serde_json::Value::Number(n.clone()))
+            .or_else(|_| serde_json::from_value(serde_json::Value::String(n.to_string()))),
+        serde_json::Value::Bool(b) => serde_json::from_value(serde_json::Value::Bool(b))
+            .or_else(|_| serde_json::from_value(serde_json::Value::String(b.to_string()))),
+        other => serde_json::from_value(other),
+    };
+    Ok(value.unwrap_or_default())
+}
+
+/// Each of `objects` translated by `translate`, with where its Events go
+/// (`recorder`, the object itself): what [`Inventory::members`] returns.
+pub(crate) fn each_translated<K>(
+    objects: Vec<std::sync::Arc<K>>,
+    recorder: &Recorder,
+    translate: impl Fn(&K) -> Translated,
+) -> Vec<(Translated, Recorder, ObjectReference)>
+where
+    K: Resource<DynamicType = ()>,
+{
+    objects
+        .iter()
+        .map(|o| (translate(o), recorder.clone(), o.object_ref(&())))
+        .collect()
+}
+
+/// A member source's inputs: every member it asks for, translated.
+pub(crate) trait Inventory {
+    /// Which source this is.
+    fn source(&self) -> MemberSource;
+    /// Each member: its translation and where its Events go.
+    fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)>;
+}
+
 /// A member a source asks for.
 pub(crate) struct Desired {
     /// Which source.
@@ -193,6 +380,14 @@ pub struct Sources {
     pub karmada: Option<KarmadaInputs>,
     /// kubefed.
     pub kubefed: Option<KubefedInputs>,
+    /// Clusternet.
+    pub clusternet: Option<clusternet::ClusternetInputs>,
+    /// Cluster API.
+    pub capi: Option<capi::CapiInputs>,
+    /// Argo CD.
+    pub argocd: Option<argocd::ArgocdInputs>,
+    /// ClusterProfile.
+    pub clusterprofile: Option<clusterprofile::ClusterProfileInputs>,
 }
 
 impl std::fmt::Debug for Sources {
@@ -256,6 +451,10 @@ impl Sources {
                         }
                     }
                 }
+                MemberSource::Clusternet => all.extend(inventory(self.clusternet.as_ref(), namespace)),
+                MemberSource::Capi => all.extend(inventory(self.capi.as_ref(), namespace)),
+                MemberSource::Argocd => all.extend(inventory(self.argocd.as_ref(), namespace)),
+                MemberSource::Clusterprofile => all.extend(inventory(self.clusterprofile.as_ref(), namespace)),
             }
         }
         let mut seen: BTreeSet<String> = BTreeSet::new();
@@ -278,6 +477,24 @@ impl Sources {
     }
 }
 
+/// The members an inventory source asks for (none when it is not configured).
+fn inventory(inputs: Option<&impl Inventory>, namespace: &str) -> Vec<Desired> {
+    let Some(inputs) = inputs else {
+        return Vec::new();
+    };
+    inputs
+        .members(namespace)
+        .into_iter()
+        .map(|(t, recorder, reference)| Desired {
+            source: inputs.source(),
+            cluster: t.member,
+            connection: t.connection,
+            engine_ready: t.engine_ready,
+            event_target: Some((recorder, reference)),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,7 +502,8 @@ mod tests {
     use kube::runtime::{reflector, watcher};
     use serde_json::json;
 
-    fn store<K>(objects: &[serde_json::Value]) -> Store<K>
+    /// A store holding `objects` (for the sources' tests).
+    pub(super) fn store<K>(objects: &[serde_json::Value]) -> Store<K>
     where
         K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + 'static,
     {
@@ -322,12 +540,12 @@ mod tests {
         let sources = Sources {
             order: vec![MemberSource::Fedns, MemberSource::Kubefed],
             fedns: Some((members, store(&[]))),
-            karmada: None,
             kubefed: Some(KubefedInputs {
                 clusters,
                 secrets: store(&[]),
                 recorder,
             }),
+            ..Sources::default()
         };
         let (kept, dropped) = sources.desired("fedns-system");
         let kept: Vec<(String, MemberSource)> = kept.iter().map(|d| (d.name(), d.source)).collect();

@@ -1,0 +1,171 @@
+//! The caches of the inventory member sources (`--member-source
+//! clusternet|capi|argocd|clusterprofile`): each watches its objects and
+//! the Secrets holding their credentials in the cluster that holds the
+//! inventory (its own `--*-kubeconfig`, else the host), every change
+//! waking the member registry. Like the engines' caches, they are not
+//! waited for: an inventory whose API is not installed is logged and
+//! retried while the other sources work.
+
+use std::path::Path;
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::events::Recorder;
+use kube::runtime::watcher;
+
+use super::controller::{keep_secret_keys, reflect_selected, reporter};
+use crate::cli::ControllerArgs;
+use crate::members::sources::{argocd, capi, clusternet, clusterprofile, Sources};
+use crate::members::MemberSource;
+
+/// A client of the cluster holding an inventory: `path`, else the host's kubeconfig.
+async fn inventory_client(
+    path: Option<&Path>,
+    host: Option<&Path>,
+    what: &str,
+) -> anyhow::Result<(kube::Config, kube::Client)> {
+    let config = crate::kube_client::config(path.or(host))
+        .await
+        .with_context(|| format!("the cluster holding the {what} inventory"))?;
+    let client = kube::Client::try_from(config.clone()).with_context(|| format!("a client of the {what} inventory"))?;
+    Ok((config, client))
+}
+
+/// `Api::namespaced` in `namespace`, else `Api::all`.
+fn api_in<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// A watch of the objects matching `selector` (empty: all).
+fn selected(selector: &str) -> watcher::Config {
+    let config = watcher::Config::default();
+    if selector.trim().is_empty() {
+        config
+    } else {
+        config.labels(selector)
+    }
+}
+
+/// Of an inventory's Secret only `keys` are kept (labels too: Argo CD's
+/// cluster labels give topology).
+fn slim_secret(keys: &'static [&'static str]) -> impl FnMut(&mut Secret) + Send + 'static {
+    move |secret: &mut Secret| keep_secret_keys(secret, keys)
+}
+
+/// Starts the caches of `source` (an inventory source) into `sources`.
+/// `namespace` is the controller namespace; `notify` wakes the registry.
+pub(super) async fn start(
+    source: MemberSource,
+    args: &ControllerArgs,
+    identity: &str,
+    sources: &mut Sources,
+    notify: impl Fn() + Clone + Send + 'static,
+) -> anyhow::Result<()> {
+    let inv = &args.sources.inventories;
+    let host = args.kubeconfig.as_deref();
+    match source {
+        MemberSource::Clusternet => {
+            let (config, client) = inventory_client(inv.clusternet_kubeconfig.as_deref(), host, "Clusternet").await?;
+            let (n1, n2) = (notify.clone(), notify);
+            let clusters = reflect_selected(
+                Api::<clusternet::ManagedCluster>::all(client.clone()),
+                selected(&inv.clusternet_selector),
+                |o: &mut clusternet::ManagedCluster| o.metadata.managed_fields = None,
+                move |_| n1(),
+            );
+            let secrets = reflect_selected(
+                Api::<Secret>::all(client.clone()),
+                watcher::Config::default().fields(&format!("metadata.name={}", clusternet::CHILD_SECRET)),
+                slim_secret(&["token", "ca.crt", clusternet::URL_KEY]),
+                move |_| n2(),
+            );
+            sources.clusternet = Some(clusternet::ClusternetInputs {
+                clusters: clusters.store,
+                secrets: secrets.store,
+                config,
+                through_hub: inv.clusternet_through_hub,
+                recorder: Recorder::new(client, reporter(identity)),
+            });
+        }
+        MemberSource::Capi => {
+            let (_, client) = inventory_client(inv.capi_kubeconfig.as_deref(), host, "Cluster API").await?;
+            let (n1, n2) = (notify.clone(), notify);
+            let namespace = inv.capi_namespace.as_deref();
+            let clusters = reflect_selected(
+                api_in::<capi::Cluster>(&client, namespace),
+                selected(&inv.capi_selector),
+                |o: &mut capi::Cluster| o.metadata.managed_fields = None,
+                move |_| n1(),
+            );
+            let secrets = reflect_selected(
+                api_in::<Secret>(&client, namespace),
+                watcher::Config::default().labels(capi::CLUSTER_NAME_LABEL),
+                slim_secret(&[capi::KUBECONFIG_KEY]),
+                move |_| n2(),
+            );
+            sources.capi = Some(capi::CapiInputs {
+                clusters: clusters.store,
+                secrets: secrets.store,
+                recorder: Recorder::new(client, reporter(identity)),
+            });
+        }
+        MemberSource::Argocd => {
+            let (_, client) = inventory_client(inv.argocd_kubeconfig.as_deref(), host, "Argo CD").await?;
+            let mut selector = format!("{}={}", argocd::SECRET_TYPE_LABEL, argocd::SECRET_TYPE_CLUSTER);
+            if !inv.argocd_selector.trim().is_empty() {
+                selector = format!("{selector},{}", inv.argocd_selector.trim());
+            }
+            let secrets = reflect_selected(
+                Api::<Secret>::namespaced(client.clone(), &inv.argocd_namespace),
+                watcher::Config::default().labels(&selector),
+                slim_secret(&["name", "server", "config"]),
+                move |_| notify(),
+            );
+            sources.argocd = Some(argocd::ArgocdInputs {
+                secrets: secrets.store,
+                recorder: Recorder::new(client, reporter(identity)),
+            });
+        }
+        MemberSource::Clusterprofile => {
+            let exec_providers = match &inv.clusterprofile_provider_file {
+                Some(path) => clusterprofile::ProviderFile::read(path).map_err(|e| anyhow::anyhow!(e))?,
+                None => clusterprofile::ProviderFile::default(),
+            };
+            let (_, client) =
+                inventory_client(inv.clusterprofile_kubeconfig.as_deref(), host, "ClusterProfile").await?;
+            let (n1, n2) = (notify.clone(), notify);
+            let profiles = reflect_selected(
+                api_in::<clusterprofile::ClusterProfile>(&client, inv.clusterprofile_namespace.as_deref()),
+                selected(&inv.clusterprofile_selector),
+                |o: &mut clusterprofile::ClusterProfile| o.metadata.managed_fields = None,
+                move |_| n1(),
+            );
+            let secret_namespace = inv
+                .clusterprofile_secret_namespace
+                .clone()
+                .unwrap_or_else(|| args.namespace.clone());
+            let secrets = reflect_selected(
+                Api::<Secret>::namespaced(client.clone(), &secret_namespace),
+                watcher::Config::default(),
+                slim_secret(&["token"]),
+                move |_| n2(),
+            );
+            sources.clusterprofile = Some(clusterprofile::ClusterProfileInputs {
+                profiles: profiles.store,
+                secrets: secrets.store,
+                secret_namespace,
+                exec_providers,
+                recorder: Recorder::new(client, reporter(identity)),
+            });
+        }
+        MemberSource::Fedns | MemberSource::Karmada | MemberSource::Kubefed => {}
+    }
+    Ok(())
+}

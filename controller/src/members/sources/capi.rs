@@ -1,0 +1,222 @@
+//! Cluster API's `Cluster` (`cluster.x-k8s.io/v1beta2`, namespaced, in the
+//! management cluster) as a member source. Only the fields fedns reads are
+//! declared, as in Cluster API's Go types (`api/core/v1beta2/cluster_types.go`);
+//! unknown fields are ignored and every field is optional, so that no
+//! object fails to decode.
+//!
+//! Credentials: the admin kubeconfig Cluster API writes for each cluster,
+//! the Secret `<cluster>-kubeconfig` in the Cluster's namespace, key
+//! `value` (`util/secret/consts.go`, `KubeconfigDataName`): client
+//! certificates or tokens, whatever it holds. The Secret is watched, so a
+//! rotated kubeconfig (Cluster API renews it before its certificate
+//! expires) is used within seconds.
+
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{CustomResource, ResourceExt};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    each_translated, engine_member, kubeconfig_connection, lenient, ready_from_conditions, topology_from_labels,
+    Inventory, InventoryCondition, MemberSource, Translated,
+};
+use crate::members::client::{secret_value, Connection};
+
+/// Cluster API's `Cluster.spec` (the fields fedns reads).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "cluster.x-k8s.io",
+    version = "v1beta2",
+    kind = "Cluster",
+    plural = "clusters",
+    namespaced,
+    status = "ClusterStatus",
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSpec {
+    /// Where the workload cluster's API server is (shown; the kubeconfig is what is used).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub control_plane_endpoint: Option<ApiEndpoint>,
+}
+
+/// Cluster API's `APIEndpoint`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ApiEndpoint {
+    /// Host name or IP.
+    #[serde(default, deserialize_with = "lenient")]
+    pub host: String,
+    /// TCP port.
+    #[serde(default, deserialize_with = "lenient")]
+    pub port: i32,
+}
+
+/// Cluster API's `Cluster.status` (the fields fedns reads).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ClusterStatus {
+    /// Conditions: `Available` (v1beta2), or `Ready` (v1beta1, still
+    /// written by older Cluster API versions).
+    #[serde(default, deserialize_with = "lenient")]
+    pub conditions: Vec<InventoryCondition>,
+    /// `Pending`, `Provisioning`, `Provisioned`, `Deleting`, `Failed`, `Unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub phase: Option<String>,
+}
+
+/// Suffix of the kubeconfig Secret Cluster API writes per cluster.
+pub const KUBECONFIG_SUFFIX: &str = "-kubeconfig";
+/// Key of the kubeconfig in that Secret.
+pub const KUBECONFIG_KEY: &str = "value";
+/// Label Cluster API puts on the Secrets of a cluster (the kubeconfig Secret too).
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+
+/// The management cluster: its Clusters, their kubeconfig Secrets, and an
+/// Event recorder there.
+#[derive(Clone)]
+pub struct CapiInputs {
+    /// `Cluster` objects.
+    pub clusters: Store<Cluster>,
+    /// Secrets labelled [`CLUSTER_NAME_LABEL`] (only key `value` is kept).
+    pub secrets: Store<Secret>,
+    /// Events on Clusters.
+    pub recorder: Recorder,
+}
+
+impl Inventory for CapiInputs {
+    fn source(&self) -> MemberSource {
+        MemberSource::Capi
+    }
+
+    fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)> {
+        each_translated(self.clusters.state(), &self.recorder, |c| {
+            translate(c, &self.secrets, namespace)
+        })
+    }
+}
+
+/// How a Cluster API `Cluster` becomes a member: region and zones from its
+/// labels `topology.kubernetes.io/region` and `topology.kubernetes.io/zone`
+/// (else the member's Nodes); `Available` (else `Ready`) seeds its state.
+pub(crate) fn translate(cluster: &Cluster, secrets: &Store<Secret>, namespace: &str) -> Translated {
+    let name = cluster.name_any();
+    let (region, zones) = topology_from_labels(cluster.labels());
+    let ready = cluster
+        .status
+        .as_ref()
+        .and_then(|s| ready_from_conditions(&s.conditions, &["Available", "Ready"]));
+    let connection = connection(cluster, secrets);
+    let endpoint = match (&connection, &cluster.spec.control_plane_endpoint) {
+        (Ok(c), _) => c.api_endpoint.clone(),
+        (Err(_), Some(e)) if !e.host.is_empty() => format!("https://{}:{}", e.host, e.port),
+        _ => String::new(),
+    };
+    Translated {
+        member: engine_member(&name, namespace, "capi", &endpoint, region, zones, ready.as_ref()),
+        connection,
+        engine_ready: ready,
+    }
+}
+
+fn connection(cluster: &Cluster, secrets: &Store<Secret>) -> Result<Connection, String> {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let secret_name = format!("{}{KUBECONFIG_SUFFIX}", cluster.name_any());
+    let secret = secrets
+        .get(&ObjectRef::new(&secret_name).within(&namespace))
+        .ok_or_else(|| format!("Secret {namespace}/{secret_name} (Cluster API's kubeconfig Secret) not found"))?;
+    let value = secret_value(&secret, KUBECONFIG_KEY)
+        .ok_or_else(|| format!("Secret {namespace}/{secret_name} has no key {KUBECONFIG_KEY}"))?;
+    kubeconfig_connection(value, &format!("Secret {namespace}/{secret_name} key {KUBECONFIG_KEY}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::members::sources::tests::store;
+    use crate::members::sources::{REGION_LABEL, ZONE_LABEL};
+    use serde_json::json;
+
+    const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters: [{name: w, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: w, user: u}}]\ncurrent-context: c\n";
+
+    fn cluster(labels: serde_json::Value, status: serde_json::Value) -> Cluster {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": {"name": "w1", "namespace": "fleet", "labels": labels},
+            "spec": {"controlPlaneEndpoint": {"host": "10.0.0.1", "port": 6443}, "topology": {"classRef": {"name": "x"}}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn secret(data: serde_json::Value) -> Store<Secret> {
+        store(&[json!({"metadata": {"name": "w1-kubeconfig", "namespace": "fleet",
+            "labels": {CLUSTER_NAME_LABEL: "w1"}}, "stringData": data})])
+    }
+
+    #[test]
+    fn reads_the_kubeconfig_secret_labels_and_conditions() {
+        let c = cluster(
+            json!({REGION_LABEL: "eu", ZONE_LABEL: "eu-1"}),
+            json!({"phase": "Provisioned", "conditions": [{"type": "Available", "status": "False",
+                "reason": "NotAvailable", "message": "RemoteConnectionProbe failed"},
+                {"type": "Ready", "status": "True"}]}),
+        );
+        let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "fedns-system");
+        let connection = t.connection.unwrap();
+        assert_eq!(connection.kubeconfig.as_deref(), Some(KUBECONFIG));
+        assert_eq!(t.member.spec.api_endpoint, "https://127.0.0.1:6443");
+        assert_eq!(t.member.spec.region.as_deref(), Some("eu"));
+        assert_eq!(t.member.spec.zones, vec!["eu-1"]);
+        assert_eq!(
+            t.engine_ready.unwrap().summary(),
+            "False (NotAvailable): RemoteConnectionProbe failed",
+            "v1beta2 Available before v1beta1 Ready"
+        );
+    }
+
+    #[test]
+    fn an_older_ready_condition_without_reason_is_read() {
+        let c = cluster(json!({}), json!({"conditions": [{"type": "Ready", "status": "True"}]}));
+        let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "ns");
+        assert_eq!(t.engine_ready.unwrap().summary(), "True");
+        assert_eq!(t.member.spec.region, None, "no label: the member's Nodes give it");
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        let c = cluster(json!({}), json!({}));
+        let err = translate(&c, &store(&[]), "ns").connection.unwrap_err();
+        assert_eq!(
+            err,
+            "Secret fleet/w1-kubeconfig (Cluster API's kubeconfig Secret) not found"
+        );
+        let t = translate(&c, &secret(json!({"other": "x"})), "ns");
+        assert_eq!(t.connection.unwrap_err(), "Secret fleet/w1-kubeconfig has no key value");
+        assert_eq!(
+            t.member.spec.api_endpoint, "https://10.0.0.1:6443",
+            "the spec's endpoint is shown"
+        );
+        let err = translate(&c, &secret(json!({"value": "{not yaml: ["})), "ns")
+            .connection
+            .unwrap_err();
+        assert!(
+            err.starts_with("Secret fleet/w1-kubeconfig key value does not parse as a kubeconfig"),
+            "{err}"
+        );
+        let err = translate(&c, &secret(json!({"value": "apiVersion: v1\nkind: Config\n"})), "ns")
+            .connection
+            .unwrap_err();
+        assert!(err.contains("no current-context"), "{err}");
+        let exec = KUBECONFIG.replace(
+            "user: {token: t}",
+            "user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token, exec: {command: sh, apiVersion: client.authentication.k8s.io/v1}}",
+        );
+        let err = translate(&c, &secret(json!({"value": exec})), "ns")
+            .connection
+            .unwrap_err();
+        assert!(
+            err.contains("the kubeconfig uses tokenFile, exec, which fedns does not use from a Secret"),
+            "{err}"
+        );
+    }
+}

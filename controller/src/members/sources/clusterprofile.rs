@@ -1,0 +1,493 @@
+//! SIG Multicluster's `ClusterProfile` (`multicluster.x-k8s.io/v1alpha1`,
+//! namespaced; the cluster inventory API of KEP-4322, types in
+//! `kubernetes-sigs/cluster-inventory-api` `apis/v1alpha1/clusterprofile_types.go`)
+//! as a member source. Only the fields fedns reads are declared; every
+//! field is optional, so that no object fails to decode.
+//!
+//! Access, as the API defines it: `status.accessProviders[]` (or the
+//! older `status.credentialProviders[]`), each a provider name and a
+//! kubeconfig `cluster` (server, CA, TLS server name, proxy URL,
+//! extensions); the consumer maps provider names to exec plugins in a
+//! provider file (`pkg/access/config.go`: `{"providers": [{"name",
+//! "execConfig"}]}`, `--clusterprofile-provider-file`). fedns uses the
+//! first access provider of the profile that it knows: one of the
+//! provider file's, run as an exec credential plugin with the cluster's
+//! info (`provideClusterInfo`: the `client.authentication.k8s.io/exec`
+//! extension is passed as `config`), or `secretreader`, whose contract
+//! (`plugins/secretreader` in that repository) fedns implements itself
+//! unless the file names it: the bearer token is key `token` of the Secret
+//! `<consumer namespace>/<clusterName>`, `clusterName` from that extension,
+//! else the profile's name. The extensions adding exec arguments or
+//! environment (`clusterprofiles.multicluster.x-k8s.io/exec/additional-*`)
+//! are not applied.
+
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{CustomResource, ResourceExt};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    base64_field, each_translated, engine_member, lenient, ready_from_conditions, topology_from_labels, Inventory,
+    InventoryCondition, MemberSource, Translated, REGION_LABEL, ZONE_LABEL,
+};
+use crate::members::client::{secret_value, token_text, Connection};
+
+/// `ClusterProfile.spec` (the fields fedns reads).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "multicluster.x-k8s.io",
+    version = "v1alpha1",
+    kind = "ClusterProfile",
+    plural = "clusterprofiles",
+    namespaced,
+    status = "ClusterProfileStatus",
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProfileSpec {
+    /// Human-readable name.
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub display_name: String,
+}
+
+/// `ClusterProfile.status` (the fields fedns reads).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProfileStatus {
+    /// Conditions; `ControlPlaneHealthy` is the cluster manager's view.
+    #[serde(default, deserialize_with = "lenient")]
+    pub conditions: Vec<InventoryCondition>,
+    /// Name/value properties (ClusterProperty, KEP-2149).
+    #[serde(default, deserialize_with = "lenient")]
+    pub properties: Vec<Property>,
+    /// How to reach the cluster, per access provider.
+    #[serde(default, deserialize_with = "lenient")]
+    pub access_providers: Vec<AccessProvider>,
+    /// The older name of `accessProviders`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub credential_providers: Vec<AccessProvider>,
+}
+
+/// A `Property` of the status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Property {
+    /// Property name.
+    #[serde(default, deserialize_with = "lenient")]
+    pub name: String,
+    /// Property value.
+    #[serde(default, deserialize_with = "lenient")]
+    pub value: String,
+}
+
+/// An `AccessProvider`: a provider name and the kubeconfig `Cluster` it gives.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct AccessProvider {
+    /// Provider name (`secretreader`, ...).
+    #[serde(default, deserialize_with = "lenient")]
+    pub name: String,
+    /// A kubeconfig `clusters[].cluster` (`k8s.io/client-go/tools/clientcmd/api/v1`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub cluster: KubeconfigCluster,
+}
+
+/// A kubeconfig v1 `Cluster` (the fields fedns reads).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub struct KubeconfigCluster {
+    /// API server URL.
+    #[serde(default, deserialize_with = "lenient")]
+    pub server: String,
+    /// Name to verify the server's certificate against.
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub tls_server_name: String,
+    /// Skip verification of the server's certificate.
+    #[serde(default, deserialize_with = "lenient")]
+    pub insecure_skip_tls_verify: bool,
+    /// PEM CA bundle, base64 in JSON.
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub certificate_authority_data: String,
+    /// Proxy URL.
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "lenient")]
+    pub proxy_url: String,
+    /// Named extensions (`client.authentication.k8s.io/exec` carries the
+    /// provider's own settings).
+    #[serde(default, deserialize_with = "lenient")]
+    pub extensions: Vec<NamedExtension>,
+}
+
+/// A kubeconfig `NamedExtension`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct NamedExtension {
+    /// Extension name.
+    #[serde(default, deserialize_with = "lenient")]
+    pub name: String,
+    /// Its settings (any JSON).
+    #[serde(default, deserialize_with = "lenient")]
+    pub extension: serde_json::Value,
+}
+
+/// The access provider fedns implements itself.
+pub const SECRETREADER: &str = "secretreader";
+/// Extension whose `clusterName` names the secretreader's Secret.
+pub const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
+
+/// The consumer's provider file (`pkg/access/config.go` `Config`):
+/// provider names and the exec credential plugin each runs.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ProviderFile {
+    /// The providers.
+    #[serde(default)]
+    pub providers: Vec<ExecProvider>,
+}
+
+/// One provider of the file: its name and a kubeconfig `ExecConfig`
+/// (`apiVersion`, `command`, `args`, `env`, `provideClusterInfo`...), kept as JSON.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecProvider {
+    /// The name access providers refer to.
+    pub name: String,
+    /// The exec plugin.
+    pub exec_config: serde_json::Value,
+}
+
+impl ProviderFile {
+    /// Reads and checks a provider file (JSON).
+    ///
+    /// # Errors
+    /// The file cannot be read, is not that JSON, or a provider has no
+    /// `execConfig.command`: a one-line message naming the file.
+    pub fn read(path: &std::path::Path) -> Result<ProviderFile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let file: ProviderFile = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a ClusterProfile provider file: {e}", path.display()))?;
+        if let Some(p) = file.providers.iter().find(|p| {
+            p.exec_config
+                .get("command")
+                .and_then(|c| c.as_str())
+                .is_none_or(str::is_empty)
+        }) {
+            return Err(format!(
+                "{}: provider {:?} has no execConfig.command",
+                path.display(),
+                p.name
+            ));
+        }
+        Ok(file)
+    }
+}
+
+/// The inventory cluster: ClusterProfiles, the Secrets of the consumer
+/// namespace (for `secretreader`), the exec providers and an Event recorder.
+#[derive(Clone)]
+pub struct ClusterProfileInputs {
+    /// `ClusterProfile` objects.
+    pub profiles: Store<ClusterProfile>,
+    /// Secrets of the consumer namespace (only key `token` is kept).
+    pub secrets: Store<Secret>,
+    /// The consumer namespace.
+    pub secret_namespace: String,
+    /// Exec providers of the provider file.
+    pub exec_providers: ProviderFile,
+    /// Events on ClusterProfiles.
+    pub recorder: Recorder,
+}
+
+impl Inventory for ClusterProfileInputs {
+    fn source(&self) -> MemberSource {
+        MemberSource::Clusterprofile
+    }
+
+    fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)> {
+        each_translated(self.profiles.state(), &self.recorder, |p| translate(p, self, namespace))
+    }
+}
+
+/// How a `ClusterProfile` becomes a member: region and zones from its
+/// status properties `topology.kubernetes.io/region` and
+/// `topology.kubernetes.io/zone` (a comma-separated list), else its labels
+/// of those keys, else the member's Nodes; `ControlPlaneHealthy` seeds its state.
+pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs, namespace: &str) -> Translated {
+    let name = profile.name_any();
+    let status = profile.status.clone().unwrap_or_default();
+    let property = |key: &str| {
+        status
+            .properties
+            .iter()
+            .find(|p| p.name == key)
+            .map(|p| p.value.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let (label_region, label_zones) = topology_from_labels(profile.labels());
+    let region = property(REGION_LABEL).or(label_region);
+    let zones = match property(ZONE_LABEL) {
+        Some(list) => list
+            .split(',')
+            .map(|z| z.trim().to_owned())
+            .filter(|z| !z.is_empty())
+            .collect(),
+        None => label_zones,
+    };
+    let ready = ready_from_conditions(&status.conditions, &["ControlPlaneHealthy"]);
+    let known = |name: &str| name == SECRETREADER || inputs.exec_providers.providers.iter().any(|p| p.name == name);
+    let provider = status
+        .access_providers
+        .iter()
+        .chain(&status.credential_providers)
+        .find(|p| known(&p.name));
+    let connection = match provider {
+        Some(p) => connection(&name, p, inputs),
+        None => Err(format!(
+            "status.accessProviders has no provider fedns knows (it has: {}; fedns knows: {})",
+            status
+                .access_providers
+                .iter()
+                .chain(&status.credential_providers)
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            std::iter::once(SECRETREADER)
+                .chain(inputs.exec_providers.providers.iter().map(|p| p.name.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    };
+    let endpoint = provider.map(|p| p.cluster.server.clone()).unwrap_or_default();
+    Translated {
+        member: engine_member(
+            &name,
+            namespace,
+            "clusterprofile",
+            &endpoint,
+            region,
+            zones,
+            ready.as_ref(),
+        ),
+        connection,
+        engine_ready: ready,
+    }
+}
+
+fn connection(name: &str, provider: &AccessProvider, inputs: &ClusterProfileInputs) -> Result<Connection, String> {
+    let cluster = &provider.cluster;
+    if cluster.server.trim().is_empty() {
+        return Err(format!("access provider {}: cluster.server is empty", provider.name));
+    }
+    if let Some(exec) = inputs.exec_providers.providers.iter().find(|p| p.name == provider.name) {
+        return exec_connection(cluster, exec);
+    }
+    let cluster_name = cluster
+        .extensions
+        .iter()
+        .find(|e| e.name == EXEC_EXTENSION)
+        .and_then(|e| e.extension.get("clusterName"))
+        .and_then(|n| n.as_str())
+        .filter(|n| !n.is_empty())
+        .unwrap_or(name);
+    let ns = &inputs.secret_namespace;
+    let secret = inputs
+        .secrets
+        .get(&ObjectRef::new(cluster_name).within(ns))
+        .ok_or_else(|| format!("Secret {ns}/{cluster_name} (the {SECRETREADER} provider's token) not found"))?;
+    let token = secret_value(&secret, "token").ok_or_else(|| format!("Secret {ns}/{cluster_name} has no key token"))?;
+    let ca_pem = if cluster.certificate_authority_data.is_empty() {
+        None
+    } else {
+        Some(base64_field(
+            &cluster.certificate_authority_data,
+            "cluster.certificate-authority-data",
+        )?)
+    };
+    Ok(Connection {
+        api_endpoint: cluster.server.clone(),
+        ca_pem,
+        ca_origin: "cluster.certificate-authority-data".into(),
+        insecure: cluster.insecure_skip_tls_verify,
+        token: Some(token_text(token)?),
+        tls_server_name: Some(cluster.tls_server_name.clone()).filter(|n| !n.is_empty()),
+        proxy_url: Some(cluster.proxy_url.clone()).filter(|p| !p.is_empty()),
+        ..Connection::default()
+    })
+}
+
+/// A kubeconfig of the access provider's cluster whose user runs the
+/// provider's exec plugin with the cluster's info (kube-rs runs it as
+/// client-go would, and again when the credential expires).
+fn exec_connection(cluster: &KubeconfigCluster, exec: &ExecProvider) -> Result<Connection, String> {
+    let mut exec_config = exec.exec_config.clone();
+    if let Some(config) = exec_config.as_object_mut() {
+        config.insert("provideClusterInfo".into(), serde_json::Value::Bool(true));
+        config
+            .entry("interactiveMode")
+            .or_insert_with(|| serde_json::Value::String("Never".into()));
+    }
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "profile", "cluster": cluster}],
+        "users": [{"name": exec.name, "user": {"exec": exec_config}}],
+        "contexts": [{"name": "profile", "context": {"cluster": "profile", "user": exec.name}}],
+        "current-context": "profile",
+    });
+    let text = serde_yaml_ng::to_string(&kubeconfig)
+        .map_err(|e| format!("access provider {}: cannot write its kubeconfig: {e}", exec.name))?;
+    Ok(Connection {
+        api_endpoint: cluster.server.clone(),
+        kubeconfig: Some(text),
+        ..Connection::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::members::sources::tests::store;
+    use kube::runtime::events::Reporter;
+    use serde_json::json;
+
+    fn inputs(secrets: &[serde_json::Value]) -> ClusterProfileInputs {
+        let client = kube::Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().unwrap())).unwrap();
+        ClusterProfileInputs {
+            profiles: store(&[]),
+            secrets: store(secrets),
+            secret_namespace: "fedns-system".into(),
+            exec_providers: ProviderFile::default(),
+            recorder: Recorder::new(
+                client,
+                Reporter {
+                    controller: "test".into(),
+                    instance: None,
+                },
+            ),
+        }
+    }
+
+    fn profile(status: serde_json::Value) -> ClusterProfile {
+        serde_json::from_value(json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+            "metadata": {"name": "p1", "namespace": "fleet", "labels": {REGION_LABEL: "label-region"}},
+            "spec": {"displayName": "p1", "clusterManager": {"name": "ocm"}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn provider(name: &str, extensions: serde_json::Value) -> serde_json::Value {
+        json!({"name": name, "cluster": {"server": "https://127.0.0.1:6443",
+            "certificate-authority-data": "LS0tLS0=", "tls-server-name": "kubernetes", "extensions": extensions}})
+    }
+
+    const TOKEN: &str = "dG9rZW4=";
+
+    #[tokio::test]
+    async fn secretreader_properties_and_control_plane_healthy() {
+        let p = profile(json!({
+            "conditions": [{"type": "ControlPlaneHealthy", "status": "True", "reason": "Healthy", "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            "properties": [{"name": REGION_LABEL, "value": "eu"}, {"name": ZONE_LABEL, "value": "eu-1, eu-2"}],
+            "accessProviders": [provider("other", json!([])),
+                provider(SECRETREADER, json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "spoke-1"}}]))],
+        }));
+        let i =
+            inputs(&[json!({"metadata": {"name": "spoke-1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
+        let t = translate(&p, &i, "fedns-system");
+        let c = t.connection.unwrap();
+        assert_eq!(c.token.as_deref(), Some("token"));
+        assert_eq!(c.ca_pem.as_deref(), Some(&b"-----"[..]));
+        assert_eq!(c.tls_server_name.as_deref(), Some("kubernetes"));
+        assert_eq!(t.member.spec.region.as_deref(), Some("eu"), "properties before labels");
+        assert_eq!(t.member.spec.zones, vec!["eu-1", "eu-2"]);
+        assert_eq!(t.engine_ready.unwrap().summary(), "True");
+    }
+
+    #[tokio::test]
+    async fn older_credential_providers_and_the_profile_name() {
+        let p = profile(json!({"credentialProviders": [provider(SECRETREADER, json!([]))]}));
+        let i = inputs(&[json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
+        let t = translate(&p, &i, "ns");
+        assert!(t.connection.is_ok());
+        assert_eq!(t.member.spec.region.as_deref(), Some("label-region"));
+        assert!(t.engine_ready.is_none());
+    }
+
+    #[tokio::test]
+    async fn bad_input_is_a_clear_error() {
+        let err = |status: serde_json::Value, secrets: &[serde_json::Value]| {
+            translate(&profile(status), &inputs(secrets), "ns")
+                .connection
+                .unwrap_err()
+        };
+        assert_eq!(
+            err(json!({"accessProviders": [provider("kubelogin", json!([]))]}), &[]),
+            "status.accessProviders has no provider fedns knows (it has: kubelogin; fedns knows: secretreader)"
+        );
+        assert_eq!(
+            err(json!({"accessProviders": [provider(SECRETREADER, json!([]))]}), &[]),
+            "Secret fedns-system/p1 (the secretreader provider's token) not found"
+        );
+        let no_token = [json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {}})];
+        assert_eq!(
+            err(
+                json!({"accessProviders": [provider(SECRETREADER, json!([]))]}),
+                &no_token
+            ),
+            "Secret fedns-system/p1 has no key token"
+        );
+        assert!(err(
+            json!({"accessProviders": [{"name": SECRETREADER, "cluster": {}}]}),
+            &no_token
+        )
+        .contains("cluster.server is empty"));
+    }
+
+    #[tokio::test]
+    async fn an_exec_provider_of_the_file_runs_with_the_cluster_info() {
+        let mut i = inputs(&[]);
+        i.exec_providers = serde_json::from_value(json!({"providers": [{"name": "kubelogin",
+            "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin", "args": ["get-token"]}}]}))
+        .unwrap();
+        let p = profile(json!({"accessProviders": [provider("other", json!([])),
+            provider("kubelogin", json!([{"name": EXEC_EXTENSION, "extension": {"audience": "spoke"}}])),
+            provider(SECRETREADER, json!([]))]}));
+        let c = translate(&p, &i, "ns").connection.unwrap();
+        assert_eq!(c.api_endpoint, "https://127.0.0.1:6443");
+        let text = c.kubeconfig.unwrap();
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+        let exec = kubeconfig.auth_infos[0]
+            .auth_info
+            .as_ref()
+            .unwrap()
+            .exec
+            .as_ref()
+            .unwrap();
+        assert_eq!(exec.command.as_deref(), Some("kubelogin"));
+        assert!(exec.provide_cluster_info, "{text}");
+        let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.certificate_authority_data.as_deref(), Some("LS0tLS0="));
+        assert_eq!(
+            cluster.extensions.as_ref().unwrap()[0].extension,
+            json!({"audience": "spoke"})
+        );
+    }
+
+    #[test]
+    fn a_provider_file_without_a_command_is_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("fedns-providers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("providers.json");
+        std::fs::write(
+            &path,
+            r#"{"providers": [{"name": "x", "execConfig": {"apiVersion": "v1"}}]}"#,
+        )
+        .unwrap();
+        assert!(ProviderFile::read(&path)
+            .unwrap_err()
+            .ends_with("provider \"x\" has no execConfig.command"));
+        std::fs::write(&path, "{").unwrap();
+        assert!(ProviderFile::read(&path)
+            .unwrap_err()
+            .contains("is not a ClusterProfile provider file"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

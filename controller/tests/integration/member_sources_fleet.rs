@@ -1,0 +1,487 @@
+//! `fedns controller --member-source clusternet|capi|argocd|clusterprofile`:
+//! the host emulator holds the inventory (ManagedClusters and their
+//! `child-cluster-deployer` Secrets, Cluster API Clusters and their
+//! kubeconfig Secrets, Argo CD cluster Secrets, ClusterProfiles and the
+//! secretreader's token Secrets), as each inventory's own controllers
+//! write it; members are emulators. Per source: registration (topology
+//! from the inventory, else the Nodes), the inventory's readiness reported
+//! but not obeyed, credential rotation, an unreachable member, a malformed
+//! object or Secret (an Event and a metric on that member, the others
+//! unaffected), removal; then two sources at once with a name both claim.
+
+use std::time::Duration;
+
+use crate::common::temp_dir;
+use crate::member_sources::{metrics, set_token, setup, wait_dig, wait_event, wait_global, wait_row, Setup, GLOBAL};
+use fedns_controller::federation::{
+    clusternet_id, inventory_objects, Engine, ARGOCD_NAMESPACE, CAPI_NAMESPACE, CLUSTERPROFILE_NAMESPACE,
+    CLUSTERPROFILE_SECRET_NAMESPACE,
+};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::discovery::ApiResource;
+use serde_json::json;
+
+const ALL: &str = "203.0.113.1,203.0.113.2,203.0.113.3";
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+fn managed_clusters(host: &kube::Client, name: &str) -> Api<DynamicObject> {
+    let r = resource("clusters.clusternet.io", "v1beta1", "ManagedCluster", "managedclusters");
+    Api::namespaced_with(host.clone(), &format!("clusternet-{name}"), &r)
+}
+
+fn capi_clusters(host: &kube::Client) -> Api<DynamicObject> {
+    let r = resource("cluster.x-k8s.io", "v1beta2", "Cluster", "clusters");
+    Api::namespaced_with(host.clone(), CAPI_NAMESPACE, &r)
+}
+
+fn cluster_profiles(host: &kube::Client) -> Api<DynamicObject> {
+    let r = resource("multicluster.x-k8s.io", "v1alpha1", "ClusterProfile", "clusterprofiles");
+    Api::namespaced_with(host.clone(), CLUSTERPROFILE_NAMESPACE, &r)
+}
+
+/// Waits until /metrics has `needle`.
+async fn wait_metric(s: &Setup, needle: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let text = metrics(s).await;
+        if text.contains(needle) {
+            println!("{needle}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no {needle:?} within 30 s: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn merge_status(api: &Api<DynamicObject>, name: &str, status: serde_json::Value) {
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+        .await
+        .unwrap();
+}
+
+/// Registers `a` (with `a_extra`: its topology), `b` (with `b_extra`) and
+/// `c` (with `c_extra`) with `engine`, and seeds `bad` (a malformed object)
+/// in the host.
+fn register_three(
+    f: &fedns_controller::federation::Federation,
+    engine: Engine,
+    [a_extra, b_extra, c_extra]: [serde_json::Value; 3],
+    bad: &str,
+) {
+    f.register_engine(engine, "a", a_extra).unwrap();
+    f.register_engine(engine, "b", b_extra).unwrap();
+    f.register_engine(engine, "c", c_extra).unwrap();
+    f.host.seed_yaml("bad", bad).unwrap();
+}
+
+/// `a_row` (a's topology from the inventory) and the other rows are
+/// published, and the malformed object `object` (member `member`) is
+/// reported: an Event mentioning `note`, `fedns_member_ready` 0.
+async fn published_and_malformed_reported(s: &Setup, a_row: &str, object: &str, member: &str, note: &str) {
+    wait_global(s, "three members published", ALL).await;
+    wait_row(s, a_row).await;
+    wait_row(s, "nginx.ns.myfed.svc.r3a.r3.example.com A 203.0.113.3").await;
+    wait_event(&s.host, object, note).await;
+    let source = s.engine.as_str();
+    wait_metric(
+        s,
+        &format!(r#"fedns_member_ready{{cluster="{member}",source="{source}"}} 0"#),
+    )
+    .await;
+}
+
+/// The inventory's own readiness of `name` set to not ready (`status`
+/// merged into the object's status) is reported, not obeyed.
+async fn not_ready_is_reported_not_obeyed(s: &Setup, api: &Api<DynamicObject>, name: &str, status: serde_json::Value) {
+    merge_status(api, name, status).await;
+    let source = s.engine.as_str();
+    wait_metric(
+        s,
+        &format!(r#"fedns_member_engine_ready{{cluster="{name}",source="{source}"}} 0"#),
+    )
+    .await;
+    let text = metrics(s).await;
+    assert!(
+        text.contains(&format!(
+            r#"fedns_member_ready{{cluster="{name}",source="{source}"}} 1"#
+        )),
+        "{text}"
+    );
+}
+
+/// Key `token` of Secret `secret` set wrong takes member `member` out
+/// (global targets `without`), its own token brings it back.
+async fn token_rotation(s: &Setup, secrets: &Api<Secret>, secret: &str, member: &str, without: &str) {
+    set_token(secrets, secret, "wrong").await;
+    wait_global(s, &format!("{member} out with a wrong token"), without).await;
+    let token = s.federation.member(member).unwrap().token().to_owned();
+    set_token(secrets, secret, &token).await;
+    wait_global(s, &format!("{member} back with the rotated token"), ALL).await;
+}
+
+/// Removal: inventory object `name` deleted, the global targets become `want`.
+async fn removed(s: &Setup, api: Api<DynamicObject>, name: &str, want: &str) {
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    wait_global(s, &format!("{name} removed"), want).await;
+}
+
+/// Stops member `name`: the global targets become `without`; resumed,
+/// they are `with` again.
+async fn unreachable_member_leaves_and_returns(s: &Setup, name: &str, without: &str, with: &str) {
+    s.federation.member(name).unwrap().stop();
+    wait_global(s, &format!("unreachable {name} leaves"), without).await;
+    s.federation.member(name).unwrap().resume().await.unwrap();
+    wait_global(s, &format!("{name} back"), with).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusternet_managed_clusters_are_members() {
+    let s = setup(Engine::Clusternet, &[], |f| {
+        // a: topology from its labels; b: a socket child, through the
+        // hub's proxy path; c: direct with stored credentials. Malformed:
+        // a ManagedCluster whose agent stored no credentials.
+        register_three(
+            f,
+            Engine::Clusternet,
+            [
+                json!({"metadata": {"labels": {"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-1"}}}),
+                json!({"status": {"useSocket": true}}),
+                json!({}),
+            ],
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: clusternet-nocreds}\n---\napiVersion: clusters.clusternet.io/v1beta1\nkind: ManagedCluster\nmetadata: {name: nocreds, namespace: clusternet-nocreds}\nspec: {clusterId: 1234, syncMode: Pull}\n",
+        );
+    })
+    .await;
+    published_and_malformed_reported(
+        &s,
+        "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1",
+        "nocreds",
+        "nocreds",
+        "child-cluster-deployer (the child's credentials, written by clusternet-agent) not found",
+    )
+    .await;
+    wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2", "203.0.113.3"]).await;
+    // The hub's socket proxy path, as the emulator serves it: b's API
+    // with b's token passed as Clusternet's clients pass it; none, a clear error.
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&s.federation.host.kubeconfig_yaml()).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let proxy = fedns_controller::members::sources::clusternet::proxy_path(&clusternet_id("b"));
+    config.cluster_url = format!("{}{proxy}", s.federation.host.url()).parse().unwrap();
+    config.default_retry = false;
+    let started = std::time::Instant::now();
+    let nodes = |config: kube::Config| async move {
+        Api::<k8s_openapi::api::core::v1::Node>::all(kube::Client::try_from(config).unwrap())
+            .list(&Default::default())
+            .await
+    };
+    let err = nodes(config.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("no child token"), "{err}");
+    config.auth_info.impersonate = Some("clusternet".into());
+    config.auth_info.impersonate_user_extra = Some(
+        [(
+            "clusternet-token".to_owned(),
+            vec![s.federation.member("b").unwrap().token().to_owned()],
+        )]
+        .into(),
+    );
+    let listed = nodes(config).await.unwrap();
+    assert!(!listed.items.is_empty(), "b's Nodes through the socket proxy");
+    println!("socket proxy path checked in {:?}", started.elapsed());
+    not_ready_is_reported_not_obeyed(&s, &managed_clusters(&s.host, "a"), "a", json!({"readyz": false})).await;
+    // Rotation of the socket child's token (carried through the hub).
+    let secrets: Api<Secret> = Api::namespaced(s.host.clone(), "clusternet-b");
+    token_rotation(&s, &secrets, "child-cluster-deployer", "b", "203.0.113.1,203.0.113.3").await;
+    unreachable_member_leaves_and_returns(&s, "c", "203.0.113.1,203.0.113.2", ALL).await;
+    removed(&s, managed_clusters(&s.host, "a"), "a", "203.0.113.2,203.0.113.3").await;
+    s.federation.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capi_clusters_are_members() {
+    let s = setup(Engine::Capi, &["--capi-namespace", CAPI_NAMESPACE], |f| {
+        // Malformed: a kubeconfig Secret that is not a kubeconfig.
+        register_three(
+            f,
+            Engine::Capi,
+            [
+                json!({"metadata": {"labels": {"topology.kubernetes.io/region": "us", "topology.kubernetes.io/zone": "us-1"}}}),
+                json!({}),
+                json!({}),
+            ],
+            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\nstringData: {value: 'clusters: [oops'}\n",
+        );
+    })
+    .await;
+    let host = s.host.clone();
+    published_and_malformed_reported(
+        &s,
+        "nginx.ns.myfed.svc.us-1.us.example.com A 203.0.113.1",
+        "broken",
+        "broken",
+        "does not parse as a kubeconfig",
+    )
+    .await;
+    wait_metric(&s, r#"fedns_member_engine_ready{cluster="a",source="capi"} 1"#).await;
+    not_ready_is_reported_not_obeyed(
+        &s,
+        &capi_clusters(&host),
+        "b",
+        json!({"conditions": [{"type": "Available", "status": "False", "reason": "RemoteConnectionProbeFailed",
+            "message": "probe failed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+    )
+    .await;
+
+    // Rotation: the kubeconfig Secret rewritten with a wrong token, then the right one.
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), CAPI_NAMESPACE);
+    let member = s.federation.member("b").unwrap();
+    let good = member.kubeconfig_yaml();
+    let wrong = good.replace(member.token(), "not-the-token");
+    assert_ne!(good, wrong);
+    for (what, value, want) in [
+        ("b out with a rotated-away token", &wrong, "203.0.113.1,203.0.113.3"),
+        ("b back with the new kubeconfig", &good, ALL),
+    ] {
+        secrets
+            .patch(
+                "b-kubeconfig",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"stringData": {"value": value}})),
+            )
+            .await
+            .unwrap();
+        wait_global(&s, what, want).await;
+    }
+
+    unreachable_member_leaves_and_returns(&s, "a", "203.0.113.2,203.0.113.3", ALL).await;
+
+    // The kubeconfig Secret deleted: reported, the member leaves.
+    secrets.delete("c-kubeconfig", &DeleteParams::default()).await.unwrap();
+    wait_event(
+        &host,
+        "c",
+        "Secret fleet/c-kubeconfig (Cluster API's kubeconfig Secret) not found",
+    )
+    .await;
+    wait_global(&s, "c out without its kubeconfig", "203.0.113.1,203.0.113.2").await;
+    removed(&s, capi_clusters(&host), "a", "203.0.113.2").await;
+    s.federation.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn argocd_cluster_secrets_are_members() {
+    // c with a credential plugin config, which fedns does not run; a
+    // repository Secret beside the clusters (not a member).
+    let exec = json!({"stringData": {"config": {"execProviderConfig": {"command": "argocd-k8s-auth", "apiVersion": "client.authentication.k8s.io/v1beta1"}}}});
+    let s = setup(Engine::Argocd, &["--auto-records"], |f| {
+        let labels = json!({"metadata": {"labels": {"topology.kubernetes.io/region": "ap", "topology.kubernetes.io/zone": "ap-1"}}});
+        f.register_engine(Engine::Argocd, "a", labels).unwrap();
+        f.register_engine(Engine::Argocd, "b", json!({})).unwrap();
+        f.register_engine(Engine::Argocd, "c", exec.clone()).unwrap();
+        f.host
+            .seed_yaml(
+                "repo",
+                "apiVersion: v1\nkind: Secret\nmetadata: {name: repo-x, namespace: argocd, labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {name: x, url: https://git.example}\n",
+            )
+            .unwrap();
+    })
+    .await;
+    let host = s.host.clone();
+    wait_global(&s, "a and b published", "203.0.113.1,203.0.113.2").await;
+    wait_row(&s, "nginx.ns.myfed.svc.ap-1.ap.example.com A 203.0.113.1").await;
+    wait_event(&host, "cluster-c", "config.execProviderConfig is not supported").await;
+    wait_metric(&s, r#"fedns_member_ready{cluster="c",source="argocd"} 0"#).await;
+    assert!(
+        !metrics(&s).await.contains(r#"cluster="x""#),
+        "a repository Secret is no member"
+    );
+
+    // c's config replaced by a bearer token: it joins; then rotation.
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), ARGOCD_NAMESPACE);
+    let member = s.federation.member("c").unwrap();
+    let config_of = |member: &fedns_sandbox::Emulator, token: &str| {
+        let objects = inventory_objects(Engine::Argocd, "c", member, &json!({}));
+        let config = objects[0]["stringData"]["config"].as_str().unwrap().to_owned();
+        config.replace(member.token(), token)
+    };
+    for (what, token, want) in [
+        ("c joins with a bearer token", member.token(), ALL),
+        ("c out with a wrong token", "wrong", "203.0.113.1,203.0.113.2"),
+        ("c back", member.token(), ALL),
+    ] {
+        secrets
+            .patch(
+                "cluster-c",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"stringData": {"config": config_of(member, token)}})),
+            )
+            .await
+            .unwrap();
+        wait_global(&s, what, want).await;
+    }
+    // Malformed config JSON: reported, the others stay.
+    secrets
+        .patch(
+            "cluster-b",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"config": "{not json"}})),
+        )
+        .await
+        .unwrap();
+    wait_event(&host, "cluster-b", "key config is not Argo CD's ClusterConfig JSON").await;
+    wait_global(&s, "b out with a malformed config", "203.0.113.1,203.0.113.3").await;
+
+    unreachable_member_leaves_and_returns(&s, "a", "203.0.113.3", "203.0.113.1,203.0.113.3").await;
+
+    // --auto-records takes annotated Service templates from the host.
+    s.federation
+        .host
+        .seed_yaml(
+            "template",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: ns, annotations: {multiclusterdns.fedns.io/domain: myfed}}\nspec: {type: LoadBalancer, ports: [{port: 80}]}\n",
+        )
+        .unwrap();
+    let records: Api<fedns_api::ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    crate::member_sources::wait_record(&records, "web", true).await;
+
+    // Removal: the Secret deleted.
+    secrets.delete("cluster-a", &DeleteParams::default()).await.unwrap();
+    wait_global(&s, "a removed", "203.0.113.3").await;
+    s.federation.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_profiles_are_members() {
+    // c is reached through an exec provider of the provider file: a script
+    // that checks the cluster info it is given and prints c's token.
+    let plugins = temp_dir("clusterprofile-plugins");
+    let script = plugins.join("token-plugin.sh");
+    let providers = plugins.join("providers.json");
+    std::fs::write(
+        &providers,
+        json!({"providers": [{"name": "script", "execConfig": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": script}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let args = ["--clusterprofile-provider-file", providers.to_str().unwrap()];
+    let s = setup(Engine::Clusterprofile, &args, |f| {
+        let c = f.member("c").unwrap();
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncase \"$KUBERNETES_EXEC_INFO\" in *'\"clusterName\":\"c\"'*) ;; *) echo \"no cluster info: $KUBERNETES_EXEC_INFO\" >&2; exit 1;; esac\nprintf '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{}\"}}}}'\n",
+                c.token()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let objects = inventory_objects(Engine::Clusterprofile, "c", c, &json!({}));
+        let mut provider = objects[1]["status"]["accessProviders"][0].clone();
+        provider["name"] = json!("script");
+        // Malformed: a profile whose only access provider fedns does not know.
+        register_three(
+            f,
+            Engine::Clusterprofile,
+            [
+                json!({"status": {"properties": [
+                    {"name": "topology.kubernetes.io/region", "value": "sa"},
+                    {"name": "topology.kubernetes.io/zone", "value": "sa-1"}]}}),
+                json!({}),
+                json!({"status": {"accessProviders": [provider]}}),
+            ],
+            "apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\nmetadata: {name: kubelogin-only, namespace: fleet}\nspec: {clusterManager: {name: x}}\nstatus: {accessProviders: [{name: kubelogin, cluster: {server: 'https://127.0.0.1:1'}}]}\n",
+        );
+    })
+    .await;
+    let host = s.host.clone();
+    published_and_malformed_reported(
+        &s,
+        "nginx.ns.myfed.svc.sa-1.sa.example.com A 203.0.113.1",
+        "kubelogin-only",
+        "kubelogin-only",
+        "has no provider fedns knows (it has: kubelogin; fedns knows: secretreader, script)",
+    )
+    .await;
+    not_ready_is_reported_not_obeyed(
+        &s,
+        &cluster_profiles(&host),
+        "c",
+        json!({"conditions": [{"type": "ControlPlaneHealthy", "status": "False", "reason": "Unhealthy",
+            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+    )
+    .await;
+    // Rotation of the secretreader's token.
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), CLUSTERPROFILE_SECRET_NAMESPACE);
+    token_rotation(&s, &secrets, "b", "b", "203.0.113.1,203.0.113.3").await;
+    unreachable_member_leaves_and_returns(&s, "b", "203.0.113.1,203.0.113.3", ALL).await;
+
+    // The access provider's server changed to nowhere: c leaves.
+    merge_status(
+        &cluster_profiles(&host),
+        "c",
+        json!({"accessProviders": [{"name": "secretreader", "cluster": {"server": "https://127.0.0.1:1"}}]}),
+    )
+    .await;
+    wait_global(&s, "c out with an unreachable server", "203.0.113.1,203.0.113.2").await;
+    removed(&s, cluster_profiles(&host), "a", "203.0.113.2").await;
+    s.federation.stop();
+}
+
+/// Two inventories at once (Cluster API first, then Argo CD): each adds its
+/// clusters; `b`, in both, stays the Cluster API's (the earlier source), the
+/// Argo CD Secret gets a NameConflict Event; removing it from Cluster API
+/// hands it to Argo CD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_inventories_at_once_and_a_name_both_claim() {
+    let s = setup(Engine::Capi, &["--member-source", "argocd"], |f| {
+        f.install_engine(Engine::Argocd).unwrap();
+        f.register_engine(Engine::Capi, "a", json!({})).unwrap();
+        f.register_engine(Engine::Capi, "b", json!({})).unwrap();
+        // Argo CD's b points at c's API server: had it won, b's address would be c's.
+        let wrong_b = inventory_objects(Engine::Argocd, "c", f.member("c").unwrap(), &json!({}));
+        let mut wrong_b = wrong_b[0].clone();
+        wrong_b["metadata"]["name"] = json!("cluster-b");
+        wrong_b["stringData"]["name"] = json!("b");
+        f.host.seed_yaml("argocd b", &wrong_b.to_string()).unwrap();
+        f.register_engine(Engine::Argocd, "c", json!({})).unwrap();
+    })
+    .await;
+    let host = s.host.clone();
+    wait_global(&s, "a, b (capi) and c (argocd) published", ALL).await;
+    wait_event(&host, "cluster-b", "a capi cluster named b is already a member").await;
+    let text = metrics(&s).await;
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="b",source="capi"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fedns_member_ready{cluster="c",source="argocd"} 1"#),
+        "{text}"
+    );
+
+    // b removed from Cluster API: Argo CD's b (c's server) takes the name.
+    capi_clusters(&host)
+        .delete("b", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_global(&s, "b handed to Argo CD (c's address)", "203.0.113.1,203.0.113.3").await;
+    wait_metric(&s, r#"fedns_member_ready{cluster="b",source="argocd"} 1"#).await;
+    s.federation.stop();
+}
