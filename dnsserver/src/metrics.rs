@@ -138,6 +138,7 @@ pub(crate) struct TcpCounters {
     pub(crate) closed_idle_timeout: AtomicU64,
     pub(crate) closed_load_timeout: AtomicU64,
     pub(crate) evicted: AtomicU64,
+    pub(crate) evicted_per_client: AtomicU64,
     pub(crate) refused_per_client: AtomicU64,
     pub(crate) refused_cap: AtomicU64,
 }
@@ -158,6 +159,10 @@ pub struct TcpStats {
     /// Closed at the connection cap, longest idle first, to admit a new one
     /// (`fedns_dns_tcp_idle_closed_total{reason="evicted"}`).
     pub evicted: u64,
+    /// Closed because its client, at `max_tcp_connections_per_client`,
+    /// opened a new one: the client's longest-idle connection
+    /// (`fedns_dns_tcp_idle_closed_total{reason="evicted_per_client"}`).
+    pub evicted_per_client: u64,
     /// Closed at accept: the client already held its per-client limit
     /// (`fedns_dns_tcp_refused_total{reason="per_client"}`).
     pub refused_per_client: u64,
@@ -175,6 +180,7 @@ impl TcpCounters {
             closed_idle_timeout: get(&self.closed_idle_timeout),
             closed_load_timeout: get(&self.closed_load_timeout),
             evicted: get(&self.evicted),
+            evicted_per_client: get(&self.evicted_per_client),
             refused_per_client: get(&self.refused_per_client),
             refused_cap: get(&self.refused_cap),
         }
@@ -341,7 +347,8 @@ impl Collector for DnsMetrics {
                 "fedns_dns_tcp_idle_closed",
                 "TCP connections closed for idleness: after the idle timeout (timeout), after the shorter \
                  timeout above the high-water mark (load_timeout), or at the connection cap to admit a new \
-                 connection, longest idle first (evicted)",
+                 connection, longest idle first (evicted), or when a client at its per-client limit opened \
+                 a new one: that client's longest-idle (evicted_per_client)",
                 None,
                 MetricType::Counter,
             )?;
@@ -349,6 +356,7 @@ impl Collector for DnsMetrics {
                 ("timeout", tcp.closed_idle_timeout),
                 ("load_timeout", tcp.closed_load_timeout),
                 ("evicted", tcp.evicted),
+                ("evicted_per_client", tcp.evicted_per_client),
             ] {
                 ConstCounter::new(value).encode(family.encode_family(&[("reason", reason)])?)?;
             }

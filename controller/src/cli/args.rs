@@ -131,7 +131,9 @@ pub struct DnsServerArgs {
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_tcp_connections: usize,
     /// Most TCP connections open at once from one client: an IPv4 address,
-    /// an IPv6 /64; more are closed at accept (0: no limit). Behind a
+    /// an IPv6 /64; a new one past this closes that client's longest-idle
+    /// connection (closed at accept only when all of its connections are
+    /// mid-message; 0: no limit). Behind a
     /// Service with externalTrafficPolicy: Cluster clients arrive from node
     /// addresses: use Local, or raise this.
     #[arg(long, value_name = "N", default_value_t = fedns_dnsserver::DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT)]

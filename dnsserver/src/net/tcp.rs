@@ -18,8 +18,11 @@
 //!   sits in its socket buffer, then closes.
 //!   The same eviction runs when `accept` fails for want of descriptors.
 //! * One client, an IPv4 address or an IPv6 /64 (what one host is usually
-//!   given), holds at most `max_tcp_connections_per_client` connections;
-//!   more are closed at accept.
+//!   given), holds at most `max_tcp_connections_per_client` connections. A
+//!   new one past that closes the client's own longest-idle connection, by
+//!   the same choice as at the cap, so a resolver pool behind one address
+//!   is never locked out by its own idle connections; only when every one
+//!   of its connections is mid-message is the new one closed at accept.
 //! * Above the high-water mark (3/4 of the cap) an idle connection is
 //!   closed after the shorter idle timeout, until the count is back at the
 //!   mark (Knot and NSD likewise shorten their timeouts under load).
@@ -154,7 +157,8 @@ impl Conn {
 /// Why a new connection was closed at accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
-    /// The client already held `max_tcp_connections_per_client`.
+    /// The client already held `max_tcp_connections_per_client`, every
+    /// one mid-message.
     PerClient,
     /// At the cap, and every open connection was mid-message.
     Cap,
@@ -182,11 +186,12 @@ impl Inner {
 
     /// The connection to close to make room: the longest idle among those
     /// that never completed a query, else the longest idle, else the
-    /// longest-stalled message. `None`: every connection is mid-message or
-    /// mid-answer.
-    fn victim(&self, now_ms: u64, stalled_ms: u64) -> Option<(u64, u8)> {
+    /// longest-stalled message; only `client`'s connections when given.
+    /// `None`: every candidate is mid-message or mid-answer.
+    fn victim(&self, now_ms: u64, stalled_ms: u64, client: Option<ClientKey>) -> Option<(u64, u8)> {
         self.conns
             .values()
+            .filter(|conn| client.is_none_or(|c| conn.client == c))
             .filter_map(|conn| {
                 let since = conn.since_ms.load(Ordering::Relaxed);
                 let tier = match conn.state.load(Ordering::Relaxed) {
@@ -258,37 +263,48 @@ impl Registry {
         Some(conn)
     }
 
-    /// Closes the best candidate (see [`Inner::victim`]); false if none.
-    fn evict_locked(&self, inner: &mut Inner, now_ms: u64) -> bool {
+    /// Closes the best candidate (see [`Inner::victim`]), among `client`'s
+    /// connections when given; false if none.
+    fn evict_locked(&self, inner: &mut Inner, now_ms: u64, client: Option<ClientKey>) -> bool {
         let stalled_ms = u64::try_from(STALLED_MESSAGE.as_millis()).unwrap_or(u64::MAX);
-        let Some((id, reason)) = inner.victim(now_ms, stalled_ms) else {
+        let Some((id, reason)) = inner.victim(now_ms, stalled_ms, client) else {
             return false;
         };
         if let Some(victim) = self.forget(inner, id) {
             victim.ask_to_close(reason);
-            self.counters.evicted.fetch_add(1, Ordering::Relaxed);
+            let counter = match client {
+                Some(_) => &self.counters.evicted_per_client,
+                None => &self.counters.evicted,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
         }
         true
     }
 
-    /// Registers a new connection from `peer`, closing the longest-idle one
-    /// when at the cap.
+    /// Registers a new connection from `peer`, closing the client's own
+    /// longest-idle one when it is at its per-client limit, else the
+    /// longest-idle one of all when at the cap.
     pub(crate) fn admit(&self, peer: IpAddr) -> Result<Arc<Conn>, Refused> {
         let client = ClientKey::of(peer);
         let now_ms = self.now_ms();
         let mut inner = self.lock();
         let held = inner.per_client.get(&client).copied().unwrap_or(0);
+        let mut evicted_own = false;
         if self.limits.per_client > 0 && held >= self.limits.per_client {
-            drop(inner);
-            self.counters.refused_per_client.fetch_add(1, Ordering::Relaxed);
-            self.warn(
-                now_ms,
-                "a client holds --max-tcp-connections-per-client; closing its new connections",
-            );
-            return Err(Refused::PerClient);
+            if !self.evict_locked(&mut inner, now_ms, Some(client)) {
+                drop(inner);
+                self.counters.refused_per_client.fetch_add(1, Ordering::Relaxed);
+                self.warn(
+                    now_ms,
+                    "a client holds --max-tcp-connections-per-client, all mid-message; closing its new connections",
+                );
+                return Err(Refused::PerClient);
+            }
+            evicted_own = true;
         }
-        let evicted = inner.conns.len() >= self.limits.max;
-        if evicted && !self.evict_locked(&mut inner, now_ms) {
+        // Closing the client's own connection made room under the cap too.
+        let evicted = !evicted_own && inner.conns.len() >= self.limits.max;
+        if evicted && !self.evict_locked(&mut inner, now_ms, None) {
             drop(inner);
             self.counters.refused_cap.fetch_add(1, Ordering::Relaxed);
             self.warn(
@@ -319,6 +335,11 @@ impl Registry {
                 now_ms,
                 "TCP connection cap reached; closing the longest-idle connections for new ones",
             );
+        } else if evicted_own {
+            self.warn(
+                now_ms,
+                "a client holds --max-tcp-connections-per-client; closing its longest-idle connections for its new ones",
+            );
         }
         Ok(conn)
     }
@@ -328,7 +349,7 @@ impl Registry {
     fn evict_one(&self) -> bool {
         let now_ms = self.now_ms();
         let mut inner = self.lock();
-        self.evict_locked(&mut inner, now_ms)
+        self.evict_locked(&mut inner, now_ms, None)
     }
 
     /// Above the high-water mark, takes `conn` out of the table (it is
@@ -373,6 +394,7 @@ impl Registry {
             max = self.limits.max,
             per_client = self.limits.per_client,
             evicted_total = c.evicted.load(Ordering::Relaxed),
+            evicted_per_client_total = c.evicted_per_client.load(Ordering::Relaxed),
             refused_per_client_total = c.refused_per_client.load(Ordering::Relaxed),
             refused_cap_total = c.refused_cap.load(Ordering::Relaxed),
             "{message}"
@@ -737,16 +759,49 @@ mod tests {
     fn per_client_limit_counts_a_64_together_and_frees_on_release() {
         let registry = Registry::new(limits(100, 2), Arc::default());
         let a = registry.admit("2001:db8::1".parse().unwrap()).unwrap();
-        let _b = registry.admit("2001:db8::2".parse().unwrap()).unwrap();
+        let b = registry.admit("2001:db8::2".parse().unwrap()).unwrap();
+        let other = registry.admit("2001:db8:0:1::1".parse().unwrap()).unwrap();
+        a.enter(state::READING, registry.now_ms());
+        b.enter(state::ANSWERING, registry.now_ms());
+        // Both of the /64's connections mid-message: the new one is closed.
         assert_eq!(
             registry.admit("2001:db8::3".parse().unwrap()).unwrap_err(),
             Refused::PerClient
         );
-        assert!(registry.admit("2001:db8:0:1::1".parse().unwrap()).is_ok());
         registry.release(&a);
         assert!(registry.admit("2001:db8::3".parse().unwrap()).is_ok());
         assert_eq!(registry.counters.refused_per_client.load(Ordering::Relaxed), 1);
         assert_eq!(registry.counters.open.load(Ordering::Relaxed), 3);
+        assert_eq!(other.close_reason(), close::NO);
+    }
+
+    #[test]
+    fn at_its_limit_a_client_closes_its_own_longest_idle_connection() {
+        let registry = Registry::new(limits(100, 3), Arc::default());
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let someone_else = registry.admit("192.0.2.2".parse().unwrap()).unwrap();
+        someone_else.enter(state::IDLE, 0);
+        let used = registry.admit(ip).unwrap();
+        let fresh_old = registry.admit(ip).unwrap();
+        let busy = registry.admit(ip).unwrap();
+        used.answered.store(true, Ordering::Relaxed);
+        used.enter(state::IDLE, 0);
+        fresh_old.enter(state::IDLE, 5);
+        busy.enter(state::ANSWERING, 0);
+        // The client's own never-used idle connection goes first; the
+        // other client's, idle for longer, is not the client's to close.
+        let d = registry.admit(ip).unwrap();
+        assert_eq!(fresh_old.close_reason(), close::IDLE);
+        assert_eq!(someone_else.close_reason(), close::NO);
+        d.enter(state::ANSWERING, registry.now_ms());
+        let _e = registry.admit(ip).unwrap();
+        assert_eq!(used.close_reason(), close::IDLE);
+        assert_eq!(busy.close_reason(), close::NO);
+        let c = &registry.counters;
+        assert_eq!(c.evicted_per_client.load(Ordering::Relaxed), 2);
+        assert_eq!(c.evicted.load(Ordering::Relaxed), 0);
+        assert_eq!(c.refused_per_client.load(Ordering::Relaxed), 0);
+        assert_eq!(c.open.load(Ordering::Relaxed), 4);
     }
 
     #[test]
@@ -783,8 +838,8 @@ mod tests {
         }
         let stalled_ms = u64::try_from(STALLED_MESSAGE.as_millis()).unwrap();
         let inner = registry.lock();
-        assert!(inner.victim(stalled_ms + 1, stalled_ms).is_some());
-        assert!(inner.victim(stalled_ms - 1, stalled_ms).is_none());
+        assert!(inner.victim(stalled_ms + 1, stalled_ms, None).is_some());
+        assert!(inner.victim(stalled_ms - 1, stalled_ms, None).is_none());
     }
 
     #[test]

@@ -368,9 +368,10 @@ async fn idle_flood_at_the_cap_cannot_lock_out_new_tcp_clients() {
     server.shutdown().await;
 }
 
-/// The default per-client limit (64): the same flood from one address gets
-/// 64 connections and the rest are closed at accept and counted, so it
-/// never reaches the cap; 127.0.0.3 is answered within 1 s throughout.
+/// The default per-client limit (64): the same flood from one address
+/// holds 64 connections, each new one closing the flood's own longest-idle
+/// (counted), so it never reaches the cap; 127.0.0.3 is answered within
+/// 1 s throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_client_limit_holds_one_address_to_its_share() {
     raise_open_files_limit(3 * FLOOD_CONNECTIONS as u64 + 256);
@@ -387,7 +388,7 @@ async fn per_client_limit_holds_one_address_to_its_share() {
     tokio::task::spawn_blocking(move || {
         let flood = Flood::start(tcp, FLOOD_SOURCE, FLOOD_CONNECTIONS);
         let setup = wait_for(&metrics, "the flood meets the per-client limit", |s| {
-            s.open >= limit && s.refused_per_client >= FLOOD_CONNECTIONS as u64
+            s.open >= limit && s.evicted_per_client >= FLOOD_CONNECTIONS as u64
         });
         println!(
             "flood held to {limit} connections after {setup:?}: {:?}",
@@ -402,7 +403,76 @@ async fn per_client_limit_holds_one_address_to_its_share() {
         // The flood's 64, plus at most the two 127.0.0.3 connections.
         assert!(stats.open <= limit + 2, "{stats:?}");
         assert_eq!(stats.evicted, 0, "the cap was never reached: {stats:?}");
-        assert!(stats.refused_per_client > FLOOD_CONNECTIONS as u64);
+        assert!(stats.evicted_per_client > FLOOD_CONNECTIONS as u64, "{stats:?}");
+        assert_eq!(
+            stats.refused_per_client, 0,
+            "the flood is idle, never mid-message: {stats:?}"
+        );
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+}
+
+/// A client at its own per-client limit is not locked out by its own idle
+/// connections (a resolver pool behind one address): 1,100 idle
+/// connections held open from 127.0.0.2, then fresh queries from 127.0.0.2
+/// are answered within 1 s each, the client's longest-idle connection
+/// closing for the first (a finished query frees its own place for the
+/// next); other clients are untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_at_its_limit_is_not_locked_out_by_its_own_idle_connections() {
+    raise_open_files_limit(3 * FLOOD_CONNECTIONS as u64 + 256);
+    check_loopback_sources();
+    let config = ServerConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        udp_workers: 1,
+        ..ServerConfig::default()
+    };
+    let limit = config.max_tcp_connections_per_client as u64;
+    let (server, metrics) = start_server(config).await;
+    let tcp = server.tcp_addrs()[0];
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        // Held open and idle, never reconnecting: what a pool's idle
+        // connections look like.
+        let idle: Vec<TcpStream> = (0..FLOOD_CONNECTIONS)
+            .map(|i| connect_from(FLOOD_SOURCE, tcp).unwrap_or_else(|e| panic!("idle connection {i}: {e}")))
+            .collect();
+        let setup = wait_for(&metrics, "the idle connections are admitted", |s| {
+            s.accepted >= FLOOD_CONNECTIONS as u64
+        });
+        let held = metrics.tcp_stats();
+        println!(
+            "{} idle connections opened in {:?} (+{setup:?}); server: {held:?}",
+            idle.len(),
+            started.elapsed()
+        );
+        assert!(held.open <= limit, "the client holds at most its limit: {held:?}");
+        let small = simple_query("nginx.ns.myfed.svc.example.com.", RecordType::A, None);
+        let mut times = Vec::new();
+        for (i, source) in std::iter::repeat_n(FLOOD_SOURCE, 20)
+            .chain(std::iter::repeat_n(CLIENT_SOURCE, 5))
+            .enumerate()
+        {
+            let (result, took) = tcp_query_from(source, tcp, &small);
+            let m = result.unwrap_or_else(|e| panic!("query {i} from {source}: {e} after {took:?}"));
+            assert_eq!(m.answers.len(), 3, "query {i} from {source}: {m:?}");
+            assert!(took < Duration::from_secs(1), "query {i} from {source} took {took:?}");
+            times.push(took);
+        }
+        let stats = metrics.tcp_stats();
+        println!(
+            "{}; server: {stats:?}",
+            summary("fresh TCP queries beside the idle ones", &mut times)
+        );
+        assert!(
+            stats.evicted_per_client > FLOOD_CONNECTIONS as u64 - limit,
+            "the client's own idle connections made room: {stats:?}"
+        );
+        assert_eq!(stats.refused_per_client, 0, "{stats:?}");
+        assert_eq!(stats.evicted, 0, "the cap was never reached: {stats:?}");
+        drop(idle);
     })
     .await
     .unwrap();
