@@ -775,44 +775,15 @@ mod tests {
         assert_eq!(other.close_reason(), close::NO);
     }
 
-    #[test]
-    fn at_its_limit_a_client_closes_its_own_longest_idle_connection() {
-        let registry = Registry::new(limits(100, 3), Arc::default());
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let someone_else = registry.admit("192.0.2.2".parse().unwrap()).unwrap();
-        someone_else.enter(state::IDLE, 0);
+    /// Three connections from `ip`: one answered a query and idle since 0,
+    /// one never answered and idle since 5, one answering. Two more
+    /// arrive and close, in this order, the never-answered one (though
+    /// idle for less) and then the answered one; the busy one never.
+    /// Returns the busy one and the first newcomer (now answering).
+    fn the_longest_idle_goes_first_and_busy_ones_never(registry: &Registry, ip: IpAddr) -> (Arc<Conn>, Arc<Conn>) {
         let used = registry.admit(ip).unwrap();
         let fresh_old = registry.admit(ip).unwrap();
         let busy = registry.admit(ip).unwrap();
-        used.answered.store(true, Ordering::Relaxed);
-        used.enter(state::IDLE, 0);
-        fresh_old.enter(state::IDLE, 5);
-        busy.enter(state::ANSWERING, 0);
-        // The client's own never-used idle connection goes first; the
-        // other client's, idle for longer, is not the client's to close.
-        let d = registry.admit(ip).unwrap();
-        assert_eq!(fresh_old.close_reason(), close::IDLE);
-        assert_eq!(someone_else.close_reason(), close::NO);
-        d.enter(state::ANSWERING, registry.now_ms());
-        let _e = registry.admit(ip).unwrap();
-        assert_eq!(used.close_reason(), close::IDLE);
-        assert_eq!(busy.close_reason(), close::NO);
-        let c = &registry.counters;
-        assert_eq!(c.evicted_per_client.load(Ordering::Relaxed), 2);
-        assert_eq!(c.evicted.load(Ordering::Relaxed), 0);
-        assert_eq!(c.refused_per_client.load(Ordering::Relaxed), 0);
-        assert_eq!(c.open.load(Ordering::Relaxed), 4);
-    }
-
-    #[test]
-    fn at_the_cap_the_longest_idle_goes_first_and_busy_ones_never() {
-        let registry = Registry::new(limits(3, 0), Arc::default());
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
-        let used = registry.admit(ip).unwrap();
-        let fresh_old = registry.admit(ip).unwrap();
-        let busy = registry.admit(ip).unwrap();
-        // `used` answered a query and is idle since 0, `fresh_old` never
-        // answered (idle since 5): it goes first, though idle for less.
         used.answered.store(true, Ordering::Relaxed);
         used.enter(state::IDLE, 0);
         fresh_old.enter(state::IDLE, 5);
@@ -826,6 +797,31 @@ mod tests {
         assert_eq!(used.close_reason(), close::IDLE);
         assert_eq!(busy.close_reason(), close::NO);
         assert_eq!(d.close_reason(), close::NO);
+        (busy, d)
+    }
+
+    #[test]
+    fn at_its_limit_a_client_closes_its_own_longest_idle_connection() {
+        let registry = Registry::new(limits(100, 3), Arc::default());
+        // Idle for longer than any of the client's, but not the client's
+        // to close.
+        let someone_else = registry.admit("192.0.2.2".parse().unwrap()).unwrap();
+        someone_else.enter(state::IDLE, 0);
+        the_longest_idle_goes_first_and_busy_ones_never(&registry, "192.0.2.1".parse().unwrap());
+        assert_eq!(someone_else.close_reason(), close::NO);
+        let c = &registry.counters;
+        assert_eq!(c.evicted_per_client.load(Ordering::Relaxed), 2);
+        assert_eq!(c.evicted.load(Ordering::Relaxed), 0);
+        assert_eq!(c.refused_per_client.load(Ordering::Relaxed), 0);
+        assert_eq!(c.open.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn at_the_cap_the_longest_idle_goes_first_and_busy_ones_never() {
+        let registry = Registry::new(limits(3, 0), Arc::default());
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let (busy, _) = the_longest_idle_goes_first_and_busy_ones_never(&registry, ip);
+        assert_eq!(registry.counters.evicted.load(Ordering::Relaxed), 2);
         // Every connection mid-message, none stalled: the cap refuses.
         for conn in registry.lock().conns.values() {
             conn.enter(state::READING, registry.now_ms());

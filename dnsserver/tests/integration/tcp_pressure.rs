@@ -283,6 +283,22 @@ async fn start_server(config: ServerConfig) -> (DnsServer, Arc<DnsMetrics>) {
     (server, metrics)
 }
 
+/// A server with the default TCP limits (per client: 64) and room for a
+/// flood of [`FLOOD_CONNECTIONS`] in this process; with the per-client limit.
+async fn start_with_default_limits() -> (DnsServer, Arc<DnsMetrics>, u64) {
+    raise_open_files_limit(3 * FLOOD_CONNECTIONS as u64 + 256);
+    check_loopback_sources();
+    let config = ServerConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        udp_workers: 1,
+        ..ServerConfig::default()
+    };
+    let limit = config.max_tcp_connections_per_client as u64;
+    assert_eq!(limit, fedns_dnsserver::DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT as u64);
+    let (server, metrics) = start_server(config).await;
+    (server, metrics, limit)
+}
+
 /// Waits until `ready` holds of the server's TCP counters (or panics after 60 s).
 fn wait_for(metrics: &DnsMetrics, what: &str, ready: impl Fn(&TcpStats) -> bool) -> Duration {
     let started = Instant::now();
@@ -374,16 +390,7 @@ async fn idle_flood_at_the_cap_cannot_lock_out_new_tcp_clients() {
 /// 1 s throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_client_limit_holds_one_address_to_its_share() {
-    raise_open_files_limit(3 * FLOOD_CONNECTIONS as u64 + 256);
-    check_loopback_sources();
-    let config = ServerConfig {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        udp_workers: 1,
-        ..ServerConfig::default()
-    };
-    let limit = config.max_tcp_connections_per_client as u64;
-    assert_eq!(limit, fedns_dnsserver::DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT as u64);
-    let (server, metrics) = start_server(config).await;
+    let (server, metrics, limit) = start_with_default_limits().await;
     let (udp, tcp) = (server.udp_addrs()[0], server.tcp_addrs()[0]);
     tokio::task::spawn_blocking(move || {
         let flood = Flood::start(tcp, FLOOD_SOURCE, FLOOD_CONNECTIONS);
@@ -422,15 +429,7 @@ async fn per_client_limit_holds_one_address_to_its_share() {
 /// next); other clients are untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_at_its_limit_is_not_locked_out_by_its_own_idle_connections() {
-    raise_open_files_limit(3 * FLOOD_CONNECTIONS as u64 + 256);
-    check_loopback_sources();
-    let config = ServerConfig {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        udp_workers: 1,
-        ..ServerConfig::default()
-    };
-    let limit = config.max_tcp_connections_per_client as u64;
-    let (server, metrics) = start_server(config).await;
+    let (server, metrics, limit) = start_with_default_limits().await;
     let tcp = server.tcp_addrs()[0];
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
