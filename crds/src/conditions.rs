@@ -48,6 +48,13 @@ pub const NOT_ALLOWED: &str = "NotAllowed";
 /// Domain condition type: `spec.clientRegions` and `spec.geoRegions` are
 /// all usable (False: which entries were left out, and why).
 pub const CLIENT_REGIONS_VALID: &str = "ClientRegionsValid";
+/// Domain condition type: every name server inside the zone has addresses
+/// (`spec.nameServerAddresses`) and every entry there is used (False:
+/// which are missing or left out; secondaries cannot load such a zone).
+pub const NAME_SERVER_ADDRESSES: &str = "NameServerAddresses";
+/// Domain `NameServerAddresses` reason: a name server inside the zone has
+/// no addresses.
+pub const MISSING_ADDRESSES: &str = "MissingAddresses";
 /// Domain: `spec.geoRegions` is set but no GeoIP database could be read.
 pub const GEOIP_UNAVAILABLE: &str = "GeoIPUnavailable";
 /// `<provider>/Published` reason: the provider cannot express a record's

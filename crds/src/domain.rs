@@ -37,6 +37,17 @@ pub struct DomainSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(inner(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN)))]
     pub name_servers: Vec<String>,
+    /// Addresses of the name servers inside the zone itself (e.g.
+    /// `ns1.example.com` in `example.com`): served as their A/AAAA RRsets
+    /// (TTL: `soa.ttl`) and sent in zone transfers, which secondaries need
+    /// to load the zone (RFC 1034 §4.2.1: a zone's NS names must resolve;
+    /// BIND refuses an in-zone NS without address records). Each `name`
+    /// is one of `nameServers` inside the zone; a DNSEndpoint cannot
+    /// publish records at such a name. An in-zone name server without
+    /// addresses is reported in the condition `NameServerAddresses`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub name_server_addresses: Vec<NameServerAddresses>,
     /// The SOA RNAME (RFC 1035 §3.3.13) as a domain name, e.g.
     /// `hostmaster.example.com` for `hostmaster@example.com`.
     /// Absent: `hostmaster.<domain>`.
@@ -69,6 +80,22 @@ pub struct DomainSpec {
     #[schemars(length(max = 256))]
     pub geo_regions: Vec<crate::routing::GeoRegion>,
 }
+
+/// The addresses of one in-zone name server (see
+/// [`DomainSpec::name_server_addresses`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NameServerAddresses {
+    /// The name server's host name, one of `nameServers`, e.g. `ns1.example.com`.
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub name: String,
+    /// Its IPv4 and IPv6 addresses (`192.0.2.53`, `2001:db8::53`).
+    #[schemars(length(min = 1, max = 16), inner(pattern(IP_ADDRESS_PATTERN)))]
+    pub addresses: Vec<String>,
+}
+
+/// An IPv4 or IPv6 address (no prefix length, no port).
+pub const IP_ADDRESS_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$";
 
 /// An IPv4 or IPv6 network in CIDR notation (`192.0.2.0/24`, `2001:db8::/48`).
 pub const CIDR_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/[0-9]{1,3})$";

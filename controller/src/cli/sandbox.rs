@@ -514,7 +514,9 @@ fn seed_host_for_exported_state(federation: &Federation) -> anyhow::Result<()> {
     let mut docs = vec![
         json!({"apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
                "metadata": {"name": "myfed", "namespace": NAMESPACE},
-               "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"]}}),
+               "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"],
+                        "nameServerAddresses": [{"name": "ns1.example.com", "addresses": ["127.0.0.1"]}],
+                        "transfer": {"allow": ["127.0.0.0/8"]}}}),
     ];
     let mut zones: BTreeSet<String> = BTreeSet::new();
     for (ns, name) in &services {

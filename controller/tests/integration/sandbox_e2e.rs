@@ -792,3 +792,108 @@ fn the_terminal_is_for_people_and_the_logs_go_to_a_file() {
     assert!(err.contains("--dns-listen"), "{err}");
     assert!(!busy_dir.join("host.kubeconfig").exists(), "nothing may start");
 }
+
+/// `dig axfr` of the sandbox's zone, written to a file for
+/// `named-checkzone`.
+fn axfr_to_file(port: u16, dir: &std::path::Path) -> PathBuf {
+    let out = std::process::Command::new("dig")
+        .args([
+            "+time=2",
+            "+tries=1",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            "example.com",
+            "AXFR",
+        ])
+        .output()
+        .expect("dig (Debian bind9-dnsutils) must be installed");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("IN\tSOA"), "AXFR of example.com: {text}");
+    let path = dir.join("example.com.axfr");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// BIND's `named-checkzone -i full` (Debian bind9-utils) on a zone file:
+/// (loaded, its output).
+fn named_checkzone(path: &std::path::Path) -> (bool, String) {
+    let out = std::process::Command::new("named-checkzone")
+        .args(["-i", "full", "example.com", path.to_str().unwrap()])
+        .output()
+        .expect("named-checkzone (Debian bind9-utils) must be installed");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The sandbox's zone is one a secondary loads as it is: its in-zone name
+/// server has its address in the zone (from the Domain's
+/// `nameServerAddresses`), so BIND's `named-checkzone -i full` passes on
+/// its AXFR and the Domain's `NameServerAddresses` condition is True.
+/// Without the addresses the condition says so (`MissingAddresses`) and
+/// BIND refuses the zone, as it did before Domains could carry them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_zone_loads_in_a_secondary() {
+    let (args, port) = args(None);
+    let running = sandbox::start(&args).await.unwrap();
+    eventually("the sandbox answers the global name", || {
+        dig(port, GLOBAL, "A", false) == ALL
+    })
+    .await;
+    assert_eq!(dig(port, "ns1.example.com", "A", false), ["127.0.0.1"]);
+    let (loaded, text) = named_checkzone(&axfr_to_file(port, &args.state_dir));
+    println!("named-checkzone -i full on the sandbox's AXFR:\n{text}");
+    assert!(loaded, "{text}");
+
+    let host = client_of(&running.federation.host).await;
+    let domains: Api<fedns_api::Domain> = Api::namespaced(host, "fedns-system");
+    let condition = |domain: &fedns_api::Domain| {
+        domain
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "NameServerAddresses").cloned())
+    };
+    let mut domain = domains.get("myfed").await.unwrap();
+    let started = Instant::now();
+    while condition(&domain).is_none() && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        domain = domains.get("myfed").await.unwrap();
+    }
+    let c = condition(&domain).expect("the condition NameServerAddresses within 30 s");
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "Valid"), "{c:?}");
+
+    // Without the addresses: the condition says what is missing, the name
+    // server's address leaves the zone, and BIND refuses it.
+    domains
+        .patch(
+            "myfed",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"nameServerAddresses": null}})),
+        )
+        .await
+        .unwrap();
+    let took = eventually("the address leaves the zone", || {
+        dig(port, "ns1.example.com", "A", false).is_empty()
+    })
+    .await;
+    println!("addresses removed from the Domain: gone from answers after {took:?}");
+    let started = Instant::now();
+    let c = loop {
+        let domain = domains.get("myfed").await.unwrap();
+        match condition(&domain) {
+            Some(c) if c.status == "False" => break c,
+            _ if started.elapsed() > Duration::from_secs(30) => panic!("condition not False within 30 s: {domain:?}"),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    assert_eq!(c.reason, "MissingAddresses", "{c:?}");
+    assert!(c.message.contains("ns1.example.com"), "{c:?}");
+    let (loaded, text) = named_checkzone(&axfr_to_file(port, &args.state_dir));
+    assert!(!loaded, "BIND refuses an in-zone NS without addresses: {text}");
+    assert!(text.contains("has no address records"), "{text}");
+    drop(running);
+}

@@ -1,5 +1,7 @@
 //! Zone content as the publishing pipeline hands it to the server.
 
+use std::net::IpAddr;
+
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::routing::{ClientRegions, RoutedName};
@@ -38,6 +40,12 @@ pub struct ZoneContent {
     pub soa: SoaFields,
     /// Apex NS targets (the NS RRset's TTL is `soa.ttl`).
     pub name_servers: Vec<Name>,
+    /// Addresses of name servers inside the zone: (host name, address),
+    /// served as A/AAAA RRsets with TTL `soa.ttl` and sent in transfers
+    /// (secondaries need them to load a zone whose NS names are inside it,
+    /// RFC 1034 §4.2.1). Settings, like `name_servers`: a name here must
+    /// not also be given in `records` (the snapshot skips such records).
+    pub name_server_addresses: Vec<(Name, IpAddr)>,
     /// All other records. Several records of one owner and type form one
     /// RRset; its TTL is the smallest given (RFC 2181 §5.2).
     pub records: Vec<Record>,
@@ -73,6 +81,7 @@ impl ZoneContent {
                 ttl: 30,
             },
             name_servers: vec![mname],
+            name_server_addresses: Vec::new(),
             records: Vec::new(),
             transfer: TransferPolicy::default(),
             routed: Vec::new(),
@@ -95,6 +104,10 @@ impl ZoneContent {
             .iter()
             .map(|r| (r.name.to_lowercase(), r.record_type()))
             .collect();
+        keys.extend(self.name_server_addresses.iter().map(|(name, ip)| {
+            let rtype = if ip.is_ipv4() { RecordType::A } else { RecordType::AAAA };
+            (name.to_lowercase(), rtype)
+        }));
         keys.sort();
         keys.dedup();
         keys.len() + 1 + usize::from(!self.name_servers.is_empty())

@@ -738,13 +738,20 @@ fn normalise_apex(apex: &str) -> String {
     }
 }
 
-/// A hash of a zone's settings: SOA values, apex NS (order and case
-/// do not matter) and client regions.
+/// A hash of a zone's settings: SOA values, apex NS and their in-zone
+/// addresses (order and case do not matter) and client regions.
 fn settings_hash(zone: &ZoneContent) -> u64 {
     let mut ns: Vec<String> = zone.name_servers.iter().map(|n| n.to_lowercase().to_string()).collect();
     ns.sort();
+    let mut addresses: Vec<(String, std::net::IpAddr)> = zone
+        .name_server_addresses
+        .iter()
+        .map(|(n, ip)| (n.to_lowercase().to_string(), *ip))
+        .collect();
+    addresses.sort();
     let mut hasher = DefaultHasher::new();
     ns.hash(&mut hasher);
+    addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
     hasher.finish()

@@ -165,6 +165,9 @@ pub(crate) struct ZoneInfo {
     pub negative_soa: Record,
     pub serial: u32,
     pub rrset_count: usize,
+    /// Owners whose A/AAAA come from the zone settings (in-zone name
+    /// server addresses); records given for them are skipped.
+    pub settings_owners: Vec<Name>,
 }
 
 /// A record the builder left out, and why.
@@ -309,6 +312,29 @@ impl Tree {
             tree.zones.push(info);
             tree.owner_hashes.push(FxHashMap::default());
             tree.node_mut(&apex, zone).rrsets = apex_sets;
+        }
+        for (zone, (content, _)) in accepted.iter().enumerate() {
+            let ttl = content.soa.ttl;
+            let mut owners = Vec::new();
+            for (host, ip) in &content.name_server_addresses {
+                let owner = fqdn(host.to_lowercase());
+                let data = match ip {
+                    std::net::IpAddr::V4(v4) => RData::A((*v4).into()),
+                    std::net::IpAddr::V6(v6) => RData::AAAA((*v6).into()),
+                };
+                let record = Record::from_rdata(owner.clone(), ttl, data);
+                match tree.check_record(zone, &owner, &record) {
+                    Ok(()) => {
+                        merge_record(&mut tree.node_mut(&owner, zone).rrsets, &record);
+                        if !owners.contains(&owner) {
+                            owners.push(owner);
+                        }
+                    }
+                    Err(reason) => skipped.push(skip_entry(&owner, record.record_type(), reason)),
+                }
+            }
+            // Only now: the check above would refuse an owner's second address.
+            tree.zones[zone].settings_owners = owners;
         }
         for (zone, (content, _)) in accepted.iter().enumerate() {
             for record in &content.records {
@@ -488,6 +514,9 @@ impl Tree {
         if record.data.record_type() != rtype {
             return Err("RDATA does not match the type".into());
         }
+        if self.zones[zone].settings_owners.contains(owner) {
+            return Err("name is an in-zone name server; its addresses come from the zone settings".into());
+        }
         Ok(())
     }
 
@@ -553,15 +582,22 @@ impl Tree {
             let mut skips = Vec::new();
             let mut hashes = OwnerHashes::default();
             let mut rrsets = RRsets::new();
+            // What the zone settings put at this owner stays: the apex's
+            // SOA and NS, an in-zone name server's addresses.
+            let mut from_settings = Vec::new();
             if key == info.apex_key {
-                if let Some(apex) = self.nodes.get(&key) {
-                    rrsets.extend(
-                        apex.rrsets
-                            .iter()
-                            .filter(|(t, _)| matches!(t, RecordType::SOA | RecordType::NS))
-                            .map(|(t, s)| (*t, s.clone())),
-                    );
-                }
+                from_settings.extend([RecordType::SOA, RecordType::NS]);
+            }
+            if info.settings_owners.contains(&name) {
+                from_settings.extend([RecordType::A, RecordType::AAAA]);
+            }
+            if let Some(node) = self.nodes.get(&key).filter(|_| !from_settings.is_empty()) {
+                rrsets.extend(
+                    node.rrsets
+                        .iter()
+                        .filter(|(t, _)| from_settings.contains(t))
+                        .map(|(t, s)| (*t, s.clone())),
+                );
             }
             for record in records {
                 let owner = fqdn(record.name.to_lowercase());
@@ -922,6 +958,7 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         negative_soa,
         serial,
         rrset_count: 0,
+        settings_owners: Vec::new(),
     };
     (info, sets)
 }

@@ -299,3 +299,72 @@ fn an_answer_larger_than_any_message_is_reported() {
     let m = ask(&store, "huge.example.com.", RecordType::A, None, Transport::Tcp);
     assert!(m.metadata.truncation, "no transport carries it: TC");
 }
+
+/// In-zone name server addresses (zone settings): answered as A/AAAA with
+/// the SOA TTL, a record given for such a name is skipped and reported,
+/// and a change listing that name keeps the addresses; a change of the
+/// addresses is a new serial.
+#[test]
+fn in_zone_name_server_addresses_come_from_the_settings() {
+    let mut zone = ZoneContent::new(name("example.com."))
+        .with_record(name("ns1.example.com."), 300, rdata(RecordType::A, "203.0.113.1"))
+        .with_record(name("www.example.com."), 300, rdata(RecordType::A, "203.0.113.2"));
+    zone.name_server_addresses = vec![
+        (name("NS1.example.com."), "192.0.2.53".parse().unwrap()),
+        (name("ns1.example.com."), "2001:db8::53".parse().unwrap()),
+        (name("ns1.other.net."), "198.51.100.1".parse().unwrap()),
+    ];
+    let store = ZoneStore::new();
+    let first = store.publish(vec![zone.clone()]);
+    let skipped: Vec<String> = first
+        .skipped
+        .iter()
+        .map(|s| format!("{} {}: {}", s.name, s.record_type, s.reason))
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.starts_with("ns1.other.net. A: name is outside zone")),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.starts_with("ns1.example.com. A: name is an in-zone name server")),
+        "{skipped:?}"
+    );
+    let a = ask(&store, "ns1.example.com.", RecordType::A, None, Transport::Udp);
+    assert_eq!(rrs(&a.answers), ["ns1.example.com. 30 in a 192.0.2.53"]);
+    let aaaa = ask(&store, "ns1.example.com.", RecordType::AAAA, None, Transport::Udp);
+    assert_eq!(rrs(&aaaa.answers), ["ns1.example.com. 30 in aaaa 2001:db8::53"]);
+
+    // A change listing the name: its records are skipped, the addresses stay.
+    store
+        .publish_changes(vec![fedns_dnsserver::ZoneChanges {
+            apex: name("example.com."),
+            names: vec![(
+                name("ns1.example.com."),
+                vec![Record::from_rdata(
+                    name("ns1.example.com."),
+                    60,
+                    rdata(RecordType::A, "203.0.113.9"),
+                )],
+            )],
+            routed: vec![],
+        }])
+        .expect("applied name by name");
+    let a = ask(&store, "ns1.example.com.", RecordType::A, None, Transport::Udp);
+    assert_eq!(rrs(&a.answers), ["ns1.example.com. 30 in a 192.0.2.53"]);
+
+    // New addresses: a new serial.
+    zone.name_server_addresses.truncate(1);
+    zone.name_server_addresses[0].1 = "192.0.2.54".parse().unwrap();
+    let second = store.publish(vec![zone]);
+    assert!(second.changed);
+    assert_ne!(first.zones, second.zones);
+    let aaaa = ask(&store, "ns1.example.com.", RecordType::AAAA, None, Transport::Udp);
+    assert!(aaaa.answers.is_empty(), "NODATA: {aaaa:?}");
+    let a = ask(&store, "ns1.example.com.", RecordType::A, None, Transport::Udp);
+    assert_eq!(rrs(&a.answers), ["ns1.example.com. 30 in a 192.0.2.54"]);
+}

@@ -586,6 +586,7 @@ fn template_of(content: &ZoneContent) -> ZoneContent {
         apex: content.apex.clone(),
         soa: content.soa.clone(),
         name_servers: content.name_servers.clone(),
+        name_server_addresses: content.name_server_addresses.clone(),
         records: Vec::new(),
         transfer: content.transfer.clone(),
         routed: Vec::new(),
@@ -604,6 +605,7 @@ mod tests_support {
             DomainSpec {
                 domain: "example.com".into(),
                 name_servers: vec!["ns1.example.com".into()],
+                name_server_addresses: vec![],
                 hostmaster: None,
                 soa: Default::default(),
                 allowed_namespaces: None,

@@ -146,6 +146,7 @@ mod tests {
             DomainSpec {
                 domain: "example.com".into(),
                 name_servers: vec![],
+                name_server_addresses: vec![],
                 hostmaster: None,
                 soa: Default::default(),
                 allowed_namespaces: allowed,

@@ -33,7 +33,7 @@ use serde_json::json;
 use tokio::sync::{watch, Notify};
 
 use crate::embedded::EmbeddedSink;
-use crate::plan::desired::{desired_zones_with, zone_apex, DesiredZones};
+use crate::plan::desired::{desired_zones_with, name_server_addresses_check, zone_apex, DesiredZones};
 use crate::plan::incremental::{IncrementalZones, Update};
 use crate::plan::ownership::NamespaceLabels;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
@@ -746,6 +746,7 @@ async fn write_statuses(
             ),
         };
         changed |= set_client_regions_condition(&domain, desired, geoip_problem.as_deref(), &mut status.conditions);
+        changed |= set_name_server_addresses_condition(&domain, &mut status.conditions);
         let serial = summary.map(|z| i64::from(z.serial));
         let count = summary.map(|z| z.rrset_count as i64);
         changed |= status.serial != serial || status.record_count != count || status.observed_generation != generation;
@@ -764,6 +765,39 @@ async fn write_statuses(
         }
     }
     failed
+}
+
+/// The Domain condition `NameServerAddresses` (see
+/// [`name_server_addresses_check`]): False with reason `MissingAddresses`
+/// when an in-zone name server has none, `InvalidInput` when only entries
+/// were left out.
+fn set_name_server_addresses_condition(domain: &Domain, list: &mut Vec<fedns_api::Condition>) -> bool {
+    let generation = domain.metadata.generation;
+    match name_server_addresses_check(domain) {
+        Ok(summary) => conditions::set(
+            list,
+            conditions::NAME_SERVER_ADDRESSES,
+            true,
+            "Valid",
+            &summary,
+            generation,
+        ),
+        Err((missing, problem)) => {
+            let reason = if missing {
+                conditions::MISSING_ADDRESSES
+            } else {
+                conditions::INVALID_INPUT
+            };
+            conditions::set(
+                list,
+                conditions::NAME_SERVER_ADDRESSES,
+                false,
+                reason,
+                &problem,
+                generation,
+            )
+        }
+    }
 }
 
 /// The Domain condition `ClientRegionsValid` (only on Domains with

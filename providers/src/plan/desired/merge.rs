@@ -161,6 +161,20 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                     }
                 }
             }
+            if let Some((domain, content)) = zones.get(&apex) {
+                let is_name_server = content
+                    .name_server_addresses
+                    .iter()
+                    .any(|(ns, _)| ns.to_ascii().trim_end_matches('.').eq_ignore_ascii_case(&owner));
+                if is_name_server {
+                    out.problems.push(problem_of(
+                        ProblemKind::Conflict,
+                        &owner,
+                        format!("the name is a name server of Domain {domain}, whose spec.nameServerAddresses give its addresses; not published"),
+                    ));
+                    continue;
+                }
+            }
             let holder = holders
                 .entry((apex.clone(), owner.clone()))
                 .or_insert_with(|| source.clone());

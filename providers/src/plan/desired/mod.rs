@@ -41,4 +41,4 @@ pub use self::model::{
     DEFAULT_TTL,
 };
 pub use self::targets::{canonical_target, parse_target};
-pub use self::zone::{client_regions_of, zone_apex};
+pub use self::zone::{client_regions_of, name_server_addresses_check, name_server_addresses_of, zone_apex};

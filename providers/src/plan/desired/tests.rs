@@ -17,6 +17,7 @@ fn domain(name: &str, zone: &str) -> Domain {
         DomainSpec {
             domain: zone.into(),
             name_servers: vec![format!("ns1.{zone}")],
+            name_server_addresses: vec![],
             hostmaster: None,
             soa: Default::default(),
             allowed_namespaces: None,
@@ -561,4 +562,83 @@ fn client_table_problems_are_reported_and_the_rest_kept() {
     );
     assert!(message.contains("\"300.0.0.0/8\" is not a network"), "{message}");
     assert_eq!(desired.zones[0].content.client_regions.networks.len(), 2);
+}
+
+#[test]
+fn in_zone_name_servers_get_their_addresses_and_their_names_are_not_endpoints() {
+    let mut d = domain("myfed", "example.com");
+    d.spec.name_servers = vec!["ns1.example.com".into(), "ns.other.net".into()];
+    d.spec.name_server_addresses = vec![
+        fedns_api::NameServerAddresses {
+            name: "NS1.example.com.".into(),
+            addresses: vec!["192.0.2.53".into(), "2001:db8::53".into(), "not-an-address".into()],
+        },
+        fedns_api::NameServerAddresses {
+            name: "ns.other.net".into(),
+            addresses: vec!["198.51.100.53".into()],
+        },
+        fedns_api::NameServerAddresses {
+            name: "ns9.example.com".into(),
+            addresses: vec!["198.51.100.9".into()],
+        },
+    ];
+    let desired = desired_zones(
+        std::slice::from_ref(&d),
+        &[endpoints(
+            "glue",
+            vec![
+                ep("ns1.example.com", RecordType::A, &["203.0.113.1"], None),
+                ep("www.example.com", RecordType::A, &["203.0.113.2"], None),
+            ],
+        )],
+    );
+    let content = &desired.zones[0].content;
+    let served: Vec<String> = content
+        .name_server_addresses
+        .iter()
+        .map(|(n, ip)| format!("{n} {ip}"))
+        .collect();
+    assert_eq!(served, ["ns1.example.com. 192.0.2.53", "ns1.example.com. 2001:db8::53"]);
+    // The name server's name is the Domain's: an endpoint there is refused.
+    assert!(rrset(&desired, "ns1.example.com", RecordType::A).is_none());
+    assert!(rrset(&desired, "www.example.com", RecordType::A).is_some());
+    let refused: Vec<&str> = desired.problems.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains("name server of Domain fedns-system/myfed"),
+        "{refused:?}"
+    );
+    // Each entry left out is said, with why.
+    let (_, problems) = name_server_addresses_of(&d);
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(problems[0].contains("\"not-an-address\" of ns1.example.com"));
+    assert!(problems[1].contains("ns.other.net is outside zone example.com"));
+    assert!(problems[2].contains("ns9.example.com is not one of the name servers"));
+    let (missing, message) = name_server_addresses_check(&d).unwrap_err();
+    assert!(!missing, "ns1 has addresses: {message}");
+}
+
+#[test]
+fn an_in_zone_name_server_without_addresses_is_reported() {
+    let mut d = domain("myfed", "example.com");
+    let (missing, message) = name_server_addresses_check(&d).unwrap_err();
+    assert!(missing);
+    assert!(message.starts_with("name server(s) ns1.example.com inside zone example.com have no addresses"));
+    // Empty nameServers: the default ns1.<domain> is inside the zone too.
+    d.spec.name_servers.clear();
+    assert!(name_server_addresses_check(&d).unwrap_err().0);
+    d.spec.name_server_addresses = vec![fedns_api::NameServerAddresses {
+        name: "ns1.example.com".into(),
+        addresses: vec!["192.0.2.53".into()],
+    }];
+    assert_eq!(
+        name_server_addresses_check(&d).unwrap(),
+        "1 in-zone name server(s) with 1 address(es)"
+    );
+    d.spec.name_servers = vec!["ns.other.net".into()];
+    d.spec.name_server_addresses.clear();
+    assert_eq!(
+        name_server_addresses_check(&d).unwrap(),
+        "no name server is inside the zone"
+    );
 }

@@ -2,8 +2,10 @@
 //! transfer settings and the client table.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use fedns_api::{names, Domain};
+use fedns_dnsserver::hickory_proto::rr::Name;
 use fedns_dnsserver::{SoaFields, ZoneContent};
 
 use super::targets::to_name;
@@ -35,6 +37,7 @@ pub(super) fn zone_of(domain: &Domain) -> Result<(String, ZoneContent), String> 
         zone.soa.mname = servers[0].clone();
         zone.name_servers = servers;
     }
+    zone.name_server_addresses = name_server_addresses_of(domain).0;
     if let Some(hostmaster) = &domain.spec.hostmaster {
         let rname = names::normalize_hostname(hostmaster).map_err(|e| format!("spec.hostmaster: {e}"))?;
         zone.soa.rname = to_name(&rname).ok_or_else(|| format!("spec.hostmaster {rname:?} is not a DNS name"))?;
@@ -64,6 +67,120 @@ pub(super) fn zone_of(domain: &Domain) -> Result<(String, ZoneContent), String> 
         }
     }
     Ok((apex, zone))
+}
+
+/// The Domain's name servers as served: `spec.nameServers` normalised
+/// (lower case, no trailing dot), or `ns1.<domain>` when empty; with the
+/// apex. None when `spec.domain` is not a valid host name.
+fn effective_name_servers(domain: &Domain) -> Option<(String, Vec<String>)> {
+    let apex = names::normalize_hostname(&domain.spec.domain).ok()?;
+    let mut servers: Vec<String> = domain
+        .spec
+        .name_servers
+        .iter()
+        .filter_map(|ns| names::normalize_hostname(ns).ok())
+        .collect();
+    if domain.spec.name_servers.is_empty() {
+        servers.push(format!("ns1.{apex}"));
+    }
+    Some((apex, servers))
+}
+
+fn is_inside(name: &str, apex: &str) -> bool {
+    name == apex || name.strip_suffix(apex).is_some_and(|head| head.ends_with('.'))
+}
+
+/// The in-zone name server addresses of `spec.nameServerAddresses` the
+/// zone serves, and a line per entry left out (a name that is not one of
+/// the name servers or not inside the zone, an address that is not an
+/// IPv4 or IPv6 address).
+pub fn name_server_addresses_of(domain: &Domain) -> (Vec<(Name, IpAddr)>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    let Some((apex, servers)) = effective_name_servers(domain) else {
+        return (out, problems);
+    };
+    for entry in &domain.spec.name_server_addresses {
+        let Ok(host) = names::normalize_hostname(&entry.name) else {
+            problems.push(format!(
+                "spec.nameServerAddresses: {:?} is not a host name; left out",
+                entry.name
+            ));
+            continue;
+        };
+        if !servers.contains(&host) {
+            problems.push(format!(
+                "spec.nameServerAddresses: {host} is not one of the name servers ({}); left out",
+                servers.join(", ")
+            ));
+            continue;
+        }
+        if !is_inside(&host, &apex) {
+            problems.push(format!(
+                "spec.nameServerAddresses: {host} is outside zone {apex} (its addresses belong to its own zone); left out"
+            ));
+            continue;
+        }
+        let Some(name) = to_name(&host) else {
+            problems.push(format!(
+                "spec.nameServerAddresses: {host:?} is not a DNS name; left out"
+            ));
+            continue;
+        };
+        for address in &entry.addresses {
+            match address.parse::<IpAddr>() {
+                Ok(ip) => out.push((name.clone(), ip)),
+                Err(_) => problems.push(format!(
+                    "spec.nameServerAddresses: {address:?} of {host} is not an IPv4 or IPv6 address; left out"
+                )),
+            }
+        }
+    }
+    (out, problems)
+}
+
+/// The Domain condition `NameServerAddresses`: Ok with a summary when
+/// every name server inside the zone has addresses and every entry of
+/// `spec.nameServerAddresses` is used; Err with whether an in-zone name
+/// server has no addresses at all (true: secondaries such as BIND refuse
+/// the zone, RFC 1034 §4.2.1) and what is missing or left out.
+pub fn name_server_addresses_check(domain: &Domain) -> Result<String, (bool, String)> {
+    let Some((apex, servers)) = effective_name_servers(domain) else {
+        return Err((false, "spec.domain is not a valid host name".into()));
+    };
+    let (served, mut problems) = name_server_addresses_of(domain);
+    let inside: Vec<&String> = servers.iter().filter(|s| is_inside(s, &apex)).collect();
+    let missing: Vec<&str> = inside
+        .iter()
+        .filter(|s| {
+            !served
+                .iter()
+                .any(|(name, _)| name.to_ascii().trim_end_matches('.').eq_ignore_ascii_case(s))
+        })
+        .map(|s| s.as_str())
+        .collect();
+    if !missing.is_empty() {
+        problems.insert(
+            0,
+            format!(
+                "name server(s) {} inside zone {apex} have no addresses: secondaries cannot load the zone; \
+                 give them in spec.nameServerAddresses",
+                missing.join(", ")
+            ),
+        );
+    }
+    if !problems.is_empty() {
+        return Err((!missing.is_empty(), problems.join("; ")));
+    }
+    Ok(if inside.is_empty() {
+        "no name server is inside the zone".into()
+    } else {
+        format!(
+            "{} in-zone name server(s) with {} address(es)",
+            inside.len(),
+            served.len()
+        )
+    })
 }
 
 /// The Domain's client table for `Nearest` names; problems (invalid
