@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Queries per second of fedns's embedded DNS server against Knot DNS.
+# Queries per second of fedns's embedded DNS server against Knot DNS and
+# NSD (issue 31: NSD was the fastest open-source authoritative per core in
+# earlier measurements here, so the ratio against the strongest peer is
+# printed too).
 #
-# Both serve the same 10,000-name zone, each pinned to CPU 0 with one UDP
-# worker; dnsperf runs pinned to CPU 1 (90 % existing names, 10 % NXDOMAIN,
-# type A). Three phases per server:
+# All three serve the same 10,000-name zone, each pinned to CPU 0 with one
+# UDP worker; dnsperf runs pinned to CPU 1 (90 % existing names, 10 %
+# NXDOMAIN, type A). Three phases per server:
 #   1. saturation for $DURATION s: queries/s, average latency, server CPU
 #      time per answered query;
 #   2. a fixed 10,000 q/s for $LATENCY_DURATION s with per-query latencies:
@@ -11,8 +14,18 @@
 #   3. TCP saturation for $TCP_DURATION s (dnsperf -m tcp: 4 connections,
 #      queries pipelined on each, RFC 7766): queries/s and server CPU time
 #      per answered query. TCP is where truncated UDP answers go.
-# Then peak RSS of each server and the ratios fedns/Knot. Absolute figures
-# drift on shared machines; the ratio from one run is what to compare.
+# Then peak RSS of each server and the ratios fedns/Knot and fedns/NSD.
+# Absolute figures drift on shared machines; the ratio from one run is
+# what to compare. Server CPU is summed over the server's processes and
+# threads (NSD serves from child processes).
+#
+# Then (issue 31) scaling across cores: UDP saturation for $SCALE_DURATION s
+# with 1 and 2 workers (and the machine's CPU count less one where it has
+# more than 3 CPUs) for each server, pinned to CPUs 0..W-1, dnsperf on the
+# next CPU: queries/s, answers per core of server CPU and the scaling ratio
+# against one worker. Where the machine has no CPU left for dnsperf it
+# shares the servers' CPUs (said in the output): queries/s then understate
+# the scaling and answers per core is the figure to compare.
 #
 # fedns runs with response rate limiting enabled but not triggered (issue
 # 15: the limiter's cost is in the figures).
@@ -27,6 +40,7 @@
 #
 # Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 TCP_DURATION=$DURATION NAMES=10000 RRL_RATE=1000000
 #                            POLICIES=1 (0: skip the policy runs), ONLY_POLICIES=1 (skip Knot and the base run), REPEAT=3,
+#                            SCALING=1 (0: skip the scaling runs), SCALE_DURATION=10,
 #                            FEDNS_BIN=path (use this fedns binary instead of building one))
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +51,12 @@ NAMES=${NAMES:-10000}
 WORK=$(mktemp -d /tmp/fedns-bench.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
 
-for tool in knotd dnsperf taskset python3; do
-  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "missing $tool (apt-get install knot dnsperf util-linux)"; exit 1; }
+for tool in knotd nsd dnsperf taskset python3; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "missing $tool (apt-get install knot nsd dnsperf util-linux)"; exit 1; }
 done
 KNOTD=$(command -v knotd || echo /usr/sbin/knotd)
+NSD=$(command -v nsd || echo /usr/sbin/nsd)
+SCALE_DURATION=${SCALE_DURATION:-10}
 { dnsperf -h 2>&1 || true; } | grep -q -- '-m ' || { echo "this dnsperf has no -m (TCP mode); install dnsperf >= 2.3"; exit 1; }
 
 if [ -n "${FEDNS_BIN:-}" ]; then
@@ -110,8 +126,25 @@ with open(f"{work}/queries.txt", "w") as q:
 PY
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-peak_rss_kib() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+# cpu_ticks PID -> user + system clock ticks of PID and its descendants
+# (every thread of each; NSD answers from child processes).
+cpu_ticks() {
+  local total=0 p
+  for p in $1 $(pgrep -P "$1" 2>/dev/null || true); do
+    if [ "$p" != "$1" ]; then total=$((total + $(cpu_ticks "$p"))); continue; fi
+    # Fields after the command name, which may hold spaces ("nsd: main").
+    total=$((total + $(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}' || echo 0)))
+  done
+  echo "$total"
+}
+# peak_rss_kib PID -> peak resident set of PID and its descendants, summed.
+peak_rss_kib() {
+  local total=0 p
+  for p in $1 $(pgrep -P "$1" 2>/dev/null || true); do
+    total=$((total + $(awk '/VmHWM/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
 wait_ready() {
   for _ in $(seq 100); do
     dig +short +time=1 +tries=1 -p "$1" @127.0.0.1 svc1.ns1.myfed.svc.example.com A >/dev/null 2>&1 && return 0
@@ -184,69 +217,177 @@ policy_phase() {
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 
-if [ "${ONLY_POLICIES:-0}" = 1 ]; then
-  POLICIES=1
-else
-echo "== Knot DNS ($("$KNOTD" --version | head -1))"
-KPORT=$(free_port)
-cat > "$WORK/knot.conf" <<CONF
+# start_knot WORKERS CPUS -> sets PID and PORT: Knot with WORKERS UDP
+# workers pinned to CPUS (a taskset list).
+start_knot() {
+  PORT=$(free_port)
+  mkdir -p "$WORK/knot-$1"
+  cat > "$WORK/knot-$1/knot.conf" <<CONF
 server:
-  listen: 127.0.0.1@$KPORT
-  rundir: $WORK
-  udp-workers: 1
+  listen: 127.0.0.1@$PORT
+  rundir: $WORK/knot-$1
+  udp-workers: $1
   tcp-workers: 1
   background-workers: 1
 control:
-  listen: $WORK/knot.sock
+  listen: $WORK/knot-$1/knot.sock
 database:
-  storage: $WORK
+  storage: $WORK/knot-$1
 log:
   - target: stderr
     any: error
 template:
   - id: default
-    storage: $WORK
+    storage: $WORK/knot-$1
     semantic-checks: off
     journal-content: none
 zone:
   - domain: example.com
     file: $WORK/example.com.zone
 CONF
-taskset -c 0 "$KNOTD" -c "$WORK/knot.conf" & KPID=$!
-wait_ready "$KPORT"
-run_phase knot "$KPID" "$KPORT"
+  taskset -c "$2" "$KNOTD" -c "$WORK/knot-$1/knot.conf" & PID=$!
+  wait_ready "$PORT"
+}
+
+# start_nsd WORKERS CPUS -> sets PID and PORT: NSD with WORKERS server
+# processes (SO_REUSEPORT sockets) pinned to CPUS, in the foreground (-d),
+# not as a user of its own, without a database file, no rate limiting.
+start_nsd() {
+  PORT=$(free_port)
+  local dir="$WORK/nsd-$1"
+  mkdir -p "$dir"
+  cat > "$dir/nsd.conf" <<CONF
+server:
+  ip-address: 127.0.0.1@$PORT
+  server-count: $1
+  reuseport: yes
+  username: ""
+  chroot: ""
+  zonesdir: "$dir"
+  pidfile: "$dir/nsd.pid"
+  xfrdfile: "$dir/xfrd.state"
+  xfrdir: "$dir"
+  zonelistfile: "$dir/zone.list"
+  database: ""
+  logfile: "$dir/nsd.log"
+  verbosity: 0
+  # Debian builds NSD with response rate limiting on at 200 q/s per
+  # client prefix: off, as Knot's is by default (fedns's runs at a rate
+  # the one client never reaches).
+  rrl-ratelimit: 0
+remote-control:
+  control-enable: no
+zone:
+  name: example.com
+  zonefile: $WORK/example.com.zone
+CONF
+  taskset -c "$2" "$NSD" -d -c "$dir/nsd.conf" & PID=$!
+  wait_ready "$PORT"
+}
+
+# start_fedns WORKERS CPUS -> sets PID and PORT (and MPORT, its metrics):
+# fedns dns-server on the bench's manifests. Response rate limiting on, as
+# deployed, at a rate this benchmark's one client prefix never reaches
+# (RRL_RATE): every response is counted in the limiter and none is held
+# back (checked after the base run).
+start_fedns() {
+  PORT=$(free_port)
+  MPORT=$(free_port)
+  RUST_LOG=warn taskset -c "$2" "$FEDNS" dns-server --manifests "$WORK/manifests.yaml" \
+    --listen "127.0.0.1:$PORT" --udp-workers "$1" --metrics-addr "127.0.0.1:$MPORT" \
+    --rrl-rate "${RRL_RATE:-1000000}" --rrl-slip 2 & PID=$!
+  wait_ready "$PORT"
+}
+
+stop_server() { kill "$1"; wait "$1" 2>/dev/null || true; }
+
+if [ "${ONLY_POLICIES:-0}" = 1 ]; then
+  POLICIES=1
+else
+echo "== Knot DNS ($("$KNOTD" --version | head -1))"
+start_knot 1 0
+run_phase knot "$PID" "$PORT"
 K=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB" "$TCP_QPS" "$TCP_CPU_US")
-kill "$KPID"; wait "$KPID" 2>/dev/null || true
+stop_server "$PID"
+
+echo "== NSD ($("$NSD" -v 2>&1 | head -1))"
+start_nsd 1 0
+run_phase nsd "$PID" "$PORT"
+N=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB" "$TCP_QPS" "$TCP_CPU_US")
+stop_server "$PID"
 
 echo "== fedns dns-server"
-FPORT=$(free_port)
-MPORT=$(free_port)
-# Response rate limiting on, as deployed, at a rate this benchmark's one
-# client prefix never reaches (RRL_RATE): every response is counted in the
-# limiter and none is held back (checked below).
-RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$WORK/manifests.yaml" \
-  --listen "127.0.0.1:$FPORT" --udp-workers 1 --metrics-addr "127.0.0.1:$MPORT" \
-  --rrl-rate "${RRL_RATE:-1000000}" --rrl-slip 2 & FPID=$!
-wait_ready "$FPORT"
-run_phase fedns "$FPID" "$FPORT"
+start_fedns 1 0
+run_phase fedns "$PID" "$PORT"
 LIMITED=$(python3 -c "import urllib.request; print(sum(float(l.split()[-1]) for l in urllib.request.urlopen('http://127.0.0.1:$MPORT/metrics').read().decode().splitlines() if l.startswith('fedns_dns_rrl_limited')))")
 echo "fedns: --rrl-rate ${RRL_RATE:-1000000} (0: off); responses held back: $LIMITED"
 F=("$QPS" "$AVG_MS" "$CPU_US" "$P50_US" "$P99_US" "$RSS_KIB" "$TCP_QPS" "$TCP_CPU_US")
-kill "$FPID"; wait "$FPID" 2>/dev/null || true
+stop_server "$PID"
 
 printf '\n%-8s %12s %10s %12s %9s %9s %10s %12s %12s\n' server "queries/s" "avg ms" "CPU us/q" "p50 us" "p99 us" "RSS MiB" "TCP q/s" "TCP us/q"
-printf '%-8s %12s %10s %12s %9s %9s %10.1f %12s %12s\n' knot "${K[0]}" "${K[1]}" "${K[2]}" "${K[3]}" "${K[4]}" "$(echo "${K[5]} / 1024" | bc -l)" "${K[6]}" "${K[7]}"
-printf '%-8s %12s %10s %12s %9s %9s %10.1f %12s %12s\n' fedns "${F[0]}" "${F[1]}" "${F[2]}" "${F[3]}" "${F[4]}" "$(echo "${F[5]} / 1024" | bc -l)" "${F[6]}" "${F[7]}"
-python3 - "${F[0]}" "${K[0]}" "${F[2]}" "${K[2]}" "${F[4]}" "${F[6]:-0}" "${K[6]:-0}" "${F[7]:-0}" "${K[7]:-0}" <<'PY'
+for row in knot nsd fedns; do
+  case $row in knot) R=("${K[@]}") ;; nsd) R=("${N[@]}") ;; fedns) R=("${F[@]}") ;; esac
+  printf '%-8s %12s %10s %12s %9s %9s %10.1f %12s %12s\n' "$row" "${R[0]}" "${R[1]}" "${R[2]}" "${R[3]}" "${R[4]}" "$(echo "${R[5]} / 1024" | bc -l)" "${R[6]}" "${R[7]}"
+done
+python3 - "${F[0]}" "${F[2]}" "${F[4]}" "${F[6]:-0}" "${F[7]:-0}" "${K[0]}" "${K[2]}" "${K[6]:-0}" "${K[7]:-0}" "${N[0]}" "${N[2]}" "${N[6]:-0}" "${N[7]:-0}" <<'PY'
 import sys
-fq, kq, fc, kc, fp99, ftq, ktq, ftc, ktc = map(float, sys.argv[1:])
-print(f"\nanswers per second per core of server CPU: fedns {1e6 / fc:,.0f}, Knot {1e6 / kc:,.0f}")
-print(f"ratio fedns/Knot: queries/s {fq / kq:.2f} (target >= 1.0), answers per core {kc / fc:.2f} (target >= 1.0)")
+fq, fc, fp99, ftq, ftc, kq, kc, ktq, ktc, nq, nc, ntq, ntc = map(float, sys.argv[1:])
+print(f"\nanswers per second per core of server CPU: fedns {1e6 / fc:,.0f}, Knot {1e6 / kc:,.0f}, NSD {1e6 / nc:,.0f}")
+print(f"ratio fedns/Knot: queries/s {fq / kq:.2f} (target >= 1.3), answers per core {kc / fc:.2f} (target >= 1.5)")
+print(f"ratio fedns/NSD: queries/s {fq / nq:.2f}, answers per core {nc / fc:.2f}")
 print(f"fedns p99 at 10k q/s: {fp99:.0f} us (target < 1000 us)")
-if ftq > 0 and ktq > 0 and ftc > 0 and ktc > 0:
-    print(f"TCP ratio fedns/Knot: queries/s {ftq / ktq:.2f}, answers per core {ktc / ftc:.2f}")
-else:
-    print("TCP: no figures (see the dnsperf output under KEEP=1)")
+for peer, tq, tc in (("Knot", ktq, ktc), ("NSD", ntq, ntc)):
+    if ftq > 0 and tq > 0 and ftc > 0 and tc > 0:
+        print(f"TCP ratio fedns/{peer}: queries/s {ftq / tq:.2f}, answers per core {tc / ftc:.2f}")
+    else:
+        print(f"TCP fedns/{peer}: no figures (see the dnsperf output under KEEP=1)")
+PY
+fi
+
+if [ "${SCALING:-1}" = 1 ] && [ "${ONLY_POLICIES:-0}" != 1 ]; then
+  CPUS=$(nproc)
+  COUNTS=(1 2)
+  [ "$CPUS" -gt 3 ] && COUNTS+=("$((CPUS - 1))")
+  echo
+  echo "== scaling across cores: UDP saturation, ${SCALE_DURATION} s per run, workers ${COUNTS[*]} on a $CPUS-CPU machine"
+  SCALE_ROWS=()
+  for workers in "${COUNTS[@]}"; do
+    cpus="0-$((workers - 1))"
+    if [ "$workers" -lt "$CPUS" ]; then
+      client_cpus="$workers"
+    else
+      client_cpus="0-$((CPUS - 1))"
+      echo "(with $workers workers dnsperf shares the servers' CPUs: queries/s understate the scaling)"
+    fi
+    for server in knot nsd fedns; do
+      "start_$server" "$workers" "$cpus"
+      before=$(cpu_ticks "$PID")
+      taskset -c "$client_cpus" dnsperf -s 127.0.0.1 -p "$PORT" -d "$WORK/queries.txt" -l "$SCALE_DURATION" \
+        -c $((4 * workers)) -q $((500 * workers)) -T "$workers" > "$WORK/scale-$server-$workers.txt" 2>&1
+      qps=$(awk '/Queries per second/ {print $4}' "$WORK/scale-$server-$workers.txt")
+      answered=$(awk '/Queries completed/ {print $3}' "$WORK/scale-$server-$workers.txt")
+      us=$(cpu_per_query "$PID" "$before" "${answered:-0}")
+      stop_server "$PID"
+      SCALE_ROWS+=("$server,$workers,${qps:-0},$us")
+    done
+  done
+  python3 - "${SCALE_ROWS[@]}" <<'PY'
+import sys
+rows = [r.split(",") for r in sys.argv[1:]]
+figures = {(s, int(w)): (float(q), float(u)) for s, w, q, u in rows}
+servers = ["knot", "nsd", "fedns"]
+counts = sorted({w for _, w in figures})
+print(f"\n{'server':8} {'workers':>7} {'queries/s':>12} {'answers/core':>13} {'q/s scaling':>12}")
+for s in servers:
+    for w in counts:
+        q, u = figures[(s, w)]
+        base = figures[(s, 1)][0]
+        print(f"{s:8} {w:>7} {q:>12,.0f} {1e6 / max(u, 1e-9):>13,.0f} {q / base if base else 0:>12.2f}")
+for w in counts:
+    fq, fu = figures[("fedns", w)]
+    for peer in ("knot", "nsd"):
+        pq, pu = figures[(peer, w)]
+        print(f"{w} worker(s): fedns/{peer}: queries/s {fq / pq if pq else 0:.2f}, answers per core {pu / fu if fu else 0:.2f}")
 PY
 fi
 
