@@ -10,6 +10,7 @@ mod dataplane;
 mod deploy;
 mod dns_server;
 mod health_e2e;
+mod hysteresis_e2e;
 mod large_objects;
 mod member_sources;
 mod routing_e2e;
