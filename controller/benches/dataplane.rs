@@ -43,6 +43,8 @@ fn default_check(port: u16) -> Check {
         period: Duration::from_secs(5),
         failure_threshold: 3,
         success_threshold: 2,
+        failover_delay: Duration::ZERO,
+        failback_delay: Duration::ZERO,
     }
 }
 

@@ -57,6 +57,24 @@ pub struct DataPlaneCheck {
     /// HTTPS: accept any certificate (self-signed, another name).
     #[serde(default)]
     pub insecure_skip_tls_verify: bool,
+    /// Seconds an address's probes must have said Down, without a break,
+    /// before it leaves the answers (Akamai GTM's `failover_delay`).
+    /// 0 (default): as soon as `failureThreshold` probes failed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(range(min = 0, max = 3600))]
+    pub failover_delay_seconds: i32,
+    /// Seconds a Down address's probes must have said Up again, without a
+    /// break, before it returns to the answers (Akamai GTM's
+    /// `failback_delay`): an address that flaps every few seconds then stays
+    /// out instead of making the answers flap. 0 (default): as soon as
+    /// `successThreshold` probes passed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(range(min = 0, max = 3600))]
+    pub failback_delay_seconds: i32,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 /// Probe protocol.
@@ -100,6 +118,18 @@ pub struct AddressHealth {
     /// The last failure, one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// What the probes say now when it differs from `state` and waits for
+    /// `failoverDelaySeconds` or `failbackDelaySeconds` to take effect
+    /// (`Up` or `Down`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_state: Option<String>,
+    /// Since when the probes say `pendingState` (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_since: Option<String>,
+    /// When `pendingState` takes effect if the probes keep saying it
+    /// (RFC 3339; at the first probe from then on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_effective_at: Option<String>,
 }
 
 fn default_path() -> String {
@@ -176,6 +206,8 @@ mod tests {
             (5, 2, 3, 2)
         );
         assert_eq!(c.path, "/");
+        assert_eq!((c.failover_delay_seconds, c.failback_delay_seconds), (0, 0));
+        assert!(!serde_json::to_string(&c).unwrap().contains("DelaySeconds"));
         assert_eq!(c.status_ranges().unwrap(), [(200, 399)]);
         assert_eq!(
             check(&["204", "300-302"]).status_ranges().unwrap(),

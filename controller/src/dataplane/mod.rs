@@ -14,7 +14,11 @@
 //!   `successThreshold` consecutive successes turn it Up again (Kubernetes
 //!   probe semantics); a new address is Unknown until its first result and
 //!   counts as passing meanwhile (no flap at start-up).
+//! * `failoverDelaySeconds`/`failbackDelaySeconds`: a change of that state
+//!   takes effect (is reported, notifies the users) only after it held that
+//!   long ([`hysteresis`]).
 
+pub mod hysteresis;
 pub mod probe;
 
 use std::cmp::Reverse;
@@ -45,6 +49,10 @@ pub struct Check {
     pub failure_threshold: u32,
     /// Consecutive successes that make a Down address Up.
     pub success_threshold: u32,
+    /// How long Down must hold before it takes effect (zero: at once).
+    pub failover_delay: Duration,
+    /// How long Up must hold after Down before it takes effect (zero: at once).
+    pub failback_delay: Duration,
 }
 
 /// The state of one address.
@@ -72,12 +80,17 @@ impl State {
 /// What is known of one address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddressState {
-    /// Current state.
+    /// Current (effective) state: what answers follow.
     pub state: State,
     /// When it entered that state (RFC 3339).
     pub since: String,
     /// The last failure, if the last probe failed.
     pub last_error: Option<String>,
+    /// What the probes say while it waits for the failover or failback
+    /// delay: that state, since when and when it takes effect if it holds
+    /// (RFC 3339; at the first probe after that, so up to one
+    /// `periodSeconds` later).
+    pub pending: Option<(State, String, String)>,
 }
 
 type TargetKey = (IpAddr, Check);
@@ -90,7 +103,12 @@ type TargetId = u64;
 struct Target<K> {
     key: Arc<TargetKey>,
     prepared: Arc<probe::Prepared>,
-    state: State,
+    damped: hysteresis::Damped,
+    /// When `damped.observed` last changed (RFC 3339).
+    observed_since: String,
+    /// When a pending change takes effect if it holds (RFC 3339).
+    takes_effect_at: String,
+    /// When `damped.effective` last changed (RFC 3339).
     since: String,
     last_error: Option<String>,
     successes: u32,
@@ -149,6 +167,15 @@ impl<K> std::fmt::Debug for DataPlane<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DataPlane").finish_non_exhaustive()
     }
+}
+
+/// `now` plus `delay`, RFC 3339 to the second.
+fn rfc3339_after(now: jiff::Timestamp, delay: Duration) -> String {
+    let later = jiff::SignedDuration::try_from(delay)
+        .ok()
+        .and_then(|d| now.checked_add(d).ok())
+        .unwrap_or(now);
+    later.round(jiff::Unit::Second).unwrap_or(later).to_string()
 }
 
 fn now_rfc3339() -> String {
@@ -255,7 +282,9 @@ where
                             Target {
                                 prepared: Arc::new(probe::Prepared::new(&key.1.spec)),
                                 key,
-                                state: State::Unknown,
+                                damped: hysteresis::Damped::new(now),
+                                observed_since: now_rfc3339(),
+                                takes_effect_at: now_rfc3339(),
                                 since: now_rfc3339(),
                                 last_error: None,
                                 successes: 0,
@@ -295,9 +324,13 @@ where
     pub fn state(&self, address: IpAddr, check: &Check) -> Option<AddressState> {
         let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
         targets.get(&(address, check.clone())).map(|t| AddressState {
-            state: t.state,
+            state: t.damped.effective,
             since: t.since.clone(),
             last_error: t.last_error.clone(),
+            pending: t
+                .damped
+                .pending()
+                .map(|state| (state, t.observed_since.clone(), t.takes_effect_at.clone())),
         })
     }
 
@@ -342,7 +375,11 @@ where
                 // Fixed rate on the target's own slot in its period.
                 let period = target.key.1.period;
                 let mut next_due = at + period;
-                if target.state == State::Unknown && target.successes == 0 && target.failures == 0 && !target.running {
+                if target.damped.observed == State::Unknown
+                    && target.successes == 0
+                    && target.failures == 0
+                    && !target.running
+                {
                     next_due = now + offset_in_period(&target.key).max(Duration::from_millis(1)).min(period);
                 }
                 if next_due <= now {
@@ -408,41 +445,65 @@ where
         target.running = false;
         target.kept = kept;
         let check = &target.key.1;
-        let before = target.state;
+        let observed = target.damped.observed;
+        let before = target.damped.effective;
+        let mut state = observed;
         match result {
             Ok(()) => {
                 target.successes = target.successes.saturating_add(1);
                 target.failures = 0;
                 target.last_error = None;
-                let needed = if before == State::Down {
+                let needed = if observed == State::Down {
                     check.success_threshold
                 } else {
                     1
                 };
                 if target.successes >= needed {
-                    target.state = State::Up;
+                    state = State::Up;
                 }
             }
             Err(error) => {
                 target.failures = target.failures.saturating_add(1);
                 target.successes = 0;
                 if target.failures >= check.failure_threshold {
-                    target.state = State::Down;
+                    state = State::Down;
                 }
                 target.last_error = Some(error);
             }
         }
-        if target.state != before {
+        let now = Instant::now();
+        target.damped.observe(state, now);
+        if state != observed {
+            let delay = target.damped.delay(check.failover_delay, check.failback_delay);
+            let wall = jiff::Timestamp::now();
+            target.observed_since = rfc3339_after(wall, Duration::ZERO);
+            target.takes_effect_at = rfc3339_after(wall, delay);
+            if target.damped.pending().is_some() && !delay.is_zero() {
+                tracing::info!(
+                    address = %SocketAddr::new(target.key.0, check.spec.port),
+                    host = %check.spec.host,
+                    probes_say = state.as_str(),
+                    state = before.as_str(),
+                    delay_seconds = delay.as_secs(),
+                    "data-plane probe state changed; takes effect once it held for the failover/failback delay"
+                );
+            }
+        }
+        if target.damped.settle(check.failover_delay, check.failback_delay, now) {
             target.since = now_rfc3339();
             tracing::info!(
                 address = %SocketAddr::new(target.key.0, check.spec.port),
                 host = %check.spec.host,
                 from = before.as_str(),
-                to = target.state.as_str(),
+                to = target.damped.effective.as_str(),
                 error = target.last_error.as_deref().unwrap_or(""),
                 "data-plane probe state changed"
             );
-            inner.metrics.transition(target.state);
+            inner.metrics.transition(target.damped.effective);
+            notify.extend(target.users.iter().cloned());
+        } else if state != observed {
+            // A change waiting for its delay, or one undone before its
+            // delay ran out: answers stay, status shows the pending state.
             notify.extend(target.users.iter().cloned());
         }
     }

@@ -529,6 +529,15 @@ pub fn render(explanation: &Explanation) -> String {
                     .map(|e| format!(": {e}"))
                     .unwrap_or_default()
             );
+            if let Some(pending) = &address.pending_state {
+                let _ = writeln!(
+                    out,
+                    "  {:<20}        pending {pending}: held since {}, takes effect at {} if it holds (failover/failback delay)",
+                    "",
+                    address.pending_since.as_deref().unwrap_or("?"),
+                    address.pending_effective_at.as_deref().unwrap_or("?")
+                );
+            }
         }
     }
     out

@@ -86,6 +86,8 @@ pub(super) struct Selection<T> {
 /// A value the schema cannot check (e.g. a reversed status range).
 pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &str) -> Result<Check, String> {
     let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
+    // A negative delay (the schema refuses one) is no delay.
+    let delay = |s: i32| Duration::from_secs(u64::try_from(s).unwrap_or(0));
     let port = match spec.port {
         Some(port) => u16::try_from(port)
             .ok()
@@ -106,6 +108,8 @@ pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &s
         period: secs(spec.period_seconds),
         failure_threshold: u32::try_from(spec.failure_threshold.max(1)).unwrap_or(1),
         success_threshold: u32::try_from(spec.success_threshold.max(1)).unwrap_or(1),
+        failover_delay: delay(spec.failover_delay_seconds),
+        failback_delay: delay(spec.failback_delay_seconds),
     })
 }
 
@@ -253,6 +257,18 @@ pub(super) fn select<T: Shard>(
                         address: address.to_string(),
                         state: state.as_ref().map_or(State::Unknown, |s| s.state).as_str().to_owned(),
                         since: state.as_ref().map(|s| s.since.clone()),
+                        pending_state: state
+                            .as_ref()
+                            .and_then(|s| s.pending.as_ref())
+                            .map(|(p, _, _)| p.as_str().to_owned()),
+                        pending_since: state
+                            .as_ref()
+                            .and_then(|s| s.pending.as_ref())
+                            .map(|(_, since, _)| since.clone()),
+                        pending_effective_at: state
+                            .as_ref()
+                            .and_then(|s| s.pending.as_ref())
+                            .map(|(_, _, at)| at.clone()),
                         last_error: state.and_then(|s| s.last_error),
                     });
                 }
@@ -335,6 +351,19 @@ mod tests {
         let check = check_of(&spec, ingress_default_port(&spec), "web.example.com").unwrap();
         assert_eq!((check.spec.port, check.spec.host.as_str()), (443, "web.example.com"));
         assert_eq!(check.period, Duration::from_secs(5));
+        assert_eq!(
+            (check.failover_delay, check.failback_delay),
+            (Duration::ZERO, Duration::ZERO)
+        );
+        let damped: DataPlaneCheck = serde_json::from_value(
+            serde_json::json!({"protocol": "TCP", "failoverDelaySeconds": 3, "failbackDelaySeconds": 10}),
+        )
+        .unwrap();
+        let check = check_of(&damped, 80, "x.example.com").unwrap();
+        assert_eq!(
+            (check.failover_delay, check.failback_delay),
+            (Duration::from_secs(3), Duration::from_secs(10))
+        );
         let reversed: DataPlaneCheck =
             serde_json::from_value(serde_json::json!({"protocol": "HTTP", "expectedStatuses": ["399-200"]})).unwrap();
         assert!(check_of(&reversed, 80, "x.example.com")

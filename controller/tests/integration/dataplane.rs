@@ -26,6 +26,8 @@ fn check(protocol: ProbeProtocol, port: u16, host: &str) -> Check {
         period: Duration::from_millis(200),
         failure_threshold: 2,
         success_threshold: 2,
+        failover_delay: Duration::ZERO,
+        failback_delay: Duration::ZERO,
     }
 }
 
@@ -214,4 +216,46 @@ async fn a_thousand_addresses_with_bounded_concurrency() {
         plane.max_in_flight()
     );
     println!("most probes at once: {}", plane.max_in_flight());
+}
+
+/// `failoverDelaySeconds`: a load balancer down steadily still fails over,
+/// but only once its probes said Down for the delay; meanwhile the state
+/// stays Up with Down pending (held since, takes effect at).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_failure_fails_over_after_the_failover_delay() {
+    let responder = Responder::start("127.0.0.1:0".parse().unwrap(), None).await.unwrap();
+    let address = responder.address();
+    let plane = prober(Arc::new(Mutex::new(Vec::new())), 16);
+    let mut damped = check(ProbeProtocol::Http, address.port(), "nginx.ns.myfed.svc.example.com");
+    damped.failover_delay = Duration::from_secs(2);
+    plane.want(&"record-a".to_owned(), [(address.ip(), damped.clone())]);
+    wait_for(&plane, address.ip(), &damped, State::Up, "answering").await;
+
+    responder.stop();
+    let stopped = Instant::now();
+    let mut saw_pending = None;
+    while plane.state(address.ip(), &damped).map(|s| s.state) != Some(State::Down) {
+        let state = plane.state(address.ip(), &damped).unwrap();
+        if let Some(pending) = state.pending.clone() {
+            assert_eq!((state.state, pending.0), (State::Up, State::Down), "{state:?}");
+            saw_pending = Some(pending);
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(30),
+            "never failed over: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = stopped.elapsed();
+    println!("failed over {took:?} after the stop (failoverDelay 2 s, 2 failures of 200 ms period); pending seen: {saw_pending:?}");
+    let (_, since, at) = saw_pending.expect("Down was pending while the delay ran");
+    let (since, at): (jiff::Timestamp, jiff::Timestamp) = (since.parse().unwrap(), at.parse().unwrap());
+    assert_eq!(
+        (at - since).get_seconds(),
+        2,
+        "takes effect 2 s after it was first seen ({since}, {at})"
+    );
+    assert!(took >= Duration::from_secs(2), "failed over before the delay: {took:?}");
+    assert!(took < Duration::from_secs(4), "failed over too late: {took:?}");
+    assert_eq!(plane.state(address.ip(), &damped).unwrap().pending, None);
 }

@@ -19,7 +19,7 @@ use serde_json::json;
 
 const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 
-fn member_yaml(region: &str, ip: &str, port: u16) -> String {
+pub(crate) fn member_yaml(region: &str, ip: &str, port: u16) -> String {
     format!(
         r#"
 apiVersion: v1

@@ -11,6 +11,7 @@ mod dataplane;
 mod deploy;
 mod dns_server;
 mod health_e2e;
+mod hysteresis_e2e;
 mod large_objects;
 mod member_sources;
 mod member_sources_fleet;
