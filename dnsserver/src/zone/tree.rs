@@ -165,6 +165,8 @@ pub(crate) struct ZoneInfo {
     pub negative_soa: Record,
     pub serial: u32,
     pub rrset_count: usize,
+    /// [`ZoneContent::follow_cnames_across_zones`].
+    pub follow_cnames_across_zones: bool,
 }
 
 /// A record the builder left out, and why.
@@ -922,6 +924,7 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         negative_soa,
         serial,
         rrset_count: 0,
+        follow_cnames_across_zones: content.follow_cnames_across_zones,
     };
     (info, sets)
 }
