@@ -17,6 +17,7 @@
 
 pub mod answer;
 pub mod forward;
+pub mod member_side;
 pub mod metrics;
 pub mod replica;
 pub mod state_file;

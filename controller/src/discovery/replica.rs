@@ -264,6 +264,7 @@ pub async fn run(
     let mut last: BTreeMap<String, Decision> = BTreeMap::new();
     let mut last_saved_hash = None;
     let mut last_write: Option<Instant> = None;
+    let mut last_region = saved.as_ref().and_then(|s| s.member.as_ref().and_then(|m| m.region.clone()));
     let mut fallback = saved;
     loop {
         let host_ready = host.ready.load(Ordering::Acquire);
@@ -281,6 +282,15 @@ pub async fn run(
                 .next()
         });
         if let Some(state) = &state {
+            // Nearest names answer this member's region to clients nothing
+            // else places (the cluster DNS forwarding from inside).
+            let region = state.member.as_ref().and_then(|m| m.region.clone());
+            if region != last_region {
+                tracing::info!(member = %config.member, ?region, "default client region");
+                sink.set_default_client_region(region.clone());
+                sink.whole_wanted().notify_one();
+                last_region = region;
+            }
             let inputs = Inputs {
                 cluster_domain: config.cluster_domain.clone(),
                 federations: state.federations.clone(),
