@@ -574,6 +574,24 @@ pub enum SandboxAction {
         #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
         state_dir: PathBuf,
     },
+    /// Make a member's nginx endpoints unready: its pods' discovery answer
+    /// for nginx.ns.myfed turns into the CNAME chain to the nearest healthy
+    /// cluster.
+    DrainEndpoints {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Make a member's nginx endpoints ready again (local answer again).
+    RestoreEndpoints {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
 }
 
 /// Arguments of `fedns join`.
