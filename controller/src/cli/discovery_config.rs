@@ -50,6 +50,9 @@ pub async fn run(args: &DiscoveryConfigArgs) -> anyhow::Result<()> {
         "no Domain in namespace {}: nothing to forward (give --federation NAME)",
         args.namespace
     );
-    print!("{}", text(&args.cluster, &federations, &args.cluster_domain, &args.server));
+    print!(
+        "{}",
+        text(&args.cluster, &federations, &args.cluster_domain, &args.server)
+    );
     Ok(())
 }

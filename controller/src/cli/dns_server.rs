@@ -78,7 +78,13 @@ async fn start_member_side(
         state_file: args.member.state_file.clone(),
     };
     tracing::info!(member, cluster_domain = %config.cluster_domain, "member-side replica: answering the discovery zones");
-    Ok(crate::discovery::member_side::start(host, member_client, config, sink.clone(), metrics))
+    Ok(crate::discovery::member_side::start(
+        host,
+        member_client,
+        config,
+        sink.clone(),
+        metrics,
+    ))
 }
 
 /// Runs until SIGTERM/Ctrl-C.

@@ -157,7 +157,10 @@ async fn print_discovery_config(host: kube::Client, args: &JoinArgs) {
             "{}",
             crate::cli::discovery_config::text(&args.name, &federations, &args.cluster_domain, server)
         ),
-        Ok(_) => println!("discovery: no Domain yet; run `fedns discovery-config {}` once there is one", args.name),
+        Ok(_) => println!(
+            "discovery: no Domain yet; run `fedns discovery-config {}` once there is one",
+            args.name
+        ),
         Err(e) => eprintln!("warning: discovery configuration not printed: {e:#}"),
     }
 }

@@ -238,9 +238,7 @@ fn owner_records(
     let owner_text = format!("{label}.{}.{apex}", record.namespace).to_ascii_lowercase();
     let bad = |what: &str, e: &dyn std::fmt::Display| format!("ServiceDNSRecord {id}: {what}: {e}");
     let owner = Name::from_ascii(&owner_text).map_err(|e| bad(&owner_text, &e))?;
-    let local = inputs
-        .services
-        .get(&(record.namespace.clone(), record.service.clone()));
+    let local = inputs.services.get(&(record.namespace.clone(), record.service.clone()));
     let cordoned = inputs.member.as_ref().is_some_and(|m| m.cordoned);
     let addresses: Vec<IpAddr> = match local {
         Some(s) if s.headless => s.ready_addresses.iter().copied().collect(),
@@ -268,9 +266,18 @@ fn owner_records(
         }
         Some(reason) => {
             let prefix = format!("{label}.{}.{}.svc", record.namespace, federation.name).to_ascii_lowercase();
-            let target_text = fallback_target(&prefix, &federation.domain, inputs.member.as_ref(), inputs.node_zone.as_deref());
+            let target_text = fallback_target(
+                &prefix,
+                &federation.domain,
+                inputs.member.as_ref(),
+                inputs.node_zone.as_deref(),
+            );
             let target = Name::from_ascii(&target_text).map_err(|e| bad(&target_text, &e))?;
-            rrs.push(Record::from_rdata(owner.clone(), DISCOVERY_TTL, RData::CNAME(CNAME(target))));
+            rrs.push(Record::from_rdata(
+                owner.clone(),
+                DISCOVERY_TTL,
+                RData::CNAME(CNAME(target)),
+            ));
             Decision::Fallback {
                 target: target_text,
                 reason,
@@ -395,7 +402,10 @@ mod tests {
         s.headless = true;
         s.cluster_ips.clear();
         s.ready_addresses = ["10.0.1.21".parse().unwrap()].into();
-        assert_eq!(records(&compute(&i))[0], "nginx.ns.myfed.svc.cluster.local. A 10.0.1.21");
+        assert_eq!(
+            records(&compute(&i))[0],
+            "nginx.ns.myfed.svc.cluster.local. A 10.0.1.21"
+        );
     }
 
     #[test]

@@ -19,12 +19,18 @@ pub fn forward_config(federations: &[String], cluster_domain: &str, server: &str
     let mut out = String::new();
     let _ = writeln!(out, "# CoreDNS 1.8+ (ConfigMap kube-system/coredns, key Corefile): add");
     for domain in &domains {
-        let _ = writeln!(out, "{domain}:53 {{\n    errors\n    cache 5\n    forward . {ip}:{port}\n}}");
+        let _ = writeln!(
+            out,
+            "{domain}:53 {{\n    errors\n    cache 5\n    forward . {ip}:{port}\n}}"
+        );
     }
     let _ = writeln!(out, "\n# kube-dns (ConfigMap kube-system/kube-dns):");
     let stubs: Vec<String> = domains.iter().map(|d| format!("\"{d}\": [\"{ip}:{port}\"]")).collect();
     let _ = writeln!(out, "data:\n  stubDomains: |\n    {{{}}}", stubs.join(", "));
-    let _ = writeln!(out, "\n# dnsmasq (and NodeLocal DNSCache's upstream dnsmasq-style stubs):");
+    let _ = writeln!(
+        out,
+        "\n# dnsmasq (and NodeLocal DNSCache's upstream dnsmasq-style stubs):"
+    );
     for domain in &domains {
         let _ = writeln!(out, "--server=/{domain}/{ip}#{port}");
     }
@@ -52,8 +58,14 @@ mod tests {
         let text = forward_config(&["myfed".into()], "cluster.local.", "10.96.0.53");
         assert!(text.contains("myfed.svc.cluster.local:53 {"), "{text}");
         assert!(text.contains("forward . 10.96.0.53:53"), "{text}");
-        assert!(text.contains("{\"myfed.svc.cluster.local\": [\"10.96.0.53:53\"]}"), "{text}");
-        assert!(text.contains("--server=/myfed.svc.cluster.local/10.96.0.53#53"), "{text}");
+        assert!(
+            text.contains("{\"myfed.svc.cluster.local\": [\"10.96.0.53:53\"]}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("--server=/myfed.svc.cluster.local/10.96.0.53#53"),
+            "{text}"
+        );
         let text = forward_config(&["myfed".into()], "cluster.local", "127.0.0.1:5300");
         assert!(text.contains("forward . 127.0.0.1:5300"), "{text}");
     }

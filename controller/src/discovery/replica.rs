@@ -75,12 +75,30 @@ struct MemberCaches {
 pub fn watch_host(client: &Client, config: &ReplicaConfig, changed: Arc<Notify>) -> HostCaches {
     let ns = config.namespace.as_str();
     let (domains, w) = reflector::store();
-    spawn_watch(Api::namespaced(client.clone(), ns), watcher::Config::default(), w, vec![changed.clone()], "Domain");
+    spawn_watch(
+        Api::namespaced(client.clone(), ns),
+        watcher::Config::default(),
+        w,
+        vec![changed.clone()],
+        "Domain",
+    );
     let (records, w) = reflector::store();
-    spawn_watch(Api::all(client.clone()), watcher::Config::default(), w, vec![changed.clone()], "ServiceDNSRecord");
+    spawn_watch(
+        Api::all(client.clone()),
+        watcher::Config::default(),
+        w,
+        vec![changed.clone()],
+        "ServiceDNSRecord",
+    );
     let (members, w) = reflector::store();
     let one = watcher::Config::default().fields(&format!("metadata.name={}", config.member));
-    spawn_watch(Api::namespaced(client.clone(), ns), one, w, vec![changed.clone()], "MemberCluster");
+    spawn_watch(
+        Api::namespaced(client.clone(), ns),
+        one,
+        w,
+        vec![changed.clone()],
+        "MemberCluster",
+    );
     let endpoints_changed = Arc::new(Notify::new());
     let (endpoints, w) = reflector::store();
     spawn_watch(
@@ -101,15 +119,17 @@ pub fn watch_host(client: &Client, config: &ReplicaConfig, changed: Arc<Notify>)
     };
     let waiting = caches.clone();
     tokio::spawn(async move {
-        let all = futures::future::join4(
+        // The MemberCluster is not waited for: under a propagation
+        // engine's registry (--member-source) there is none, and the
+        // answers then fall back to the global name.
+        let all = futures::future::join3(
             waiting.domains.wait_until_ready(),
             waiting.records.wait_until_ready(),
-            waiting.members.wait_until_ready(),
             waiting.endpoints.wait_until_ready(),
         )
         .await;
-        if matches!(all, (Ok(()), Ok(()), Ok(()), Ok(()))) {
-            tracing::info!("host caches ready (Domains, ServiceDNSRecords, MemberCluster, DNSEndpoints)");
+        if matches!(all, (Ok(()), Ok(()), Ok(()))) {
+            tracing::info!("host caches ready (Domains, ServiceDNSRecords, DNSEndpoints)");
             ready.store(true, Ordering::Release);
             changed.notify_one();
         }
@@ -119,9 +139,21 @@ pub fn watch_host(client: &Client, config: &ReplicaConfig, changed: Arc<Notify>)
 
 fn watch_member(client: &Client, config: &ReplicaConfig, changed: &Arc<Notify>) -> MemberCaches {
     let (services, w) = reflector::store();
-    spawn_watch(Api::all(client.clone()), watcher::Config::default(), w, vec![changed.clone()], "Service");
+    spawn_watch(
+        Api::all(client.clone()),
+        watcher::Config::default(),
+        w,
+        vec![changed.clone()],
+        "Service",
+    );
     let (slices, w) = reflector::store();
-    spawn_watch(Api::all(client.clone()), watcher::Config::default(), w, vec![changed.clone()], "EndpointSlice");
+    spawn_watch(
+        Api::all(client.clone()),
+        watcher::Config::default(),
+        w,
+        vec![changed.clone()],
+        "EndpointSlice",
+    );
     let (nodes, w) = reflector::store();
     if let Some(node) = &config.node_name {
         let one = watcher::Config::default().fields(&format!("metadata.name={node}"));
@@ -156,7 +188,9 @@ fn spawn_watch<K>(
         while let Some(item) = stream.next().await {
             match item {
                 Ok(_) => notify.iter().for_each(|n| n.notify_one()),
-                Err(e) => tracing::warn!(kind, error = %e, "watch failed; retrying with backoff (serving the last state)"),
+                Err(e) => {
+                    tracing::warn!(kind, error = %e, "watch failed; retrying with backoff (serving the last state)")
+                }
             }
         }
     });
@@ -264,7 +298,9 @@ pub async fn run(
     let mut last: BTreeMap<String, Decision> = BTreeMap::new();
     let mut last_saved_hash = None;
     let mut last_write: Option<Instant> = None;
-    let mut last_region = saved.as_ref().and_then(|s| s.member.as_ref().and_then(|m| m.region.clone()));
+    let mut last_region = saved
+        .as_ref()
+        .and_then(|s| s.member.as_ref().and_then(|m| m.region.clone()));
     let mut fallback = saved;
     loop {
         let host_ready = host.ready.load(Ordering::Acquire);

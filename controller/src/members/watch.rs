@@ -76,10 +76,7 @@ impl SliceIndex {
         let name = slice.metadata.name.as_deref().unwrap_or_default();
         self.remove(namespace, name);
         let service: Arc<str> = Arc::from(slice.labels().get(SERVICE_NAME_LABEL)?.as_str());
-        let ready = slice
-            .endpoints
-            .iter()
-            .any(endpoint_is_ready);
+        let ready = slice.endpoints.iter().any(endpoint_is_ready);
         let key = (namespace.to_owned(), service.to_string());
         if ready {
             // Share the Service's name with its count when it has one.
@@ -373,10 +370,7 @@ fn slim_slice(slice: &mut EndpointSlice) {
         endpoint.deprecated_topology = None;
     }
     // Readiness is all that counts: one ready endpoint stands for the slice.
-    let ready = slice
-        .endpoints
-        .iter()
-        .any(endpoint_is_ready);
+    let ready = slice.endpoints.iter().any(endpoint_is_ready);
     slice.endpoints.truncate(1);
     if let Some(first) = slice.endpoints.first_mut() {
         let conditions = first.conditions.get_or_insert_with(Default::default);

@@ -8,6 +8,7 @@ mod cli;
 mod controller_e2e;
 mod dataplane;
 mod deploy;
+mod discovery;
 mod dns_server;
 mod health_e2e;
 mod large_objects;

@@ -122,7 +122,9 @@ pub fn set_nginx_ready(federation: &Federation, member: &str, ready: bool) -> Re
         return Err(format!("{member} has no EndpointSlice of Service ns/nginx"));
     }
     Ok(if ready {
-        format!("{member}: nginx endpoints ready again; its pods get the local Service (ClusterIP) for nginx.ns.myfed\n")
+        format!(
+            "{member}: nginx endpoints ready again; its pods get the local Service (ClusterIP) for nginx.ns.myfed\n"
+        )
     } else {
         format!(
             "{member}: nginx endpoints unready; its pods get a CNAME chain to the nearest healthy cluster for nginx.ns.myfed\n"
