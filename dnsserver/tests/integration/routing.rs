@@ -434,7 +434,11 @@ async fn chain_across_zones_and_default_client_region() {
         assert_eq!(owners.first(), Some(&name(discovery_name)), "{m}");
         assert_eq!(addresses(&m), ["198.51.100.20"], "the default region eu-west-1: {m}");
         // ECS still wins over the default region.
-        let m = ask_from("127.0.0.1", addr, &query(discovery_name, RecordType::A, Some(("192.0.2.200", 32))));
+        let m = ask_from(
+            "127.0.0.1",
+            addr,
+            &query(discovery_name, RecordType::A, Some(("192.0.2.200", 32))),
+        );
         assert_eq!(addresses(&m), ["203.0.113.11"], "{m}");
         // Missing type at the end of the chain: NODATA with the chain.
         let m = ask_from("127.0.0.1", addr, &query(discovery_name, RecordType::MX, None));

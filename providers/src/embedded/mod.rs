@@ -63,7 +63,10 @@ impl EmbeddedSink {
     /// (see [`ZoneContent::default_client_region`]); taken at the next
     /// whole publish.
     pub fn set_default_client_region(&self, region: Option<String>) {
-        self.extra.lock().unwrap_or_else(|e| e.into_inner()).default_client_region = region;
+        self.extra
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .default_client_region = region;
     }
 
     /// Woken when the extra zones need a whole publish of the pipeline's
