@@ -338,7 +338,7 @@ fn extra_changes(old: &[ZoneContent], new: &[ZoneContent]) -> Vec<ZoneChanges> {
             out.entry(record.name.to_lowercase()).or_default().push(record.clone());
         }
         for records in out.values_mut() {
-            records.sort_by(|a, b| a.to_string().cmp(&b.to_string()));
+            records.sort_by_key(|a| a.to_string());
         }
         out
     };
