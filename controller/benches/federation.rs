@@ -340,14 +340,48 @@ fn metric(port: u16, name: &str) -> Option<f64> {
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
 }
 
+/// The controller's resync interval (its default; the bench does not set it).
+const RESYNC_INTERVAL: Duration = Duration::from_secs(60);
+
 /// `changes` load balancer changes of one Service in member `m0`, each
 /// timed until the embedded server answers the new address: sorted.
-fn changes_at_scale(federation: &Federation, port: u16, service: &str, changes: usize) -> Vec<Duration> {
+/// The changes are spread over 1.2 resync intervals (issue 32: some land
+/// during a full pass of every record and during member health passes),
+/// and each is split where the controller's metrics allow: member change →
+/// DNSEndpoint written (member watch, record queue, reconcile, write) and
+/// the rest (the publisher's watch, the plan, the zone update); the
+/// slowest change is printed with that split.
+fn changes_at_scale(
+    federation: &Federation,
+    port: u16,
+    metrics_port: u16,
+    service: &str,
+    changes: usize,
+) -> Vec<Duration> {
     let member = federation.member("m0").unwrap();
     let info = member.store().resource("", "v1", "services").unwrap();
     let global = format!("{service}.ns.myfed.svc.example.com");
+    let spacing = RESYNC_INTERVAL.mul_f64(1.2) / changes.max(1) as u32;
+    let written = || {
+        Some((
+            metric(metrics_port, "fedns_change_to_dnsendpoint_write_seconds_sum")?,
+            metric(metrics_port, "fedns_change_to_dnsendpoint_write_seconds_count")?,
+        ))
+    };
+    println!(
+        "scale: {changes} changes, one every {:.1} s (over 1.2 resync intervals of {} s)",
+        spacing.as_secs_f64(),
+        RESYNC_INTERVAL.as_secs()
+    );
     let mut samples = Vec::new();
+    // (total, member change → DNSEndpoint written (the mean of the writes
+    // counted meanwhile), how many were, when in the run)
+    let mut split: Vec<(Duration, Option<Duration>, f64, Duration)> = Vec::new();
+    let run = Instant::now();
     for n in 0..changes {
+        let began = Instant::now();
+        let at = run.elapsed();
+        let before = written();
         let ip = format!("10.250.{}.{}", n / 250, n % 250 + 1);
         member
             .store()
@@ -362,17 +396,57 @@ fn changes_at_scale(federation: &Federation, port: u16, service: &str, changes: 
             )
             .unwrap();
         match wait_for(Duration::from_secs(60), || query_a(port, &global).contains(&ip)) {
-            Some(took) => samples.push(took),
+            Some(took) => {
+                samples.push(took);
+                let (to_write, writes) = match (before, written()) {
+                    (Some((s0, c0)), Some((s1, c1))) if c1 > c0 => {
+                        (Some(Duration::from_secs_f64(((s1 - s0) / (c1 - c0)).max(0.0))), c1 - c0)
+                    }
+                    _ => (None, 0.0),
+                };
+                split.push((took, to_write, writes, at));
+            }
             None => {
                 println!("scale: change {n} not served within 60 s; stopping the changes");
                 break;
             }
+        }
+        if let Some(rest) = spacing.checked_sub(began.elapsed()) {
+            std::thread::sleep(rest);
         }
     }
     println!(
         "scale: change → answer per change, in order (ms): {:?}",
         samples.iter().map(|d| d.as_millis()).collect::<Vec<_>>()
     );
+    println!(
+        "scale: of which member change → DNSEndpoint written (ms; - unknown): {:?}",
+        split
+            .iter()
+            .map(|(_, w, _, _)| w.map_or("-".to_owned(), |w| w.as_millis().to_string()))
+            .collect::<Vec<_>>()
+    );
+    if let Some((took, to_write, writes, at)) = split.iter().max_by_key(|(took, _, _, _)| *took) {
+        let waited = match to_write {
+            Some(w) if *writes == 1.0 => format!(
+                "{:.0} ms until the DNSEndpoint was written (member watch, record queue, reconcile), \
+                 {:.0} ms after it (publisher watch, plan, zone update)",
+                w.as_secs_f64() * 1e3,
+                took.saturating_sub(*w).as_secs_f64() * 1e3
+            ),
+            Some(w) => format!(
+                "{writes} DNSEndpoint writes meanwhile, {:.0} ms after their member changes on average: \
+                 the split of this change is unknown",
+                w.as_secs_f64() * 1e3
+            ),
+            None => "the split is unknown (no DNSEndpoint write counted)".to_owned(),
+        };
+        println!(
+            "scale: slowest change {:.0} ms, {:.1} s into the changes: {waited}",
+            took.as_secs_f64() * 1e3,
+            at.as_secs_f64()
+        );
+    }
     samples.sort();
     samples
 }
@@ -503,19 +577,13 @@ fn scale(
     let mut p99_out = None;
     if converged_ok {
         let changes = env("SCALE_CHANGES", 20);
-        let write_sum = || metric(metrics_port, "fedns_change_to_dnsendpoint_write_seconds_sum");
-        let write_count = || metric(metrics_port, "fedns_change_to_dnsendpoint_write_seconds_count");
-        let before = (write_sum(), write_count());
-        let samples = changes_at_scale(&federation, port, &format!("svc{}", services / 2), changes);
-        if let ((Some(s0), Some(c0)), Some(s1), Some(c1)) = (before, write_sum(), write_count()) {
-            if c1 > c0 {
-                println!(
-                    "scale: of which member change → DNSEndpoint written: mean {:.1} ms over {} writes",
-                    (s1 - s0) / (c1 - c0) * 1e3,
-                    c1 - c0
-                );
-            }
-        }
+        let samples = changes_at_scale(
+            &federation,
+            port,
+            metrics_port,
+            &format!("svc{}", services / 2),
+            changes,
+        );
         if !samples.is_empty() {
             let p99 = percentile(&samples, 0.99);
             p99_out = Some(p99);

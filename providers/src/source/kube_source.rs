@@ -225,7 +225,14 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         // republished (everything when Domains or namespace labels changed).
         let domain_list: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
         let endpoint_list = endpoints.state();
+        let pass_started = std::time::Instant::now();
         let update = zones.update(&domain_list, &endpoint_list, &labels);
+        let update_kind = match &update {
+            Update::Full(_) => "full",
+            Update::Whole(_) => "whole in parts",
+            Update::Names(_) => "changed names",
+            Update::Unchanged => "unchanged",
+        };
         // The embedded server's whole records, when it cannot take changed
         // names (only the records are wanted: RRsets and problems go).
         let publish_whole = |sink: &EmbeddedSink| {
@@ -309,6 +316,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             }
             results.push(("embedded", invalid.clone()));
         }
+        let published_at = pass_started.elapsed();
         let mut failing = false;
         let mut errors = Vec::new();
         let provider_desired = domain_finalizer::for_providers(&desired, &domain_state);
@@ -331,6 +339,8 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             domain_finalizer::release(&client, &recorder, &domain_state, &errors, &mut reported_releases).await;
         }
         state.send_modify(|s| s.publishes += 1);
+        let statuses_started = pass_started.elapsed();
+        let mut status_scope = "none";
         if config.write_status && leading {
             let served = sinks.embedded.as_ref().map(|e| e.store().load().zones());
             let geoip_problem = sinks.embedded.as_ref().and_then(|e| e.store().geoip_problem());
@@ -346,6 +356,11 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 }
                 _ => None,
             };
+            status_scope = if only.is_some() {
+                "changed DNSEndpoints"
+            } else {
+                "every DNSEndpoint"
+            };
             status_retries = write_statuses(
                 &client,
                 &recorder,
@@ -359,6 +374,28 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 &mut reported,
             )
             .await;
+        }
+        // What a change arriving now waits for: a slow pass is told.
+        let took = pass_started.elapsed();
+        let level_info = took >= SLOW_PASS;
+        macro_rules! pass_log {
+            ($level:ident) => {
+                tracing::$level!(
+                    update = update_kind,
+                    ?mode,
+                    compute_and_publish_ms = published_at.as_millis() as u64,
+                    providers_ms = (statuses_started - published_at).as_millis() as u64,
+                    statuses_ms = (took - statuses_started).as_millis() as u64,
+                    statuses = status_scope,
+                    "publisher pass took {} ms",
+                    took.as_millis()
+                )
+            };
+        }
+        if level_info {
+            pass_log!(info);
+        } else {
+            pass_log!(debug);
         }
         // Wait for a change, or resync external providers (sooner after errors).
         let resync = if failing {
@@ -390,6 +427,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         tokio::time::sleep(config.debounce).await;
     }
 }
+
+/// A publisher pass at least this long is logged at info with its phases
+/// (a change that arrives during it waits that long).
+const SLOW_PASS: Duration = Duration::from_secs(1);
 
 /// Names per part of a whole publish to the embedded server: small enough
 /// that a part's records stay a small share of the controller's memory,
