@@ -358,6 +358,7 @@ impl Registry {
             member: name.clone(),
             synced: synced.clone(),
             watches: watches.clone(),
+            queue: queue.clone(),
         };
         tasks.push(ctx.spawn_facts(
             0,
@@ -391,12 +392,6 @@ impl Registry {
             nodes_writer,
             slim_node,
             |_: &Node| {},
-            {
-                // A record done before the Nodes were listed kept this
-                // member's last published state: do it again now.
-                let queue = queue.clone();
-                move || queue.push_all()
-            },
         ));
 
         // Start from the last persisted state, so a controller restart

@@ -135,13 +135,25 @@ pub(super) struct WatchCtx {
     pub(super) member: String,
     pub(super) synced: Arc<[AtomicBool; 4]>,
     pub(super) watches: Arc<Mutex<[WatchHealth; 4]>>,
+    /// Where every record is queued again once the member is synced.
+    pub(super) queue: Queue,
+}
+
+/// Marks the kind in slot `index` as listed. When that makes the member
+/// synced (every kind listed), every record is queued again: a record
+/// reconciled before then kept this member's last published state, and
+/// the kind listed last may have touched no record of its own (a member
+/// with no Ingresses), so nothing else would redo them.
+fn mark_synced(synced: &[AtomicBool; 4], index: usize, queue: &Queue) {
+    let was = synced[index].swap(true, Ordering::AcqRel);
+    if !was && synced.iter().all(|s| s.load(Ordering::Acquire)) {
+        queue.push_all();
+    }
 }
 
 impl WatchCtx {
     /// A reflector store of whole objects less what `slim` drops: for
     /// Nodes, a few per member (a per-Service kind uses [`Self::spawn_facts`]).
-    /// `on_synced` runs once the first list is in the store (records
-    /// skipped while the member was not synced are then done again).
     pub(super) fn spawn<K>(
         &self,
         index: usize,
@@ -149,7 +161,6 @@ impl WatchCtx {
         writer: reflector::store::Writer<K>,
         slim: fn(&mut K),
         on_change: impl Fn(&K) + Send + 'static,
-        on_synced: impl FnOnce() + Send + 'static,
     ) -> JoinHandle<()>
     where
         K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
@@ -159,12 +170,12 @@ impl WatchCtx {
         let synced = self.synced.clone();
         let watches = self.watches.clone();
         let store = writer.as_reader();
+        let queue = self.queue.clone();
         tokio::spawn(async move {
             let ready_flag = synced.clone();
             tokio::spawn(async move {
                 if store.wait_until_ready().await.is_ok() {
-                    ready_flag[index].store(true, Ordering::Relaxed);
-                    on_synced();
+                    mark_synced(&ready_flag, index, &queue);
                 }
             });
             // Memory proportional to what is used: keep only the fields the
@@ -220,6 +231,7 @@ impl WatchCtx {
         let member = self.member.clone();
         let synced = self.synced.clone();
         let watches = self.watches.clone();
+        let queue = self.queue.clone();
         tokio::spawn(async move {
             let stream = watcher(api, member_watch_config()).backoff(member_backoff());
             futures::pin_mut!(stream);
@@ -254,7 +266,7 @@ impl WatchCtx {
                     watcher::Event::InitDone => {
                         if let Some(p) = pending.take() {
                             let touched = cache.replace(p);
-                            synced[index].store(true, Ordering::Relaxed);
+                            mark_synced(&synced, index, &queue);
                             for (ns, name) in touched {
                                 on_change(ns, name);
                             }
@@ -327,7 +339,7 @@ impl WatchCtx {
                             let old = std::mem::replace(&mut *index.write().unwrap_or_else(|e| e.into_inner()), p);
                             services.extend(old.services());
                             drop(old);
-                            synced[SLOT].store(true, Ordering::Relaxed);
+                            mark_synced(&synced, SLOT, &queue);
                             for (ns, svc) in services {
                                 queue.push(RecordKey::Service(ns, svc));
                             }
