@@ -430,6 +430,24 @@ fn dig_answers(argv: &[String]) -> Option<Vec<String>> {
     (!answers.is_empty()).then_some(answers)
 }
 
+/// The first screen's `dig` of an Ingress host (a name not under `.svc.`).
+fn ingress_host_dig(screen: &sandbox::screen::Screen) -> Vec<String> {
+    use sandbox::screen::Try;
+    screen
+        .tries()
+        .filter_map(|t| match t {
+            Try::Dig { name, subnet: None, .. } if !name.contains(".svc.") => Some(t.argv()),
+            _ => None,
+        })
+        .next()
+        .expect("an Ingress host to dig")
+}
+
+/// What the first screen's Ingress host answers now.
+fn ingress_host_answer(screen: &sandbox::screen::Screen) -> Option<Vec<String>> {
+    dig_answers(&ingress_host_dig(screen))
+}
+
 /// Runs every command the first screen offers, in print order, as a user
 /// would: the printed line read by a shell must be the command's words;
 /// `dig` must get answers (every name printed resolves), `kubectl` must
@@ -459,7 +477,7 @@ async fn run_the_first_screen(running: &sandbox::Running) -> String {
             assert!(files.contains(&PathBuf::from(word)), "{word} not listed as named");
         }
     }
-    let mut ingress_patch = None;
+    let mut ingress_before_delete: Option<Vec<String>> = None;
     let mut cordoned = None;
     for command in screen.tries() {
         let line = command.to_string();
@@ -482,6 +500,21 @@ async fn run_the_first_screen(running: &sandbox::Running) -> String {
                 }
             }
             Try::Kubectl { args, .. } => {
+                if args.iter().any(|a| a == "delete") {
+                    // `uncordon` (the note says it undoes the cordon) first:
+                    // with two members, the cordoned one and the one whose
+                    // Ingress goes would leave none, and fail-open would
+                    // keep the answer as it was.
+                    if let Some(cluster) = cordoned.take() {
+                        uncordon(running, &cluster).await;
+                        eventually("the Ingress host answers two addresses or more again", || {
+                            ingress_host_answer(&screen).is_some_and(|a| a.len() >= 2)
+                        })
+                        .await;
+                    }
+                    // What the Ingress host answers before its member's Ingress goes.
+                    ingress_before_delete = ingress_host_answer(&screen);
+                }
                 let out = std::process::Command::new(&argv[0])
                     .args(&argv[1..])
                     .output()
@@ -492,43 +525,40 @@ async fn run_the_first_screen(running: &sandbox::Running) -> String {
                     String::from_utf8_lossy(&out.stdout),
                     String::from_utf8_lossy(&out.stderr)
                 );
-                if args.iter().any(|a| a == "patch") {
-                    let patch: serde_json::Value = serde_json::from_str(args.last().unwrap()).unwrap();
-                    let ip = patch["status"]["loadBalancer"]["ingress"][0]["ip"]
-                        .as_str()
-                        .unwrap()
-                        .to_owned();
-                    ingress_patch = Some(ip);
-                }
             }
         }
     }
-    // The live change shows in the Ingress host's answer.
-    if let Some(ip) = ingress_patch {
-        let host = screen
-            .tries()
-            .filter_map(|t| match t {
-                Try::Dig { name, subnet: None, .. } if !name.contains(".svc.") => Some(t.argv()),
-                _ => None,
-            })
-            .next()
-            .expect("an Ingress host to dig");
-        eventually(&format!("{ip} in the Ingress host's answer"), || {
-            dig_answers(&host).is_some_and(|a| a.contains(&ip))
+    // The live change shows in the Ingress host's answer: the deleted
+    // Ingress's load balancer leaves it.
+    if let Some(before) = ingress_before_delete {
+        let host = ingress_host_dig(&screen);
+        eventually(&format!("the Ingress host's answer changes from {before:?}"), || {
+            dig_answers(&host) != Some(before.clone())
         })
         .await;
+        let after = dig_answers(&host).unwrap_or_default();
+        assert!(
+            after.iter().all(|a| before.contains(a)) && after.len() < before.len(),
+            "{before:?} -> {after:?}"
+        );
     }
     // The note says `uncordon` undoes it: it does.
     if let Some(cluster) = cordoned {
-        let state_dir = running.federation.state_dir.display().to_string();
-        let parsed =
-            Cli::try_parse_from(["fedns", "sandbox", "uncordon", &cluster, "--state-dir", &state_dir]).unwrap();
-        let Subcommand::Sandbox(args) = &parsed.command else {
-            unreachable!()
-        };
-        sandbox::run(args).await.unwrap();
+        uncordon(running, &cluster).await;
     }
     text
+}
+
+/// `fedns sandbox uncordon CLUSTER`, parsed as the CLI parses it.
+async fn uncordon(running: &sandbox::Running, cluster: &str) {
+    use clap::Parser as _;
+    use fedns_controller::cli::{Cli, Command as Subcommand};
+    let state_dir = running.federation.state_dir.display().to_string();
+    let parsed = Cli::try_parse_from(["fedns", "sandbox", "uncordon", cluster, "--state-dir", &state_dir]).unwrap();
+    let Subcommand::Sandbox(args) = &parsed.command else {
+        unreachable!()
+    };
+    sandbox::run(args).await.unwrap();
 }
 
 /// The built-in example's first screen: exactly as before (plus where the
@@ -563,8 +593,7 @@ Stop a member's load balancer (it leaves nginx's names), and start it again:
   fedns sandbox fix-lb us-west-2 --state-dir {dir}
   fedns sandbox cordon us-east-1 --state-dir {dir}   (uncordon to undo)
 Change a member live:
-  kubectl --kubeconfig {dir}/eu-west-1.kubeconfig -n ns patch ingress shop --subresource=status --type=merge \\
-      -p '{{\"status\":{{\"loadBalancer\":{{\"ingress\":[{{\"ip\":\"198.51.100.201\"}}]}}}}}}'
+  kubectl --kubeconfig {dir}/eu-west-1.kubeconfig -n ns delete ingress shop
   kubectl --kubeconfig {dir}/host.kubeconfig -n ns get dnsendpoints -o yaml
 Log lines go to {dir}/sandbox.log (--verbose: to this terminal).
 Published changes follow (+ added, - removed). Ctrl-C stops everything.
@@ -624,7 +653,7 @@ async fn the_first_screen_of_replayed_clusters_names_them() {
         "fedns sandbox fail prod-b",
         "fedns sandbox recover prod-b",
         "fedns sandbox cordon prod-a",
-        "prod-b.kubeconfig -n store patch ingress storefront",
+        "prod-b.kubeconfig -n store delete ingress storefront",
         "Not replayed (kinds the emulators do not serve):",
         "prod-a/certificate.yaml: cert-manager.io/v1/Certificate storefront-tls",
     ] {

@@ -814,7 +814,10 @@ impl Running {
             screen.try_(control("cordon", cordon), Some("uncordon to undo".to_owned()));
         }
 
-        // A live change: a new load balancer address on a member's Ingress.
+        // A live change: a member's Ingress deleted, so its load balancer
+        // leaves the host's answer. (Not a new status address: `kubectl
+        // patch --subresource=status` needs kubectl 1.24, and Debian's is
+        // 1.20.)
         let mut changes: Vec<Try> = Vec::new();
         if let Some((record, _, serving)) = &ingress {
             // Not the member the cordon hint (printed before) took out.
@@ -823,38 +826,12 @@ impl Running {
                 .filter_map(|&i| pick(serving, i))
                 .find(|m| Some(*m) != cordon.as_ref() || serving.len() == 1);
             if let Some(member) = member {
-                let key = (record.namespace.clone(), record.name.clone());
-                let used: BTreeSet<IpAddr> = views.values().flat_map(|v| v.addresses.iter().copied()).collect();
-                let current = views
-                    .get(member)
-                    .and_then(|v| v.ingresses.get(&key))
-                    .and_then(|a| a.first().copied())
-                    .unwrap_or(Ipv4Addr::new(192, 0, 2, 0));
-                let mut next = u32::from(current);
-                let address = loop {
-                    next = next.wrapping_add(1);
-                    let candidate = Ipv4Addr::from(next);
-                    if !used.contains(&IpAddr::V4(candidate)) {
-                        break candidate;
-                    }
-                };
-                let patch = format!(r#"{{"status":{{"loadBalancer":{{"ingress":[{{"ip":"{address}"}}]}}}}}}"#);
                 changes.push(Try::Kubectl {
                     kubeconfig: kubeconfig(member),
-                    args: [
-                        "-n",
-                        &record.namespace,
-                        "patch",
-                        "ingress",
-                        &record.name,
-                        "--subresource=status",
-                        "--type=merge",
-                        "-p",
-                        &patch,
-                    ]
-                    .map(str::to_owned)
-                    .to_vec(),
-                    wrap_before: Some(7),
+                    args: ["-n", &record.namespace, "delete", "ingress", &record.name]
+                        .map(str::to_owned)
+                        .to_vec(),
+                    wrap_before: None,
                 });
             }
         }
