@@ -7,7 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::names::{HOSTNAME_PATTERN, MAX_NAME_OCTETS};
+use crate::names::{ADDRESS_PORT_PATTERN, CIDR_PATTERN, HOSTNAME_PATTERN, IP_ADDRESS_PATTERN, MAX_NAME_OCTETS};
 
 /// A zone: its apex name, the name servers in its NS RRset, and SOA values.
 // clippy reads each printcolumn(...)'s repeated `type_ = ...` as a duplicated attribute.
@@ -93,14 +93,6 @@ pub struct NameServerAddresses {
     #[schemars(length(min = 1, max = 16), inner(pattern(IP_ADDRESS_PATTERN)))]
     pub addresses: Vec<String>,
 }
-
-/// An IPv4 or IPv6 address (no prefix length, no port).
-pub const IP_ADDRESS_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$";
-
-/// An IPv4 or IPv6 network in CIDR notation (`192.0.2.0/24`, `2001:db8::/48`).
-pub const CIDR_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/[0-9]{1,3})$";
-/// `address:port`, IPv6 in brackets (`192.0.2.1:53`, `[2001:db8::1]:53`).
-pub const ADDRESS_PORT_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$";
 
 /// Who may transfer the zone from the embedded DNS server, and whom it
 /// notifies. A transfer needs both: the client's address inside `allow`

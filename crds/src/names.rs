@@ -283,6 +283,13 @@ fn check_ldh(body: &str, label: &str, kind: NameKind) -> Result<(), NameError> {
     Ok(())
 }
 
+/// An IPv4 or IPv6 address (no prefix length, no port).
+pub const IP_ADDRESS_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$";
+/// An IPv4 or IPv6 network in CIDR notation (`192.0.2.0/24`, `2001:db8::/48`).
+pub const CIDR_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/[0-9]{1,3})$";
+/// `address:port`, IPv6 in brackets (`192.0.2.1:53`, `[2001:db8::1]:53`).
+pub const ADDRESS_PORT_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$";
+
 #[cfg(test)]
 mod tests {
     use super::*;

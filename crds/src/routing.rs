@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::CIDR_PATTERN;
+use crate::names::CIDR_PATTERN;
 
 /// The largest weight: Route53's (`ResourceRecordSet.Weight` 0..255).
 pub const MAX_WEIGHT: i64 = 255;

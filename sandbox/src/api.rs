@@ -8,39 +8,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited, StreamBody};
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::faults::Faults;
+pub use crate::cluster::{Body, Cluster, MAX_BODY};
 use crate::resources::ResourceInfo;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{success_status, ApiError};
-use crate::store::{filter_event, Filter, PatchKind, Store, Target};
-
-/// Response body: a whole JSON document or a watch stream.
-pub type Body = BoxBody<Bytes, Infallible>;
-
-/// Largest request body, in octets (kube-apiserver's default is 3 MiB).
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// What a request handler needs of its cluster.
-#[derive(Debug)]
-pub struct Cluster {
-    /// The objects.
-    pub store: Arc<Store>,
-    /// The bearer token every request must carry.
-    pub token: String,
-    /// Fault switches.
-    pub faults: Faults,
-    /// `host:port` for discovery documents.
-    pub server_address: String,
-    /// Interval of watch BOOKMARK events.
-    pub bookmark_interval: Duration,
-    /// The Kubernetes version reported by `/version`.
-    pub version: (u32, u32),
-}
+use crate::store::{filter_event, Filter, PatchKind, Target};
 
 fn json_response(code: StatusCode, value: &Value) -> Response<Body> {
     let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());

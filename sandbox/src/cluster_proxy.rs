@@ -19,7 +19,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 
-use crate::api::{Body, Cluster, MAX_BODY};
+use crate::cluster::{Body, Cluster, MAX_BODY};
 use crate::status::ApiError;
 
 /// Where and how to reach one member: `host:port`, the host for TLS,

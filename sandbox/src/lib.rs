@@ -88,6 +88,7 @@
 
 mod api;
 pub mod clouddns;
+mod cluster;
 mod cluster_proxy;
 mod emulator;
 mod faults;

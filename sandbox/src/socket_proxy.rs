@@ -15,7 +15,7 @@ use base64::Engine;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use crate::api::{Body, Cluster};
+use crate::cluster::{Body, Cluster};
 use crate::cluster_proxy::{endpoint_authority, forward_to, Target};
 use crate::status::ApiError;
 use crate::store::Filter;

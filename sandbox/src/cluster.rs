@@ -1,0 +1,36 @@
+//! What every request handler reads of its cluster (the store, the token,
+//! fault switches), below the request handling (`api`) and the proxies
+//! that forward to other clusters, which `api` calls.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+
+use crate::faults::Faults;
+use crate::store::Store;
+
+/// Response body: a whole JSON document or a watch stream.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Largest request body, in octets (kube-apiserver's default is 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// What a request handler needs of its cluster.
+#[derive(Debug)]
+pub struct Cluster {
+    /// The objects.
+    pub store: Arc<Store>,
+    /// The bearer token every request must carry.
+    pub token: String,
+    /// Fault switches.
+    pub faults: Faults,
+    /// `host:port` for discovery documents.
+    pub server_address: String,
+    /// Interval of watch BOOKMARK events.
+    pub bookmark_interval: Duration,
+    /// The Kubernetes version reported by `/version`.
+    pub version: (u32, u32),
+}
