@@ -355,6 +355,7 @@ fn json_merge_deep(target: &mut serde_json::Value, patch: &serde_json::Value) {
             if v.is_null() {
                 t.remove(k);
             } else if v.is_object() && t.get(k).is_some_and(serde_json::Value::is_object) {
+                // The condition above found an object at `k`: present.
                 json_merge_deep(t.get_mut(k).expect("checked"), v);
             } else {
                 t.insert(k.clone(), v.clone());
