@@ -265,14 +265,42 @@ pub struct DomainStatus {
     /// `Ready` once the zone is served.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
-    /// The SOA serial now served (an unsigned 32-bit number, RFC 1982).
+    /// The SOA serial now served (an unsigned 32-bit number, RFC 1982):
+    /// `serialRecord.serial` once that is due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 4294967295u32))]
     pub serial: Option<i64>,
+    /// The serial every DNS server replica serves for the zone, recorded
+    /// once by the replica that writes status (the controller's leader, or
+    /// a `fedns dns-server` without `--read-only`) for the content it
+    /// names: replicas serve it once their own content matches and the
+    /// time has come, so a serial names the same content everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial_record: Option<SerialRecord>,
     /// Number of RRsets in the zone, apex SOA and NS included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_count: Option<i64>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// A zone's SOA serial as recorded for every replica (`status.serialRecord`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SerialRecord {
+    /// The SOA serial (RFC 1982).
+    #[schemars(range(min = 0, max = 4294967295u32))]
+    pub serial: i64,
+    /// Fingerprint of the zone content it names (16 hex digits), as the
+    /// DNS server computes it: records, routed names, SOA fields but the
+    /// serial, apex NS.
+    pub content: String,
+    /// Unix time in milliseconds from which replicas serve it (a moment
+    /// after it was recorded, so they switch together).
+    pub active_from_unix_ms: i64,
+    /// The serial recorded before, served until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 4294967295u32))]
+    pub previous: Option<i64>,
 }

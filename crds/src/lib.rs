@@ -34,7 +34,8 @@ pub use dns_endpoint::{
     DNSEndpoint, DNSEndpointSpec, DNSEndpointStatus, Endpoint, ProviderSpecificProperty, RecordType,
 };
 pub use domain::{
-    AllowedNamespaces, Domain, DomainSpec, DomainStatus, NameServerAddresses, NamespacesFrom, SoaTimers, TsigAlgorithm,
+    AllowedNamespaces, Domain, DomainSpec, DomainStatus, NameServerAddresses, NamespacesFrom, SerialRecord, SoaTimers,
+    TsigAlgorithm,
     TsigKeyReference, TsigSecretReference, ZoneTransfer,
 };
 pub use health::{AddressHealth, DataPlaneCheck, ProbeProtocol, WhenAllUnhealthy};

@@ -59,7 +59,11 @@ pub use query::rrl::RrlConfig;
 pub use zone::content::{SoaFields, ZoneContent};
 pub use zone::routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
 pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
-pub use zone::store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneChanges, ZoneStore};
+pub use zone::serials::{RecordedSerial, SerialMode};
+pub use zone::store::{
+    next_serial, serial_gt, Counter, NeedsWholePublish, PublishOutcome, TransferCounters, ZoneChanges, ZoneSerialState,
+    ZoneStore,
+};
 pub use zone::tree::SkippedRecord;
 pub use zone::tsig_key::{Algorithm as TsigAlgorithm, TsigKey};
 pub use zone::version::{TransferPolicy, JOURNAL_VERSIONS};

@@ -2,9 +2,13 @@
 //! pipeline's source (DESIGN.md "Publishing: embedded").
 
 use anyhow::Context;
-use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, TsigKey, ZoneStore};
+use std::collections::BTreeMap;
+
+use fedns_dnsserver::{
+    AnswerConfig, DnsMetrics, DnsServer, RecordedSerial, SerialMode, ServerConfig, TsigKey, ZoneStore,
+};
 use fedns_providers::embedded::EmbeddedSink;
-use fedns_providers::plan::desired::desired_zones_with;
+use fedns_providers::plan::desired::{desired_zones_with, zone_apex};
 use fedns_providers::source::kube_source::{self, Sinks, SourceConfig, SourceState};
 use prometheus_client::registry::Registry;
 
@@ -27,6 +31,36 @@ fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result
             reason = problem.kind.reason(),
             "{}", problem.message
         );
+    }
+    // Serials from the files, not from the start time, so replicas reading
+    // the same files serve the same serial: a Domain's `status.serial`
+    // when the file gives one, else the newest modification time of the
+    // files (Unix seconds, RFC 1982 wraps it).
+    let store = sink.store();
+    let _ = store.set_serial_mode(SerialMode::Follow(BTreeMap::new()));
+    sink.apply(&desired);
+    let file_serial = manifests
+        .newest_modified
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(1, |d| (d.as_secs() & u64::from(u32::MAX)) as u32);
+    let mut recorded = BTreeMap::new();
+    for zone in store.serial_states() {
+        let given = manifests
+            .domains
+            .iter()
+            .filter(|d| zone_apex(d).is_some_and(|apex| apex.eq_ignore_ascii_case(&zone.apex)))
+            .find_map(|d| d.status.as_ref().and_then(|s| s.serial))
+            .and_then(|s| u32::try_from(s).ok());
+        let record = RecordedSerial {
+            serial: given.unwrap_or(file_serial),
+            content: zone.content,
+            active_from_ms: 0,
+            previous: None,
+        };
+        recorded.insert(zone.apex, record);
+    }
+    if store.set_serial_mode(SerialMode::Follow(recorded)).is_err() {
+        sink.apply(&desired);
     }
     let outcome = sink.apply(&desired);
     tracing::info!(

@@ -14,6 +14,7 @@ pub(crate) mod rdatas;
 pub(crate) mod render;
 pub(crate) mod resolve;
 pub(crate) mod routing;
+pub(crate) mod serials;
 pub(crate) mod snapshot;
 pub(crate) mod store;
 pub(crate) mod tree;

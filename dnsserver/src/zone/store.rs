@@ -12,24 +12,19 @@ use hickory_proto::rr::Name;
 
 use super::content::ZoneContent;
 use super::routing::RoutedName;
+use super::serials::{choose, next_due, SerialMode, Shown};
 use super::snapshot::{Snapshot, ZoneSummary};
 use super::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
 use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
 
-/// RFC 1982 §3.2: is serial `a` greater than serial `b`?
-pub fn serial_gt(a: u32, b: u32) -> bool {
-    a != b && (a.wrapping_sub(b) as i32) > 0
-}
+pub use super::serials::{next_serial, serial_gt};
 
-/// The next serial after `previous`: the current Unix time when that is
-/// greater in serial arithmetic (so restarted replicas agree roughly), else
-/// `previous + 1` (RFC 1982 §3.1 addition).
-pub fn next_serial(previous: u32, unix_seconds: u32) -> u32 {
-    if serial_gt(unix_seconds, previous) {
-        unix_seconds
-    } else {
-        previous.wrapping_add(1)
-    }
+/// Unix time in milliseconds.
+fn unix_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 fn unix_seconds() -> u32 {
@@ -61,6 +56,28 @@ pub struct ZoneChanges {
     pub routed: Vec<RoutedName>,
 }
 
+/// [`ZoneStore::set_serial_mode`] could not update serials in place:
+/// publish the content whole again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedsWholePublish;
+
+/// One served zone as [`ZoneStore::serial_states`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneSerialState {
+    /// Lower-case fully qualified apex, e.g. `example.com.`.
+    pub apex: String,
+    /// Fingerprint of the zone's content: its SOA fields but the serial,
+    /// apex NS, records and routed names, independent of their order. The
+    /// same content gives the same fingerprint in every process of the
+    /// same build.
+    pub content: u64,
+    /// The SOA serial served.
+    pub serial: u32,
+    /// The serial names this content on every replica (always, when the
+    /// store assigns serials itself).
+    pub confirmed: bool,
+}
+
 /// What one [`ZoneStore::publish`] or [`ZoneStore::publish_changes`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishOutcome {
@@ -81,6 +98,19 @@ struct ZoneState {
     settings: u64,
     records: u64,
     routed: u64,
+    /// `serial` names this content on every replica (see
+    /// [`SerialMode`]); transfers serve only confirmed versions.
+    confirmed: bool,
+}
+
+impl ZoneState {
+    fn shown(&self) -> Shown {
+        Shown {
+            fingerprint: self.fingerprint,
+            serial: self.serial,
+            confirmed: self.confirmed,
+        }
+    }
 }
 
 /// What publishes keep between calls.
@@ -93,6 +123,8 @@ struct StoreState {
     tree: Option<Tree>,
     /// Transfer policies of the zones last published in full.
     policies: BTreeMap<Name, Arc<TransferPolicy>>,
+    /// How serials are chosen.
+    mode: SerialMode,
 }
 
 /// Holds the served [`Snapshot`]. Readers call [`ZoneStore::load`] (or keep
@@ -208,7 +240,108 @@ impl ZoneStore {
         let zone = state.zones.entry(normalise_apex(apex)).or_default();
         if serial_gt(serial, zone.serial) || zone.serial == 0 {
             zone.serial = serial;
+            zone.confirmed = true;
         }
+    }
+
+    /// Chooses serials by `mode` from now on, and applies it to the zones
+    /// served: a zone whose content has a due [`RecordedSerial`] is served
+    /// with it (its transfers move to this version); see
+    /// [`super::serials`]. Call again when the records change and at
+    /// [`ZoneStore::next_serial_due`].
+    ///
+    /// Returns whether a new snapshot was swapped in.
+    ///
+    /// # Errors
+    /// [`NeedsWholePublish`]: the store keeps no tree to update serials in
+    /// (zones with wildcards or zone cuts); the mode is set, and the next
+    /// [`ZoneStore::publish`] of the same content applies it.
+    ///
+    /// [`RecordedSerial`]: super::serials::RecordedSerial
+    pub fn set_serial_mode(&self, mode: SerialMode) -> Result<bool, NeedsWholePublish> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let store_state = &mut *guard;
+        store_state.mode = mode;
+        let (now, now_ms) = (unix_seconds(), unix_millis());
+        let current = self.current.load_full();
+        let served: BTreeSet<String> = current.zones().iter().map(|z| normalise_apex(&z.apex)).collect();
+        let mut moves: Vec<(String, u32, bool)> = Vec::new();
+        for (apex, zone) in &store_state.zones {
+            if !served.contains(apex) {
+                continue;
+            }
+            let (serial, confirmed) = choose(&store_state.mode, apex, Some(zone.shown()), zone.fingerprint, now, now_ms);
+            if (serial, confirmed) != (zone.serial, zone.confirmed) {
+                moves.push((apex.clone(), serial, confirmed));
+            }
+        }
+        if moves.is_empty() {
+            return Ok(false);
+        }
+        let StoreState {
+            zones, tree, policies, ..
+        } = store_state;
+        let Some(tree) = tree.as_mut() else {
+            return Err(NeedsWholePublish);
+        };
+        let started = std::time::Instant::now();
+        let mut moved: BTreeSet<Name> = BTreeSet::new();
+        for (apex, serial, confirmed) in moves {
+            let Ok(name) = Name::from_ascii(&apex) else { continue };
+            let key = wire_key(&fqdn_lower(&name));
+            let Some(index) = tree.zones.iter().position(|z| z.apex_key == key) else {
+                continue;
+            };
+            tree.set_serial(index, serial);
+            if confirmed {
+                moved.insert(tree.zones[index].apex.clone());
+            }
+            if let Some(zone) = zones.get_mut(&apex) {
+                zone.serial = serial;
+                zone.confirmed = confirmed;
+            }
+        }
+        let snapshot = current.updated(tree, &rustc_hash::FxHashSet::default());
+        let versions = if moved.iter().any(|apex| policies.contains_key(apex)) {
+            tree.versions(&|apex| policies.contains_key(apex) && moved.contains(apex))
+        } else {
+            Vec::new()
+        };
+        self.last_build_nanos.store(
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.update_transfers(policies, versions);
+        self.current.store(Arc::new(snapshot));
+        self.updates.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Unix time in milliseconds at which a recorded serial not yet due
+    /// becomes due (call [`ZoneStore::set_serial_mode`] then), if any.
+    pub fn next_serial_due(&self) -> Option<u64> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        next_due(&state.mode, unix_millis())
+    }
+
+    /// Each served zone's content fingerprint and the serial shown for it,
+    /// for the writer of [`RecordedSerial`]s.
+    ///
+    /// [`RecordedSerial`]: super::serials::RecordedSerial
+    pub fn serial_states(&self) -> Vec<ZoneSerialState> {
+        let served: BTreeSet<String> = self.load().zones().iter().map(|z| normalise_apex(&z.apex)).collect();
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state
+            .zones
+            .iter()
+            .filter(|(apex, _)| served.contains(*apex))
+            .map(|(apex, zone)| ZoneSerialState {
+                apex: apex.clone(),
+                content: zone.fingerprint,
+                serial: zone.serial,
+                confirmed: zone.confirmed,
+            })
+            .collect()
     }
 
     /// Uses `db` for the GeoIP fallback of `Nearest` names from the next
@@ -260,7 +393,7 @@ impl ZoneStore {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let store_state = &mut *guard;
         let state = &mut store_state.zones;
-        let now = unix_seconds();
+        let (now, now_ms) = (unix_seconds(), unix_millis());
         let mut changed = state.len() != zones.len();
         // Zones taking part in transfers, by apex, with their policies.
         let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
@@ -279,6 +412,7 @@ impl ZoneStore {
         }
         let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
         let mut with_serials = Vec::with_capacity(zones.len());
+        let mut confirmed_apexes: BTreeSet<Name> = BTreeSet::new();
         for zone in zones {
             let apex = normalise_apex(&zone.apex.to_ascii());
             let settings = settings_hash(&zone);
@@ -288,17 +422,12 @@ impl ZoneStore {
                 .fold(0u64, |sum, r| sum.wrapping_add(record_hash(r)));
             let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
             let fingerprint = fingerprint(settings, records, routed);
-            let serial = match state.get(&apex) {
-                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
-                Some(old) => {
-                    changed = true;
-                    next_serial(old.serial, now)
-                }
-                None => {
-                    changed = true;
-                    now
-                }
-            };
+            let old = state.get(&apex).map(ZoneState::shown);
+            let (serial, confirmed) = choose(&store_state.mode, &apex, old, fingerprint, now, now_ms);
+            changed |= old.is_none_or(|o| (o.fingerprint, o.serial, o.confirmed) != (fingerprint, serial, confirmed));
+            if confirmed {
+                confirmed_apexes.insert(fqdn_lower(&zone.apex));
+            }
             next.insert(
                 apex,
                 ZoneState {
@@ -307,6 +436,7 @@ impl ZoneStore {
                     settings,
                     records,
                     routed,
+                    confirmed,
                 },
             );
             with_serials.push((zone, serial));
@@ -334,8 +464,11 @@ impl ZoneStore {
         let started = std::time::Instant::now();
         // The old tree goes first: two at once would double the peak.
         store_state.tree = None;
-        let (snapshot, versions, tree) =
-            Snapshot::build_keeping(&with_serials, &|apex| policies.contains_key(apex), geo);
+        let (snapshot, versions, tree) = Snapshot::build_keeping(
+            &with_serials,
+            &|apex| policies.contains_key(apex) && confirmed_apexes.contains(apex),
+            geo,
+        );
         self.swap_in(store_state, snapshot, versions, tree, policies, started)
     }
 
@@ -397,8 +530,9 @@ impl ZoneStore {
 
         // Serials by the rules of `publish`: the records' and routed names'
         // hashes are the sums of the owners' that the tree kept.
-        let now = unix_seconds();
+        let (now, now_ms) = (unix_seconds(), unix_millis());
         let state = &mut store_state.zones;
+        let mut confirmed_apexes: BTreeSet<Name> = BTreeSet::new();
         let mut changed = state.len() != tree.zones.len();
         {
             let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
@@ -419,17 +553,12 @@ impl ZoneStore {
                 .unwrap_or_default();
             let (records, routed) = tree.hash_sums(index);
             let fingerprint = fingerprint(settings_of, records, routed);
-            let serial = match state.get(&apex) {
-                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
-                Some(old) => {
-                    changed = true;
-                    next_serial(old.serial, now)
-                }
-                None => {
-                    changed = true;
-                    now
-                }
-            };
+            let old = state.get(&apex).map(ZoneState::shown);
+            let (serial, confirmed) = choose(&store_state.mode, &apex, old, fingerprint, now, now_ms);
+            changed |= old.is_none_or(|o| (o.fingerprint, o.serial, o.confirmed) != (fingerprint, serial, confirmed));
+            if confirmed {
+                confirmed_apexes.insert(fqdn_lower(&apex_name));
+            }
             tree.set_serial(index, serial);
             for (content, content_serial) in &mut settings {
                 if content.apex.to_lowercase() == apex_name.to_lowercase() {
@@ -444,6 +573,7 @@ impl ZoneStore {
                     settings: settings_of,
                     records,
                     routed,
+                    confirmed,
                 },
             );
         }
@@ -468,8 +598,13 @@ impl ZoneStore {
         }
         *state = next;
         let geo = self.geo.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let (snapshot, versions, tree) =
-            Snapshot::from_tree(tree, zone_skipped, &settings, &|apex| policies.contains_key(apex), geo);
+        let (snapshot, versions, tree) = Snapshot::from_tree(
+            tree,
+            zone_skipped,
+            &settings,
+            &|apex| policies.contains_key(apex) && confirmed_apexes.contains(apex),
+            geo,
+        );
         Some(self.swap_in(store_state, snapshot, versions, tree, policies, started))
     }
 
@@ -565,7 +700,7 @@ impl ZoneStore {
             zones.push((*zone, normalise_apex(&tree.zones[*zone].apex.to_ascii())));
         }
         // Serials: the fingerprint a full publish of the result would have.
-        let now = unix_seconds();
+        let (now, now_ms) = (unix_seconds(), unix_millis());
         let mut next: Vec<(usize, String, ZoneState)> = Vec::new();
         for (zone, apex) in &zones {
             let old = state.zones.get(apex).copied()?;
@@ -576,10 +711,10 @@ impl ZoneStore {
                 routed = routed.wrapping_sub(before.routed).wrapping_add(owner.hashes.routed);
             }
             let fingerprint = fingerprint(old.settings, records, routed);
-            if fingerprint == old.fingerprint && old.serial != 0 {
+            let (serial, confirmed) = choose(&state.mode, apex, Some(old.shown()), fingerprint, now, now_ms);
+            if (fingerprint, serial, confirmed) == (old.fingerprint, old.serial, old.confirmed) && old.serial != 0 {
                 continue;
             }
-            let serial = next_serial(old.serial, now);
             next.push((
                 *zone,
                 apex.clone(),
@@ -588,6 +723,7 @@ impl ZoneStore {
                     serial,
                     records,
                     routed,
+                    confirmed,
                     ..old
                 },
             ));
@@ -601,10 +737,13 @@ impl ZoneStore {
         }
         let started = std::time::Instant::now();
         let dirty = tree.apply(owners);
+        // Zones whose transfer version moves: the confirmed ones.
         let mut changed_apexes: BTreeSet<Name> = BTreeSet::new();
         for (zone, apex, zone_state) in next {
             tree.set_serial(zone, zone_state.serial);
-            changed_apexes.insert(tree.zones[zone].apex.clone());
+            if zone_state.confirmed {
+                changed_apexes.insert(tree.zones[zone].apex.clone());
+            }
             state.zones.insert(apex, zone_state);
         }
         let snapshot = current.updated(tree, &dirty);
@@ -765,27 +904,4 @@ fn fingerprint(settings: u64, records: u64, routed: u64) -> u64 {
     let mut hasher = DefaultHasher::new();
     (settings, records, routed).hash(&mut hasher);
     hasher.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc1982_comparisons() {
-        assert!(serial_gt(2, 1));
-        assert!(!serial_gt(1, 2));
-        assert!(!serial_gt(5, 5));
-        assert!(serial_gt(0, u32::MAX)); // wrapped
-        assert!(serial_gt(100, u32::MAX - 100));
-        assert!(!serial_gt(u32::MAX - 100, 100));
-    }
-
-    #[test]
-    fn next_serial_rises_even_when_the_clock_does_not() {
-        assert_eq!(next_serial(10, 1000), 1000);
-        assert_eq!(next_serial(1000, 1000), 1001);
-        assert_eq!(next_serial(2000, 1000), 2001);
-        assert_eq!(next_serial(u32::MAX, 5), 5); // 5 is after MAX in serial space
-    }
 }

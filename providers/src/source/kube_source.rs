@@ -38,6 +38,7 @@ use crate::plan::incremental::{IncrementalZones, Update};
 use crate::plan::ownership::NamespaceLabels;
 use crate::provider::{ErrorScope, Provider, SyncMode, SyncReport};
 use crate::source::domain_finalizer;
+use crate::source::serial_records;
 use crate::source::spec_changes::{SpecChange, SpecChanges};
 
 /// Settings of the Kubernetes source.
@@ -67,6 +68,11 @@ pub struct SourceConfig {
     /// controller's), instead of a second one: at 1,000,000 shards each
     /// copy is about 190 MiB. None: the source watches DNSEndpoints itself.
     pub endpoints: Option<SharedEndpoints>,
+    /// How long after the writer records a zone's next serial every
+    /// replica starts serving it (`Domain.status.serialRecord`, see
+    /// [`serial_records`]): longer than a watch event takes to reach
+    /// every replica, so they switch together.
+    pub serial_activation_delay: Duration,
 }
 
 /// A DNSEndpoint watch cache shared with the source: its store, and the
@@ -96,6 +102,7 @@ impl Default for SourceConfig {
             leader: None,
             domain_finalizer: false,
             endpoints: None,
+            serial_activation_delay: Duration::from_secs(1),
         }
     }
 }
@@ -145,11 +152,14 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         None => {
             let changed = Arc::new(Notify::new());
             let (endpoints, endpoint_writer) = reflector::store();
-            spawn_reflector(endpoints_api, endpoint_writer, changed.clone(), "DNSEndpoint");
+            spawn_reflector(endpoints_api, endpoint_writer, changed.clone(), "DNSEndpoint", |_| None);
             (endpoints, changed)
         }
     };
-    spawn_reflector(domains_api, domain_writer, changed.clone(), "Domain");
+    // A Domain's serial record wakes the publisher too: replicas serve it.
+    spawn_reflector(domains_api, domain_writer, changed.clone(), "Domain", |d: &Domain| {
+        serde_json::to_string(&serial_records::record_version(d)).ok()
+    });
     if domains.wait_until_ready().await.is_err() || endpoints.wait_until_ready().await.is_err() {
         return;
     }
@@ -176,6 +186,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     }
     let mut retry_providers = false;
     let mut status_retries: std::collections::HashSet<String> = Default::default();
+    let mut record_retry = false;
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let domain_state = domains.state();
@@ -189,7 +200,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             let (store, writer) = reflector::store();
             // Metadata only: labels are all the source needs.
             let api = Api::<PartialObjectMeta<Namespace>>::all(client.clone());
-            spawn_reflector(api, writer, changed.clone(), "Namespace");
+            spawn_reflector(api, writer, changed.clone(), "Namespace", |_| None);
             namespaces = Some(store);
         }
         let labels: NamespaceLabels = match &namespaces {
@@ -221,6 +232,14 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         // Only the names whose DNSEndpoints changed are recomputed and
         // republished (everything when Domains or namespace labels changed).
         let domain_list: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
+        // The serials recorded for every replica, before anything is
+        // published: a zone is served with its record's serial only when
+        // its content is the one recorded.
+        let serials_need_publish = sinks.embedded.as_ref().is_some_and(|sink| {
+            sink.store()
+                .set_serial_mode(serial_records::recorded_serials(&domain_state))
+                .is_err()
+        });
         let endpoint_list = endpoints.state();
         let pass_started = std::time::Instant::now();
         let update = zones.update(&domain_list, &endpoint_list, &labels);
@@ -296,8 +315,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                     }
                     sink.apply_taking(&mut desired);
                 }
-                // New TSIG keys go into the zones' transfer settings: publish whole.
-                Some(_) if keys_changed => publish_whole(sink),
+                // New TSIG keys go into the zones' transfer settings, and a
+                // store keeping no tree takes recorded serials only so:
+                // publish whole.
+                Some(_) if keys_changed || serials_need_publish => publish_whole(sink),
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
                     if sink.apply_changes(changes).is_none() {
@@ -334,6 +355,15 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         retry_providers = failing;
         if manage_finalizer {
             domain_finalizer::release(&client, &recorder, &domain_state, &errors, &mut reported_releases).await;
+        }
+        if let Some(sink) = sinks.embedded.as_ref().filter(|_| config.write_status && leading) {
+            record_retry = !serial_records::record_serials(
+                &client,
+                &domain_state,
+                sink.store(),
+                config.serial_activation_delay,
+            )
+            .await;
         }
         state.send_modify(|s| s.publishes += 1);
         let statuses_started = pass_started.elapsed();
@@ -400,8 +430,23 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         } else {
             config.resync_interval
         };
+        // A recorded serial coming due, for the DNS server to take.
+        let serial_due = sinks.embedded.as_ref().and_then(|sink| sink.store().next_serial_due());
+        let until_due = serial_due.map_or(Duration::ZERO, |due| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            Duration::from_millis(due).saturating_sub(now)
+        });
+        let mut debounce = config.debounce;
         mode = tokio::select! {
             _ = changed.notified() => SyncMode::Changed,
+            _ = tokio::time::sleep(until_due), if serial_due.is_some() => {
+                // On time: every replica switches at that instant.
+                debounce = Duration::ZERO;
+                SyncMode::Changed
+            }
+            _ = tokio::time::sleep(RECORD_RETRY), if record_retry => SyncMode::Changed,
             // TSIG Secrets are read, not watched: look again now and then.
             _ = tokio::time::sleep(TSIG_SECRET_RECHECK), if sinks.embedded.is_some() && !wanted_secrets.is_empty() => {
                 SyncMode::Changed
@@ -416,7 +461,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             }
         };
         // Coalesce bursts (a controller writing many DNSEndpoints at once).
-        tokio::time::sleep(config.debounce).await;
+        if !debounce.is_zero() {
+            tokio::time::sleep(debounce).await;
+        }
     }
 }
 
@@ -431,6 +478,9 @@ const SLOW_PASS: Duration = Duration::from_secs(1);
 /// 50 members, parts of 8,192 names held about 70 MiB at once (the peak
 /// of a Domain edit at 100,000 shards); parts of 2,048 hold about a quarter.
 const WHOLE_PUBLISH_PART_NAMES: usize = 2048;
+
+/// How soon a serial record that could not be written is tried again.
+const RECORD_RETRY: Duration = Duration::from_secs(1);
 
 /// DNSEndpoint status writes sent at once.
 const STATUS_WRITES_IN_FLIGHT: usize = 16;
@@ -568,8 +618,16 @@ fn provider_problems(
     out
 }
 
-fn spawn_reflector<K>(api: Api<K>, writer: reflector::store::Writer<K>, changed: Arc<Notify>, kind: &'static str)
-where
+/// Watches `api` into `writer`, waking `changed` when an object's spec
+/// may have changed (see [`SpecChanges`]) or its `extra` (a part of its
+/// status that matters to the publisher) did.
+fn spawn_reflector<K>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+    changed: Arc<Notify>,
+    kind: &'static str,
+    extra: fn(&K) -> Option<String>,
+) where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
@@ -583,10 +641,20 @@ where
         futures::pin_mut!(stream);
         // Not for status writes: the publisher's own after every publish.
         let mut specs = SpecChanges::default();
+        let mut extras: std::collections::HashMap<String, Option<String>> = Default::default();
         while let Some(item) = stream.next().await {
             match item {
                 Ok(event) => {
-                    if !matches!(specs.observe(&event), SpecChange::None) {
+                    let mut wake = !matches!(specs.observe(&event), SpecChange::None);
+                    if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) = &event {
+                        let key = format!("{}/{}", object.meta().namespace.as_deref().unwrap_or_default(), object.meta().name.as_deref().unwrap_or_default());
+                        let value = extra(object);
+                        if value.is_some() && extras.get(&key) != Some(&value) {
+                            wake = true;
+                        }
+                        extras.insert(key, value);
+                    }
+                    if wake {
                         changed.notify_one();
                     }
                 }
@@ -788,15 +856,20 @@ async fn write_statuses(
         };
         changed |= set_client_regions_condition(&domain, desired, geoip_problem.as_deref(), &mut status.conditions);
         changed |= set_name_server_addresses_condition(&domain, &mut status.conditions);
-        let serial = summary.map(|z| i64::from(z.serial));
+        // `serial` and `serialRecord` are written by the serial records
+        // alone (serial_records.rs), under the Domain's resourceVersion:
+        // the cached copies here may be older.
         let count = summary.map(|z| z.rrset_count as i64);
-        changed |= status.serial != serial || status.record_count != count || status.observed_generation != generation;
-        status.serial = serial;
+        changed |= status.record_count != count || status.observed_generation != generation;
         status.record_count = count;
         status.observed_generation = generation;
         if changed {
             let api: Api<Domain> = Api::namespaced(client.clone(), &namespace);
-            let patch = json!({"status": status});
+            let mut patch = json!({"status": status});
+            if let Some(fields) = patch.get_mut("status").and_then(|s| s.as_object_mut()) {
+                fields.remove("serial");
+                fields.remove("serialRecord");
+            }
             if let Err(e) = api
                 .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await

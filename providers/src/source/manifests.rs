@@ -19,6 +19,9 @@ pub struct Manifests {
     pub namespaces: crate::plan::ownership::NamespaceLabels,
     /// Documents of other kinds, skipped: "file: kind name".
     pub skipped: Vec<String>,
+    /// The newest modification time of the files read (None: none had
+    /// one), from which `fedns dns-server --manifests` takes its serials.
+    pub newest_modified: Option<std::time::SystemTime>,
 }
 
 /// Why manifests could not be read.
@@ -60,6 +63,9 @@ pub fn load(path: &Path) -> Result<Manifests, ManifestError> {
             path: file.clone(),
             source,
         })?;
+        if let Ok(modified) = std::fs::metadata(&file).and_then(|m| m.modified()) {
+            manifests.newest_modified = manifests.newest_modified.max(Some(modified));
+        }
         for document in serde_yaml_ng::Deserializer::from_str(&text) {
             let value = serde_json::Value::deserialize(document).map_err(|e| ManifestError::Parse {
                 path: file.clone(),

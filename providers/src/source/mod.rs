@@ -5,6 +5,8 @@
 //!   desired zones, drives every sink, and writes status and Events back;
 //! * [`manifests`]: the same objects read from YAML files;
 //! * [`spec_changes`]: which watch events may change an object's spec;
+//! * [`serial_records`]: the SOA serial every DNS server replica serves
+//!   for a zone's content, recorded in its Domain's status;
 //! * `domain_finalizer`: the finalizer that keeps a deleted Domain until
 //!   its records left the external providers. It belongs here because it
 //!   talks to the Kubernetes API (patches the Domain's finalizers, records
@@ -18,4 +20,5 @@
 mod domain_finalizer;
 pub mod kube_source;
 pub mod manifests;
+pub mod serial_records;
 pub mod spec_changes;
