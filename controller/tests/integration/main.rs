@@ -15,5 +15,6 @@ mod hysteresis_e2e;
 mod large_objects;
 mod member_sources;
 mod member_sources_fleet;
+mod replicas;
 mod routing_e2e;
 mod sandbox_e2e;

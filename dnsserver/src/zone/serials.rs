@@ -68,71 +68,115 @@ pub enum SerialMode {
     Follow(BTreeMap<String, RecordedSerial>),
 }
 
-/// What a replica knows of a zone before choosing its serial.
+/// What a replica showed for a zone before choosing its serial.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Shown {
     /// Fingerprint of the content served.
     pub fingerprint: u64,
     /// Serial shown in the SOA (0: none yet).
     pub serial: u32,
-    /// The serial names this content on every replica (transfers serve
-    /// it).
+    /// The zone's transfers serve the version recorded for `serial`.
     pub confirmed: bool,
+    /// `serial` came from a record (not made up by this replica for a
+    /// zone nothing was recorded for yet).
+    pub from_record: bool,
 }
 
-/// The serial to show for content `fingerprint` of zone `apex`, and
-/// whether it is confirmed (see [`Shown`]). `old`: what was shown before
-/// (None: the zone is new to this replica).
+/// What to do with a zone's serial at a publish, or when records change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Decision {
+    /// The serial to show in the SOA.
+    pub serial: u32,
+    /// See [`Shown::confirmed`].
+    pub confirmed: bool,
+    /// See [`Shown::from_record`].
+    pub from_record: bool,
+    /// The version held for a record comes due: transfers move to it.
+    pub activate_held: bool,
+    /// A record naming the content now served: hold its version (built
+    /// from this content); when it is due already, `serial` is its serial
+    /// and transfers move to it at once.
+    pub capture: Option<RecordedSerial>,
+}
+
+/// The serial to show for content `fingerprint` of zone `apex` (see the
+/// module docs). `old`: what was shown before (None: the zone is new
+/// here); `held`: the record whose version this replica holds until it is
+/// due.
+///
+/// In [`SerialMode::Follow`] the serial shown is the newest due record's
+/// (never below a recorded serial shown before), transfers move only to
+/// versions whose content had the record's fingerprint when this replica
+/// built them, and a zone new here shows what the other replicas show now
+/// (the record's previous serial until it is due).
 pub(crate) fn choose(
     mode: &SerialMode,
     apex: &str,
     old: Option<Shown>,
+    held: Option<&RecordedSerial>,
     fingerprint: u64,
     now_s: u32,
     now_ms: u64,
-) -> (u32, bool) {
+) -> Decision {
     let old = old.filter(|o| o.serial != 0);
-    match mode {
-        SerialMode::Assign => match old {
-            Some(o) if o.fingerprint == fingerprint => (o.serial, true),
-            Some(o) => (next_serial(o.serial, now_s), true),
-            None => (now_s, true),
-        },
-        SerialMode::Follow(recorded) => {
-            let record = recorded.get(apex);
-            if let Some(r) = record {
-                // Never below a confirmed serial shown before; an
-                // unconfirmed one of our own gives way.
-                let newer = old.is_none_or(|o| !o.confirmed || o.serial == r.serial || serial_gt(r.serial, o.serial));
-                if r.content == fingerprint && r.due(now_ms) && newer {
-                    return (r.serial, true);
-                }
-            }
-            match (old, record) {
-                // Unchanged, or waiting for the record of the new content.
-                (Some(o), _) => (o.serial, o.confirmed && o.fingerprint == fingerprint),
-                // New here: what the other replicas show now.
-                (None, Some(r)) if r.due(now_ms) => (r.serial, false),
-                (None, Some(r)) => (r.previous.unwrap_or(r.serial), false),
-                // Nothing recorded yet (a new zone): a serial of our own,
-                // never used for transfers.
-                (None, None) => (now_s, false),
+    let decision = |serial, confirmed, from_record| Decision {
+        serial,
+        confirmed,
+        from_record,
+        activate_held: false,
+        capture: None,
+    };
+    let recorded = match mode {
+        SerialMode::Assign => {
+            return match old {
+                Some(o) if o.fingerprint == fingerprint => decision(o.serial, true, false),
+                Some(o) => decision(next_serial(o.serial, now_s), true, false),
+                None => decision(now_s, true, false),
             }
         }
+        SerialMode::Follow(recorded) => recorded,
+    };
+    let record = recorded.get(apex);
+    let mut d = match (old, record) {
+        (Some(o), _) => decision(o.serial, o.confirmed, o.from_record),
+        (None, Some(r)) if r.due(now_ms) => decision(r.serial, false, true),
+        (None, Some(r)) => decision(r.previous.unwrap_or(r.serial), false, true),
+        // Nothing recorded yet (a new zone): a serial of our own, which
+        // gives way to the first record.
+        (None, None) => decision(now_s, false, false),
+    };
+    // A recorded serial may replace the one shown when it is not older.
+    let may_show = |d: &Decision, serial: u32| !d.from_record || serial == d.serial || serial_gt(serial, d.serial);
+    if let Some(h) = held.filter(|h| h.due(now_ms) && may_show(&d, h.serial)) {
+        d.serial = h.serial;
+        d.confirmed = true;
+        d.from_record = true;
+        d.activate_held = true;
     }
+    if let Some(r) = record.filter(|r| may_show(&d, r.serial)) {
+        let have = (d.serial == r.serial && d.confirmed) || held.is_some_and(|h| h.serial == r.serial);
+        if r.content == fingerprint && !have {
+            d.capture = Some(*r);
+            if r.due(now_ms) {
+                d.serial = r.serial;
+                d.confirmed = true;
+                d.from_record = true;
+            }
+        } else if r.due(now_ms) && d.serial != r.serial {
+            // Due, but this replica never had that content: show the
+            // serial all the same (transfers keep their version).
+            d.serial = r.serial;
+            d.confirmed = false;
+            d.from_record = true;
+        }
+    }
+    d
 }
 
-/// The earliest `active_from_ms` after `now_ms` among `mode`'s records
-/// (when a follower must look again), if any.
-pub(crate) fn next_due(mode: &SerialMode, now_ms: u64) -> Option<u64> {
-    match mode {
-        SerialMode::Assign => None,
-        SerialMode::Follow(recorded) => recorded
-            .values()
-            .filter(|r| !r.due(now_ms))
-            .map(|r| r.active_from_ms)
-            .min(),
-    }
+/// The earliest `active_from_ms` after `now_ms` among `records` (when a
+/// replica must look again), if any.
+pub(crate) fn next_due<'a>(records: impl Iterator<Item = &'a RecordedSerial>, now_ms: u64) -> Option<u64> {
+    records.filter(|r| !r.due(now_ms)).map(|r| r.active_from_ms).min()
 }
 
 #[cfg(test)]
@@ -157,14 +201,17 @@ mod tests {
         assert_eq!(next_serial(u32::MAX, 5), 5); // 5 is after MAX in serial space
     }
 
-    fn follow(serial: u32, content: u64, active_from_ms: u64, previous: Option<u32>) -> SerialMode {
-        let record = RecordedSerial {
+    fn record(serial: u32, content: u64, active_from_ms: u64, previous: Option<u32>) -> RecordedSerial {
+        RecordedSerial {
             serial,
             content,
             active_from_ms,
             previous,
-        };
-        SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), record)]))
+        }
+    }
+
+    fn follow(r: RecordedSerial) -> SerialMode {
+        SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), r)]))
     }
 
     fn shown(fingerprint: u64, serial: u32, confirmed: bool) -> Option<Shown> {
@@ -172,48 +219,86 @@ mod tests {
             fingerprint,
             serial,
             confirmed,
+            from_record: true,
         })
     }
 
+    const APEX: &str = "example.com.";
+
     #[test]
-    fn a_follower_serves_a_recorded_serial_only_for_its_content_and_from_its_instant() {
-        let mode = follow(20, 0xB, 5_000, Some(10));
-        let apex = "example.com.";
-        // Content B, before the instant: still 10 (the content A's serial),
-        // no longer confirmed (transfers keep serving A at 10).
-        assert_eq!(choose(&mode, apex, shown(0xA, 10, true), 0xB, 1, 4_999), (10, false));
-        // From the instant: 20, confirmed.
-        assert_eq!(choose(&mode, apex, shown(0xB, 10, false), 0xB, 1, 5_000), (20, true));
-        // Content C, not recorded: keeps showing 10.
-        assert_eq!(choose(&mode, apex, shown(0xA, 10, true), 0xC, 1, 9_000), (10, false));
-        // Unchanged A while the record names B: stays confirmed at 10.
-        assert_eq!(choose(&mode, apex, shown(0xA, 10, true), 0xA, 1, 9_000), (10, true));
-        // Never lower than a confirmed serial shown.
-        assert_eq!(choose(&mode, apex, shown(0xA, 30, true), 0xB, 1, 9_000), (30, false));
-        // An unconfirmed one of our own (a zone new here) gives way.
-        assert_eq!(choose(&mode, apex, shown(0xB, 30, false), 0xB, 1, 9_000), (20, true));
-        // Wrapped around: 5 comes after u32::MAX.
-        let wrapped = follow(5, 0xB, 0, Some(u32::MAX));
-        assert_eq!(choose(&wrapped, apex, shown(0xA, u32::MAX, true), 0xB, 1, 1), (5, true));
+    fn a_follower_holds_the_recorded_content_and_switches_at_its_instant() {
+        let r = record(20, 0xB, 5_000, Some(10));
+        let mode = follow(r);
+        // Content B arrives before the instant: still 10, B's version is
+        // held (built from this content) for 20.
+        let d = choose(&mode, APEX, shown(0xA, 10, true), None, 0xB, 1, 4_000);
+        assert_eq!((d.serial, d.confirmed, d.capture), (10, true, Some(r)));
+        // Content C follows before the instant: still 10, B still held.
+        let d = choose(&mode, APEX, shown(0xB, 10, true), Some(&r), 0xC, 1, 4_500);
+        assert_eq!((d.serial, d.capture, d.activate_held), (10, None, false));
+        // The instant: 20, from the held version, though the content is C.
+        let d = choose(&mode, APEX, shown(0xC, 10, true), Some(&r), 0xC, 1, 5_000);
+        assert_eq!((d.serial, d.confirmed, d.activate_held, d.capture), (20, true, true, None));
+        // Then nothing more to do.
+        let d = choose(&mode, APEX, shown(0xC, 20, true), None, 0xC, 1, 6_000);
+        assert_eq!((d.serial, d.confirmed, d.activate_held, d.capture), (20, true, false, None));
+    }
+
+    #[test]
+    fn a_replica_that_never_had_the_content_shows_the_serial_without_its_version() {
+        let mode = follow(record(20, 0xB, 5_000, Some(10)));
+        let d = choose(&mode, APEX, shown(0xC, 10, true), None, 0xC, 1, 4_000);
+        assert_eq!((d.serial, d.confirmed), (10, true));
+        let d = choose(&mode, APEX, shown(0xC, 10, true), None, 0xC, 1, 5_000);
+        assert_eq!((d.serial, d.confirmed, d.capture), (20, false, None));
+        // Never below a recorded serial shown.
+        let d = choose(&mode, APEX, shown(0xB, 30, true), None, 0xB, 1, 9_000);
+        assert_eq!((d.serial, d.capture), (30, None));
+        // Content B due at once: captured and served.
+        let d = choose(&mode, APEX, shown(0xA, 10, false), None, 0xB, 1, 9_000);
+        assert_eq!((d.serial, d.confirmed), (20, true));
+        assert!(d.capture.is_some());
+    }
+
+    #[test]
+    fn serials_wrap_as_rfc_1982_says() {
+        let r = record(5, 0xB, 0, Some(u32::MAX));
+        let d = choose(&follow(r), APEX, shown(0xA, u32::MAX, true), None, 0xB, 1, 1);
+        assert_eq!((d.serial, d.confirmed), (5, true));
     }
 
     #[test]
     fn a_late_replica_shows_what_the_others_show() {
-        let mode = follow(20, 0xB, 5_000, Some(10));
-        let apex = "example.com.";
-        assert_eq!(choose(&mode, apex, None, 0xB, 1, 4_000), (10, false));
-        assert_eq!(choose(&mode, apex, None, 0xC, 1, 6_000), (20, false));
-        assert_eq!(choose(&mode, apex, None, 0xB, 1, 6_000), (20, true));
-        assert_eq!(choose(&mode, "other.example.", None, 0xB, 77, 6_000), (77, false));
-        assert_eq!(next_due(&mode, 4_000), Some(5_000));
-        assert_eq!(next_due(&mode, 5_000), None);
+        let r = record(20, 0xB, 5_000, Some(10));
+        let mode = follow(r);
+        let d = choose(&mode, APEX, None, None, 0xB, 1, 4_000);
+        assert_eq!((d.serial, d.confirmed, d.capture), (10, false, Some(r)));
+        let d = choose(&mode, APEX, None, None, 0xC, 1, 6_000);
+        assert_eq!((d.serial, d.confirmed), (20, false));
+        let d = choose(&mode, APEX, None, None, 0xB, 1, 6_000);
+        assert_eq!((d.serial, d.confirmed), (20, true));
+        // A zone nothing was recorded for: its own serial, which gives way
+        // to the first record even when that is lower.
+        let d = choose(&mode, "other.example.", None, None, 0xB, 77, 6_000);
+        assert_eq!((d.serial, d.confirmed, d.from_record), (77, false, false));
+        let own = Some(Shown {
+            fingerprint: 0xB,
+            serial: 77,
+            confirmed: false,
+            from_record: false,
+        });
+        let d = choose(&mode, APEX, own, None, 0xB, 1, 6_000);
+        assert_eq!((d.serial, d.confirmed), (20, true));
+        assert_eq!(next_due([r].iter(), 4_000), Some(5_000));
+        assert_eq!(next_due([r].iter(), 5_000), None);
     }
 
     #[test]
     fn assigning_rises_on_every_change() {
         let mode = SerialMode::Assign;
-        assert_eq!(choose(&mode, "a.", None, 1, 100, 0), (100, true));
-        assert_eq!(choose(&mode, "a.", shown(1, 100, true), 1, 200, 0), (100, true));
-        assert_eq!(choose(&mode, "a.", shown(1, 100, true), 2, 100, 0), (101, true));
+        let serial = |old, f, now| choose(&mode, "a.", old, None, f, now, 0).serial;
+        assert_eq!(serial(None, 1, 100), 100);
+        assert_eq!(serial(shown(1, 100, true), 1, 200), 100);
+        assert_eq!(serial(shown(1, 100, true), 2, 100), 101);
     }
 }

@@ -12,7 +12,7 @@ use hickory_proto::rr::Name;
 
 use super::content::ZoneContent;
 use super::routing::RoutedName;
-use super::serials::{choose, next_due, SerialMode, Shown};
+use super::serials::{choose, next_due, Decision, RecordedSerial, SerialMode, Shown};
 use super::snapshot::{Snapshot, ZoneSummary};
 use super::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
 use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
@@ -98,9 +98,11 @@ struct ZoneState {
     settings: u64,
     records: u64,
     routed: u64,
-    /// `serial` names this content on every replica (see
-    /// [`SerialMode`]); transfers serve only confirmed versions.
+    /// The zone's transfers serve the version recorded for `serial` (see
+    /// [`SerialMode`]; always, when the store assigns serials).
     confirmed: bool,
+    /// `serial` came from a [`RecordedSerial`].
+    from_record: bool,
 }
 
 impl ZoneState {
@@ -109,8 +111,50 @@ impl ZoneState {
             fingerprint: self.fingerprint,
             serial: self.serial,
             confirmed: self.confirmed,
+            from_record: self.from_record,
         }
     }
+
+    /// `self` with the serial of `decision`.
+    fn decided(self, decision: &Decision) -> ZoneState {
+        ZoneState {
+            serial: decision.serial,
+            confirmed: decision.confirmed,
+            from_record: decision.from_record,
+            ..self
+        }
+    }
+
+    /// Whether `decision` changes what is served or transferred.
+    fn moved_by(&self, fingerprint: u64, decision: &Decision) -> bool {
+        (self.fingerprint, self.serial, self.confirmed, self.from_record)
+            != (fingerprint, decision.serial, decision.confirmed, decision.from_record)
+            || decision.capture.is_some()
+            || decision.activate_held
+    }
+}
+
+/// [`StoreState::decide`] on its fields (for callers holding its tree);
+/// `now`: Unix time in seconds and in milliseconds.
+fn decide_in(
+    mode: &SerialMode,
+    zones: &BTreeMap<String, ZoneState>,
+    held: &BTreeMap<String, Held>,
+    apex: &str,
+    fingerprint: u64,
+    now: (u32, u64),
+) -> Decision {
+    let old = zones.get(apex).map(ZoneState::shown);
+    let held = held.get(apex).map(|h| &h.record);
+    choose(mode, apex, old, held, fingerprint, now.0, now.1)
+}
+
+/// A version built for a [`RecordedSerial`] not yet due: transfers move
+/// to it when it is (`None`: the zone takes no part in transfers).
+#[derive(Debug)]
+struct Held {
+    record: RecordedSerial,
+    version: Option<ZoneVersion>,
 }
 
 /// What publishes keep between calls.
@@ -125,6 +169,54 @@ struct StoreState {
     policies: BTreeMap<Name, Arc<TransferPolicy>>,
     /// How serials are chosen.
     mode: SerialMode,
+    /// Versions held for records not yet due, by apex as in `zones`.
+    held: BTreeMap<String, Held>,
+}
+
+impl StoreState {
+    /// The serial decision for content `fingerprint` of `apex` (see
+    /// [`choose`]).
+    fn decide(&self, apex: &str, fingerprint: u64, now_s: u32, now_ms: u64) -> Decision {
+        decide_in(&self.mode, &self.zones, &self.held, apex, fingerprint, (now_s, now_ms))
+    }
+
+    /// True when versions are built for every transfer-enabled zone that
+    /// changed ([`SerialMode::Assign`]), not only for captured records.
+    fn assigns(&self) -> bool {
+        matches!(self.mode, SerialMode::Assign)
+    }
+
+    /// The transfer versions to install after a publish that built `built`
+    /// under `decisions` (apex, decision): held versions coming due, and
+    /// captured versions due at once; captured versions not yet due are
+    /// held.
+    fn settle(&mut self, decisions: &[(String, Decision)], built: Vec<ZoneVersion>) -> Vec<ZoneVersion> {
+        if self.assigns() {
+            self.held.clear();
+            return built;
+        }
+        let mut out = Vec::new();
+        for (apex, _) in decisions.iter().filter(|(_, d)| d.activate_held) {
+            if let Some(held) = self.held.remove(apex) {
+                out.extend(held.version.map(|v| v.with_serial(held.record.serial)));
+            }
+        }
+        let mut built: BTreeMap<String, ZoneVersion> = built
+            .into_iter()
+            .map(|v| (normalise_apex(&v.apex.to_ascii()), v))
+            .collect();
+        for (apex, decision) in decisions {
+            let Some(record) = decision.capture else { continue };
+            let version = built.remove(apex);
+            if decision.confirmed && decision.serial == record.serial {
+                self.held.remove(apex);
+                out.extend(version.map(|v| v.with_serial(record.serial)));
+            } else {
+                self.held.insert(apex.clone(), Held { record, version });
+            }
+        }
+        out
+    }
 }
 
 /// Holds the served [`Snapshot`]. Readers call [`ZoneStore::load`] (or keep
@@ -241,6 +333,7 @@ impl ZoneStore {
         if serial_gt(serial, zone.serial) || zone.serial == 0 {
             zone.serial = serial;
             zone.confirmed = true;
+            zone.from_record = true;
         }
     }
 
@@ -265,55 +358,68 @@ impl ZoneStore {
         let (now, now_ms) = (unix_seconds(), unix_millis());
         let current = self.current.load_full();
         let served: BTreeSet<String> = current.zones().iter().map(|z| normalise_apex(&z.apex)).collect();
-        let mut moves: Vec<(String, u32, bool)> = Vec::new();
+        store_state.held.retain(|apex, _| served.contains(apex));
+        let mut decisions: Vec<(String, Decision)> = Vec::new();
         for (apex, zone) in &store_state.zones {
             if !served.contains(apex) {
                 continue;
             }
-            let (serial, confirmed) = choose(&store_state.mode, apex, Some(zone.shown()), zone.fingerprint, now, now_ms);
-            if (serial, confirmed) != (zone.serial, zone.confirmed) {
-                moves.push((apex.clone(), serial, confirmed));
+            let decision = store_state.decide(apex, zone.fingerprint, now, now_ms);
+            if zone.moved_by(zone.fingerprint, &decision) {
+                decisions.push((apex.clone(), decision));
             }
         }
-        if moves.is_empty() {
+        if decisions.is_empty() {
             return Ok(false);
         }
-        let StoreState {
-            zones, tree, policies, ..
-        } = store_state;
-        let Some(tree) = tree.as_mut() else {
+        if store_state.tree.is_none() {
             return Err(NeedsWholePublish);
-        };
-        let started = std::time::Instant::now();
-        let mut moved: BTreeSet<Name> = BTreeSet::new();
-        for (apex, serial, confirmed) in moves {
-            let Ok(name) = Name::from_ascii(&apex) else { continue };
-            let key = wire_key(&fqdn_lower(&name));
-            let Some(index) = tree.zones.iter().position(|z| z.apex_key == key) else {
-                continue;
-            };
-            tree.set_serial(index, serial);
-            if confirmed {
-                moved.insert(tree.zones[index].apex.clone());
-            }
-            if let Some(zone) = zones.get_mut(&apex) {
-                zone.serial = serial;
-                zone.confirmed = confirmed;
-            }
         }
-        let snapshot = current.updated(tree, &rustc_hash::FxHashSet::default());
-        let versions = if moved.iter().any(|apex| policies.contains_key(apex)) {
-            tree.versions(&|apex| policies.contains_key(apex) && moved.contains(apex))
-        } else {
-            Vec::new()
+        let started = std::time::Instant::now();
+        let mut captured: BTreeSet<Name> = BTreeSet::new();
+        let mut serial_changed = false;
+        let built = {
+            let StoreState { zones, tree, policies, .. } = &mut *store_state;
+            let Some(tree) = tree.as_mut() else {
+                return Err(NeedsWholePublish);
+            };
+            for (apex, decision) in &decisions {
+                let Ok(name) = Name::from_ascii(apex) else { continue };
+                let key = wire_key(&fqdn_lower(&name));
+                let Some(index) = tree.zones.iter().position(|z| z.apex_key == key) else {
+                    continue;
+                };
+                if tree.zones[index].serial != decision.serial {
+                    tree.set_serial(index, decision.serial);
+                    serial_changed = true;
+                }
+                if decision.capture.is_some() {
+                    captured.insert(tree.zones[index].apex.clone());
+                }
+                if let Some(zone) = zones.get_mut(apex) {
+                    *zone = zone.decided(decision);
+                }
+            }
+            if captured.iter().any(|apex| policies.contains_key(apex)) {
+                tree.versions(&|apex| policies.contains_key(apex) && captured.contains(apex))
+            } else {
+                Vec::new()
+            }
+        };
+        let versions = store_state.settle(&decisions, built);
+        let snapshot = match &store_state.tree {
+            Some(tree) if serial_changed => Some(current.updated(tree, &rustc_hash::FxHashSet::default())),
+            _ => None,
         };
         self.last_build_nanos.store(
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
         );
-        self.update_transfers(policies, versions);
-        self.current.store(Arc::new(snapshot));
-        self.updates.fetch_add(1, Ordering::Relaxed);
+        self.update_transfers(&store_state.policies, versions);
+        if let Some(snapshot) = snapshot {
+            self.current.store(Arc::new(snapshot));
+            self.updates.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(true)
     }
 
@@ -321,7 +427,12 @@ impl ZoneStore {
     /// becomes due (call [`ZoneStore::set_serial_mode`] then), if any.
     pub fn next_serial_due(&self) -> Option<u64> {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        next_due(&state.mode, unix_millis())
+        let recorded = match &state.mode {
+            SerialMode::Assign => None,
+            SerialMode::Follow(recorded) => Some(recorded.values()),
+        };
+        let held = state.held.values().map(|h| &h.record);
+        next_due(held.chain(recorded.into_iter().flatten()), unix_millis())
     }
 
     /// Each served zone's content fingerprint and the serial shown for it,
@@ -392,9 +503,8 @@ impl ZoneStore {
     pub fn publish(&self, zones: Vec<ZoneContent>) -> PublishOutcome {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let store_state = &mut *guard;
-        let state = &mut store_state.zones;
         let (now, now_ms) = (unix_seconds(), unix_millis());
-        let mut changed = state.len() != zones.len();
+        let mut changed = store_state.zones.len() != zones.len();
         // Zones taking part in transfers, by apex, with their policies.
         let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
             .iter()
@@ -412,7 +522,8 @@ impl ZoneStore {
         }
         let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
         let mut with_serials = Vec::with_capacity(zones.len());
-        let mut confirmed_apexes: BTreeSet<Name> = BTreeSet::new();
+        let mut decisions: Vec<(String, Decision)> = Vec::new();
+        let mut captured: BTreeSet<Name> = BTreeSet::new();
         for zone in zones {
             let apex = normalise_apex(&zone.apex.to_ascii());
             let settings = settings_hash(&zone);
@@ -422,25 +533,28 @@ impl ZoneStore {
                 .fold(0u64, |sum, r| sum.wrapping_add(record_hash(r)));
             let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
             let fingerprint = fingerprint(settings, records, routed);
-            let old = state.get(&apex).map(ZoneState::shown);
-            let (serial, confirmed) = choose(&store_state.mode, &apex, old, fingerprint, now, now_ms);
-            changed |= old.is_none_or(|o| (o.fingerprint, o.serial, o.confirmed) != (fingerprint, serial, confirmed));
-            if confirmed {
-                confirmed_apexes.insert(fqdn_lower(&zone.apex));
+            let decision = store_state.decide(&apex, fingerprint, now, now_ms);
+            changed |= store_state.zones.get(&apex).is_none_or(|o| o.moved_by(fingerprint, &decision));
+            if decision.capture.is_some() {
+                captured.insert(fqdn_lower(&zone.apex));
             }
+            let serial = decision.serial;
             next.insert(
-                apex,
+                apex.clone(),
                 ZoneState {
                     fingerprint,
-                    serial,
                     settings,
                     records,
                     routed,
-                    confirmed,
-                },
+                    ..ZoneState::default()
+                }
+                .decided(&decision),
             );
+            decisions.push((apex, decision));
             with_serials.push((zone, serial));
         }
+        let assigns = store_state.assigns();
+        let state = &mut store_state.zones;
         if !changed && state.keys().eq(next.keys()) {
             self.update_transfers(&policies, Vec::new());
             store_state.policies = policies;
@@ -466,9 +580,10 @@ impl ZoneStore {
         store_state.tree = None;
         let (snapshot, versions, tree) = Snapshot::build_keeping(
             &with_serials,
-            &|apex| policies.contains_key(apex) && confirmed_apexes.contains(apex),
+            &|apex| policies.contains_key(apex) && (assigns || captured.contains(apex)),
             geo,
         );
+        let versions = store_state.settle(&decisions, versions);
         self.swap_in(store_state, snapshot, versions, tree, policies, started)
     }
 
@@ -531,9 +646,9 @@ impl ZoneStore {
         // Serials by the rules of `publish`: the records' and routed names'
         // hashes are the sums of the owners' that the tree kept.
         let (now, now_ms) = (unix_seconds(), unix_millis());
-        let state = &mut store_state.zones;
-        let mut confirmed_apexes: BTreeSet<Name> = BTreeSet::new();
-        let mut changed = state.len() != tree.zones.len();
+        let mut decisions: Vec<(String, Decision)> = Vec::new();
+        let mut captured: BTreeSet<Name> = BTreeSet::new();
+        let mut changed = store_state.zones.len() != tree.zones.len();
         {
             let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
             changed |= policies.keys().any(|apex| {
@@ -553,12 +668,12 @@ impl ZoneStore {
                 .unwrap_or_default();
             let (records, routed) = tree.hash_sums(index);
             let fingerprint = fingerprint(settings_of, records, routed);
-            let old = state.get(&apex).map(ZoneState::shown);
-            let (serial, confirmed) = choose(&store_state.mode, &apex, old, fingerprint, now, now_ms);
-            changed |= old.is_none_or(|o| (o.fingerprint, o.serial, o.confirmed) != (fingerprint, serial, confirmed));
-            if confirmed {
-                confirmed_apexes.insert(fqdn_lower(&apex_name));
+            let decision = store_state.decide(&apex, fingerprint, now, now_ms);
+            changed |= store_state.zones.get(&apex).is_none_or(|o| o.moved_by(fingerprint, &decision));
+            if decision.capture.is_some() {
+                captured.insert(fqdn_lower(&apex_name));
             }
+            let serial = decision.serial;
             tree.set_serial(index, serial);
             for (content, content_serial) in &mut settings {
                 if content.apex.to_lowercase() == apex_name.to_lowercase() {
@@ -566,17 +681,20 @@ impl ZoneStore {
                 }
             }
             next.insert(
-                apex,
+                apex.clone(),
                 ZoneState {
                     fingerprint,
-                    serial,
                     settings: settings_of,
                     records,
                     routed,
-                    confirmed,
-                },
+                    ..ZoneState::default()
+                }
+                .decided(&decision),
             );
+            decisions.push((apex, decision));
         }
+        let assigns = store_state.assigns();
+        let state = &mut store_state.zones;
         if !changed && state.keys().eq(next.keys()) {
             // The tree is the served content's: keep it for publish_changes.
             store_state.tree = Some(tree);
@@ -602,9 +720,10 @@ impl ZoneStore {
             tree,
             zone_skipped,
             &settings,
-            &|apex| policies.contains_key(apex) && confirmed_apexes.contains(apex),
+            &|apex| policies.contains_key(apex) && (assigns || captured.contains(apex)),
             geo,
         );
+        let versions = store_state.settle(&decisions, versions);
         Some(self.swap_in(store_state, snapshot, versions, tree, policies, started))
     }
 
@@ -701,7 +820,7 @@ impl ZoneStore {
         }
         // Serials: the fingerprint a full publish of the result would have.
         let (now, now_ms) = (unix_seconds(), unix_millis());
-        let mut next: Vec<(usize, String, ZoneState)> = Vec::new();
+        let mut next: Vec<(usize, String, ZoneState, Decision)> = Vec::new();
         for (zone, apex) in &zones {
             let old = state.zones.get(apex).copied()?;
             let (mut records, mut routed) = (old.records, old.routed);
@@ -711,8 +830,8 @@ impl ZoneStore {
                 routed = routed.wrapping_sub(before.routed).wrapping_add(owner.hashes.routed);
             }
             let fingerprint = fingerprint(old.settings, records, routed);
-            let (serial, confirmed) = choose(&state.mode, apex, Some(old.shown()), fingerprint, now, now_ms);
-            if (fingerprint, serial, confirmed) == (old.fingerprint, old.serial, old.confirmed) && old.serial != 0 {
+            let decision = decide_in(&state.mode, &state.zones, &state.held, apex, fingerprint, (now, now_ms));
+            if !old.moved_by(fingerprint, &decision) && old.serial != 0 {
                 continue;
             }
             next.push((
@@ -720,12 +839,12 @@ impl ZoneStore {
                 apex.clone(),
                 ZoneState {
                     fingerprint,
-                    serial,
                     records,
                     routed,
-                    confirmed,
                     ..old
-                },
+                }
+                .decided(&decision),
+                decision,
             ));
         }
         if next.is_empty() {
@@ -737,22 +856,28 @@ impl ZoneStore {
         }
         let started = std::time::Instant::now();
         let dirty = tree.apply(owners);
-        // Zones whose transfer version moves: the confirmed ones.
+        // Zones whose transfer version is built: every changed one when the
+        // store assigns serials, those capturing a record when it follows.
+        let assigns = matches!(state.mode, SerialMode::Assign);
         let mut changed_apexes: BTreeSet<Name> = BTreeSet::new();
-        for (zone, apex, zone_state) in next {
+        let mut decisions: Vec<(String, Decision)> = Vec::new();
+        for (zone, apex, zone_state, decision) in next {
             tree.set_serial(zone, zone_state.serial);
-            if zone_state.confirmed {
+            if assigns || decision.capture.is_some() {
                 changed_apexes.insert(tree.zones[zone].apex.clone());
             }
-            state.zones.insert(apex, zone_state);
+            state.zones.insert(apex.clone(), zone_state);
+            decisions.push((apex, decision));
         }
         let snapshot = current.updated(tree, &dirty);
         let policies = &state.policies;
-        let versions = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
+        let built = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
             tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex))
         } else {
             Vec::new()
         };
+        let versions = state.settle(&decisions, built);
+        let policies = &state.policies;
         self.last_build_nanos.store(
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,

@@ -81,6 +81,17 @@ impl ZoneVersion {
     }
 }
 
+impl ZoneVersion {
+    /// The same records under `serial` (its SOA's SERIAL too).
+    pub(crate) fn with_serial(mut self, serial: u32) -> ZoneVersion {
+        self.serial = serial;
+        if let RData::SOA(soa) = &mut self.soa.data {
+            soa.serial = serial;
+        }
+        self
+    }
+}
+
 /// The change from one version to the next.
 #[derive(Debug)]
 pub(crate) struct Delta {

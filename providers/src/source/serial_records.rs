@@ -129,6 +129,12 @@ pub async fn record_serials(client: &Client, domains: &[Arc<Domain>], store: &Zo
                 content = %new.content,
                 "recorded the zone's next serial"
             ),
+            // Another write came first (often this writer's own status
+            // write, or its last record, not yet in the cache).
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                all_written = false;
+                tracing::debug!(domain = %format!("{namespace}/{name}"), "serial record conflict; tried again shortly");
+            }
             Err(e) => {
                 all_written = false;
                 tracing::info!(
