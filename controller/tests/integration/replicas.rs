@@ -249,6 +249,50 @@ fn axfr(addr: SocketAddr, zone: &str) -> Vec<String> {
     lines
 }
 
+/// An IXFR answer (`dig IXFR=N`): the whole zone as [`axfr`] gives it, or
+/// a difference (its lines, sorted).
+enum Ixfr {
+    Full(Vec<String>),
+    Incremental(Vec<String>),
+}
+
+fn ixfr(addr: SocketAddr, zone: &str, from: u32) -> Ixfr {
+    let out = Command::new("dig")
+        .args([
+            "+nocmd",
+            "+nostats",
+            "+nocomments",
+            "+time=3",
+            "+tries=1",
+            "-p",
+            &addr.port().to_string(),
+            "@127.0.0.1",
+            zone,
+            &format!("IXFR={from}"),
+        ])
+        .output()
+        .expect("dig");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase())
+        .collect();
+    // RFC 1995 §4: an incremental answer's second record is the SOA of
+    // the client's serial.
+    let soa_serial = |line: &String| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        (fields.get(3) == Some(&"soa")).then(|| fields.get(6).and_then(|s| s.parse::<u32>().ok())).flatten()
+    };
+    let incremental = lines.get(1).and_then(soa_serial) == Some(from);
+    let mut sorted = lines;
+    sorted.sort();
+    if incremental {
+        Ixfr::Incremental(sorted)
+    } else {
+        Ixfr::Full(sorted)
+    }
+}
+
 /// `fedns dns-server` replica `index` of the test, on its own port.
 struct Replica {
     addr: SocketAddr,
@@ -477,6 +521,29 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
     let back = steps_back(&seen);
     assert!(back.is_empty(), "the serial went backwards: {back:?} (in {distinct:?})");
     assert!(distinct.len() >= 5, "too few serials to mean anything: {distinct:?}");
+
+    // An IXFR from any serial served, asked of every replica: the same
+    // difference from each that has the history (RFC 1995 condensed), the
+    // whole zone from the others (§4), never another difference.
+    let mut answered = (0, 0);
+    for from in distinct.iter().rev().skip(1) {
+        let mut differences: Vec<(usize, Vec<String>)> = Vec::new();
+        for (index, replica) in replicas.iter().enumerate() {
+            match ixfr(replica.addr, ZONE, *from) {
+                Ixfr::Incremental(lines) => differences.push((index, lines)),
+                Ixfr::Full(lines) => {
+                    assert_eq!(lines, ours, "replica {index}: IXFR from {from} answered with another zone");
+                    answered.1 += 1;
+                }
+            }
+        }
+        for pair in differences.windows(2) {
+            assert_eq!(pair[0].1, pair[1].1, "replicas {} and {}: IXFR from {from} differs", pair[0].0, pair[1].0);
+        }
+        answered.0 += differences.len();
+    }
+    println!("IXFR from each serial the poller saw, of each replica: {} incremental (all alike), {} whole zone", answered.0, answered.1);
+    assert!(answered.0 >= distinct.len(), "too few incremental answers: {answered:?}");
 
     // Knot transferred incrementally, never applying a wrong difference.
     let log = knot.log();
