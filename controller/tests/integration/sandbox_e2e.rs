@@ -874,6 +874,11 @@ async fn the_sandbox_zone_loads_in_a_secondary() {
     })
     .await;
     assert_eq!(dig(port, "ns1.example.com", "A", false), ["127.0.0.1"]);
+    // Transfers start once the zone's first serial is recorded.
+    eventually("the zone transfers", || {
+        dig(port, "example.com", "AXFR", true).iter().filter(|l| !l.starts_with(';')).count() > 1
+    })
+    .await;
     let (loaded, text) = named_checkzone(&axfr_to_file(port, &args.state_dir));
     println!("named-checkzone -i full on the sandbox's AXFR:\n{text}");
     assert!(loaded, "{text}");
@@ -921,7 +926,17 @@ async fn the_sandbox_zone_loads_in_a_secondary() {
     };
     assert_eq!(c.reason, "MissingAddresses", "{c:?}");
     assert!(c.message.contains("ns1.example.com"), "{c:?}");
-    let (loaded, text) = named_checkzone(&axfr_to_file(port, &args.state_dir));
+    // Transfers serve the change once its serial is recorded and due
+    // (about a second after the answers: operations.md, DNS server
+    // replicas).
+    let mut checked = named_checkzone(&axfr_to_file(port, &args.state_dir));
+    let started = Instant::now();
+    while checked.0 && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        checked = named_checkzone(&axfr_to_file(port, &args.state_dir));
+    }
+    println!("the change reached transfers after {:?}", started.elapsed());
+    let (loaded, text) = checked;
     assert!(!loaded, "BIND refuses an in-zone NS without addresses: {text}");
     assert!(text.contains("has no address records"), "{text}");
     drop(running);

@@ -300,10 +300,12 @@ pub(crate) fn answer_or_defer(
         let zone = &snapshot.zones[entry.zone as usize];
         let apex_label = request.labels - 1 - zone.apex_labels as usize;
         let apex_offset = HEADER_LEN + request.label_starts[apex_label] as usize;
+        let serial = zone.pending.map(|_| zone.serial_now());
         return Ok(Some(nxdomain(
             &request,
             apex_offset,
             &zone.negative_soa_tail,
+            serial,
             limits,
             out,
         )));
@@ -568,13 +570,26 @@ fn finish_prerendered(
 
 /// NXDOMAIN with the zone's SOA in the authority section (RFC 2308 §2.1),
 /// its owner a compression pointer to the apex inside the question.
-fn nxdomain(request: &Request<'_>, apex_offset: usize, soa_tail: &[u8], limits: Limits, out: &mut Vec<u8>) -> Answered {
+fn nxdomain(
+    request: &Request<'_>,
+    apex_offset: usize,
+    soa_tail: &[u8],
+    serial: Option<u32>,
+    limits: Limits,
+    out: &mut Vec<u8>,
+) -> Answered {
     let packet = request.packet;
     write_header(out, packet, response_flags(packet, true, rcode::NXDOMAIN), [1, 0, 1, 0]);
     out.extend_from_slice(&packet[HEADER_LEN..request.question_end]);
     let pointer = 0xC000 | apex_offset as u16;
     out.extend_from_slice(&pointer.to_be_bytes());
     out.extend_from_slice(soa_tail);
+    // The tail ends with the SOA's RDATA: SERIAL is 20 octets from its end.
+    if let Some(serial) = serial {
+        if let Some(at) = out.len().checked_sub(SERIAL_FROM_END) {
+            out[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+        }
+    }
     finish(request, rcode::NXDOMAIN, limits, 0, out)
 }
 

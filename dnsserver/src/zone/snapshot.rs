@@ -116,6 +116,30 @@ pub(crate) struct ZoneAnswers {
     pub clients: Arc<ClientTable>,
     /// The SOA serial, written into stored answers ending with the SOA.
     pub serial: u32,
+    /// The serial shown instead from a moment on: (serial, Unix time in
+    /// milliseconds), so replicas switch at the same instant whatever
+    /// their publishing is doing then (see `zone::serials`).
+    pub pending: Option<(u32, u64)>,
+}
+
+impl ZoneAnswers {
+    /// The serial answers show now. Reads the clock only while a switch is
+    /// pending.
+    #[inline]
+    pub(crate) fn serial_now(&self) -> u32 {
+        match self.pending {
+            Some((serial, from_ms)) if unix_millis() >= from_ms => serial,
+            _ => self.serial,
+        }
+    }
+}
+
+/// Unix time in milliseconds.
+fn unix_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 /// Facts about one served zone, for status reports and metrics.
@@ -501,7 +525,7 @@ impl Snapshot {
             (chunk.answer_of(set.other, set.types_start, set.types_len, qtype), scope)
         };
         let serial = if span.soa_last() {
-            self.zones.get(entry.zone as usize).map(|z| z.serial)
+            self.zones.get(entry.zone as usize).map(ZoneAnswers::serial_now)
         } else {
             None
         };
@@ -598,6 +622,14 @@ impl Snapshot {
         self.geo.as_deref()
     }
 
+    /// Sets the serial zone `zone` (as in [`Snapshot::zones`]) shows from
+    /// a moment on, before the snapshot is served.
+    pub(crate) fn set_pending_serial(&mut self, zone: usize, pending: Option<(u32, u64)>) {
+        if let Some(answers) = self.zones.get_mut(zone) {
+            answers.pending = pending;
+        }
+    }
+
     /// The slow path: resolve and render at query time.
     pub(crate) fn render_now(&self, qname: &Name, qtype: RecordType) -> Option<Vec<u8>> {
         let resolution = self.tree.as_ref()?.resolve(&qname.to_lowercase(), qtype)?;
@@ -660,6 +692,7 @@ fn zone_answers(zone: &super::tree::ZoneInfo, clients: Arc<ClientTable>) -> Zone
             .into_boxed_slice(),
         clients,
         serial: zone.serial,
+        pending: zone.pending_serial,
     }
 }
 

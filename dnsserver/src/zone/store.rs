@@ -103,6 +103,8 @@ struct ZoneState {
     confirmed: bool,
     /// `serial` came from a [`RecordedSerial`].
     from_record: bool,
+    /// The serial answers show from a moment on (see [`Decision::pending`]).
+    pending: Option<(u32, u64)>,
 }
 
 impl ZoneState {
@@ -121,32 +123,72 @@ impl ZoneState {
             serial: decision.serial,
             confirmed: decision.confirmed,
             from_record: decision.from_record,
+            pending: decision.pending,
             ..self
         }
     }
 
     /// Whether `decision` changes what is served or transferred.
     fn moved_by(&self, fingerprint: u64, decision: &Decision) -> bool {
-        (self.fingerprint, self.serial, self.confirmed, self.from_record)
-            != (fingerprint, decision.serial, decision.confirmed, decision.from_record)
+        (self.fingerprint, self.serial, self.confirmed, self.from_record, self.pending)
+            != (
+                fingerprint,
+                decision.serial,
+                decision.confirmed,
+                decision.from_record,
+                decision.pending,
+            )
             || decision.capture.is_some()
             || decision.activate_held
     }
 }
 
-/// [`StoreState::decide`] on its fields (for callers holding its tree);
-/// `now`: Unix time in seconds and in milliseconds.
-fn decide_in(
-    mode: &SerialMode,
-    zones: &BTreeMap<String, ZoneState>,
-    held: &BTreeMap<String, Held>,
-    apex: &str,
-    fingerprint: u64,
-    now: (u32, u64),
-) -> Decision {
-    let old = zones.get(apex).map(ZoneState::shown);
-    let held = held.get(apex).map(|h| &h.record);
-    choose(mode, apex, old, held, fingerprint, now.0, now.1)
+/// The parts of a [`StoreState`] a serial decision reads (for callers
+/// holding its tree).
+struct SerialInputs<'a> {
+    mode: &'a SerialMode,
+    zones: &'a BTreeMap<String, ZoneState>,
+    held: &'a BTreeMap<String, Held>,
+    unversioned: &'a BTreeSet<String>,
+}
+
+impl<'a> From<&'a StoreState> for SerialInputs<'a> {
+    fn from(state: &'a StoreState) -> Self {
+        SerialInputs {
+            mode: &state.mode,
+            zones: &state.zones,
+            held: &state.held,
+            unversioned: &state.unversioned,
+        }
+    }
+}
+
+/// [`StoreState::decide`]; `now`: Unix time in seconds and in
+/// milliseconds.
+fn decide_in<'a>(inputs: impl Into<SerialInputs<'a>>, apex: &str, fingerprint: u64, now: (u32, u64)) -> Decision {
+    let inputs = inputs.into();
+    let old = inputs.zones.get(apex).map(ZoneState::shown);
+    let held = inputs.held.get(apex).map(|h| &h.record);
+    let unversioned = inputs.unversioned.contains(apex);
+    choose(inputs.mode, apex, old, held, unversioned, fingerprint, now.0, now.1)
+}
+
+/// `snapshot` and its `tree` of a whole publish, with the pending serials
+/// of `decisions` (apex, decision) set.
+fn with_pending(
+    mut snapshot: Snapshot,
+    mut tree: Option<Tree>,
+    decisions: &[(String, Decision)],
+) -> (Snapshot, Option<Tree>) {
+    let apexes: Vec<String> = snapshot.zones().iter().map(|z| normalise_apex(&z.apex)).collect();
+    for (apex, decision) in decisions {
+        let Some(index) = apexes.iter().position(|a| a == apex) else { continue };
+        snapshot.set_pending_serial(index, decision.pending);
+        if let Some(tree) = tree.as_mut() {
+            tree.set_pending_serial(index, decision.pending);
+        }
+    }
+    (snapshot, tree)
 }
 
 /// A version built for a [`RecordedSerial`] not yet due: transfers move
@@ -171,13 +213,16 @@ struct StoreState {
     mode: SerialMode,
     /// Versions held for records not yet due, by apex as in `zones`.
     held: BTreeMap<String, Held>,
+    /// Zones taking part in transfers without a version yet, by apex as in
+    /// `zones` (see [`ZoneStore::unversioned`]).
+    unversioned: BTreeSet<String>,
 }
 
 impl StoreState {
     /// The serial decision for content `fingerprint` of `apex` (see
     /// [`choose`]).
     fn decide(&self, apex: &str, fingerprint: u64, now_s: u32, now_ms: u64) -> Decision {
-        decide_in(&self.mode, &self.zones, &self.held, apex, fingerprint, (now_s, now_ms))
+        decide_in(self, apex, fingerprint, (now_s, now_ms))
     }
 
     /// True when versions are built for every transfer-enabled zone that
@@ -355,6 +400,7 @@ impl ZoneStore {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let store_state = &mut *guard;
         store_state.mode = mode;
+        store_state.unversioned = self.unversioned(&store_state.policies);
         let (now, now_ms) = (unix_seconds(), unix_millis());
         let current = self.current.load_full();
         let served: BTreeSet<String> = current.zones().iter().map(|z| normalise_apex(&z.apex)).collect();
@@ -391,6 +437,10 @@ impl ZoneStore {
                 };
                 if tree.zones[index].serial != decision.serial {
                     tree.set_serial(index, decision.serial);
+                    serial_changed = true;
+                }
+                if tree.zones[index].pending_serial != decision.pending {
+                    tree.set_pending_serial(index, decision.pending);
                     serial_changed = true;
                 }
                 if decision.capture.is_some() {
@@ -511,6 +561,7 @@ impl ZoneStore {
             .filter(|z| z.transfer.enabled())
             .map(|z| (fqdn_lower(&z.apex), Arc::new(z.transfer.clone())))
             .collect();
+        store_state.unversioned = self.unversioned(&policies);
         {
             // A zone that starts taking part needs its records: rebuild.
             let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
@@ -583,6 +634,7 @@ impl ZoneStore {
             &|apex| policies.contains_key(apex) && (assigns || captured.contains(apex)),
             geo,
         );
+        let (snapshot, tree) = with_pending(snapshot, tree, &decisions);
         let versions = store_state.settle(&decisions, versions);
         self.swap_in(store_state, snapshot, versions, tree, policies, started)
     }
@@ -619,6 +671,7 @@ impl ZoneStore {
             .filter(|z| z.transfer.enabled())
             .map(|z| (fqdn_lower(&z.apex), Arc::new(z.transfer.clone())))
             .collect();
+        store_state.unversioned = self.unversioned(&policies);
         let started = std::time::Instant::now();
         // The old tree goes first: two at once would double the peak.
         store_state.tree = None;
@@ -723,6 +776,7 @@ impl ZoneStore {
             &|apex| policies.contains_key(apex) && (assigns || captured.contains(apex)),
             geo,
         );
+        let (snapshot, tree) = with_pending(snapshot, tree, &decisions);
         let versions = store_state.settle(&decisions, versions);
         Some(self.swap_in(store_state, snapshot, versions, tree, policies, started))
     }
@@ -783,6 +837,7 @@ impl ZoneStore {
     pub fn publish_changes(&self, changes: Vec<ZoneChanges>) -> Option<PublishOutcome> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let state = &mut *guard;
+        state.unversioned = self.unversioned(&state.policies);
         let tree = state.tree.as_mut()?;
         let current = self.current.load_full();
         // One entry per zone: changes to the same apex are merged in order.
@@ -830,7 +885,13 @@ impl ZoneStore {
                 routed = routed.wrapping_sub(before.routed).wrapping_add(owner.hashes.routed);
             }
             let fingerprint = fingerprint(old.settings, records, routed);
-            let decision = decide_in(&state.mode, &state.zones, &state.held, apex, fingerprint, (now, now_ms));
+            let inputs = SerialInputs {
+                mode: &state.mode,
+                zones: &state.zones,
+                held: &state.held,
+                unversioned: &state.unversioned,
+            };
+            let decision = decide_in(inputs, apex, fingerprint, (now, now_ms));
             if !old.moved_by(fingerprint, &decision) && old.serial != 0 {
                 continue;
             }
@@ -863,6 +924,7 @@ impl ZoneStore {
         let mut decisions: Vec<(String, Decision)> = Vec::new();
         for (zone, apex, zone_state, decision) in next {
             tree.set_serial(zone, zone_state.serial);
+            tree.set_pending_serial(zone, decision.pending);
             if assigns || decision.capture.is_some() {
                 changed_apexes.insert(tree.zones[zone].apex.clone());
             }
@@ -897,6 +959,7 @@ impl ZoneStore {
     /// new `versions`, journaling differences; wakes the NOTIFY task when
     /// a serial or a policy changed.
     fn update_transfers(&self, policies: &BTreeMap<Name, Arc<TransferPolicy>>, versions: Vec<ZoneVersion>) {
+
         let mut transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
         let mut changed = false;
         let before = transfers.len();
@@ -925,6 +988,21 @@ impl ZoneStore {
         if changed {
             self.transfer_changes.send_modify(|generation| *generation += 1);
         }
+    }
+
+    /// Apexes (as in [`StoreState::zones`]) of the zones in `policies`
+    /// whose transfers have no version yet.
+    fn unversioned(&self, policies: &BTreeMap<Name, Arc<TransferPolicy>>) -> BTreeSet<String> {
+        let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        policies
+            .keys()
+            .filter(|apex| {
+                transfers
+                    .get(*apex)
+                    .is_none_or(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.is_none())
+            })
+            .map(|apex| normalise_apex(&apex.to_ascii()))
+            .collect()
     }
 
     /// The transfer-enabled zone holding `name` (lower case), if any.

@@ -164,6 +164,9 @@ pub(crate) struct ZoneInfo {
     /// The SOA RR for negative answers: TTL = min(SOA TTL, MINIMUM) (RFC 2308 §3).
     pub negative_soa: Record,
     pub serial: u32,
+    /// A serial answers show from a moment on: (serial, Unix time in
+    /// milliseconds); see [`super::serials`].
+    pub pending_serial: Option<(u32, u64)>,
     pub rrset_count: usize,
     /// Owners whose A/AAAA come from the zone settings (in-zone name
     /// server addresses); records given for them are skipped.
@@ -458,6 +461,14 @@ impl Tree {
             .iter()
             .enumerate()
             .filter_map(|(i, r)| Some((i, r.as_ref()?)))
+    }
+
+    /// Sets the serial zone `zone`'s answers show from a moment on
+    /// (`None`: none).
+    pub fn set_pending_serial(&mut self, zone: usize, pending: Option<(u32, u64)>) {
+        if let Some(info) = self.zones.get_mut(zone) {
+            info.pending_serial = pending;
+        }
     }
 
     /// Sets zone `zone`'s serial: its SOA RRset and negative SOA.
@@ -957,6 +968,7 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         apex: apex.clone(),
         negative_soa,
         serial,
+        pending_serial: None,
         rrset_count: 0,
         settings_owners: Vec::new(),
     };

@@ -101,7 +101,12 @@ pub async fn record_serials(client: &Client, domains: &[Arc<Domain>], store: &Zo
             }
         }
         let serial = next_serial(floor, now_s);
-        let active_from = now_ms.saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
+        // The first record of a zone is due at once: no replica showed a
+        // recorded serial before it, and transfers wait for one.
+        let active_from = match record {
+            Some(_) => now_ms.saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
+            None => now_ms,
+        };
         let new = SerialRecord {
             serial: i64::from(serial),
             content: format!("{:016x}", zone.content),
