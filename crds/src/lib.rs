@@ -35,8 +35,7 @@ pub use dns_endpoint::{
 };
 pub use domain::{
     AllowedNamespaces, Domain, DomainSpec, DomainStatus, NameServerAddresses, NamespacesFrom, SerialRecord, SoaTimers,
-    TsigAlgorithm,
-    TsigKeyReference, TsigSecretReference, ZoneTransfer,
+    TsigAlgorithm, TsigKeyReference, TsigSecretReference, ZoneTransfer,
 };
 pub use health::{AddressHealth, DataPlaneCheck, ProbeProtocol, WhenAllUnhealthy};
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};

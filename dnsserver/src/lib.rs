@@ -58,8 +58,8 @@ pub use query::check::check_answer;
 pub use query::rrl::RrlConfig;
 pub use zone::content::{SoaFields, ZoneContent};
 pub use zone::routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
-pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
 pub use zone::serials::{RecordedSerial, SerialMode};
+pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
 pub use zone::store::{
     next_serial, serial_gt, Counter, NeedsWholePublish, PublishOutcome, TransferCounters, ZoneChanges, ZoneSerialState,
     ZoneStore,

@@ -876,7 +876,11 @@ async fn the_sandbox_zone_loads_in_a_secondary() {
     assert_eq!(dig(port, "ns1.example.com", "A", false), ["127.0.0.1"]);
     // Transfers start once the zone's first serial is recorded.
     eventually("the zone transfers", || {
-        dig(port, "example.com", "AXFR", true).iter().filter(|l| !l.starts_with(';')).count() > 1
+        dig(port, "example.com", "AXFR", true)
+            .iter()
+            .filter(|l| !l.starts_with(';'))
+            .count()
+            > 1
     })
     .await;
     let (loaded, text) = named_checkzone(&axfr_to_file(port, &args.state_dir));

@@ -103,7 +103,7 @@ pub(crate) struct Decision {
 }
 
 /// The serial to show for content `fingerprint` of zone `apex` (see the
-/// module docs). `old`: what was shown before (None: the zone is new
+/// module docs) at `now` (Unix time in seconds and milliseconds). `old`: what was shown before (None: the zone is new
 /// here); `held`: the record whose version this replica holds until it is
 /// due; `unversioned`: the zone takes part in transfers but has no version
 /// yet (transfers were just turned on), so a version is built for the
@@ -121,8 +121,7 @@ pub(crate) fn choose(
     held: Option<&RecordedSerial>,
     unversioned: bool,
     fingerprint: u64,
-    now_s: u32,
-    now_ms: u64,
+    (now_s, now_ms): (u32, u64),
 ) -> Decision {
     let old = old.filter(|o| o.serial != 0);
     let decision = |serial, confirmed, from_record| Decision {
@@ -161,7 +160,8 @@ pub(crate) fn choose(
         d.activate_held = true;
     }
     if let Some(r) = record.filter(|r| may_show(&d, r.serial)) {
-        let have = !unversioned && ((d.serial == r.serial && d.confirmed) || held.is_some_and(|h| h.serial == r.serial));
+        let have =
+            !unversioned && ((d.serial == r.serial && d.confirmed) || held.is_some_and(|h| h.serial == r.serial));
         if r.content == fingerprint && !have {
             d.capture = Some(*r);
             if r.due(now_ms) {
@@ -241,31 +241,37 @@ mod tests {
         let mode = follow(r);
         // Content B arrives before the instant: still 10, B's version is
         // held (built from this content) for 20.
-        let d = choose(&mode, APEX, shown(0xA, 10, true), None, false, 0xB, 1, 4_000);
+        let d = choose(&mode, APEX, shown(0xA, 10, true), None, false, 0xB, (1, 4_000));
         assert_eq!((d.serial, d.confirmed, d.capture), (10, true, Some(r)));
         // Content C follows before the instant: still 10, B still held.
-        let d = choose(&mode, APEX, shown(0xB, 10, true), Some(&r), false, 0xC, 1, 4_500);
+        let d = choose(&mode, APEX, shown(0xB, 10, true), Some(&r), false, 0xC, (1, 4_500));
         assert_eq!((d.serial, d.capture, d.activate_held), (10, None, false));
         // The instant: 20, from the held version, though the content is C.
-        let d = choose(&mode, APEX, shown(0xC, 10, true), Some(&r), false, 0xC, 1, 5_000);
-        assert_eq!((d.serial, d.confirmed, d.activate_held, d.capture), (20, true, true, None));
+        let d = choose(&mode, APEX, shown(0xC, 10, true), Some(&r), false, 0xC, (1, 5_000));
+        assert_eq!(
+            (d.serial, d.confirmed, d.activate_held, d.capture),
+            (20, true, true, None)
+        );
         // Then nothing more to do.
-        let d = choose(&mode, APEX, shown(0xC, 20, true), None, false, 0xC, 1, 6_000);
-        assert_eq!((d.serial, d.confirmed, d.activate_held, d.capture), (20, true, false, None));
+        let d = choose(&mode, APEX, shown(0xC, 20, true), None, false, 0xC, (1, 6_000));
+        assert_eq!(
+            (d.serial, d.confirmed, d.activate_held, d.capture),
+            (20, true, false, None)
+        );
     }
 
     #[test]
     fn a_replica_that_never_had_the_content_shows_the_serial_without_its_version() {
         let mode = follow(record(20, 0xB, 5_000, Some(10)));
-        let d = choose(&mode, APEX, shown(0xC, 10, true), None, false, 0xC, 1, 4_000);
+        let d = choose(&mode, APEX, shown(0xC, 10, true), None, false, 0xC, (1, 4_000));
         assert_eq!((d.serial, d.confirmed), (10, true));
-        let d = choose(&mode, APEX, shown(0xC, 10, true), None, false, 0xC, 1, 5_000);
+        let d = choose(&mode, APEX, shown(0xC, 10, true), None, false, 0xC, (1, 5_000));
         assert_eq!((d.serial, d.confirmed, d.capture), (20, false, None));
         // Never below a recorded serial shown.
-        let d = choose(&mode, APEX, shown(0xB, 30, true), None, false, 0xB, 1, 9_000);
+        let d = choose(&mode, APEX, shown(0xB, 30, true), None, false, 0xB, (1, 9_000));
         assert_eq!((d.serial, d.capture), (30, None));
         // Content B due at once: captured and served.
-        let d = choose(&mode, APEX, shown(0xA, 10, false), None, false, 0xB, 1, 9_000);
+        let d = choose(&mode, APEX, shown(0xA, 10, false), None, false, 0xB, (1, 9_000));
         assert_eq!((d.serial, d.confirmed), (20, true));
         assert!(d.capture.is_some());
     }
@@ -273,16 +279,16 @@ mod tests {
     #[test]
     fn transfers_turned_on_get_the_version_of_the_record_served() {
         let r = record(20, 0xB, 0, Some(10));
-        let d = choose(&follow(r), APEX, shown(0xB, 20, true), None, true, 0xB, 1, 9_000);
+        let d = choose(&follow(r), APEX, shown(0xB, 20, true), None, true, 0xB, (1, 9_000));
         assert_eq!((d.serial, d.confirmed, d.capture), (20, true, Some(r)));
-        let d = choose(&follow(r), APEX, shown(0xB, 20, true), None, false, 0xB, 1, 9_000);
+        let d = choose(&follow(r), APEX, shown(0xB, 20, true), None, false, 0xB, (1, 9_000));
         assert_eq!(d.capture, None);
     }
 
     #[test]
     fn serials_wrap_as_rfc_1982_says() {
         let r = record(5, 0xB, 0, Some(u32::MAX));
-        let d = choose(&follow(r), APEX, shown(0xA, u32::MAX, true), None, false, 0xB, 1, 1);
+        let d = choose(&follow(r), APEX, shown(0xA, u32::MAX, true), None, false, 0xB, (1, 1));
         assert_eq!((d.serial, d.confirmed), (5, true));
     }
 
@@ -290,15 +296,15 @@ mod tests {
     fn a_late_replica_shows_what_the_others_show() {
         let r = record(20, 0xB, 5_000, Some(10));
         let mode = follow(r);
-        let d = choose(&mode, APEX, None, None, false, 0xB, 1, 4_000);
+        let d = choose(&mode, APEX, None, None, false, 0xB, (1, 4_000));
         assert_eq!((d.serial, d.confirmed, d.capture), (10, false, Some(r)));
-        let d = choose(&mode, APEX, None, None, false, 0xC, 1, 6_000);
+        let d = choose(&mode, APEX, None, None, false, 0xC, (1, 6_000));
         assert_eq!((d.serial, d.confirmed), (20, false));
-        let d = choose(&mode, APEX, None, None, false, 0xB, 1, 6_000);
+        let d = choose(&mode, APEX, None, None, false, 0xB, (1, 6_000));
         assert_eq!((d.serial, d.confirmed), (20, true));
         // A zone nothing was recorded for: its own serial, which gives way
         // to the first record even when that is lower.
-        let d = choose(&mode, "other.example.", None, None, false, 0xB, 77, 6_000);
+        let d = choose(&mode, "other.example.", None, None, false, 0xB, (77, 6_000));
         assert_eq!((d.serial, d.confirmed, d.from_record), (77, false, false));
         let own = Some(Shown {
             fingerprint: 0xB,
@@ -306,7 +312,7 @@ mod tests {
             confirmed: false,
             from_record: false,
         });
-        let d = choose(&mode, APEX, own, None, false, 0xB, 1, 6_000);
+        let d = choose(&mode, APEX, own, None, false, 0xB, (1, 6_000));
         assert_eq!((d.serial, d.confirmed), (20, true));
         assert_eq!(next_due([r].iter(), 4_000), Some(5_000));
         assert_eq!(next_due([r].iter(), 5_000), None);
@@ -315,7 +321,7 @@ mod tests {
     #[test]
     fn assigning_rises_on_every_change() {
         let mode = SerialMode::Assign;
-        let serial = |old, f, now| choose(&mode, "a.", old, None, false, f, now, 0).serial;
+        let serial = |old, f, now| choose(&mode, "a.", old, None, false, f, (now, 0)).serial;
         assert_eq!(serial(None, 1, 100), 100);
         assert_eq!(serial(shown(1, 100, true), 1, 200), 100);
         assert_eq!(serial(shown(1, 100, true), 2, 100), 101);

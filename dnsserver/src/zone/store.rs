@@ -130,15 +130,19 @@ impl ZoneState {
 
     /// Whether `decision` changes what is served or transferred.
     fn moved_by(&self, fingerprint: u64, decision: &Decision) -> bool {
-        (self.fingerprint, self.serial, self.confirmed, self.from_record, self.pending)
-            != (
-                fingerprint,
-                decision.serial,
-                decision.confirmed,
-                decision.from_record,
-                decision.pending,
-            )
-            || decision.capture.is_some()
+        (
+            self.fingerprint,
+            self.serial,
+            self.confirmed,
+            self.from_record,
+            self.pending,
+        ) != (
+            fingerprint,
+            decision.serial,
+            decision.confirmed,
+            decision.from_record,
+            decision.pending,
+        ) || decision.capture.is_some()
             || decision.activate_held
     }
 }
@@ -170,7 +174,7 @@ fn decide_in<'a>(inputs: impl Into<SerialInputs<'a>>, apex: &str, fingerprint: u
     let old = inputs.zones.get(apex).map(ZoneState::shown);
     let held = inputs.held.get(apex).map(|h| &h.record);
     let unversioned = inputs.unversioned.contains(apex);
-    choose(inputs.mode, apex, old, held, unversioned, fingerprint, now.0, now.1)
+    choose(inputs.mode, apex, old, held, unversioned, fingerprint, now)
 }
 
 /// `snapshot` and its `tree` of a whole publish, with the pending serials
@@ -182,7 +186,9 @@ fn with_pending(
 ) -> (Snapshot, Option<Tree>) {
     let apexes: Vec<String> = snapshot.zones().iter().map(|z| normalise_apex(&z.apex)).collect();
     for (apex, decision) in decisions {
-        let Some(index) = apexes.iter().position(|a| a == apex) else { continue };
+        let Some(index) = apexes.iter().position(|a| a == apex) else {
+            continue;
+        };
         snapshot.set_pending_serial(index, decision.pending);
         if let Some(tree) = tree.as_mut() {
             tree.set_pending_serial(index, decision.pending);
@@ -425,7 +431,9 @@ impl ZoneStore {
         let mut captured: BTreeSet<Name> = BTreeSet::new();
         let mut serial_changed = false;
         let built = {
-            let StoreState { zones, tree, policies, .. } = &mut *store_state;
+            let StoreState {
+                zones, tree, policies, ..
+            } = &mut *store_state;
             let Some(tree) = tree.as_mut() else {
                 return Err(NeedsWholePublish);
             };
@@ -585,7 +593,10 @@ impl ZoneStore {
             let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
             let fingerprint = fingerprint(settings, records, routed);
             let decision = store_state.decide(&apex, fingerprint, now, now_ms);
-            changed |= store_state.zones.get(&apex).is_none_or(|o| o.moved_by(fingerprint, &decision));
+            changed |= store_state
+                .zones
+                .get(&apex)
+                .is_none_or(|o| o.moved_by(fingerprint, &decision));
             if decision.capture.is_some() {
                 captured.insert(fqdn_lower(&zone.apex));
             }
@@ -722,7 +733,10 @@ impl ZoneStore {
             let (records, routed) = tree.hash_sums(index);
             let fingerprint = fingerprint(settings_of, records, routed);
             let decision = store_state.decide(&apex, fingerprint, now, now_ms);
-            changed |= store_state.zones.get(&apex).is_none_or(|o| o.moved_by(fingerprint, &decision));
+            changed |= store_state
+                .zones
+                .get(&apex)
+                .is_none_or(|o| o.moved_by(fingerprint, &decision));
             if decision.capture.is_some() {
                 captured.insert(fqdn_lower(&apex_name));
             }
@@ -959,7 +973,6 @@ impl ZoneStore {
     /// new `versions`, journaling differences; wakes the NOTIFY task when
     /// a serial or a policy changed.
     fn update_transfers(&self, policies: &BTreeMap<Name, Arc<TransferPolicy>>, versions: Vec<ZoneVersion>) {
-
         let mut transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
         let mut changed = false;
         let before = transfers.len();

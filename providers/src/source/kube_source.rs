@@ -357,13 +357,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             domain_finalizer::release(&client, &recorder, &domain_state, &errors, &mut reported_releases).await;
         }
         if let Some(sink) = sinks.embedded.as_ref().filter(|_| config.write_status && leading) {
-            record_retry = !serial_records::record_serials(
-                &client,
-                &domain_state,
-                sink.store(),
-                config.serial_activation_delay,
-            )
-            .await;
+            record_retry =
+                !serial_records::record_serials(&client, &domain_state, sink.store(), config.serial_activation_delay)
+                    .await;
         }
         state.send_modify(|s| s.publishes += 1);
         let statuses_started = pass_started.elapsed();
@@ -647,7 +643,11 @@ fn spawn_reflector<K>(
                 Ok(event) => {
                     let mut wake = !matches!(specs.observe(&event), SpecChange::None);
                     if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) = &event {
-                        let key = format!("{}/{}", object.meta().namespace.as_deref().unwrap_or_default(), object.meta().name.as_deref().unwrap_or_default());
+                        let key = format!(
+                            "{}/{}",
+                            object.meta().namespace.as_deref().unwrap_or_default(),
+                            object.meta().name.as_deref().unwrap_or_default()
+                        );
                         let value = extra(object);
                         if value.is_some() && extras.get(&key) != Some(&value) {
                             wake = true;
