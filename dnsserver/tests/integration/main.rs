@@ -9,5 +9,6 @@ mod knot_differential;
 mod robustness;
 mod routing;
 mod rrl;
+mod serials;
 mod tcp_pressure;
 mod transfer;
