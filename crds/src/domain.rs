@@ -273,8 +273,9 @@ pub struct DomainStatus {
     /// The serial every DNS server replica serves for the zone, recorded
     /// once by the replica that writes status (the controller's leader, or
     /// a `fedns dns-server` without `--read-only`) for the content it
-    /// names: replicas serve it once their own content matches and the
-    /// time has come, so a serial names the same content everywhere.
+    /// names: replicas show it from `activeFromUnixMs` and transfer the
+    /// version they built when their content had that fingerprint, so a
+    /// serial names the same content everywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial_record: Option<SerialRecord>,
     /// Number of RRsets in the zone, apex SOA and NS included.

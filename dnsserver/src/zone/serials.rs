@@ -3,18 +3,25 @@
 //!
 //! A store either assigns serials itself ([`SerialMode::Assign`]: a new
 //! serial whenever the content changes) or follows serials recorded
-//! elsewhere ([`SerialMode::Follow`]): one replica records, per zone,
-//! the serial of a content fingerprint and the instant from which every
-//! replica serves it ([`RecordedSerial`]); each replica serves that
-//! serial only once its own content has the recorded fingerprint and the
-//! instant has come. Until then it keeps showing the serial it showed
-//! before, and its transfers keep answering from the last version whose
-//! serial was recorded for it. So a serial names the same content on
-//! every replica (an IXFR from a serial another replica served is either
-//! the right difference or, when this replica never held that version,
-//! the whole zone: RFC 1995 §4), and replicas switch serials at the same
-//! instant (within the clocks' skew), so clients asking several replicas
-//! in turn do not see the serial go backwards.
+//! elsewhere ([`SerialMode::Follow`]): one replica records, per zone, the
+//! serial of a content fingerprint and the instant from which every
+//! replica serves it ([`RecordedSerial`]).
+//!
+//! A follower serves its records as soon as it has them; the serial is
+//! another matter. When its content has a record's fingerprint it builds
+//! that version for transfers and holds it; at the record's instant its
+//! answers show the serial (the answer path compares the clock itself, so
+//! no publishing delay moves the switch) and its transfers move to the held
+//! version. A record whose content it never had (it coalesced changes, or
+//! started after) is shown all the same once due, while transfers stay at
+//! the last version it holds. So a serial names the same content on every
+//! replica: an IXFR from a serial another replica served is the right
+//! difference or, when this replica never held that version, the whole
+//! zone (RFC 1995 §4). Replicas switch at the same instant (within their
+//! clocks' skew), never below a recorded serial shown, so clients asking
+//! several replicas in turn do not see the serial go backwards; a replica
+//! new to a zone shows what the others show (the record's previous serial
+//! until it is due).
 
 use std::collections::BTreeMap;
 
