@@ -62,6 +62,9 @@ fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result
     if store.set_serial_mode(SerialMode::Follow(recorded)).is_err() {
         sink.apply(&desired);
     }
+    for zone in store.serial_states() {
+        tracing::info!(zone = %zone.apex, serial = zone.serial, "serving the files' serial");
+    }
     let outcome = sink.apply(&desired);
     tracing::info!(
         zones = outcome.zones.len(),
