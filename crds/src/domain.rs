@@ -300,7 +300,8 @@ pub struct SerialRecord {
     /// Unix time in milliseconds from which replicas serve it (a moment
     /// after it was recorded, so they switch together).
     pub active_from_unix_ms: i64,
-    /// The serial recorded before, served until then.
+    /// The serial shown until then: the one recorded before, 0 before a
+    /// zone's first record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 4294967295u32))]
     pub previous: Option<i64>,

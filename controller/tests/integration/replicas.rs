@@ -421,6 +421,8 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
     replicas[0].start();
     replicas[1].start();
     let proxy = RoundRobin::start(replicas.iter().map(|r| r.addr).collect()).await;
+    // From the zone's first answer on (serial 0 until its first record).
+    let poller = Poller::start(proxy.addr, ZONE);
     let waiting = Instant::now();
     let first = loop {
         if let Some(recorded) = record_serial(&domains).await {
@@ -440,7 +442,6 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
     );
 
     let knot = Knot::start(knot_port, proxy.addr);
-    let poller = Poller::start(proxy.addr, ZONE);
     eventually("Knot transfers the zone through the round-robin", || {
         soa_serial(knot.addr, ZONE).is_some_and(|s| !serial_gt(first, s))
     })

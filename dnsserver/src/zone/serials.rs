@@ -21,7 +21,7 @@
 //! clocks' skew), never below a recorded serial shown, so clients asking
 //! several replicas in turn do not see the serial go backwards; a replica
 //! new to a zone shows what the others show (the record's previous serial
-//! until it is due).
+//! until it is due; 0 for a zone nothing was recorded for yet).
 
 use std::collections::BTreeMap;
 
@@ -52,8 +52,8 @@ pub struct RecordedSerial {
     pub content: u64,
     /// Unix time in milliseconds from which replicas serve it.
     pub active_from_ms: u64,
-    /// The serial recorded before it (served until `active_from_ms`), if
-    /// any.
+    /// The serial shown before it (until `active_from_ms`): the one
+    /// recorded before, 0 for a zone's first record.
     pub previous: Option<u32>,
 }
 
@@ -154,12 +154,15 @@ pub(crate) fn choose(
         (Some(o), _) => decision(o.serial, o.confirmed, o.from_record),
         (None, Some(r)) if r.due(now_ms) => decision(r.serial, false, true),
         (None, Some(r)) => decision(r.previous.unwrap_or(r.serial), false, true),
-        // Nothing recorded yet (a new zone): a serial of our own, which
-        // gives way to the first record.
-        (None, None) => decision(now_s, false, false),
+        // Nothing recorded yet (a new zone): 0, as on every replica, until
+        // the first record is due.
+        (None, None) => decision(0, false, false),
     };
     // A recorded serial may replace the one shown when it is not older.
-    let may_show = |d: &Decision, serial: u32| !d.from_record || serial == d.serial || serial_gt(serial, d.serial);
+    // (0 is no serial yet, whatever RFC 1982 says of its distance.)
+    let may_show = |d: &Decision, serial: u32| {
+        !d.from_record || d.serial == 0 || serial == d.serial || serial_gt(serial, d.serial)
+    };
     if let Some(h) = held.filter(|h| h.due(now_ms) && may_show(&d, h.serial)) {
         d.serial = h.serial;
         d.confirmed = true;
@@ -312,7 +315,7 @@ mod tests {
         // A zone nothing was recorded for: its own serial, which gives way
         // to the first record even when that is lower.
         let d = choose(&mode, "other.example.", None, None, false, 0xB, (77, 6_000));
-        assert_eq!((d.serial, d.confirmed, d.from_record), (77, false, false));
+        assert_eq!((d.serial, d.confirmed, d.from_record), (0, false, false));
         let own = Some(Shown {
             fingerprint: 0xB,
             serial: 77,

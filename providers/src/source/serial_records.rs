@@ -101,17 +101,13 @@ pub async fn record_serials(client: &Client, domains: &[Arc<Domain>], store: &Zo
             }
         }
         let serial = next_serial(floor, now_s);
-        // The first record of a zone is due at once: no replica showed a
-        // recorded serial before it, and transfers wait for one.
-        let active_from = match record {
-            Some(_) => now_ms.saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
-            None => now_ms,
-        };
+        let active_from = now_ms.saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
         let new = SerialRecord {
             serial: i64::from(serial),
             content: format!("{:016x}", zone.content),
             active_from_unix_ms: i64::try_from(active_from).unwrap_or(i64::MAX),
-            previous: record.map(|r| i64::from(r.serial)).or(legacy.map(i64::from)),
+            // A zone's first record: replicas show 0 until then.
+            previous: Some(record.map(|r| r.serial).or(legacy).map_or(0, i64::from)),
         };
         let namespace = domain.namespace().unwrap_or_default();
         let name = domain.name_any();
