@@ -754,6 +754,8 @@ fn settings_hash(zone: &ZoneContent) -> u64 {
     addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
+    zone.default_client_region.hash(&mut hasher);
+    zone.follow_cnames_across_zones.hash(&mut hasher);
     hasher.finish()
 }
 

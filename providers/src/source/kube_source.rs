@@ -176,6 +176,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     }
     let mut retry_providers = false;
     let mut status_retries: std::collections::HashSet<String> = Default::default();
+    // The embedded sink's extra zones changed their set: publish whole.
+    let mut whole_wanted = false;
+    let whole_notify = sinks.embedded.as_ref().map(|e| e.whole_wanted().clone());
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let domain_state = domains.state();
@@ -297,7 +300,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                     sink.apply_taking(&mut desired);
                 }
                 // New TSIG keys go into the zones' transfer settings: publish whole.
-                Some(_) if keys_changed => publish_whole(sink),
+                Some(_) if keys_changed || whole_wanted => publish_whole(sink),
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
                     if sink.apply_changes(changes).is_none() {
@@ -400,8 +403,13 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         } else {
             config.resync_interval
         };
+        whole_wanted = false;
         mode = tokio::select! {
             _ = changed.notified() => SyncMode::Changed,
+            _ = notified(whole_notify.as_deref()) => {
+                whole_wanted = true;
+                SyncMode::Changed
+            }
             // TSIG Secrets are read, not watched: look again now and then.
             _ = tokio::time::sleep(TSIG_SECRET_RECHECK), if sinks.embedded.is_some() && !wanted_secrets.is_empty() => {
                 SyncMode::Changed
@@ -474,6 +482,14 @@ fn worst_reason(reasons: &[&'static str]) -> &'static str {
         .into_iter()
         .find(|r| reasons.contains(r))
         .unwrap_or(conditions::INVALID_INPUT)
+}
+
+/// Waits for `notify`; pending forever without one.
+async fn notified(notify: Option<&Notify>) {
+    match notify {
+        Some(notify) => notify.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Waits for the next change of leadership; pending forever without one.
