@@ -11,6 +11,7 @@ use fedns_providers::plan::ownership::NamespaceLabels;
 use fedns_providers::source::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
 use kube::Client;
 use tokio::sync::{watch, Notify};
+use tracing::Instrument as _;
 
 use super::metrics::DiscoveryMetrics;
 use super::replica::{self, ReplicaConfig};
@@ -50,6 +51,8 @@ pub fn start(
         );
         tx.send_modify(|s| s.publishes += 1);
     }
+    let span = tracing::info_span!("discovery", member = %config.member);
+    let _entered = span.enter();
     let changed = Arc::new(Notify::new());
     let caches = replica::watch_host(&host, &config, changed.clone());
     let source_config = SourceConfig {
@@ -65,7 +68,7 @@ pub fn start(
         embedded: Some(sink.clone()),
         providers: Vec::new(),
     };
-    tokio::spawn(kube_source::run(host, source_config, sinks, tx));
-    tokio::spawn(replica::run(caches, member, config, sink, changed, saved, metrics));
+    tokio::spawn(kube_source::run(host, source_config, sinks, tx).instrument(span.clone()));
+    tokio::spawn(replica::run(caches, member, config, sink, changed, saved, metrics).instrument(span.clone()));
     rx
 }

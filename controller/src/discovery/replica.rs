@@ -22,6 +22,7 @@ use fedns_api::k8s_openapi::api::core::v1::{Node, Service};
 use fedns_api::k8s_openapi::api::discovery::v1::EndpointSlice;
 use fedns_api::{DNSEndpoint, Domain, MemberCluster, ServiceDNSRecord};
 use fedns_providers::embedded::EmbeddedSink;
+use fedns_providers::source::ready::store_ready;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
@@ -118,22 +119,25 @@ pub fn watch_host(client: &Client, config: &ReplicaConfig, changed: Arc<Notify>)
         ready: ready.clone(),
     };
     let waiting = caches.clone();
-    tokio::spawn(async move {
+    let span = tracing::Span::current();
+    tokio::spawn(tracing::Instrument::instrument(async move {
         // The MemberCluster is not waited for: under a propagation
         // engine's registry (--member-source) there is none, and the
         // answers then fall back to the global name.
+        // The DNSEndpoint cache has a second waiter (the publishing
+        // source): see `store_ready` for why not `wait_until_ready`.
         let all = futures::future::join3(
-            waiting.domains.wait_until_ready(),
-            waiting.records.wait_until_ready(),
-            waiting.endpoints.wait_until_ready(),
+            store_ready(&waiting.domains),
+            store_ready(&waiting.records),
+            store_ready(&waiting.endpoints),
         )
         .await;
-        if matches!(all, (Ok(()), Ok(()), Ok(()))) {
+        if all == (true, true, true) {
             tracing::info!("host caches ready (Domains, ServiceDNSRecords, DNSEndpoints)");
             ready.store(true, Ordering::Release);
             changed.notify_one();
         }
-    });
+    }, span));
     caches
 }
 
@@ -178,7 +182,8 @@ fn spawn_watch<K>(
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
-    tokio::spawn(async move {
+    let span = tracing::Span::current();
+    tokio::spawn(tracing::Instrument::instrument(async move {
         let stream = reflector::reflector(
             writer,
             watcher(api, config).modify(|o: &mut K| o.meta_mut().managed_fields = None),
@@ -187,13 +192,18 @@ fn spawn_watch<K>(
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             match item {
-                Ok(_) => notify.iter().for_each(|n| n.notify_one()),
+                Ok(event) => {
+                    if matches!(event, watcher::Event::InitDone) {
+                        tracing::debug!(kind, "listed");
+                    }
+                    notify.iter().for_each(|n| n.notify_one())
+                }
                 Err(e) => {
                     tracing::warn!(kind, error = %e, "watch failed; retrying with backoff (serving the last state)")
                 }
             }
         }
-    });
+    }, span));
 }
 
 /// The host side as the caches hold it now.

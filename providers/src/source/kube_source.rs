@@ -150,7 +150,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         }
     };
     spawn_reflector(domains_api, domain_writer, changed.clone(), "Domain");
-    if domains.wait_until_ready().await.is_err() || endpoints.wait_until_ready().await.is_err() {
+    if !super::ready::store_ready(&domains).await || !super::ready::store_ready(&endpoints).await {
         return;
     }
     tracing::info!("Domain and DNSEndpoint caches ready");

@@ -20,19 +20,37 @@ use crate::federation::Federation;
 /// The sandbox's cluster domain.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
 
-/// One member's replica.
+/// One member's replica: its DNS server, and the runtime its watches,
+/// publishing source and discovery task run on (so stopping the replica
+/// stops them all, as stopping the pod would).
 pub struct MemberReplica {
     /// Member name.
     pub member: String,
     /// Where it answers (UDP and TCP).
     pub addr: SocketAddr,
-    server: DnsServer,
+    server: Option<DnsServer>,
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl MemberReplica {
-    /// Stops answering.
-    pub async fn shutdown(self) {
-        self.server.shutdown().await;
+    /// Stops answering and ends every task of the replica.
+    pub async fn shutdown(mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for MemberReplica {
+    fn drop(&mut self) {
+        // Not shut down (an error path): end the tasks all the same; a
+        // runtime cannot be dropped in place inside another one.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -46,8 +64,19 @@ pub async fn start(federation: &Federation, namespace: &str, members: &[String])
     let host_config = state_dir.join("host.kubeconfig");
     let mut out = Vec::new();
     for member in members {
-        let host = crate::kube_client::client(Some(&host_config)).await?;
-        let member_client = crate::kube_client::client(Some(&state_dir.join(format!("{member}.kubeconfig")))).await?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(format!("discovery-{member}"))
+            .enable_all()
+            .build()
+            .with_context(|| format!("starting a runtime for {member}'s discovery replica"))?;
+        // Held from here, so an error below ends the runtime (Drop).
+        let mut replica = MemberReplica {
+            member: member.clone(),
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            server: None,
+            runtime: Some(runtime),
+        };
         let store = ZoneStore::new();
         let sink = EmbeddedSink::new(store.clone());
         let config = ReplicaConfig {
@@ -57,7 +86,22 @@ pub async fn start(federation: &Federation, namespace: &str, members: &[String])
             node_name: None,
             state_file: Some(state_dir.join(format!("{member}.discovery-state.json"))),
         };
-        crate::discovery::member_side::start(host, member_client, config, sink, DiscoveryMetrics::default());
+        let member_config = state_dir.join(format!("{member}.kubeconfig"));
+        let host_config = host_config.clone();
+        // The clients and every task of the member side live on the
+        // replica's runtime.
+        let Some(runtime) = replica.runtime.as_ref() else {
+            anyhow::bail!("{member}'s discovery replica has no runtime");
+        };
+        runtime
+            .spawn(async move {
+                let host = crate::kube_client::client(Some(&host_config)).await?;
+                let member_client = crate::kube_client::client(Some(&member_config)).await?;
+                crate::discovery::member_side::start(host, member_client, config, sink, DiscoveryMetrics::default());
+                anyhow::Ok(())
+            })
+            .await
+            .with_context(|| format!("starting {member}'s discovery replica"))??;
         let server = DnsServer::start(
             ServerConfig {
                 listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
@@ -72,11 +116,9 @@ pub async fn start(federation: &Federation, namespace: &str, members: &[String])
         let udp = server.udp_addrs()[0];
         write_address(state_dir, member, udp)?;
         tracing::info!(member = %member, addr = %udp, "member-side discovery replica answering");
-        out.push(MemberReplica {
-            member: member.clone(),
-            addr: udp,
-            server,
-        });
+        replica.addr = udp;
+        replica.server = Some(server);
+        out.push(replica);
     }
     Ok(out)
 }
