@@ -640,6 +640,23 @@ pub struct ExplainArgs {
     /// DNS server's --geoip-db.
     #[arg(long, value_name = "PATH")]
     pub geoip_db: Option<PathBuf>,
+    /// Explain what a pod in this member cluster gets for NAME, a
+    /// discovery name (`nginx.ns.myfed`, or with `.svc.CLUSTER-DOMAIN`):
+    /// the local Service or the CNAME chain, and why. Reads the host and
+    /// the member (its Services and EndpointSlices).
+    #[arg(long, value_name = "MEMBER")]
+    pub from_cluster: Option<String>,
+    /// Kubeconfig of the member (with --from-cluster). Default: the
+    /// MemberCluster's own connection (spec and Secret) from the host.
+    #[arg(long, value_name = "PATH", requires = "from_cluster")]
+    pub member_kubeconfig: Option<PathBuf>,
+    /// The member's cluster domain (with --from-cluster).
+    #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
+    pub cluster_domain: String,
+    /// The Node the member's discovery replica runs on (with
+    /// --from-cluster): its zone label picks the fallback's zone name.
+    #[arg(long, value_name = "NODE", requires = "from_cluster")]
+    pub node: Option<String>,
 }
 
 /// Output of `fedns explain`.

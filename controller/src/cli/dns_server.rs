@@ -61,6 +61,7 @@ async fn start_member_side(
     member: &str,
     sink: &EmbeddedSink,
     registry: &mut Registry,
+    dns: &std::sync::Arc<DnsMetrics>,
 ) -> anyhow::Result<tokio::sync::watch::Receiver<SourceState>> {
     let host = crate::kube_client::client(args.kubeconfig.as_deref())
         .await
@@ -70,6 +71,7 @@ async fn start_member_side(
         .context("the member cluster's client")?;
     let metrics = crate::discovery::metrics::DiscoveryMetrics::default();
     metrics.register(registry);
+    crate::discovery::metrics::DiscoveryMetrics::register_answers(registry, member, dns.clone());
     let config = crate::discovery::replica::ReplicaConfig {
         member: member.to_owned(),
         namespace: args.namespace.clone(),
@@ -114,7 +116,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         load_manifests(path, &sink)?;
         ready_now = true;
     } else if let Some(member) = &args.member.member_cluster {
-        source_state = Some(start_member_side(args, member, &sink, &mut registry).await?);
+        source_state = Some(start_member_side(args, member, &sink, &mut registry, &metrics).await?);
     } else {
         let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
         let (tx, rx) = tokio::sync::watch::channel(SourceState::default());

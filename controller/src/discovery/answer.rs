@@ -79,6 +79,8 @@ pub struct LocalService {
     pub ready_addresses: BTreeSet<IpAddr>,
     /// Some EndpointSlice of it has a ready endpoint.
     pub ready: bool,
+    /// Ready endpoints over all its EndpointSlices (for `fedns explain`).
+    pub ready_endpoints: usize,
 }
 
 /// Everything the discovery zones are computed from.

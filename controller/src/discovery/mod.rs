@@ -10,13 +10,17 @@
 //! | module | job |
 //! |---|---|
 //! | [`answer`] | the discovery zones, computed from host and member inputs (pure) |
+//! | [`local`] | the member's Services and their readiness, as the answer reads them |
+//! | [`explain`] | what a pod in a member gets for a name, and why (`fedns explain --from-cluster`) |
 //! | [`replica`] | the watches and the loop feeding the embedded sink |
 //! | [`state_file`] | the last host-side state on disk (static stability) |
 //! | [`forward`] | the CoreDNS / kube-dns / dnsmasq forwarding configuration |
 //! | [`metrics`] | per-member answer counts |
 
 pub mod answer;
+pub mod explain;
 pub mod forward;
+pub mod local;
 pub mod member_side;
 pub mod metrics;
 pub mod replica;

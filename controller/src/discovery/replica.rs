@@ -12,7 +12,6 @@
 //! during a host outage answers too ([`super::state_file`]).
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,7 +29,7 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
-use super::answer::{self, Decision, FederationView, Inputs, LocalService, MemberView, RecordView};
+use super::answer::{self, Decision, FederationView, Inputs, MemberView, RecordView};
 use super::metrics::DiscoveryMetrics;
 use super::state_file::{self, HostState};
 
@@ -120,24 +119,27 @@ pub fn watch_host(client: &Client, config: &ReplicaConfig, changed: Arc<Notify>)
     };
     let waiting = caches.clone();
     let span = tracing::Span::current();
-    tokio::spawn(tracing::Instrument::instrument(async move {
-        // The MemberCluster is not waited for: under a propagation
-        // engine's registry (--member-source) there is none, and the
-        // answers then fall back to the global name.
-        // The DNSEndpoint cache has a second waiter (the publishing
-        // source): see `store_ready` for why not `wait_until_ready`.
-        let all = futures::future::join3(
-            store_ready(&waiting.domains),
-            store_ready(&waiting.records),
-            store_ready(&waiting.endpoints),
-        )
-        .await;
-        if all == (true, true, true) {
-            tracing::info!("host caches ready (Domains, ServiceDNSRecords, DNSEndpoints)");
-            ready.store(true, Ordering::Release);
-            changed.notify_one();
-        }
-    }, span));
+    tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            // The MemberCluster is not waited for: under a propagation
+            // engine's registry (--member-source) there is none, and the
+            // answers then fall back to the global name.
+            // The DNSEndpoint cache has a second waiter (the publishing
+            // source): see `store_ready` for why not `wait_until_ready`.
+            let all = futures::future::join3(
+                store_ready(&waiting.domains),
+                store_ready(&waiting.records),
+                store_ready(&waiting.endpoints),
+            )
+            .await;
+            if all == (true, true, true) {
+                tracing::info!("host caches ready (Domains, ServiceDNSRecords, DNSEndpoints)");
+                ready.store(true, Ordering::Release);
+                changed.notify_one();
+            }
+        },
+        span,
+    ));
     caches
 }
 
@@ -183,109 +185,80 @@ fn spawn_watch<K>(
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let span = tracing::Span::current();
-    tokio::spawn(tracing::Instrument::instrument(async move {
-        let stream = reflector::reflector(
-            writer,
-            watcher(api, config).modify(|o: &mut K| o.meta_mut().managed_fields = None),
-        )
-        .default_backoff();
-        futures::pin_mut!(stream);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => {
-                    if matches!(event, watcher::Event::InitDone) {
-                        tracing::debug!(kind, "listed");
+    tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            let stream = reflector::reflector(
+                writer,
+                watcher(api, config).modify(|o: &mut K| o.meta_mut().managed_fields = None),
+            )
+            .default_backoff();
+            futures::pin_mut!(stream);
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(event) => {
+                        if matches!(event, watcher::Event::InitDone) {
+                            tracing::debug!(kind, "listed");
+                        }
+                        notify.iter().for_each(|n| n.notify_one())
                     }
-                    notify.iter().for_each(|n| n.notify_one())
-                }
-                Err(e) => {
-                    tracing::warn!(kind, error = %e, "watch failed; retrying with backoff (serving the last state)")
+                    Err(e) => {
+                        tracing::warn!(kind, error = %e, "watch failed; retrying with backoff (serving the last state)")
+                    }
                 }
             }
-        }
-    }, span));
+        },
+        span,
+    ));
+}
+
+/// A ServiceDNSRecord as the discovery zones read it.
+pub fn record_view(record: &ServiceDNSRecord) -> RecordView {
+    RecordView {
+        namespace: record.namespace().unwrap_or_default(),
+        service: record.name_any(),
+        domain_ref: record.spec.domain_ref.clone(),
+        external_name: record.spec.external_name.clone(),
+        dns_prefix: record.spec.dns_prefix.clone(),
+    }
+}
+
+/// A MemberCluster as the discovery zones read it: the region and zones
+/// the controller found (status), else the spec's overrides.
+pub fn member_view(member: &MemberCluster) -> MemberView {
+    let status = member.status.clone().unwrap_or_default();
+    MemberView {
+        region: status.region.or_else(|| member.spec.region.clone()),
+        zones: if status.zones.is_empty() {
+            member.spec.zones.clone()
+        } else {
+            status.zones
+        },
+        cordoned: member.spec.cordoned,
+    }
+}
+
+/// A Domain as the discovery zones read it.
+pub fn federation_view(domain: &Domain) -> FederationView {
+    FederationView {
+        name: domain.name_any(),
+        domain: domain.spec.domain.clone(),
+    }
 }
 
 /// The host side as the caches hold it now.
 fn host_state(host: &HostCaches, member: &str) -> HostState {
-    let federations = host
-        .domains
-        .state()
-        .iter()
-        .map(|d| FederationView {
-            name: d.name_any(),
-            domain: d.spec.domain.clone(),
-        })
-        .collect();
-    let records = host
-        .records
-        .state()
-        .iter()
-        .map(|r| RecordView {
-            namespace: r.namespace().unwrap_or_default(),
-            service: r.name_any(),
-            domain_ref: r.spec.domain_ref.clone(),
-            external_name: r.spec.external_name.clone(),
-            dns_prefix: r.spec.dns_prefix.clone(),
-        })
-        .collect();
-    let member = host.members.state().iter().find(|m| m.name_any() == member).map(|m| {
-        let status = m.status.clone().unwrap_or_default();
-        MemberView {
-            region: status.region.or_else(|| m.spec.region.clone()),
-            zones: if status.zones.is_empty() {
-                m.spec.zones.clone()
-            } else {
-                status.zones
-            },
-            cordoned: m.spec.cordoned,
-        }
-    });
     HostState {
-        federations,
-        records,
-        member,
+        federations: host.domains.state().iter().map(|d| federation_view(d)).collect(),
+        records: host.records.state().iter().map(|r| record_view(r)).collect(),
+        member: host
+            .members
+            .state()
+            .iter()
+            .find(|m| m.name_any() == member)
+            .map(|m| member_view(m)),
         domains: host.domains.state().iter().map(|d| (**d).clone()).collect(),
         endpoints: host.endpoints.state().iter().map(|e| (**e).clone()).collect(),
     }
-}
-
-/// The member's Services and their readiness, by (namespace, name).
-fn local_services(member: &MemberCaches) -> BTreeMap<(String, String), LocalService> {
-    let mut out: BTreeMap<(String, String), LocalService> = BTreeMap::new();
-    for service in member.services.state() {
-        let spec = service.spec.clone().unwrap_or_default();
-        let mut ips: Vec<String> = spec.cluster_ips.unwrap_or_default();
-        if ips.is_empty() {
-            ips.extend(spec.cluster_ip);
-        }
-        let headless = ips.iter().any(|ip| ip == "None");
-        out.insert(
-            (service.namespace().unwrap_or_default(), service.name_any()),
-            LocalService {
-                cluster_ips: ips.iter().filter_map(|ip| ip.parse::<IpAddr>().ok()).collect(),
-                headless,
-                ..Default::default()
-            },
-        );
-    }
-    for slice in member.slices.state() {
-        let Some(service) = slice.labels().get("kubernetes.io/service-name") else {
-            continue;
-        };
-        let Some(local) = out.get_mut(&(slice.namespace().unwrap_or_default(), service.clone())) else {
-            continue;
-        };
-        for endpoint in slice.endpoints.iter().filter(|e| crate::members::endpoint_is_ready(e)) {
-            local.ready = true;
-            if local.headless {
-                local
-                    .ready_addresses
-                    .extend(endpoint.addresses.iter().filter_map(|a| a.parse::<IpAddr>().ok()));
-            }
-        }
-    }
-    out
 }
 
 /// How often the state file is written at most, in seconds.
@@ -343,7 +316,10 @@ pub async fn run(
                 records: state.records.clone(),
                 member: state.member.clone(),
                 node_zone,
-                services: local_services(&member),
+                services: super::local::local_services(
+                    member.services.state().iter().map(|s| &**s),
+                    member.slices.state().iter().map(|s| &**s),
+                ),
             };
             let computed = answer::compute(&inputs);
             for problem in &computed.problems {

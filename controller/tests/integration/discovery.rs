@@ -181,6 +181,19 @@ fn glibc_lookup(dir: &Path, replica: SocketAddr) -> Option<(Vec<String>, Process
     }
 }
 
+/// `fedns explain nginx.ns.myfed --from-cluster MEMBER -o json`, run as
+/// an operator would (the binary, the host's kubeconfig; the member's
+/// connection from its MemberCluster).
+fn explain_from(state_dir: &Path, member: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args(["explain", SHORT, "--from-cluster", member, "-o", "json", "--kubeconfig"])
+        .arg(state_dir.join("host.kubeconfig"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn sandbox_args() -> SandboxArgs {
     SandboxArgs {
         action: None,
@@ -265,6 +278,9 @@ async fn a_member_resolves_federated_services_local_first_through_dnsmasq_and_un
         got == ["127.0.10.1"]
     })
     .await;
+    let explained = explain_from(&state_dir, "us-east-1");
+    assert_eq!(explained["fromCluster"]["answer"]["kind"], "local", "{explained}");
+    assert_eq!(explained["fromCluster"]["answer"]["addresses"][0], EAST_CLUSTER_IP);
     if let Some((ips, _dnsmasq)) = glibc_lookup(&dir, replica) {
         assert_eq!(ips, [EAST_CLUSTER_IP], "getent ahosts {SHORT}");
         println!("glibc: getent ahosts {SHORT} → {ips:?}");
@@ -285,6 +301,18 @@ async fn a_member_resolves_federated_services_local_first_through_dnsmasq_and_un
     println!(
         "readiness → fallback answer through both resolvers: {:?}",
         started.elapsed()
+    );
+    let explained = explain_from(&state_dir, "us-east-1");
+    assert_eq!(explained["fromCluster"]["answer"]["kind"], "fallback", "{explained}");
+    assert_eq!(explained["fromCluster"]["answer"]["target"], ZONE_NAME);
+    assert_eq!(
+        explained["fromCluster"]["answer"]["reason"],
+        "Service ns/nginx has no ready endpoint here"
+    );
+    assert_eq!(
+        explained["target"]["name"],
+        ZONE_NAME.trim_end_matches('.'),
+        "the CNAME target explained too: {explained}"
     );
     control(&state_dir, "restore-endpoints").await;
     for r in &resolvers {
@@ -319,6 +347,13 @@ async fn a_member_resolves_federated_services_local_first_through_dnsmasq_and_un
     }
     // The last host-side state is on disk for a restart.
     assert!(state_dir.join("us-east-1.discovery-state.json").exists());
+    // fedns_discovery_answers_total{member="us-east-1"}: every kind given.
+    let east = running.discovery.iter().find(|r| r.member == "us-east-1").unwrap();
+    let answers = east.answers();
+    println!("us-east-1 discovery answers: {answers:?}");
+    for (kind, count) in answers {
+        assert!(count > 0, "no {kind} answer counted: {answers:?}");
+    }
     drop(resolvers);
     running.shutdown().await;
 }

@@ -13,7 +13,7 @@ use anyhow::Context;
 use fedns_dnsserver::{DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::embedded::EmbeddedSink;
 
-use crate::discovery::metrics::DiscoveryMetrics;
+use crate::discovery::metrics::{DiscoveryAnswers, DiscoveryMetrics};
 use crate::discovery::replica::ReplicaConfig;
 use crate::federation::Federation;
 
@@ -30,9 +30,17 @@ pub struct MemberReplica {
     pub addr: SocketAddr,
     server: Option<DnsServer>,
     runtime: Option<tokio::runtime::Runtime>,
+    answers: DiscoveryAnswers,
 }
 
 impl MemberReplica {
+    /// The replica's answers so far by kind (`local`, `fallback`,
+    /// `nxdomain`, `nodata`), as `fedns_discovery_answers_total` counts
+    /// them.
+    pub fn answers(&self) -> [(&'static str, u64); 4] {
+        self.answers.counts()
+    }
+
     /// Stops answering and ends every task of the replica.
     pub async fn shutdown(mut self) {
         if let Some(server) = self.server.take() {
@@ -70,12 +78,14 @@ pub async fn start(federation: &Federation, namespace: &str, members: &[String])
             .enable_all()
             .build()
             .with_context(|| format!("starting a runtime for {member}'s discovery replica"))?;
+        let dns_metrics = DnsMetrics::new();
         // Held from here, so an error below ends the runtime (Drop).
         let mut replica = MemberReplica {
             member: member.clone(),
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             server: None,
             runtime: Some(runtime),
+            answers: DiscoveryAnswers::new(member, dns_metrics.clone()),
         };
         let store = ZoneStore::new();
         let sink = EmbeddedSink::new(store.clone());
@@ -109,7 +119,7 @@ pub async fn start(federation: &Federation, namespace: &str, members: &[String])
                 ..ServerConfig::default()
             },
             store,
-            DnsMetrics::new(),
+            dns_metrics,
         )
         .await
         .with_context(|| format!("starting {member}'s discovery replica"))?;
