@@ -174,7 +174,7 @@ impl WatchCtx {
         tokio::spawn(async move {
             let ready_flag = synced.clone();
             tokio::spawn(async move {
-                if store.wait_until_ready().await.is_ok() {
+                if fedns_providers::source::ready::store_ready(&store).await {
                     mark_synced(&ready_flag, index, &queue);
                 }
             });
