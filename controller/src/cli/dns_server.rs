@@ -37,7 +37,16 @@ fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result
     // when the file gives one, else the newest modification time of the
     // files (Unix seconds, RFC 1982 wraps it).
     let store = sink.store();
-    let _ = store.set_serial_mode(SerialMode::Follow(BTreeMap::new()));
+    let followed = desired
+        .zones
+        .iter()
+        .map(|z| {
+            let apex = z.content.apex.to_ascii().to_ascii_lowercase();
+            let apex = if apex.ends_with('.') { apex } else { format!("{apex}.") };
+            (apex, None)
+        })
+        .collect();
+    let _ = store.set_serial_mode(SerialMode::Follow(followed));
     sink.apply(&desired);
     let file_serial = manifests
         .newest_modified
@@ -57,7 +66,7 @@ fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result
             active_from_ms: 0,
             previous: None,
         };
-        recorded.insert(zone.apex, record);
+        recorded.insert(zone.apex, Some(record));
     }
     if store.set_serial_mode(SerialMode::Follow(recorded)).is_err() {
         sink.apply(&desired);
@@ -91,6 +100,41 @@ fn read_tsig_key_file(path: &std::path::Path) -> anyhow::Result<Vec<TsigKey>> {
     Ok(keys)
 }
 
+/// Member mode (`--member-cluster`): the federation zones from the host
+/// and the member's discovery zones; returns the publish counter.
+async fn start_member_side(
+    args: &DnsServerArgs,
+    member: &str,
+    sink: &EmbeddedSink,
+    registry: &mut Registry,
+    dns: &std::sync::Arc<DnsMetrics>,
+) -> anyhow::Result<tokio::sync::watch::Receiver<SourceState>> {
+    let host = crate::kube_client::client(args.kubeconfig.as_deref())
+        .await
+        .context("the host cluster's client")?;
+    let member_client = crate::kube_client::client(args.member.member_kubeconfig.as_deref())
+        .await
+        .context("the member cluster's client")?;
+    let metrics = crate::discovery::metrics::DiscoveryMetrics::default();
+    metrics.register(registry);
+    crate::discovery::metrics::DiscoveryMetrics::register_answers(registry, member, dns.clone());
+    let config = crate::discovery::replica::ReplicaConfig {
+        member: member.to_owned(),
+        namespace: args.namespace.clone(),
+        cluster_domain: args.member.cluster_domain.clone(),
+        node_name: args.member.node_name.clone(),
+        state_file: args.member.state_file.clone(),
+    };
+    tracing::info!(member, cluster_domain = %config.cluster_domain, "member-side replica: answering the discovery zones");
+    Ok(crate::discovery::member_side::start(
+        host,
+        member_client,
+        config,
+        sink.clone(),
+        metrics,
+    ))
+}
+
 /// Runs until SIGTERM/Ctrl-C.
 ///
 /// # Errors
@@ -108,15 +152,17 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     metrics.watch_store(store.clone());
     let mut registry = Registry::default();
     registry.register_collector(Box::new(metrics.clone()));
-    let state = HttpState::new(registry);
 
     let mut source_state = None;
+    let mut ready_now = false;
     if let Some(path) = &args.tsig_key_file {
         sink.set_named_tsig_keys(read_tsig_key_file(path)?);
     }
     if let Some(path) = &args.manifests {
         load_manifests(path, &sink)?;
-        state.set_ready(true);
+        ready_now = true;
+    } else if let Some(member) = &args.member.member_cluster {
+        source_state = Some(start_member_side(args, member, &sink, &mut registry, &metrics).await?);
     } else {
         let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
         let (tx, rx) = tokio::sync::watch::channel(SourceState::default());
@@ -133,6 +179,8 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         source_state = Some(rx);
     }
 
+    let state = HttpState::new(registry);
+    state.set_ready(ready_now);
     let config = ServerConfig {
         listen: args.listen.clone(),
         udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),

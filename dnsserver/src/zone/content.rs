@@ -58,6 +58,19 @@ pub struct ZoneContent {
     pub routed: Vec<RoutedName>,
     /// Where clients are, for `Nearest` names.
     pub client_regions: ClientRegions,
+    /// The region of a client neither EDNS Client Subnet, nor
+    /// `client_regions`, nor the GeoIP database places (None: such a
+    /// client gets a `Nearest` name's every-region variant). A member-side
+    /// replica sets its member's region here (DESIGN.md "Discovery inside
+    /// member clusters").
+    pub default_client_region: Option<String>,
+    /// Follow a CNAME chain that leaves this zone into the other zones the
+    /// server serves, so the answer holds the whole chain and the final
+    /// addresses (default off: out-of-zone records are out of bailiwick,
+    /// RFC 2181 §5.4.1, and a resolver continues the chain itself). On for
+    /// zones answered to stub resolvers through a forwarder that does not
+    /// chase CNAMEs (dnsmasq, CoreDNS `forward`).
+    pub follow_cnames_across_zones: bool,
 }
 
 impl ZoneContent {
@@ -86,6 +99,8 @@ impl ZoneContent {
             transfer: TransferPolicy::default(),
             routed: Vec::new(),
             client_regions: ClientRegions::default(),
+            default_client_region: None,
+            follow_cnames_across_zones: false,
             apex,
         }
     }

@@ -70,9 +70,11 @@ pub enum SerialMode {
     /// A new serial ([`next_serial`]) whenever a zone's content changes.
     #[default]
     Assign,
-    /// The serials recorded by the writer, by lower-case fully qualified
-    /// apex (see the module docs).
-    Follow(BTreeMap<String, RecordedSerial>),
+    /// Zones whose serials the writer records, by lower-case fully
+    /// qualified apex, with their record (None: none yet); see the module
+    /// docs. Zones not listed are assigned serials as in
+    /// [`SerialMode::Assign`].
+    Follow(BTreeMap<String, Option<RecordedSerial>>),
 }
 
 /// What a replica showed for a zone before choosing its serial.
@@ -107,6 +109,9 @@ pub(crate) struct Decision {
     /// A record not yet due whose serial answers show from its instant:
     /// (serial, Unix time in milliseconds).
     pub pending: Option<(u32, u64)>,
+    /// The zone is not followed: its serial was assigned here, and its
+    /// transfers move to every new version.
+    pub assigned: bool,
 }
 
 /// The serial to show for content `fingerprint` of zone `apex` (see the
@@ -138,18 +143,22 @@ pub(crate) fn choose(
         activate_held: false,
         capture: None,
         pending: None,
+        assigned: false,
     };
-    let recorded = match mode {
-        SerialMode::Assign => {
-            return match old {
-                Some(o) if o.fingerprint == fingerprint => decision(o.serial, true, false),
-                Some(o) => decision(next_serial(o.serial, now_s), true, false),
-                None => decision(now_s, true, false),
-            }
-        }
-        SerialMode::Follow(recorded) => recorded,
+    let followed = match mode {
+        SerialMode::Assign => None,
+        SerialMode::Follow(recorded) => recorded.get(apex),
     };
-    let record = recorded.get(apex);
+    let Some(record) = followed else {
+        let mut d = match old {
+            Some(o) if o.fingerprint == fingerprint => decision(o.serial, true, false),
+            Some(o) => decision(next_serial(o.serial, now_s), true, false),
+            None => decision(now_s, true, false),
+        };
+        d.assigned = true;
+        return d;
+    };
+    let record = record.as_ref();
     let mut d = match (old, record) {
         (Some(o), _) => decision(o.serial, o.confirmed, o.from_record),
         (None, Some(r)) if r.due(now_ms) => decision(r.serial, false, true),
@@ -231,7 +240,7 @@ mod tests {
     }
 
     fn follow(r: RecordedSerial) -> SerialMode {
-        SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), r)]))
+        SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), Some(r))]))
     }
 
     fn shown(fingerprint: u64, serial: u32, confirmed: bool) -> Option<Shown> {
@@ -315,7 +324,17 @@ mod tests {
         // A zone nothing was recorded for: its own serial, which gives way
         // to the first record even when that is lower.
         let d = choose(&mode, "other.example.", None, None, false, 0xB, (77, 6_000));
-        assert_eq!((d.serial, d.confirmed, d.from_record), (0, false, false));
+        assert_eq!(
+            (d.serial, d.assigned),
+            (77, true),
+            "a zone not followed is assigned its serial"
+        );
+        let none = SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), None)]));
+        let d = choose(&none, APEX, None, None, false, 0xB, (77, 6_000));
+        assert_eq!(
+            (d.serial, d.confirmed, d.from_record, d.assigned),
+            (0, false, false, false)
+        );
         let own = Some(Shown {
             fingerprint: 0xB,
             serial: 77,

@@ -231,22 +231,22 @@ impl StoreState {
         decide_in(self, apex, fingerprint, (now_s, now_ms))
     }
 
-    /// True when versions are built for every transfer-enabled zone that
-    /// changed ([`SerialMode::Assign`]), not only for captured records.
-    fn assigns(&self) -> bool {
-        matches!(self.mode, SerialMode::Assign)
-    }
-
     /// The transfer versions to install after a publish that built `built`
     /// under `decisions` (apex, decision): held versions coming due, and
     /// captured versions due at once; captured versions not yet due are
     /// held.
     fn settle(&mut self, decisions: &[(String, Decision)], built: Vec<ZoneVersion>) -> Vec<ZoneVersion> {
-        if self.assigns() {
-            self.held.clear();
-            return built;
+        let assigned: BTreeSet<&str> = decisions
+            .iter()
+            .filter(|(_, d)| d.assigned)
+            .map(|(apex, _)| apex.as_str())
+            .collect();
+        let (mut out, built): (Vec<ZoneVersion>, Vec<ZoneVersion>) = built
+            .into_iter()
+            .partition(|v| assigned.contains(normalise_apex(&v.apex.to_ascii()).as_str()));
+        for apex in &assigned {
+            self.held.remove(*apex);
         }
-        let mut out = Vec::new();
         for (apex, _) in decisions.iter().filter(|(_, d)| d.activate_held) {
             if let Some(held) = self.held.remove(apex) {
                 out.extend(held.version.map(|v| v.with_serial(held.record.serial)));
@@ -451,7 +451,7 @@ impl ZoneStore {
                     tree.set_pending_serial(index, decision.pending);
                     serial_changed = true;
                 }
-                if decision.capture.is_some() {
+                if decision.assigned || decision.capture.is_some() {
                     captured.insert(tree.zones[index].apex.clone());
                 }
                 if let Some(zone) = zones.get_mut(apex) {
@@ -487,7 +487,7 @@ impl ZoneStore {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let recorded = match &state.mode {
             SerialMode::Assign => None,
-            SerialMode::Follow(recorded) => Some(recorded.values()),
+            SerialMode::Follow(recorded) => Some(recorded.values().flatten()),
         };
         let held = state.held.values().map(|h| &h.record);
         next_due(held.chain(recorded.into_iter().flatten()), unix_millis())
@@ -582,7 +582,9 @@ impl ZoneStore {
         let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
         let mut with_serials = Vec::with_capacity(zones.len());
         let mut decisions: Vec<(String, Decision)> = Vec::new();
-        let mut captured: BTreeSet<Name> = BTreeSet::new();
+        // Zones whose transfer version is built: those assigned a serial,
+        // and those capturing a record.
+        let mut versioned: BTreeSet<Name> = BTreeSet::new();
         for zone in zones {
             let apex = normalise_apex(&zone.apex.to_ascii());
             let settings = settings_hash(&zone);
@@ -597,8 +599,8 @@ impl ZoneStore {
                 .zones
                 .get(&apex)
                 .is_none_or(|o| o.moved_by(fingerprint, &decision));
-            if decision.capture.is_some() {
-                captured.insert(fqdn_lower(&zone.apex));
+            if decision.assigned || decision.capture.is_some() {
+                versioned.insert(fqdn_lower(&zone.apex));
             }
             let serial = decision.serial;
             next.insert(
@@ -615,7 +617,6 @@ impl ZoneStore {
             decisions.push((apex, decision));
             with_serials.push((zone, serial));
         }
-        let assigns = store_state.assigns();
         let state = &mut store_state.zones;
         if !changed && state.keys().eq(next.keys()) {
             self.update_transfers(&policies, Vec::new());
@@ -642,7 +643,7 @@ impl ZoneStore {
         store_state.tree = None;
         let (snapshot, versions, tree) = Snapshot::build_keeping(
             &with_serials,
-            &|apex| policies.contains_key(apex) && (assigns || captured.contains(apex)),
+            &|apex| policies.contains_key(apex) && versioned.contains(apex),
             geo,
         );
         let (snapshot, tree) = with_pending(snapshot, tree, &decisions);
@@ -711,7 +712,9 @@ impl ZoneStore {
         // hashes are the sums of the owners' that the tree kept.
         let (now, now_ms) = (unix_seconds(), unix_millis());
         let mut decisions: Vec<(String, Decision)> = Vec::new();
-        let mut captured: BTreeSet<Name> = BTreeSet::new();
+        // Zones whose transfer version is built: those assigned a serial,
+        // and those capturing a record.
+        let mut versioned: BTreeSet<Name> = BTreeSet::new();
         let mut changed = store_state.zones.len() != tree.zones.len();
         {
             let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
@@ -737,8 +740,8 @@ impl ZoneStore {
                 .zones
                 .get(&apex)
                 .is_none_or(|o| o.moved_by(fingerprint, &decision));
-            if decision.capture.is_some() {
-                captured.insert(fqdn_lower(&apex_name));
+            if decision.assigned || decision.capture.is_some() {
+                versioned.insert(fqdn_lower(&apex_name));
             }
             let serial = decision.serial;
             tree.set_serial(index, serial);
@@ -760,7 +763,6 @@ impl ZoneStore {
             );
             decisions.push((apex, decision));
         }
-        let assigns = store_state.assigns();
         let state = &mut store_state.zones;
         if !changed && state.keys().eq(next.keys()) {
             // The tree is the served content's: keep it for publish_changes.
@@ -787,7 +789,7 @@ impl ZoneStore {
             tree,
             zone_skipped,
             &settings,
-            &|apex| policies.contains_key(apex) && (assigns || captured.contains(apex)),
+            &|apex| policies.contains_key(apex) && versioned.contains(apex),
             geo,
         );
         let (snapshot, tree) = with_pending(snapshot, tree, &decisions);
@@ -931,15 +933,14 @@ impl ZoneStore {
         }
         let started = std::time::Instant::now();
         let dirty = tree.apply(owners);
-        // Zones whose transfer version is built: every changed one when the
-        // store assigns serials, those capturing a record when it follows.
-        let assigns = matches!(state.mode, SerialMode::Assign);
+        // Zones whose transfer version is built: those assigned a serial,
+        // and those capturing a record.
         let mut changed_apexes: BTreeSet<Name> = BTreeSet::new();
         let mut decisions: Vec<(String, Decision)> = Vec::new();
         for (zone, apex, zone_state, decision) in next {
             tree.set_serial(zone, zone_state.serial);
             tree.set_pending_serial(zone, decision.pending);
-            if assigns || decision.capture.is_some() {
+            if decision.assigned || decision.capture.is_some() {
                 changed_apexes.insert(tree.zones[zone].apex.clone());
             }
             state.zones.insert(apex.clone(), zone_state);
@@ -1109,6 +1110,8 @@ fn settings_hash(zone: &ZoneContent) -> u64 {
     addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
+    zone.default_client_region.hash(&mut hasher);
+    zone.follow_cnames_across_zones.hash(&mut hasher);
     hasher.finish()
 }
 

@@ -171,6 +171,8 @@ pub(crate) struct ZoneInfo {
     /// Owners whose A/AAAA come from the zone settings (in-zone name
     /// server addresses); records given for them are skipped.
     pub settings_owners: Vec<Name>,
+    /// [`ZoneContent::follow_cnames_across_zones`].
+    pub follow_cnames_across_zones: bool,
 }
 
 /// A record the builder left out, and why.
@@ -971,6 +973,7 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         pending_serial: None,
         rrset_count: 0,
         settings_owners: Vec::new(),
+        follow_cnames_across_zones: content.follow_cnames_across_zones,
     };
     (info, sets)
 }

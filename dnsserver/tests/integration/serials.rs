@@ -66,17 +66,23 @@ fn follow(serial: u32, content: u64, active_from_ms: u64, previous: Option<u32>)
         active_from_ms,
         previous,
     };
-    SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), record)]))
+    SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), Some(record))]))
+}
+
+/// example.com followed, nothing recorded for it yet.
+fn nothing_recorded() -> SerialMode {
+    SerialMode::Follow(BTreeMap::from([("example.com.".to_owned(), None)]))
 }
 
 #[test]
 fn a_follower_serves_recorded_serials_from_their_instant() {
     let store = ZoneStore::new();
     let apex = name("example.com.");
-    let _ = store.set_serial_mode(SerialMode::Follow(BTreeMap::new()));
+    let _ = store.set_serial_mode(nothing_recorded());
     store.publish(vec![zone(&[("a.example.com.", "192.0.2.1")])]);
     let first = store.serial_states().remove(0);
     assert!(!first.confirmed, "nothing recorded yet: {first:?}");
+    assert_eq!(serial_answered(&store, "example.com."), 0);
 
     // The record of this content, due: served, and transfers have it.
     assert_eq!(store.set_serial_mode(follow(100, first.content, 0, None)), Ok(true));
@@ -129,7 +135,7 @@ fn a_follower_serves_recorded_serials_from_their_instant() {
 #[test]
 fn a_zone_with_a_wildcard_takes_recorded_serials_at_its_next_publish() {
     let store = ZoneStore::new();
-    let _ = store.set_serial_mode(SerialMode::Follow(BTreeMap::new()));
+    let _ = store.set_serial_mode(nothing_recorded());
     let mut content = zone(&[]);
     content.records.push(Record::from_rdata(
         name("*.w.example.com."),

@@ -591,6 +591,8 @@ fn template_of(content: &ZoneContent) -> ZoneContent {
         transfer: content.transfer.clone(),
         routed: Vec::new(),
         client_regions: content.client_regions.clone(),
+        default_client_region: content.default_client_region.clone(),
+        follow_cnames_across_zones: content.follow_cnames_across_zones,
     }
 }
 

@@ -160,7 +160,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     spawn_reflector(domains_api, domain_writer, changed.clone(), "Domain", |d: &Domain| {
         serde_json::to_string(&serial_records::record_version(d)).ok()
     });
-    if domains.wait_until_ready().await.is_err() || endpoints.wait_until_ready().await.is_err() {
+    if !super::ready::store_ready(&domains).await || !super::ready::store_ready(&endpoints).await {
         return;
     }
     tracing::info!("Domain and DNSEndpoint caches ready");
@@ -187,6 +187,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     let mut retry_providers = false;
     let mut status_retries: std::collections::HashSet<String> = Default::default();
     let mut record_retry = false;
+    // The embedded sink's extra zones changed their set: publish whole.
+    let mut whole_wanted = false;
+    let whole_notify = sinks.embedded.as_ref().map(|e| e.whole_wanted().clone());
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let domain_state = domains.state();
@@ -315,10 +318,11 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                     }
                     sink.apply_taking(&mut desired);
                 }
-                // New TSIG keys go into the zones' transfer settings, and a
-                // store keeping no tree takes recorded serials only so:
-                // publish whole.
-                Some(_) if keys_changed || serials_need_publish => publish_whole(sink),
+                // New TSIG keys go into the zones' transfer settings, a
+                // store keeping no tree takes recorded serials only so, and
+                // the embedded sink's extra zones changed their set: publish
+                // whole.
+                Some(_) if keys_changed || serials_need_publish || whole_wanted => publish_whole(sink),
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
                     if sink.apply_changes(changes).is_none() {
@@ -435,8 +439,13 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             Duration::from_millis(due).saturating_sub(now)
         });
         let mut debounce = config.debounce;
+        whole_wanted = false;
         mode = tokio::select! {
             _ = changed.notified() => SyncMode::Changed,
+            _ = notified(whole_notify.as_deref()) => {
+                whole_wanted = true;
+                SyncMode::Changed
+            }
             _ = tokio::time::sleep(until_due), if serial_due.is_some() => {
                 // On time: every replica switches at that instant.
                 debounce = Duration::ZERO;
@@ -520,6 +529,14 @@ fn worst_reason(reasons: &[&'static str]) -> &'static str {
         .into_iter()
         .find(|r| reasons.contains(r))
         .unwrap_or(conditions::INVALID_INPUT)
+}
+
+/// Waits for `notify`; pending forever without one.
+async fn notified(notify: Option<&Notify>) {
+    match notify {
+        Some(notify) => notify.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Waits for the next change of leadership; pending forever without one.

@@ -7,6 +7,7 @@
 //! * [`spec_changes`]: which watch events may change an object's spec;
 //! * [`serial_records`]: the SOA serial every DNS server replica serves
 //!   for a zone's content, recorded in its Domain's status;
+//! * [`ready`]: waiting for a watch cache's first list, with several waiters;
 //! * `domain_finalizer`: the finalizer that keeps a deleted Domain until
 //!   its records left the external providers. It belongs here because it
 //!   talks to the Kubernetes API (patches the Domain's finalizers, records
@@ -20,5 +21,6 @@
 mod domain_finalizer;
 pub mod kube_source;
 pub mod manifests;
+pub mod ready;
 pub mod serial_records;
 pub mod spec_changes;

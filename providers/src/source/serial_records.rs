@@ -50,13 +50,19 @@ fn record_of(domain: &Domain) -> Option<RecordedSerial> {
     })
 }
 
-/// The serials recorded in `domains`' status, by zone apex (lower case,
-/// fully qualified), for `ZoneStore::set_serial_mode`.
+/// Every Domain's zone, by apex (lower case, fully qualified), with the
+/// serial recorded in its status, for `ZoneStore::set_serial_mode`. Zones
+/// the store serves besides (the embedded sink's extra zones) are assigned
+/// their serials by the store.
 pub fn recorded_serials(domains: &[Arc<Domain>]) -> SerialMode {
     let mut recorded = BTreeMap::new();
     for domain in domains {
-        if let (Some(apex), Some(record)) = (zone_apex(domain), record_of(domain)) {
-            recorded.entry(apex.to_ascii_lowercase()).or_insert(record);
+        if let Some(apex) = zone_apex(domain) {
+            let record = record_of(domain);
+            let entry = recorded.entry(apex.to_ascii_lowercase()).or_insert(None);
+            if entry.is_none() {
+                *entry = record;
+            }
         }
     }
     SerialMode::Follow(recorded)
