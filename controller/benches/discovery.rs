@@ -36,31 +36,11 @@ use fedns_dnsserver::{
     answer as answer_query, AnswerConfig, DnsMetrics, DnsServer, ServerConfig, Transport, ZoneContent, ZoneStore,
 };
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// CPU seconds this process has used (utime + stime from /proc).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(") ")
-        .map(|(_, rest)| rest)
-        .unwrap_or("")
-        .split(' ')
-        .collect();
-    let ticks: f64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0 // USER_HZ is 100 on Linux
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
 /// `text` as a name; the bench builds only valid ones (from fixed
 /// patterns), so the root stands in for one that would not parse.
+mod common;
+use common::{cpu_seconds, env, percentile};
+
 fn name(text: &str) -> Name {
     Name::from_ascii(text).unwrap_or_else(|_| Name::root())
 }
