@@ -612,6 +612,7 @@ mod tests_support {
                 transfer: None,
                 client_regions: vec![],
                 geo_regions: vec![],
+                dnssec: None,
             },
         );
         d.metadata.namespace = Some("fedns-system".into());
