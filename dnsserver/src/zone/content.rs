@@ -4,6 +4,7 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use super::dnssec::DnssecConfig;
 use super::routing::{ClientRegions, RoutedName};
 use super::version::TransferPolicy;
 
@@ -58,6 +59,8 @@ pub struct ZoneContent {
     pub routed: Vec<RoutedName>,
     /// Where clients are, for `Nearest` names.
     pub client_regions: ClientRegions,
+    /// DNSSEC signing (default: none, the zone is served unsigned).
+    pub dnssec: Option<DnssecConfig>,
 }
 
 impl ZoneContent {
@@ -86,6 +89,7 @@ impl ZoneContent {
             transfer: TransferPolicy::default(),
             routed: Vec::new(),
             client_regions: ClientRegions::default(),
+            dnssec: None,
             apex,
         }
     }
@@ -110,6 +114,6 @@ impl ZoneContent {
         }));
         keys.sort();
         keys.dedup();
-        keys.len() + 1 + usize::from(!self.name_servers.is_empty())
+        keys.len() + 1 + usize::from(!self.name_servers.is_empty()) + usize::from(self.dnssec.is_some())
     }
 }

@@ -10,6 +10,7 @@
 //! `metrics`): every layer above may use it.
 
 pub(crate) mod content;
+pub(crate) mod dnssec;
 pub(crate) mod rdatas;
 pub(crate) mod render;
 pub(crate) mod resolve;

@@ -261,7 +261,8 @@ impl ZoneStore {
         let store_state = &mut *guard;
         let state = &mut store_state.zones;
         let now = unix_seconds();
-        let mut changed = state.len() != zones.len();
+        // Signatures near expiry are made again by a full build.
+        let mut changed = state.len() != zones.len() || self.current.load().resign_due(now);
         // Zones taking part in transfers, by apex, with their policies.
         let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
             .iter()
@@ -754,6 +755,20 @@ fn settings_hash(zone: &ZoneContent) -> u64 {
     addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
+    // Signing on or off, a new key or new timings: a new serial (the
+    // DNSKEY RRset and every signature change).
+    zone.dnssec
+        .as_ref()
+        .map(|d| {
+            (
+                d.key.algorithm(),
+                d.key.key_tag(),
+                hickory_proto::dnssec::PublicKey::public_bytes(d.key.dnskey().public_key()).to_vec(),
+                d.signature_validity,
+                d.signature_refresh,
+            )
+        })
+        .hash(&mut hasher);
     hasher.finish()
 }
 
