@@ -326,14 +326,17 @@ impl Snapshot {
         let bits = chunk_bits(tree.nodes.len());
         let mut chunks: Vec<Chunk> = (0..1usize << bits).map(|_| Chunk::default()).collect();
         let mut needs_tree = false;
-        {
+        let versions = {
             let mut renderer = Renderer::new(&tree, &zones);
             for (key, node) in &tree.nodes {
                 needs_tree |= node.cut.is_some() || node.wildcard_child;
                 let hash = hash_key(key);
                 renderer.render_into(&mut chunks[chunk_index(hash, bits)], key, node, hash);
             }
-        }
+            // Transfers carry the signatures the answers carry.
+            let signed = sign_versions(&zones, &tree, versions, &mut renderer.signer.borrow_mut());
+            signed
+        };
         let mut snapshot = Snapshot {
             chunks: chunks
                 .into_iter()
@@ -611,6 +614,12 @@ impl Snapshot {
             variants,
             policy: report.policy.clone(),
         })
+    }
+
+    /// `versions` (of zones of `tree`, this snapshot's) with the DNSSEC
+    /// records of signed zones added (see [`sign_versions`]).
+    pub(crate) fn sign_versions(&self, tree: &Tree, versions: Vec<ZoneVersion>) -> Vec<ZoneVersion> {
+        sign_versions(&self.zones, tree, versions, &mut Signer::new())
     }
 
     /// Some signed zone serves a signature with fewer than its
@@ -1260,4 +1269,93 @@ fn denied_at(tree: &Tree, name: &Name, variant: Override<'_>) -> Denied {
         _ => node.rrsets.keys().copied().collect(),
     };
     Denied::Exists(types)
+}
+
+/// `versions` with, for each signed zone, what secondaries need to serve
+/// it signed without signing it themselves (RFC 4035 §2): an RRSIG for
+/// every authoritative RRset (not a delegation's NS RRset, not glue) and
+/// a full NSEC chain (RFC 4034 §4) over the authoritative names and
+/// delegations in canonical order (RFC 4034 §6.1), since a secondary
+/// cannot make compact-denial NSECs per query.
+fn sign_versions(
+    zones: &[ZoneAnswers],
+    tree: &Tree,
+    versions: Vec<ZoneVersion>,
+    signer: &mut Signer,
+) -> Vec<ZoneVersion> {
+    versions
+        .into_iter()
+        .map(|version| {
+            let apex_key = super::tree::wire_key(&version.apex);
+            let keys = tree
+                .zones
+                .iter()
+                .position(|z| z.apex_key == apex_key)
+                .and_then(|i| zones.get(i)?.dnssec.as_ref());
+            let Some(keys) = keys else {
+                return version;
+            };
+            signed_version(keys, tree, &version, signer).unwrap_or(version)
+        })
+        .collect()
+}
+
+fn signed_version(keys: &ZoneKeys, tree: &Tree, version: &ZoneVersion, signer: &mut Signer) -> Option<ZoneVersion> {
+    let mut sets: std::collections::BTreeMap<(Name, RecordType), Vec<hickory_proto::rr::Record>> =
+        std::collections::BTreeMap::new();
+    for record in std::iter::once(&version.soa).chain(version.records.iter().map(|(_, r)| r)) {
+        sets.entry((record.name.to_lowercase(), record.record_type()))
+            .or_default()
+            .push(record.clone());
+    }
+    // Below a cut: glue, not authoritative; at a cut: the child's NS.
+    let place = |name: &Name| -> (bool, bool) {
+        let key = super::tree::wire_key(name);
+        match tree.nodes.get(&key).and_then(|n| n.cut.as_ref()) {
+            Some(cut) if *cut == key => (true, false),
+            Some(_) => (false, true),
+            None => (false, false),
+        }
+    };
+    let mut records: Vec<hickory_proto::rr::Record> = Vec::with_capacity(version.records.len() * 3);
+    let mut names: Vec<(Name, Vec<RecordType>)> = Vec::new();
+    for ((owner, rtype), set) in &sets {
+        let (at_cut, glue) = place(owner);
+        if glue {
+            continue;
+        }
+        match names.last_mut() {
+            Some((name, types)) if name == owner => types.push(*rtype),
+            _ => names.push((owner.clone(), vec![*rtype])),
+        }
+        if *rtype != RecordType::SOA {
+            records.extend(set.iter().cloned());
+        }
+        if !(at_cut && *rtype == RecordType::NS) {
+            records.push(signer.rrsig(keys, set)?);
+        }
+    }
+    // Glue records travel unsigned.
+    for ((owner, _), set) in &sets {
+        if place(owner).1 {
+            records.extend(set.iter().cloned());
+        }
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    for (i, (owner, types)) in names.iter().enumerate() {
+        let next = &names[(i + 1) % names.len()].0;
+        let mut types = types.clone();
+        types.extend([RecordType::RRSIG, RecordType::NSEC]);
+        let nsec = hickory_proto::rr::Record::from_rdata(
+            owner.clone(),
+            keys.nsec_ttl,
+            hickory_proto::rr::RData::DNSSEC(hickory_proto::dnssec::rdata::DNSSECRData::NSEC(
+                hickory_proto::dnssec::rdata::NSEC::new(next.clone(), types),
+            )),
+        );
+        let rrsig = signer.rrsig(keys, std::slice::from_ref(&nsec))?;
+        records.push(nsec);
+        records.push(rrsig);
+    }
+    Some(ZoneVersion::new(version.apex.clone(), version.soa.clone(), records))
 }

@@ -611,7 +611,8 @@ impl ZoneStore {
         let snapshot = current.updated(tree, &dirty);
         let policies = &state.policies;
         let versions = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
-            tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex))
+            let versions = tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex));
+            snapshot.sign_versions(tree, versions)
         } else {
             Vec::new()
         };

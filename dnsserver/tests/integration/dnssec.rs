@@ -184,3 +184,48 @@ async fn delv_validates_ecdsa_p256_answers() {
 async fn delv_validates_ed25519_answers() {
     validated_by_delv(DnssecAlgorithm::Ed25519).await;
 }
+
+/// The zone as AXFR sends it (`dig +onesoa`), checked by BIND's
+/// `dnssec-verify`: every RRset signed, the NSEC chain complete, the
+/// DNSKEY RRset self-signed (`-z`: one combined key, flags 257, signs
+/// everything).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn axfr_passes_dnssec_verify() {
+    let dir = temp_dir("dnssec-axfr");
+    let (zone, _key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    let (server, _addr, _store) = serve(zone).await;
+    let tcp = server.tcp_addrs()[0];
+    let output = Command::new(find_binary("dig", "bind9-dnsutils"))
+        .arg(format!("@{}", tcp.ip()))
+        .args([
+            "-p",
+            &tcp.port().to_string(),
+            "example.com",
+            "AXFR",
+            "+onesoa",
+            "+nocmd",
+            "+nostats",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(text.contains("RRSIG") && text.contains("NSEC"), "AXFR:\n{text}");
+    let file = dir.join("example.com.zone");
+    std::fs::write(&file, &text).unwrap();
+    let verify = Command::new(find_binary("dnssec-verify", "bind9-utils"))
+        .args(["-z", "-o", "example.com"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    assert!(
+        verify.status.success(),
+        "dnssec-verify failed:\n{report}\nzone:\n{text}"
+    );
+    println!("dnssec-verify: {}", report.trim());
+    std::fs::remove_dir_all(&dir).ok();
+}
