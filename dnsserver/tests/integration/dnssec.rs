@@ -18,7 +18,9 @@ use fedns_dnsserver::{
     ServerConfig, TransferPolicy, ZoneContent, ZoneStore,
 };
 
-use crate::common::{fixture_zones, name, rdata, temp_dir};
+use fedns_dnsserver::hickory_proto::op::ResponseCode;
+
+use crate::common::{fixture_zones, name, query_tcp, query_udp, rdata, simple_query, temp_dir};
 
 const ROUTED: &str = "nginx.ns.myfed.svc.example.com.";
 
@@ -227,5 +229,137 @@ async fn axfr_passes_dnssec_verify() {
         "dnssec-verify failed:\n{report}\nzone:\n{text}"
     );
     println!("dnssec-verify: {}", report.trim());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn rrsigs(message: &fedns_dnsserver::hickory_proto::op::Message) -> Vec<String> {
+    message
+        .answers
+        .iter()
+        .chain(&message.authorities)
+        .filter(|r| r.record_type() == RecordType::RRSIG)
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// TC over UDP when the signed answer does not fit, the whole of it over
+/// TCP; without DO the answers carry no DNSSEC record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncation_tcp_and_no_do() {
+    let (zone, _key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    let (server, udp, _store) = serve(zone).await;
+    let tcp = server.tcp_addrs()[0];
+    // 40 A records fit 1232 octets unsigned (about 700) and signed (+~110).
+    let medium = query_udp(
+        udp,
+        &simple_query("medium.example.com.", RecordType::A, Some((1232, true))),
+    )
+    .unwrap();
+    assert!(!medium.metadata.truncation && rrsigs(&medium).len() == 1, "{medium:?}");
+    // 100 A records: TC over UDP, all with the RRSIG over TCP.
+    let big = query_udp(
+        udp,
+        &simple_query("big.example.com.", RecordType::A, Some((1232, true))),
+    )
+    .unwrap();
+    assert!(big.metadata.truncation && big.answers.is_empty(), "{big:?}");
+    let big = query_tcp(
+        tcp,
+        &simple_query("big.example.com.", RecordType::A, Some((1232, true))),
+    )
+    .unwrap();
+    assert_eq!(big.answers.len(), 101, "100 A and their RRSIG");
+    assert_eq!(rrsigs(&big).len(), 1);
+    // Without DO: no RRSIG, NSEC or DNSKEY-only changes; NXDOMAIN stays NXDOMAIN.
+    for (qname, qtype) in [
+        ("mail.example.com.", RecordType::A),
+        ("www.example.com.", RecordType::A),
+        ("missing.example.com.", RecordType::A),
+        ("mail.example.com.", RecordType::TXT),
+    ] {
+        for edns in [None, Some((1232, false))] {
+            let plain = query_udp(udp, &simple_query(qname, qtype, edns)).unwrap();
+            let dnssec = plain
+                .answers
+                .iter()
+                .chain(&plain.authorities)
+                .any(|r| matches!(r.record_type(), RecordType::RRSIG | RecordType::NSEC));
+            assert!(!dnssec, "{qname} {qtype} without DO: {plain:?}");
+        }
+    }
+    let nx = query_udp(
+        udp,
+        &simple_query("missing.example.com.", RecordType::A, Some((1232, false))),
+    )
+    .unwrap();
+    assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+}
+
+/// An incremental publish re-signs the changed names only: an unchanged
+/// name keeps its signature bytes, a changed and a new name validate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_publish_resigns_changed_names() {
+    let dir = temp_dir("dnssec-incr");
+    let apex = name("example.com.");
+    let mut zone = ZoneContent::new(apex.clone());
+    for (owner, ip) in [("a", "192.0.2.1"), ("b", "192.0.2.2")] {
+        zone.records.push(Record::from_rdata(
+            name(&format!("{owner}.example.com.")),
+            30,
+            rdata(RecordType::A, ip),
+        ));
+    }
+    let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
+    let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
+    zone.dnssec = Some(DnssecConfig {
+        key: key.clone(),
+        signature_validity: 14 * 86_400,
+        signature_refresh: 7 * 86_400,
+    });
+    let (_server, addr, store) = serve(zone).await;
+    let anchors = anchor_file(&dir, &key);
+    let ask = |qname: &str| query_udp(addr, &simple_query(qname, RecordType::A, Some((1232, true)))).unwrap();
+    let before = rrsigs(&ask("a.example.com."));
+    let outcome = store
+        .publish_changes(vec![fedns_dnsserver::ZoneChanges {
+            apex: apex.clone(),
+            names: vec![
+                (
+                    name("b.example.com."),
+                    vec![Record::from_rdata(
+                        name("b.example.com."),
+                        30,
+                        rdata(RecordType::A, "192.0.2.22"),
+                    )],
+                ),
+                (
+                    name("new.example.com."),
+                    vec![Record::from_rdata(
+                        name("new.example.com."),
+                        30,
+                        rdata(RecordType::A, "192.0.2.3"),
+                    )],
+                ),
+            ],
+            routed: Vec::new(),
+        }])
+        .expect("applied incrementally");
+    assert!(outcome.changed);
+    assert_eq!(
+        rrsigs(&ask("a.example.com.")),
+        before,
+        "an unchanged name was re-signed"
+    );
+    assert_validated(addr, &anchors, "b.example.com", "A", "; fully validated");
+    assert_validated(addr, &anchors, "new.example.com", "A", "; fully validated");
+    // The serial changed: the SOA's signature in negative answers follows it.
+    assert_validated(
+        addr,
+        &anchors,
+        "gone.example.com",
+        "A",
+        "; negative response, fully validated",
+    );
+    assert_validated(addr, &anchors, "example.com", "SOA", "; fully validated");
     std::fs::remove_dir_all(&dir).ok();
 }
