@@ -152,6 +152,9 @@ pub struct ZoneSummary {
     pub serial: u32,
     /// RRsets in the zone, SOA and NS included.
     pub rrset_count: usize,
+    /// For a signed zone, the DS record to put in the parent zone
+    /// (presentation format, SHA-256 digest, RFC 4509); else empty.
+    pub ds_records: Vec<String>,
 }
 
 /// One slice of the served names (by hash), immutable once built and
@@ -768,6 +771,12 @@ fn summaries(tree: &Tree) -> Vec<ZoneSummary> {
             apex: z.apex.to_ascii(),
             serial: z.serial,
             rrset_count: z.rrset_count,
+            ds_records: z
+                .dnssec
+                .as_ref()
+                .and_then(|d| d.key.ds_record(&z.apex, z.soa_ttl).ok())
+                .into_iter()
+                .collect(),
         })
         .collect()
 }

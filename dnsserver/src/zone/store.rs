@@ -261,8 +261,10 @@ impl ZoneStore {
         let store_state = &mut *guard;
         let state = &mut store_state.zones;
         let now = unix_seconds();
-        // Signatures near expiry are made again by a full build.
-        let mut changed = state.len() != zones.len() || self.current.load().resign_due(now);
+        // Signatures near expiry are made again by a full build, under a
+        // new serial (secondaries must fetch the new signatures).
+        let resign = self.current.load().resign_due(now);
+        let mut changed = state.len() != zones.len() || resign;
         // Zones taking part in transfers, by apex, with their policies.
         let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
             .iter()
@@ -290,7 +292,11 @@ impl ZoneStore {
             let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
             let fingerprint = fingerprint(settings, records, routed);
             let serial = match state.get(&apex) {
-                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old)
+                    if old.fingerprint == fingerprint && old.serial != 0 && !(resign && zone.dnssec.is_some()) =>
+                {
+                    old.serial
+                }
                 Some(old) => {
                     changed = true;
                     next_serial(old.serial, now)
@@ -400,7 +406,8 @@ impl ZoneStore {
         // hashes are the sums of the owners' that the tree kept.
         let now = unix_seconds();
         let state = &mut store_state.zones;
-        let mut changed = state.len() != tree.zones.len();
+        let resign = self.current.load().resign_due(now);
+        let mut changed = state.len() != tree.zones.len() || resign;
         {
             let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
             changed |= policies.keys().any(|apex| {
@@ -421,7 +428,13 @@ impl ZoneStore {
             let (records, routed) = tree.hash_sums(index);
             let fingerprint = fingerprint(settings_of, records, routed);
             let serial = match state.get(&apex) {
-                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old)
+                    if old.fingerprint == fingerprint
+                        && old.serial != 0
+                        && !(resign && tree.zones[index].dnssec.is_some()) =>
+                {
+                    old.serial
+                }
                 Some(old) => {
                     changed = true;
                     next_serial(old.serial, now)
