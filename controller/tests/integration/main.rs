@@ -10,6 +10,7 @@ mod controller_e2e;
 mod dataplane;
 mod deploy;
 mod dns_server;
+mod dnssec_e2e;
 mod health_e2e;
 mod hysteresis_e2e;
 mod large_objects;
