@@ -404,3 +404,36 @@ pub struct DomainStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ds_records: Vec<String>,
 }
+
+#[cfg(test)]
+mod dnssec_tests {
+    use super::*;
+
+    #[test]
+    fn dnssec_defaults_and_validation() {
+        let spec: DnssecSpec = serde_json::from_value(serde_json::json!({"enabled": true})).unwrap();
+        assert_eq!(spec.algorithm, DnssecAlgorithm::EcdsaP256Sha256);
+        assert_eq!(spec.algorithm.number(), 13);
+        assert_eq!(spec.key_mode, DnssecKeyMode::Csk);
+        assert_eq!((spec.signature_validity, spec.signature_refresh), (1_209_600, 604_800));
+        assert_eq!(spec.denial, DnssecDenial::Compact);
+        assert_eq!(spec.validate(), Ok(()));
+
+        let ed: DnssecSpec =
+            serde_json::from_value(serde_json::json!({"enabled": true, "algorithm": "ED25519"})).unwrap();
+        assert_eq!(ed.algorithm.number(), 15);
+
+        let late = DnssecSpec {
+            signature_refresh: 1_209_000,
+            ..spec.clone()
+        };
+        let err = late.validate().unwrap_err();
+        assert!(err.contains("spec.dnssec.signatureRefresh"), "{err}");
+        let split = DnssecSpec {
+            key_mode: DnssecKeyMode::KskZsk,
+            ..spec.clone()
+        };
+        assert!(split.validate().unwrap_err().contains("spec.dnssec.keyMode"));
+        assert!(serde_json::from_value::<DnssecSpec>(serde_json::json!({"algorithm": "RSASHA1"})).is_err());
+    }
+}

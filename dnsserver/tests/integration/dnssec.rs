@@ -363,3 +363,35 @@ async fn incremental_publish_resigns_changed_names() {
     assert_validated(addr, &anchors, "example.com", "SOA", "; fully validated");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Signatures near expiry are made again by the next publish, under a new
+/// serial, even when nothing else changed; an unsigned zone keeps its serial.
+#[test]
+fn publish_resigns_when_due() {
+    let apex = name("example.com.");
+    let algorithm = DnssecAlgorithm::Ed25519;
+    let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
+    let mut signed = ZoneContent::new(apex);
+    signed.dnssec = Some(DnssecConfig {
+        key,
+        // Refresh as long as the validity: due at once.
+        signature_validity: 7200,
+        signature_refresh: 7200,
+    });
+    let store = ZoneStore::new();
+    let first = store.publish(vec![signed.clone()]).zones[0].serial;
+    let outcome = store.publish(vec![signed.clone()]);
+    assert!(outcome.changed, "re-signing did not rebuild");
+    assert!(fedns_dnsserver::serial_gt(outcome.zones[0].serial, first));
+    assert_eq!(outcome.zones[0].ds_records.len(), 1);
+    // Not due: nothing changes.
+    let mut calm = signed;
+    if let Some(config) = &mut calm.dnssec {
+        config.signature_refresh = 3600;
+    }
+    let store = ZoneStore::new();
+    let first = store.publish(vec![calm.clone()]).zones[0].serial;
+    let again = store.publish(vec![calm]);
+    assert!(!again.changed);
+    assert_eq!(again.zones[0].serial, first);
+}
