@@ -63,8 +63,8 @@ pub use query::answer::{self, answer, answer_from, AnswerConfig, Answered, Trans
 pub use query::check::check_answer;
 pub use query::rrl::RrlConfig;
 pub use zone::content::{SoaFields, ZoneContent};
-pub use zone::dnssec::{DnssecAlgorithm, DnssecConfig, DnssecKey};
 pub use zone::routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
+pub use zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
 pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
 pub use zone::store::{next_serial, serial_gt, Counter, PublishOutcome, TransferCounters, ZoneChanges, ZoneStore};
 pub use zone::tree::SkippedRecord;

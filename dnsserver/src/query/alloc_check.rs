@@ -174,7 +174,7 @@ fn query_do(qname: &str, qtype: RecordType, ecs: Option<(&str, u8)>) -> Vec<u8> 
 /// compact-denial NSEC is signed on the stack; nothing allocates.
 #[test]
 fn signed_answers_do_not_allocate() {
-    use crate::zone::dnssec::{DnssecAlgorithm, DnssecConfig, DnssecKey};
+    use crate::zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
     for algorithm in [DnssecAlgorithm::EcdsaP256Sha256, DnssecAlgorithm::Ed25519] {
         let mut zone = zone();
         let pkcs8 = DnssecKey::generate_pkcs8(algorithm).unwrap();

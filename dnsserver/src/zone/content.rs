@@ -4,8 +4,8 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::dnssec::DnssecConfig;
 use super::routing::{ClientRegions, RoutedName};
+use super::signing_key::DnssecConfig;
 use super::version::TransferPolicy;
 
 /// SOA values other than the serial, which [`crate::ZoneStore`] assigns.

@@ -15,6 +15,7 @@ pub(crate) mod rdatas;
 pub(crate) mod render;
 pub(crate) mod resolve;
 pub(crate) mod routing;
+pub(crate) mod signing_key;
 pub(crate) mod snapshot;
 pub(crate) mod store;
 pub(crate) mod tree;

@@ -169,7 +169,7 @@ pub(crate) struct ZoneInfo {
     /// server addresses); records given for them are skipped.
     pub settings_owners: Vec<Name>,
     /// DNSSEC signing, if the zone is signed.
-    pub dnssec: Option<super::dnssec::DnssecConfig>,
+    pub dnssec: Option<super::signing_key::DnssecConfig>,
     /// TTL of the SOA RRset (the original TTL its RRSIG covers).
     pub soa_ttl: u32,
 }
