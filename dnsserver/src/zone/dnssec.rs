@@ -154,7 +154,8 @@ pub(crate) enum Denied {
 }
 
 /// Adds signatures and denial records to resolutions; signatures are
-/// cached by their signed data for the signer's lifetime (one build).
+/// cached by their signed data (signing window aside, see [`cache_key`])
+/// for the signer's lifetime (one build).
 #[derive(Default)]
 pub(crate) struct Signer {
     cache: FxHashMap<Box<[u8]>, Record>,
@@ -165,19 +166,46 @@ impl Signer {
         Signer::default()
     }
 
+    /// Takes the RRSIGs of `records` (a signed zone's records, as a
+    /// transfer version holds them) into the cache, keyed by the signed
+    /// data of the RRsets they cover: [`Signer::rrsig`] then returns them
+    /// for RRsets that did not change instead of signing again.
+    pub fn remember<'a>(&mut self, records: impl Iterator<Item = &'a Record>) {
+        let mut sets: FxHashMap<(Name, RecordType), Vec<Record>> = FxHashMap::default();
+        let mut sigs: Vec<(&SigInput, &Record)> = Vec::new();
+        for record in records {
+            match &record.data {
+                RData::DNSSEC(DNSSECRData::RRSIG(rrsig)) => sigs.push((rrsig.input(), record)),
+                _ => sets
+                    .entry((record.name.to_lowercase(), record.record_type()))
+                    .or_default()
+                    .push(record.clone()),
+            }
+        }
+        for (input, record) in sigs {
+            let Some(set) = sets.get(&(record.name.to_lowercase(), input.type_covered)) else {
+                continue;
+            };
+            if let Ok(tbs) = TBS::from_input(&record.name, DNSClass::IN, input, set.iter()) {
+                self.cache.insert(cache_key(tbs.as_ref()), record.clone());
+            }
+        }
+    }
+
     /// The RRSIG over `rrset` (records of one owner, type and TTL).
     pub fn rrsig(&mut self, keys: &ZoneKeys, rrset: &[Record]) -> Option<Record> {
         let first = rrset.first()?;
         let input = keys.input(first.record_type(), first.name.num_labels(), first.ttl);
         let tbs = TBS::from_input(&first.name, DNSClass::IN, &input, rrset.iter()).ok()?;
-        if let Some(record) = self.cache.get(tbs.as_ref()) {
+        let key = cache_key(tbs.as_ref());
+        if let Some(record) = self.cache.get(&key) {
             return Some(record.clone());
         }
         let mut signature = [0u8; MAX_SIGNATURE];
         let len = keys.sign(tbs.as_ref(), &mut signature)?;
         let rrsig = RRSIG::from_sig(input, signature[..len].to_vec());
         let record = Record::from_rdata(first.name.clone(), first.ttl, RData::DNSSEC(DNSSECRData::RRSIG(rrsig)));
-        self.cache.insert(tbs.as_ref().into(), record.clone());
+        self.cache.insert(key, record.clone());
         Some(record)
     }
 
@@ -279,6 +307,22 @@ impl Signer {
     }
 }
 
+/// Octets of the signature expiration and inception fields in the signed
+/// data (RFC 4034 §3.1: after type covered, algorithm, labels and
+/// original TTL).
+const WINDOW: std::ops::Range<usize> = 8..16;
+
+/// The cache key of signed data `tbs`: the data with the signing window
+/// zeroed, so a signature made in an earlier window (still valid; the
+/// zone's oldest expiration is tracked) is found for an unchanged RRset.
+fn cache_key(tbs: &[u8]) -> Box<[u8]> {
+    let mut key: Box<[u8]> = tbs.into();
+    if let Some(window) = key.get_mut(WINDOW) {
+        window.fill(0);
+    }
+    key
+}
+
 /// The name a CNAME chain starting at `qname` ends at in `answers`.
 fn final_name(qname: &Name, answers: &[Record]) -> Name {
     let mut name = qname.clone();
@@ -323,7 +367,11 @@ mod tests {
             let ip = Ipv4Addr::from(0x0A00_0000 + i);
             zone.records.push(Record::from_rdata(owner, 30, RData::A(ip.into())));
         }
-        for algorithm in [None, Some(DnssecAlgorithm::EcdsaP256Sha256), Some(DnssecAlgorithm::Ed25519)] {
+        for algorithm in [
+            None,
+            Some(DnssecAlgorithm::EcdsaP256Sha256),
+            Some(DnssecAlgorithm::Ed25519),
+        ] {
             let mut zone = zone.clone();
             zone.dnssec = algorithm.map(|algorithm| DnssecConfig {
                 key: DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap(),

@@ -620,9 +620,21 @@ impl Snapshot {
     }
 
     /// `versions` (of zones of `tree`, this snapshot's) with the DNSSEC
-    /// records of signed zones added (see [`sign_versions`]).
-    pub(crate) fn sign_versions(&self, tree: &Tree, versions: Vec<ZoneVersion>) -> Vec<ZoneVersion> {
-        sign_versions(&self.zones, tree, versions, &mut Signer::new())
+    /// records of signed zones added (see [`sign_versions`]); an RRset
+    /// also in one of the `previous` versions (same apex) keeps the
+    /// signature it has there, so an incremental publish signs only what
+    /// changed.
+    pub(crate) fn sign_versions(
+        &self,
+        tree: &Tree,
+        versions: Vec<ZoneVersion>,
+        previous: &[Arc<ZoneVersion>],
+    ) -> Vec<ZoneVersion> {
+        let mut signer = Signer::new();
+        for old in previous {
+            signer.remember(old.records.iter().map(|(_, r)| r).chain(std::iter::once(&old.soa)));
+        }
+        sign_versions(&self.zones, tree, versions, &mut signer)
     }
 
     /// Some signed zone serves a signature with fewer than its

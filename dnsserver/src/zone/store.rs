@@ -625,7 +625,16 @@ impl ZoneStore {
         let policies = &state.policies;
         let versions = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
             let versions = tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex));
-            snapshot.sign_versions(tree, versions)
+            // Unchanged RRsets keep the signatures the last version has.
+            let previous: Vec<Arc<ZoneVersion>> = {
+                let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+                versions
+                    .iter()
+                    .filter_map(|v| transfers.get(&v.apex))
+                    .filter_map(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.clone())
+                    .collect()
+            };
+            snapshot.sign_versions(tree, versions, &previous)
         } else {
             Vec::new()
         };

@@ -187,16 +187,8 @@ async fn delv_validates_ed25519_answers() {
     validated_by_delv(DnssecAlgorithm::Ed25519).await;
 }
 
-/// The zone as AXFR sends it (`dig +onesoa`), checked by BIND's
-/// `dnssec-verify`: every RRset signed, the NSEC chain complete, the
-/// DNSKEY RRset self-signed (`-z`: one combined key, flags 257, signs
-/// everything).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn axfr_passes_dnssec_verify() {
-    let dir = temp_dir("dnssec-axfr");
-    let (zone, _key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
-    let (server, _addr, _store) = serve(zone).await;
-    let tcp = server.tcp_addrs()[0];
+/// The zone as AXFR from `tcp` sends it (`dig +onesoa`).
+fn axfr(tcp: SocketAddr) -> String {
     let output = Command::new(find_binary("dig", "bind9-dnsutils"))
         .arg(format!("@{}", tcp.ip()))
         .args([
@@ -212,8 +204,15 @@ async fn axfr_passes_dnssec_verify() {
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(text.contains("RRSIG") && text.contains("NSEC"), "AXFR:\n{text}");
+    text
+}
+
+/// BIND's `dnssec-verify` on zone text: every RRset signed, the NSEC
+/// chain complete, the DNSKEY RRset self-signed (`-z`: one combined key,
+/// flags 257, signs everything).
+fn dnssec_verify(dir: &Path, text: &str) -> String {
     let file = dir.join("example.com.zone");
-    std::fs::write(&file, &text).unwrap();
+    std::fs::write(&file, text).unwrap();
     let verify = Command::new(find_binary("dnssec-verify", "bind9-utils"))
         .args(["-z", "-o", "example.com"])
         .arg(&file)
@@ -228,7 +227,73 @@ async fn axfr_passes_dnssec_verify() {
         verify.status.success(),
         "dnssec-verify failed:\n{report}\nzone:\n{text}"
     );
+    report
+}
+
+/// The zone as AXFR sends it passes `dnssec-verify`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn axfr_passes_dnssec_verify() {
+    let dir = temp_dir("dnssec-axfr");
+    let (zone, _key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    let (server, _addr, _store) = serve(zone).await;
+    let report = dnssec_verify(&dir, &axfr(server.tcp_addrs()[0]));
     println!("dnssec-verify: {}", report.trim());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// After an incremental publish the transfer is signed again where it
+/// changed only (an unchanged RRset keeps its RRSIG) and still verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_axfr_keeps_unchanged_signatures() {
+    let dir = temp_dir("dnssec-axfr-incr");
+    let apex = name("example.com.");
+    let mut zone = ZoneContent::new(apex.clone());
+    for i in 0..50 {
+        zone.records.push(Record::from_rdata(
+            name(&format!("host-{i}.example.com.")),
+            30,
+            rdata(RecordType::A, &format!("192.0.2.{}", i + 1)),
+        ));
+    }
+    let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
+    let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
+    zone.dnssec = Some(DnssecConfig {
+        key,
+        signature_validity: 14 * 86_400,
+        signature_refresh: 7 * 86_400,
+    });
+    zone.transfer.allow = vec!["127.0.0.1/32".parse().unwrap()];
+    let (server, _addr, store) = serve(zone).await;
+    let tcp = server.tcp_addrs()[0];
+    let sig_of = |text: &str, owner: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with(owner) && l.contains("RRSIG\tA "))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let before = axfr(tcp);
+    store
+        .publish_changes(vec![fedns_dnsserver::ZoneChanges {
+            apex: apex.clone(),
+            names: vec![(
+                name("new.example.com."),
+                vec![Record::from_rdata(
+                    name("new.example.com."),
+                    30,
+                    rdata(RecordType::A, "192.0.2.200"),
+                )],
+            )],
+            routed: Vec::new(),
+        }])
+        .expect("applied incrementally");
+    let after = axfr(tcp);
+    assert!(after.contains("new.example.com."), "{after}");
+    assert!(!sig_of(&before, "host-7.example.com.").is_empty());
+    assert_eq!(
+        sig_of(&before, "host-7.example.com."),
+        sig_of(&after, "host-7.example.com.")
+    );
+    dnssec_verify(&dir, &after);
     std::fs::remove_dir_all(&dir).ok();
 }
 
