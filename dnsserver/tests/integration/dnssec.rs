@@ -593,3 +593,30 @@ async fn unbound_validates_with_ad() {
     println!("Unbound checks took {:?}", started.elapsed());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Knot DNS as a secondary of the signed zone serves it as transferred
+/// (it does not sign): `delv` validates its answers too, denial from the
+/// NSEC chain included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn knot_secondary_serves_the_signed_zone() {
+    use crate::transfer::{key_spec, Kind, Secondary, SECRET};
+    let dir = temp_dir("dnssec-knot");
+    let (mut zone, key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    zone.transfer.keys = vec![fedns_dnsserver::TsigKey::parse(&key_spec(SECRET)).unwrap()];
+    let (server, _addr, store) = serve(zone).await;
+    let serial = store.load().zones()[0].serial;
+    let knot = Secondary::start(Kind::Knot, crate::common::free_port(), server.tcp_addrs()[0], SECRET);
+    let took = knot.wait_for(serial, std::time::Duration::from_secs(30));
+    println!("Knot serves serial {serial} after {took:?}");
+    let anchors = anchor_file(&dir, &key);
+    for (qname, qtype, expect) in [
+        ("mail.example.com", "A", "; fully validated"),
+        ("www.example.com", "A", "; fully validated"),
+        ("missing.example.com", "A", "; negative response, fully validated"),
+        ("mail.example.com", "TXT", "; negative response, fully validated"),
+        ("host.wild.example.com", "TXT", "; fully validated"),
+    ] {
+        assert_validated(knot.addr, &anchors, qname, qtype, expect);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
