@@ -163,6 +163,7 @@ async fn validated_by_delv(algorithm: DnssecAlgorithm) {
         ("dangling.example.com", "A", "NXRRSET"),
         // A wildcard answer, signed at the query name.
         ("host.wild.example.com", "TXT", "; fully validated"),
+        ("host.wild.example.com", "MX", "; negative response, fully validated"),
         // No DS at the delegation.
         ("sub.example.com", "DS", "; negative response, fully validated"),
     ];
@@ -711,4 +712,52 @@ async fn nearest_variants_by_ecs_are_signed() {
         println!("{subnet}: A {want} and AAAA ({verified} RRSIGs) verified");
         assert!(verified >= 1);
     }
+}
+
+/// A referral below a delegation (rendered at query time): the child's NS
+/// unsigned, AA clear, and the NSEC of the cut proving there is no DS,
+/// signed (RFC 4035 §3.1.4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn referral_proves_no_ds() {
+    use fedns_dnsserver::hickory_proto::dnssec::rdata::DNSSECRData;
+    use fedns_dnsserver::hickory_proto::rr::RData;
+    let (zone, key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    let (_server, addr, _store) = serve(zone).await;
+    let referral = query_udp(
+        addr,
+        &simple_query("x.sub.example.com.", RecordType::A, Some((1232, true))),
+    )
+    .unwrap();
+    assert!(!referral.metadata.authoritative, "{referral:?}");
+    assert!(referral.answers.is_empty());
+    let ns = referral
+        .authorities
+        .iter()
+        .filter(|r| r.record_type() == RecordType::NS)
+        .count();
+    assert_eq!(ns, 1, "{referral:?}");
+    let nsec = referral
+        .authorities
+        .iter()
+        .find_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::NSEC(nsec)) => Some((r.name.clone(), nsec.clone())),
+            _ => None,
+        })
+        .expect("an NSEC at the cut");
+    assert_eq!(nsec.0, name("sub.example.com."));
+    let types: Vec<RecordType> = nsec.1.type_bit_maps().collect();
+    assert!(
+        types.contains(&RecordType::NS) && !types.contains(&RecordType::DS),
+        "{types:?}"
+    );
+    assert_eq!(
+        verify_all(&referral, &key),
+        1,
+        "the NSEC's RRSIG, and no RRSIG over the child's NS"
+    );
+    // The glue travels unsigned.
+    assert!(referral
+        .additionals
+        .iter()
+        .all(|r| r.record_type() != RecordType::RRSIG));
 }
