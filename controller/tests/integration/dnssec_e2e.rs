@@ -1,7 +1,7 @@
 //! `fedns dns-server` signing a Domain with `spec.dnssec`: against an
 //! emulated host cluster it creates the key Secret, reports the DS record
-//! in the Domain's status, and BIND's `delv` validates its answers from
-//! that DS alone; with `--manifests --dnssec-key-dir` the key is a file
+//! in the Domain's status (and `fedns explain` prints it), and BIND's
+//! `delv` validates its answers from that DS alone; with `--manifests --dnssec-key-dir` the key is a file
 //! made once and kept across restarts.
 
 use std::path::Path;
@@ -117,6 +117,17 @@ async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
     let secret = secrets.get("myfed-dnssec").await.unwrap();
     assert!(secret.data.unwrap().contains_key("key.pkcs8"));
+    // `fedns explain` prints it too.
+    let explain = Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args(["explain", "nginx.ns.myfed.svc.example.com", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        text.contains(&format!("DS for the parent zone: {ds}")),
+        "fedns explain:\n{text}"
+    );
     let anchors = anchors_from_ds(&dir, &ds);
     assert_validates(
         port,
