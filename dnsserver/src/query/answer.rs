@@ -625,7 +625,12 @@ fn compact_denial(request: &Request<'_>, keys: &ZoneKeys, limits: Limits, out: &
     // RRSIG Labels (RFC 4034 §3.1.3): labels of the owner without the
     // root and a leading `*`.
     let wildcard = qname.starts_with(b"\x01*");
-    let labels = (request.labels - 1 - usize::from(wildcard)) as u8;
+    let labels = request.labels.saturating_sub(1 + usize::from(wildcard)) as u8;
+    if qname.len() + 2 > MAX_NAME_WIRE {
+        // `\000.<qname>` would pass 255 octets (RFC 9824 §3.1 would need
+        // another successor); such names are not worth a second scheme.
+        return error_response(packet, Some(request), rcode::SERVFAIL, out);
+    }
     let next_len = 2 + qname.len();
     let rdata_len = next_len + keys.nxname_bitmap.len();
     let mut tbs = [0u8; NSEC_TBS_MAX];
