@@ -81,6 +81,9 @@ impl Default for AnswerConfig {
 struct Edns {
     payload: u16,
     dnssec_ok: bool,
+    /// The CO bit (RFC 9824 §4): the client takes NXDOMAIN with a
+    /// compact-denial NSEC.
+    compact_ok: bool,
 }
 
 /// An EDNS Client Subnet option of a request (RFC 7871 §6), as given.
@@ -421,6 +424,7 @@ fn parse(packet: &[u8]) -> (Request<'_>, Parsed) {
             request.edns = Some(Edns {
                 payload,
                 dnssec_ok: fixed[6] & 0x80 != 0,
+                compact_ok: fixed[6] & 0x40 != 0,
             });
             request.bad_version = version != 0;
             // Options (RFC 6891 §6.1.2): code, length, data.
@@ -482,7 +486,8 @@ fn write_header(out: &mut Vec<u8>, packet: &[u8], flags: [u8; 2], counts: [u16; 
 fn push_opt(out: &mut Vec<u8>, edns: Edns, rcode: u16, max_payload: u16, ecs: Option<(&ClientSubnet, u8)>) {
     let payload = max_payload.max(MIN_UDP_PAYLOAD).to_be_bytes();
     let ext_rcode = (rcode >> 4) as u8;
-    let do_bit = if edns.dnssec_ok { 0x80 } else { 0 };
+    // DO echoed (RFC 3225 §3), CO echoed (RFC 9824 §4).
+    let do_bit = if edns.dnssec_ok { 0x80 } else { 0 } | if edns.compact_ok { 0x40 } else { 0 };
     let rdlen = ecs.map_or(0, |(e, _)| e.wire_len() as u16).to_be_bytes();
     out.extend_from_slice(&[
         0,
@@ -613,7 +618,8 @@ const TYPE_NSEC: u16 = 47;
 const NSEC_TBS_MAX: usize = 18 + 255 + 255 + 10 + 257 + 34;
 
 /// A name of a signed zone that does not exist, asked with DO: RFC 9824
-/// compact denial. NOERROR, no answer; in the authority section an NSEC
+/// compact denial. NOERROR (NXDOMAIN when the request has the CO bit,
+/// RFC 9824 §4), no answer; in the authority section an NSEC
 /// at the query name (next name `\000.<qname>`, types RRSIG NSEC NXNAME)
 /// signed now, then the zone's signed SOA. Owner names are compression
 /// pointers to the question. The signed data is assembled on the stack
@@ -660,7 +666,12 @@ fn compact_denial(request: &Request<'_>, keys: &ZoneKeys, limits: Limits, out: &
     let Some(sig_len) = signed else {
         return error_response(packet, Some(request), rcode::SERVFAIL, out);
     };
-    write_header(out, packet, response_flags(packet, true, rcode::NOERROR), [1, 0, 4, 0]);
+    let rcode = if request.edns.is_some_and(|e| e.compact_ok) {
+        rcode::NXDOMAIN
+    } else {
+        rcode::NOERROR
+    };
+    write_header(out, packet, response_flags(packet, true, rcode), [1, 0, 4, 0]);
     out.extend_from_slice(&packet[HEADER_LEN..request.question_end]);
     let owner = (0xC000u16 | HEADER_LEN as u16).to_be_bytes();
     // NSEC RR.
@@ -684,7 +695,7 @@ fn compact_denial(request: &Request<'_>, keys: &ZoneKeys, limits: Limits, out: &
     out[prefix_at + keys.labels_at] = labels;
     out.extend_from_slice(&signature[..sig_len]);
     out.extend_from_slice(&keys.soa_tail);
-    finish(request, rcode::NOERROR, limits, 0, out)
+    finish(request, rcode, limits, 0, out)
 }
 
 /// Rare answers rendered at query time: wildcard synthesis (RFC 4592) and

@@ -761,3 +761,24 @@ async fn referral_proves_no_ds() {
         .iter()
         .all(|r| r.record_type() != RecordType::RRSIG));
 }
+
+/// RFC 9824 §4: with the CO bit a missing name is NXDOMAIN (still with
+/// its compact-denial NSEC), and CO is echoed; without it, NOERROR.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_ok_bit_restores_nxdomain() {
+    let (zone, key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    let (_server, addr, _store) = serve(zone).await;
+    let mut packet = simple_query("missing.example.com.", RecordType::A, Some((1232, true)));
+    let plain = query_udp(addr, &packet).unwrap();
+    assert_eq!(plain.metadata.response_code, ResponseCode::NoError);
+    // The OPT RR ends the query: its TTL's second octet after the
+    // extended RCODE and version holds DO (0x80) and CO (0x40).
+    let flags_at = packet.len() - 4;
+    assert_eq!(packet[flags_at] & 0x80, 0x80, "DO where expected");
+    packet[flags_at] |= 0x40;
+    let raw = crate::common::query_udp_raw(addr, &packet).unwrap();
+    let co = fedns_dnsserver::hickory_proto::op::Message::from_vec(&raw).unwrap();
+    assert_eq!(co.metadata.response_code, ResponseCode::NXDomain);
+    assert_eq!(verify_all(&co, &key), 2, "the NSEC's and the SOA's RRSIG");
+    assert_eq!(raw[raw.len() - 4] & 0xC0, 0xC0, "DO and CO echoed");
+}
