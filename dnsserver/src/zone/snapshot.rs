@@ -1037,11 +1037,20 @@ impl<'a> Renderer<'a> {
             })
         };
         let query_types = &self.query_types;
-        let render_all = |variant: Override<'_>, keys: Option<&ZoneKeys>| -> Option<(Rendered, Vec<(u16, Rendered)>)> {
-            let other = render_type(ABSENT_TYPE, variant, keys)?;
+        // Signed answers (`keys`) are rendered only for the types whose
+        // unsigned answer differs from the absent type's (`differing`): an
+        // equal unsigned answer is the same resolution, so it signs the same.
+        let render_all = |variant: Override<'_>,
+                          keys: Option<(&ZoneKeys, &[(u16, Rendered)])>|
+         -> Option<(Rendered, Vec<(u16, Rendered)>)> {
+            let other = render_type(ABSENT_TYPE, variant, keys.map(|k| k.0))?;
             let mut answers = Vec::new();
-            for &qtype in query_types {
-                if let Some(rendered) = render_type(qtype, variant, keys) {
+            let types: Vec<RecordType> = match keys {
+                Some((_, differing)) => differing.iter().map(|(t, _)| RecordType::from(*t)).collect(),
+                None => query_types.clone(),
+            };
+            for qtype in types {
+                if let Some(rendered) = render_type(qtype, variant, keys.map(|k| k.0)) {
                     if rendered.bytes != other.bytes {
                         answers.push((u16::from(qtype), rendered));
                     }
@@ -1093,6 +1102,7 @@ impl<'a> Renderer<'a> {
             let (route_query, sets, report) = &self.routes[&route];
             let start = chunk.variant_answers.len() as u32;
             let mut complete = true;
+            let mut differing: Vec<Vec<(u16, Rendered)>> = Vec::with_capacity(sets.len());
             for sets in sets {
                 let variant = Some((route, sets));
                 let Some((other, answers)) = render_all(variant, None) else {
@@ -1103,6 +1113,7 @@ impl<'a> Renderer<'a> {
                     Some(set) => chunk.variant_answers.push(set),
                     None => complete = false,
                 }
+                differing.push(answers);
             }
             if complete {
                 entry.route = chunk.routes.len() as u32;
@@ -1111,8 +1122,13 @@ impl<'a> Renderer<'a> {
                 chunk.reports.push(report.clone());
                 if let Some(keys) = &keys {
                     let mut signed = Vec::with_capacity(sets.len() + 1);
-                    for variant in std::iter::once(None).chain(sets.iter().map(|sets| Some((route, sets)))) {
-                        match render_all(variant, Some(keys)).and_then(|(o, a)| chunk.store_set(&o, &a)) {
+                    let variants = std::iter::once((None, answers.as_slice())).chain(
+                        sets.iter()
+                            .zip(&differing)
+                            .map(|(sets, d)| (Some((route, sets)), d.as_slice())),
+                    );
+                    for (variant, differing) in variants {
+                        match render_all(variant, Some((keys, differing))).and_then(|(o, a)| chunk.store_set(&o, &a)) {
                             Some(set) => signed.push(set),
                             None => break,
                         }
@@ -1138,7 +1154,7 @@ impl<'a> Renderer<'a> {
             }
         }
         if let Some(keys) = &keys {
-            match render_all(None, Some(keys)).and_then(|(o, a)| chunk.store_set(&o, &a)) {
+            match render_all(None, Some((keys, answers.as_slice()))).and_then(|(o, a)| chunk.store_set(&o, &a)) {
                 Some(set) => {
                     entry.signed = chunk.signed_sets.len() as u32;
                     chunk.signed_sets.push(set);
