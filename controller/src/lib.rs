@@ -21,6 +21,7 @@
 
 pub mod cli;
 pub mod dataplane;
+pub mod discovery;
 pub mod federation;
 pub mod http;
 pub mod kube_client;

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Sandbox(args) => run_async(cli::sandbox::run(args)),
         Command::Join(args) => run_async(cli::join::run(args)),
         Command::Explain(args) => run_async(cli::explain::run(args)),
+        Command::DiscoveryConfig(args) => run_async(cli::discovery_config::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -57,9 +57,9 @@ mod xfr;
 mod zone;
 
 pub use hickory_proto;
-pub use metrics::{DnsMetrics, TcpStats, WorkerMetrics};
+pub use metrics::{AnswerKind, AnswerKinds, DnsMetrics, TcpStats, WorkerMetrics};
 pub use net::server::{DnsServer, ServerConfig, DEFAULT_MAX_TCP_CONNECTIONS_PER_CLIENT};
-pub use query::answer::{self, answer, answer_from, AnswerConfig, Answered, Transport};
+pub use query::answer::{self, answer, answer_from, answer_kind, AnswerConfig, Answered, Transport};
 pub use query::check::check_answer;
 pub use query::rrl::RrlConfig;
 pub use zone::content::{SoaFields, ZoneContent};

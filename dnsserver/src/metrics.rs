@@ -35,6 +35,57 @@ pub struct Answered {
     pub truncated: bool,
 }
 
+/// The shape of an answer, as its response reads (RFC 1035 §4.1.1,
+/// RFC 2308 §2 for NXDOMAIN and NODATA): what a member-side discovery
+/// replica reports as local (records), fallback (a CNAME chain),
+/// NXDOMAIN and NODATA answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// NOERROR whose answer section starts with the type asked (or
+    /// anything but a CNAME when the type asked was not CNAME).
+    Records,
+    /// NOERROR whose answer section starts with a CNAME for a question of
+    /// another type: the rest of the chain follows.
+    Cname,
+    /// RCODE 3: the name does not exist.
+    NxDomain,
+    /// NOERROR with an empty answer section: the name exists, the type
+    /// does not (a referral counts here too).
+    NoData,
+    /// Any other RCODE, a truncated response, or a response too short to
+    /// read.
+    Other,
+}
+
+impl AnswerKind {
+    const ALL: [(AnswerKind, &'static str); 5] = [
+        (AnswerKind::Records, "records"),
+        (AnswerKind::Cname, "cname"),
+        (AnswerKind::NxDomain, "nxdomain"),
+        (AnswerKind::NoData, "nodata"),
+        (AnswerKind::Other, "other"),
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Answers counted by [`AnswerKind`], all workers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnswerKinds {
+    /// [`AnswerKind::Records`].
+    pub records: u64,
+    /// [`AnswerKind::Cname`].
+    pub cname: u64,
+    /// [`AnswerKind::NxDomain`].
+    pub nxdomain: u64,
+    /// [`AnswerKind::NoData`].
+    pub nodata: u64,
+    /// [`AnswerKind::Other`].
+    pub other: u64,
+}
+
 /// Response rate limiting counters (`query/rrl.rs`), read by the metrics
 /// collector.
 #[derive(Debug, Default)]
@@ -91,6 +142,7 @@ pub struct WorkerMetrics {
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_nanos: AtomicU64,
+    kinds: [AtomicU64; AnswerKind::ALL.len()],
 }
 
 impl WorkerMetrics {
@@ -103,7 +155,14 @@ impl WorkerMetrics {
             latency_buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             latency_count: AtomicU64::new(0),
             latency_sum_nanos: AtomicU64::new(0),
+            kinds: std::array::from_fn(|_| AtomicU64::new(0)),
         }
+    }
+
+    /// Counts one answer by its shape (see `query::answer::answer_kind`).
+    #[inline]
+    pub fn record_kind(&self, kind: AnswerKind) {
+        self.kinds[kind.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts one answered query and how long it took to answer.
@@ -241,6 +300,24 @@ impl DnsMetrics {
         self.tcp.stats()
     }
 
+    /// Answers so far by shape, all workers.
+    pub fn answer_kinds(&self) -> AnswerKinds {
+        let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        let sum = |kind: AnswerKind| -> u64 {
+            workers
+                .iter()
+                .map(|w| w.kinds[kind.index()].load(Ordering::Relaxed))
+                .sum()
+        };
+        AnswerKinds {
+            records: sum(AnswerKind::Records),
+            cname: sum(AnswerKind::Cname),
+            nxdomain: sum(AnswerKind::NxDomain),
+            nodata: sum(AnswerKind::NoData),
+            other: sum(AnswerKind::Other),
+        }
+    }
+
     /// Total queries answered so far, all workers.
     pub fn answered_total(&self) -> u64 {
         self.workers
@@ -288,6 +365,21 @@ impl Collector for DnsMetrics {
                         ConstCounter::new(total).encode(family.encode_family(&labels)?)?;
                     }
                 }
+            }
+        }
+        {
+            let mut family = encoder.encode_descriptor(
+                "fedns_dns_answers",
+                "Answers by shape: records, cname (a CNAME chain), nxdomain, nodata, other",
+                None,
+                MetricType::Counter,
+            )?;
+            for (kind, label) in AnswerKind::ALL {
+                let total: u64 = workers
+                    .iter()
+                    .map(|w| w.kinds[kind.index()].load(Ordering::Relaxed))
+                    .sum();
+                ConstCounter::new(total).encode(family.encode_family(&[("kind", label)])?)?;
             }
         }
         let sum =

@@ -45,6 +45,9 @@ pub enum Command {
     Sandbox(SandboxArgs),
     /// Explain why each cluster is or is not behind a published name.
     Explain(ExplainArgs),
+    /// Print the cluster DNS forwarding (CoreDNS, kube-dns, dnsmasq) a
+    /// member needs for discovery of `nginx.ns.myfed` from its pods.
+    DiscoveryConfig(DiscoveryConfigArgs),
     /// Print a reference document generated from this binary (hidden: it
     /// keeps `docs/` current).
     #[command(hide = true)]
@@ -61,6 +64,7 @@ impl Command {
             Command::Join(_) => "join",
             Command::Sandbox(_) => "sandbox",
             Command::Explain(_) => "explain",
+            Command::DiscoveryConfig(_) => "discovery-config",
             Command::Docs(_) => "docs",
         }
     }
@@ -157,6 +161,60 @@ pub struct DnsServerArgs {
     /// Response rate limiting.
     #[command(flatten)]
     pub rrl: RrlArgs,
+    /// Member-side discovery (`nginx.ns.myfed` from inside members).
+    #[command(flatten)]
+    pub member: MemberSideArgs,
+}
+
+/// `fedns dns-server` as a member-side replica: it also answers the
+/// discovery zones `F.svc.<cluster-domain>` of one member cluster (its
+/// cluster DNS forwards them here; see `fedns discovery-config`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MemberSideArgs {
+    /// Run as the replica of this member (its MemberCluster name): the
+    /// host is read with --kubeconfig (read-only), the member with
+    /// --member-kubeconfig.
+    #[arg(long, value_name = "NAME", conflicts_with = "manifests")]
+    pub member_cluster: Option<String>,
+    /// Kubeconfig of the member this replica runs in (default: in-cluster
+    /// config). Read access to Services, EndpointSlices and its Node.
+    #[arg(long, value_name = "PATH", requires = "member_cluster")]
+    pub member_kubeconfig: Option<PathBuf>,
+    /// The member's cluster domain.
+    #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
+    pub cluster_domain: String,
+    /// The Node this replica runs on (the downward API's spec.nodeName):
+    /// its `topology.kubernetes.io/zone` picks the zone fallbacks go to.
+    #[arg(long, value_name = "NAME", env = "NODE_NAME", requires = "member_cluster")]
+    pub node_name: Option<String>,
+    /// Keep the last host-side state here and serve it at start while the
+    /// host is unreachable (an emptyDir survives container restarts).
+    #[arg(long, value_name = "PATH", requires = "member_cluster")]
+    pub state_file: Option<PathBuf>,
+}
+
+/// Arguments of `fedns discovery-config`.
+#[derive(Debug, Args)]
+pub struct DiscoveryConfigArgs {
+    /// The member cluster (MemberCluster name), for the header only.
+    pub cluster: String,
+    /// Address of the member-side replica as the member's cluster DNS
+    /// reaches it (its Service's ClusterIP, `IP` or `IP:PORT`).
+    #[arg(long, value_name = "IP[:PORT]")]
+    pub server: String,
+    /// The member's cluster domain.
+    #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
+    pub cluster_domain: String,
+    /// Federations (Domain names) to forward; default: every Domain of
+    /// the host.
+    #[arg(long, value_name = "NAME")]
+    pub federation: Vec<String>,
+    /// Kubeconfig of the host cluster (for the Domains).
+    #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The controller namespace (Domains).
+    #[arg(long, value_name = "NAMESPACE", default_value = "fedns-system")]
+    pub namespace: String,
 }
 
 /// Response rate limiting of the embedded DNS server, over UDP (Knot's
@@ -589,6 +647,23 @@ pub struct ExplainArgs {
     /// DNS server's --geoip-db.
     #[arg(long, value_name = "PATH")]
     pub geoip_db: Option<PathBuf>,
+    /// Explain what a pod in this member cluster gets for NAME, a
+    /// discovery name (`nginx.ns.myfed`, or with `.svc.CLUSTER-DOMAIN`):
+    /// the local Service or the CNAME chain, and why. Reads the host and
+    /// the member (its Services and EndpointSlices).
+    #[arg(long, value_name = "MEMBER")]
+    pub from_cluster: Option<String>,
+    /// Kubeconfig of the member (with --from-cluster). Default: the
+    /// MemberCluster's own connection (spec and Secret) from the host.
+    #[arg(long, value_name = "PATH", requires = "from_cluster")]
+    pub member_kubeconfig: Option<PathBuf>,
+    /// The member's cluster domain (with --from-cluster).
+    #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
+    pub cluster_domain: String,
+    /// The Node the member's discovery replica runs on (with
+    /// --from-cluster): its zone label picks the fallback's zone name.
+    #[arg(long, value_name = "NODE", requires = "from_cluster")]
+    pub node: Option<String>,
 }
 
 /// Output of `fedns explain`.
@@ -704,6 +779,24 @@ pub enum SandboxAction {
         #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
         state_dir: PathBuf,
     },
+    /// Make a member's nginx endpoints unready: its pods' discovery answer
+    /// for nginx.ns.myfed turns into the CNAME chain to the nearest healthy
+    /// cluster.
+    DrainEndpoints {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Make a member's nginx endpoints ready again (local answer again).
+    RestoreEndpoints {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
 }
 
 /// Arguments of `fedns join`.
@@ -735,6 +828,14 @@ pub struct JoinArgs {
     /// Register even if the member does not answer now.
     #[arg(long)]
     pub skip_check: bool,
+    /// The member-side discovery replica's address in the member (its
+    /// Service's ClusterIP): print the cluster DNS forwarding for it
+    /// (as `fedns discovery-config`).
+    #[arg(long, value_name = "IP[:PORT]")]
+    pub discovery_server: Option<String>,
+    /// The member's cluster domain (with --discovery-server).
+    #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
+    pub cluster_domain: String,
 }
 
 #[cfg(test)]

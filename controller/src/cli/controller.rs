@@ -736,7 +736,7 @@ where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
     async fn wait(&self) {
-        let _ = self.store.wait_until_ready().await;
+        fedns_providers::source::ready::store_ready(&self.store).await;
     }
 }
 

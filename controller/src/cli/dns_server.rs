@@ -54,6 +54,41 @@ fn read_tsig_key_file(path: &std::path::Path) -> anyhow::Result<Vec<TsigKey>> {
     Ok(keys)
 }
 
+/// Member mode (`--member-cluster`): the federation zones from the host
+/// and the member's discovery zones; returns the publish counter.
+async fn start_member_side(
+    args: &DnsServerArgs,
+    member: &str,
+    sink: &EmbeddedSink,
+    registry: &mut Registry,
+    dns: &std::sync::Arc<DnsMetrics>,
+) -> anyhow::Result<tokio::sync::watch::Receiver<SourceState>> {
+    let host = crate::kube_client::client(args.kubeconfig.as_deref())
+        .await
+        .context("the host cluster's client")?;
+    let member_client = crate::kube_client::client(args.member.member_kubeconfig.as_deref())
+        .await
+        .context("the member cluster's client")?;
+    let metrics = crate::discovery::metrics::DiscoveryMetrics::default();
+    metrics.register(registry);
+    crate::discovery::metrics::DiscoveryMetrics::register_answers(registry, member, dns.clone());
+    let config = crate::discovery::replica::ReplicaConfig {
+        member: member.to_owned(),
+        namespace: args.namespace.clone(),
+        cluster_domain: args.member.cluster_domain.clone(),
+        node_name: args.member.node_name.clone(),
+        state_file: args.member.state_file.clone(),
+    };
+    tracing::info!(member, cluster_domain = %config.cluster_domain, "member-side replica: answering the discovery zones");
+    Ok(crate::discovery::member_side::start(
+        host,
+        member_client,
+        config,
+        sink.clone(),
+        metrics,
+    ))
+}
+
 /// Runs until SIGTERM/Ctrl-C.
 ///
 /// # Errors
@@ -71,9 +106,9 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     metrics.watch_store(store.clone());
     let mut registry = Registry::default();
     registry.register_collector(Box::new(metrics.clone()));
-    let state = HttpState::new(registry);
 
     let mut source_state = None;
+    let mut ready_now = false;
     if let Some(path) = &args.tsig_key_file {
         sink.set_named_tsig_keys(read_tsig_key_file(path)?);
     }
@@ -83,7 +118,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     }
     if let Some(path) = &args.manifests {
         load_manifests(path, &sink)?;
-        state.set_ready(true);
+        ready_now = true;
         // Signatures are made again before they expire: look hourly.
         let (path, sink) = (path.clone(), sink.clone());
         tokio::spawn(async move {
@@ -96,6 +131,8 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
                 }
             }
         });
+    } else if let Some(member) = &args.member.member_cluster {
+        source_state = Some(start_member_side(args, member, &sink, &mut registry, &metrics).await?);
     } else {
         let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
         let (tx, rx) = tokio::sync::watch::channel(SourceState::default());
@@ -112,6 +149,8 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         source_state = Some(rx);
     }
 
+    let state = HttpState::new(registry);
+    state.set_ready(ready_now);
     let config = ServerConfig {
         listen: args.listen.clone(),
         udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),

@@ -16,6 +16,9 @@ use crate::records::explain::{explain, explain_routing, render};
 /// The host cluster cannot be reached or listed.
 pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
     let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
+    if let Some(member) = &args.from_cluster {
+        return from_cluster(args, client, member).await;
+    }
     let list = ListParams::default();
     let endpoints = Api::<DNSEndpoint>::all(client.clone())
         .list(&list)
@@ -64,6 +67,126 @@ pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
     match args.output {
         ExplainOutput::Text => print!("{}", render(&explanation)),
         ExplainOutput::Json => println!("{}", serde_json::to_string_pretty(&explanation)?),
+    }
+    Ok(())
+}
+
+/// `fedns explain NAME --from-cluster MEMBER`: the member's discovery
+/// answer, then (for a CNAME) the explanation of its target as every
+/// client gets it.
+async fn from_cluster(args: &ExplainArgs, host: kube::Client, member: &str) -> anyhow::Result<()> {
+    use crate::discovery::answer::Inputs;
+    use crate::discovery::explain::{explain_from_cluster, render as render_from, FromClusterAnswer};
+    use crate::discovery::replica::{federation_view, member_view, record_view};
+    use fedns_api::k8s_openapi::api::core::v1::{Node, Secret, Service};
+    use fedns_api::k8s_openapi::api::discovery::v1::EndpointSlice;
+
+    let list = ListParams::default();
+    let domains = Api::<Domain>::namespaced(host.clone(), &args.namespace)
+        .list(&list)
+        .await
+        .with_context(|| format!("listing Domains in {}", args.namespace))?
+        .items;
+    let records = Api::<ServiceDNSRecord>::all(host.clone())
+        .list(&list)
+        .await
+        .context("listing ServiceDNSRecords")?
+        .items;
+    let members_api = Api::<MemberCluster>::namespaced(host.clone(), &args.namespace);
+    let registered = members_api
+        .get_opt(member)
+        .await
+        .with_context(|| format!("reading MemberCluster {}/{member}", args.namespace))?;
+    let member_client = match (&args.member_kubeconfig, &registered) {
+        (Some(path), _) => crate::kube_client::client(Some(path)).await?,
+        (None, Some(cluster)) => {
+            let secret = match &cluster.spec.secret_ref {
+                Some(reference) => Api::<Secret>::namespaced(host.clone(), &args.namespace)
+                    .get_opt(&reference.name)
+                    .await
+                    .with_context(|| format!("reading Secret {}/{}", args.namespace, reference.name))?,
+                None => None,
+            };
+            crate::members::client::Connection::from_member_cluster(&cluster.spec, secret.as_ref())
+                .map_err(anyhow::Error::msg)?
+                .build()
+                .await
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("connecting to member {member}"))?
+        }
+        (None, None) => anyhow::bail!(
+            "no MemberCluster {}/{member} to connect through: pass --member-kubeconfig",
+            args.namespace
+        ),
+    };
+    let services = Api::<Service>::all(member_client.clone())
+        .list(&list)
+        .await
+        .with_context(|| format!("listing Services in {member}"))?
+        .items;
+    let slices = Api::<EndpointSlice>::all(member_client.clone())
+        .list(&list)
+        .await
+        .with_context(|| format!("listing EndpointSlices in {member}"))?
+        .items;
+    let node_zone = match &args.node {
+        Some(node) => {
+            let node = std::sync::Arc::new(
+                Api::<Node>::all(member_client)
+                    .get(node)
+                    .await
+                    .with_context(|| format!("reading Node {node} in {member}"))?,
+            );
+            crate::members::effective_topology(&None, &[], std::slice::from_ref(&node))
+                .1
+                .into_iter()
+                .next()
+        }
+        None => None,
+    };
+    let inputs = Inputs {
+        cluster_domain: args.cluster_domain.clone(),
+        federations: domains.iter().map(federation_view).collect(),
+        records: records.iter().map(record_view).collect(),
+        member: registered.as_ref().map(member_view),
+        node_zone,
+        services: crate::discovery::local::local_services(&services, &slices),
+    };
+    let explanation = explain_from_cluster(&args.name, member, &inputs).map_err(anyhow::Error::msg)?;
+    // A CNAME's target, as every client gets it.
+    let then = match &explanation.answer {
+        FromClusterAnswer::Fallback { target, .. } => {
+            let endpoints = Api::<DNSEndpoint>::all(host.clone())
+                .list(&list)
+                .await
+                .context("listing DNSEndpoints")?
+                .items;
+            let ingresses = Api::<IngressDNSRecord>::all(host.clone())
+                .list(&list)
+                .await
+                .context("listing IngressDNSRecords")?
+                .items;
+            let members = members_api.list(&list).await.context("listing MemberClusters")?.items;
+            let mut target_explanation =
+                explain(target, &endpoints, &records, &ingresses, &members, &|_, _, _, _| None);
+            target_explanation.routing = explain_routing(target, &domains, &endpoints, args.client_subnet, None);
+            Some(target_explanation)
+        }
+        _ => None,
+    };
+    match args.output {
+        ExplainOutput::Text => {
+            print!("{}", render_from(&explanation));
+            if let Some(then) = &then {
+                for line in render(then).lines() {
+                    println!("    {line}");
+                }
+            }
+        }
+        ExplainOutput::Json => {
+            let json = serde_json::json!({ "fromCluster": explanation, "target": then });
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
     }
     Ok(())
 }

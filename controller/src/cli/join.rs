@@ -121,7 +121,7 @@ pub async fn run(args: &JoinArgs) -> anyhow::Result<()> {
         )
         .await
         .with_context(|| format!("writing Secret {}/{secret_name}", args.namespace))?;
-    let clusters: Api<fedns_api::MemberCluster> = Api::namespaced(host, &args.namespace);
+    let clusters: Api<fedns_api::MemberCluster> = Api::namespaced(host.clone(), &args.namespace);
     clusters
         .patch(
             &args.name,
@@ -138,5 +138,29 @@ pub async fn run(args: &JoinArgs) -> anyhow::Result<()> {
         "joined: MemberCluster {}/{} (credentials in Secret {secret_name})",
         args.namespace, args.name
     );
+    print_discovery_config(host, args).await;
     Ok(())
+}
+
+/// Prints the member's cluster DNS forwarding for discovery (with
+/// `--discovery-server`), else how to get it.
+async fn print_discovery_config(host: kube::Client, args: &JoinArgs) {
+    let Some(server) = &args.discovery_server else {
+        println!(
+            "discovery: deploy deploy/member-discovery/ in the member, then `fedns discovery-config {} --server <its ClusterIP>` prints the cluster DNS forwarding",
+            args.name
+        );
+        return;
+    };
+    match crate::cli::discovery_config::federations(host, &args.namespace).await {
+        Ok(federations) if !federations.is_empty() => print!(
+            "{}",
+            crate::cli::discovery_config::text(&args.name, &federations, &args.cluster_domain, server)
+        ),
+        Ok(_) => println!(
+            "discovery: no Domain yet; run `fedns discovery-config {}` once there is one",
+            args.name
+        ),
+        Err(e) => eprintln!("warning: discovery configuration not printed: {e:#}"),
+    }
 }

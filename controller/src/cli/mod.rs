@@ -5,6 +5,7 @@
 mod args;
 pub mod controller;
 pub mod crds;
+pub mod discovery_config;
 pub mod dns_server;
 pub mod docs;
 pub mod explain;

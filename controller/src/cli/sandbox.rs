@@ -41,6 +41,7 @@ use tokio::sync::Notify;
 use crate::cli::{ControllerArgs, Provider, SandboxAction, SandboxArgs};
 use crate::federation::{Engine, Federation};
 
+pub mod discovery;
 pub mod screen;
 
 /// The log file in the state dir (unless `--verbose`).
@@ -116,6 +117,12 @@ pub async fn run(args: &SandboxArgs) -> anyhow::Result<()> {
         Some(SandboxAction::Uncordon { cluster, state_dir }) => control(state_dir, "uncordon", cluster).await,
         Some(SandboxAction::BreakLb { cluster, state_dir }) => control(state_dir, "break-lb", cluster).await,
         Some(SandboxAction::FixLb { cluster, state_dir }) => control(state_dir, "fix-lb", cluster).await,
+        Some(SandboxAction::DrainEndpoints { cluster, state_dir }) => {
+            control(state_dir, "drain-endpoints", cluster).await
+        }
+        Some(SandboxAction::RestoreEndpoints { cluster, state_dir }) => {
+            control(state_dir, "restore-endpoints", cluster).await
+        }
     }
 }
 
@@ -147,6 +154,8 @@ pub struct Running {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The Cloud DNS stand-in (`--provider google-clouddns`).
     pub clouddns: Option<fedns_sandbox::clouddns::CloudDns>,
+    /// Each member's discovery replica (`<state-dir>/<member>.dns`).
+    pub discovery: Vec<discovery::MemberReplica>,
 }
 
 /// Where to look at what the google-clouddns provider published.
@@ -325,6 +334,8 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     tasks.push(control_task);
     std::fs::write(args.state_dir.join(CONTROL_FILE), control_addr.to_string())
         .with_context(|| format!("writing {}", args.state_dir.join(CONTROL_FILE).display()))?;
+    let member_names: Vec<String> = seed.members.iter().map(|(name, _, _)| name.clone()).collect();
+    let discovery = discovery::start(&federation, NAMESPACE, &member_names).await?;
     Ok(Running {
         federation,
         dns_addr: args.dns_listen,
@@ -340,6 +351,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         controller: Some(controller),
         tasks,
         clouddns,
+        discovery,
     })
 }
 
@@ -452,6 +464,9 @@ impl Running {
         }
         for task in self.tasks {
             task.abort();
+        }
+        for replica in self.discovery {
+            replica.shutdown().await;
         }
         self.federation.stop();
         let _ = std::fs::remove_file(self.federation.state_dir.join(CONTROL_FILE));
@@ -747,6 +762,9 @@ async fn handle_control(
             .await
             .map(|_| format!("{cluster}: API server serving again; it returns after 2 successful probes\n"))
             .map_err(|e| e.to_string()),
+        "drain-endpoints" | "restore-endpoints" => {
+            discovery::set_nginx_ready(federation, &cluster, action == "restore-endpoints")
+        }
         "cordon" | "uncordon" if control.engine.is_some() => Err(format!(
             "{action} sets a MemberCluster's spec.cordoned; with --engine the members are the engine's clusters, \
              which fedns never writes (use fail/recover)"
@@ -771,7 +789,7 @@ async fn handle_control(
             }
         }
         other => Err(format!(
-            "unknown action {other}; use fail, recover, cordon, uncordon, break-lb or fix-lb"
+            "unknown action {other}; use fail, recover, cordon, uncordon, break-lb, fix-lb, drain-endpoints or restore-endpoints"
         )),
     };
     match result {

@@ -15,4 +15,4 @@ pub use member::{effective_topology, Member};
 pub use probe::Health;
 pub use registry::{Registry, TOPOLOGY_CONDITION};
 pub use sources::{MemberSource, Sources};
-pub use watch::SliceIndex;
+pub use watch::{endpoint_is_ready, SliceIndex};

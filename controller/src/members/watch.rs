@@ -57,6 +57,14 @@ pub struct SliceIndex {
 /// A slice's Service and whether the slice has a ready endpoint.
 type SliceOwner = (Arc<str>, bool);
 
+/// The readiness rule of fedns's health, for one endpoint of an
+/// EndpointSlice: its `conditions.ready`, where a missing condition means
+/// ready (as the EndpointSlice API says). Member-side discovery uses the
+/// same rule for its local-first answers.
+pub fn endpoint_is_ready(endpoint: &k8s_openapi::api::discovery::v1::Endpoint) -> bool {
+    endpoint.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true)
+}
+
 impl SliceIndex {
     /// Does Service `namespace/service` have a slice with a ready endpoint?
     pub fn is_ready(&self, namespace: &str, service: &str) -> bool {
@@ -68,11 +76,7 @@ impl SliceIndex {
         let name = slice.metadata.name.as_deref().unwrap_or_default();
         self.remove(namespace, name);
         let service: Arc<str> = Arc::from(slice.labels().get(SERVICE_NAME_LABEL)?.as_str());
-        // A missing `ready` condition means ready, per the API.
-        let ready = slice
-            .endpoints
-            .iter()
-            .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true));
+        let ready = slice.endpoints.iter().any(endpoint_is_ready);
         let key = (namespace.to_owned(), service.to_string());
         if ready {
             // Share the Service's name with its count when it has one.
@@ -170,7 +174,7 @@ impl WatchCtx {
         tokio::spawn(async move {
             let ready_flag = synced.clone();
             tokio::spawn(async move {
-                if store.wait_until_ready().await.is_ok() {
+                if fedns_providers::source::ready::store_ready(&store).await {
                     mark_synced(&ready_flag, index, &queue);
                 }
             });
@@ -382,10 +386,7 @@ fn slim_slice(slice: &mut EndpointSlice) {
         endpoint.deprecated_topology = None;
     }
     // Readiness is all that counts: one ready endpoint stands for the slice.
-    let ready = slice
-        .endpoints
-        .iter()
-        .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true));
+    let ready = slice.endpoints.iter().any(endpoint_is_ready);
     slice.endpoints.truncate(1);
     if let Some(first) = slice.endpoints.first_mut() {
         let conditions = first.conditions.get_or_insert_with(Default::default);

@@ -514,17 +514,19 @@ impl AutoRecords {
     /// Makes, changes and deletes generated records whenever a source,
     /// record or Domain changes (`changed`), and every `resync`.
     pub async fn run(self, changed: Arc<Notify>, resync: Duration) {
-        // Nothing is deleted before every cache has listed once.
+        // Nothing is deleted before every cache has listed once (stores
+        // shared with other waiters: see `store_ready`).
+        use fedns_providers::source::ready::store_ready;
         for source in &self.sources {
-            let _ = source.services.wait_until_ready().await;
-            let _ = source.ingresses.wait_until_ready().await;
+            store_ready(&source.services).await;
+            store_ready(&source.ingresses).await;
             if let Some(f) = &source.federated_services {
-                let _ = f.wait_until_ready().await;
+                store_ready(f).await;
             }
         }
-        let _ = self.services.wait_until_ready().await;
-        let _ = self.ingresses.wait_until_ready().await;
-        let _ = self.domains.wait_until_ready().await;
+        store_ready(&self.services).await;
+        store_ready(&self.ingresses).await;
+        store_ready(&self.domains).await;
         tracing::info!("auto-records: caches ready");
         let mut reported: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         loop {

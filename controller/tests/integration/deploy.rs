@@ -306,3 +306,123 @@ fn documented_install_commands_apply_every_kustomization() {
     }
     println!("{} install commands in {:?}", commands.len(), started.elapsed());
 }
+
+/// deploy/member-discovery (in a member) and its host/ part (in the host):
+/// each renders, applies server-side to a fresh emulated cluster and reads
+/// back as rendered; the replica runs `dns-server --member-cluster` with
+/// its state on an emptyDir and NODE_NAME from the downward API; every
+/// rule is read-only (least privilege: the member's Services,
+/// EndpointSlices and Nodes; the host's Domains, DNSEndpoints,
+/// ServiceDNSRecords and MemberClusters).
+#[test]
+fn member_discovery_kustomizations_apply_read_only() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (dir, resources) in [
+        ("deploy/member-discovery", vec!["services", "nodes", "endpointslices"]),
+        (
+            "deploy/member-discovery/host",
+            vec!["domains", "dnsendpoints", "servicednsrecords", "memberclusters"],
+        ),
+    ] {
+        let emulator = runtime.block_on(Emulator::start()).unwrap();
+        let home = std::env::temp_dir().join(format!(
+            "fedns-deploy-md-{}-{}",
+            std::process::id(),
+            emulator.addr().port()
+        ));
+        std::fs::create_dir_all(&home).unwrap();
+        emulator.write_kubeconfig(&home.join("kubeconfig")).unwrap();
+        if dir.ends_with("host") {
+            // The CRDs the rules name, and fedns's namespace, exist in a
+            // host (fedns's own install created them).
+            run(&home, "kubectl", &["apply", "--server-side", "-k", "deploy/crds"]);
+            run(
+                &home,
+                "kubectl",
+                &["apply", "--server-side", "-f", "deploy/member-discovery/namespace.yaml"],
+            );
+        }
+        let rendered = String::from_utf8(run(&home, "kubectl", &["kustomize", dir]).stdout).unwrap();
+        let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
+            .map(|doc| Value::deserialize(doc).unwrap())
+            .filter(|v| !v.is_null())
+            .collect();
+        let path = home.join("rendered.yaml");
+        std::fs::write(&path, &rendered).unwrap();
+        run(
+            &home,
+            "kubectl",
+            &["apply", "--server-side", "-f", path.to_str().unwrap()],
+        );
+        let got = kubectl_json(&home, &["get", "-f", path.to_str().unwrap(), "-o", "json"]);
+        let got: Vec<Value> = got["items"].as_array().cloned().unwrap_or_else(|| vec![got]);
+        let stored: BTreeMap<_, _> = got.iter().map(|o| (key(o), o)).collect();
+        for wanted in &objects {
+            let object = stored
+                .get(&key(wanted))
+                .unwrap_or_else(|| panic!("{dir}: {:?} not read back", key(wanted)));
+            let mut diffs = Vec::new();
+            differences("", object, wanted, &mut diffs);
+            assert!(diffs.is_empty(), "{dir}: stored differs:\n{}", diffs.join("\n"));
+        }
+        let mut named = Vec::new();
+        for role in objects.iter().filter(|o| o["kind"] == "ClusterRole") {
+            for rule in role["rules"].as_array().unwrap() {
+                let verbs: Vec<&str> = rule["verbs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap())
+                    .collect();
+                assert_eq!(verbs, ["get", "list", "watch"], "{dir}: read-only: {rule}");
+                named.extend(
+                    rule["resources"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|r| r.as_str().unwrap().to_owned()),
+                );
+            }
+        }
+        named.sort();
+        let mut wanted: Vec<String> = resources.iter().map(|r| r.to_string()).collect();
+        wanted.sort();
+        assert_eq!(named, wanted, "{dir}: exactly these resources");
+        if !dir.ends_with("host") {
+            let deployment = stored
+                .get(&(
+                    "Deployment".to_owned(),
+                    "fedns-system".to_owned(),
+                    "fedns-discovery".to_owned(),
+                ))
+                .expect("the replica Deployment");
+            let pod = &deployment["spec"]["template"]["spec"];
+            let args = pod["containers"][0]["args"].to_string();
+            for arg in [
+                "dns-server",
+                "--member-cluster=",
+                "--read-only",
+                "--state-file=/var/lib/fedns/",
+            ] {
+                assert!(args.contains(arg), "{dir}: {arg} in {args}");
+            }
+            assert_eq!(pod["containers"][0]["env"][0]["name"], "NODE_NAME");
+            assert!(
+                pod["volumes"].to_string().contains("emptyDir"),
+                "{dir}: state on an emptyDir"
+            );
+            assert!(stored.contains_key(&(
+                "Service".to_owned(),
+                "fedns-system".to_owned(),
+                "fedns-discovery".to_owned()
+            )));
+        }
+        println!("{dir}: {} objects applied and read back", objects.len());
+        drop(emulator);
+        let _ = std::fs::remove_dir_all(&home);
+    }
+}

@@ -9,6 +9,7 @@ mod clouddns_sandbox;
 mod controller_e2e;
 mod dataplane;
 mod deploy;
+mod discovery;
 mod dns_server;
 mod dnssec_e2e;
 mod health_e2e;

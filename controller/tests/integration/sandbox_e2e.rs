@@ -570,6 +570,7 @@ async fn the_first_screen_of_the_built_in_example_works() {
     let dir = args.state_dir.display();
     let url = |name: &str| running.federation.members[name].url();
     let lb = |name: &str| running.load_balancers[name].to_string();
+    let discovery = |name: &str| running.discovery.iter().find(|r| r.member == name).unwrap().addr;
     let expected = format!(
         "\
 fedns sandbox: a host and 3 member clusters on loopback
@@ -585,6 +586,8 @@ DNS on 127.0.0.1 port {port} (UDP and TCP). Try:
   dig @127.0.0.1 -p {port} nginx.ns.myfed.svc.us-west-2.example.com
   dig @127.0.0.1 -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com
   dig @127.0.0.1 -p {port} shop.example.com
+Inside us-east-1: its cluster DNS would forward myfed.svc.cluster.local to {east_dns} (address in {dir}/us-east-1.dns):
+  dig @127.0.0.1 -p {east_dns_port} nginx.ns.myfed.svc.cluster.local   (a pod's nginx.ns.myfed: the local Service)
 Stop a member's API server (nginx stays while its load balancer passes), and bring it back:
   fedns sandbox fail us-west-2 --state-dir {dir}
   fedns sandbox recover us-west-2 --state-dir {dir}
@@ -605,6 +608,8 @@ Published changes follow (+ added, - removed). Ctrl-C stops everything.
         eu_lb = lb("eu-west-1"),
         east_lb = lb("us-east-1"),
         west_lb = lb("us-west-2"),
+        east_dns = discovery("us-east-1"),
+        east_dns_port = discovery("us-east-1").port(),
     );
     assert_eq!(running.screen().to_string(), expected);
     // The client subnet hint places the client in eu-west-1.

@@ -616,6 +616,9 @@ async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService, peer: 
                     return Ok(End::NotAQuery);
                 };
                 service.metrics.record(&answered, started.elapsed());
+                service
+                    .metrics
+                    .record_kind(crate::query::answer::answer_kind(&response));
                 // TCP answers are capped at 65535 octets by `answer`; a
                 // longer one would be a bug, and is not sent half-framed.
                 let Ok(framed_length) = u16::try_from(response.len()) else {

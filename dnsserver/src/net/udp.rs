@@ -111,6 +111,7 @@ pub(crate) fn udp_loop(
             match result {
                 Some(answered) if peer.is_some() => {
                     metrics.record(&answered, started.elapsed());
+                    metrics.record_kind(crate::query::answer::answer_kind(out));
                     if let Some(rrl) = rrl {
                         match peer.as_ref().and_then(peer_ip).map(|ip| rrl.check(ip, out, second)) {
                             Some(Verdict::Drop) => continue,

@@ -15,6 +15,7 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
+use crate::metrics::AnswerKind;
 pub use crate::metrics::{Answered, Transport};
 use crate::zone::dnssec::{ZoneKeys, MAX_SIGNATURE};
 use crate::zone::snapshot::{Snapshot, Tail, SERIAL_FROM_END};
@@ -27,6 +28,8 @@ const MAX_NAME_WIRE: usize = 255;
 const MIN_UDP_PAYLOAD: u16 = 512;
 /// OPT RR type (RFC 6891).
 const TYPE_OPT: u16 = 41;
+/// CNAME RR type (RFC 1035 §3.2.2).
+const TYPE_CNAME: u16 = 5;
 /// TSIG RR type (RFC 8945).
 const TYPE_TSIG: u16 = 250;
 /// EDNS option code of Client Subnet (RFC 7871 §6).
@@ -447,6 +450,38 @@ fn parse(packet: &[u8]) -> (Request<'_>, Parsed) {
         pos = next;
     }
     (request, Parsed::Ok)
+}
+
+/// The shape of `response` (a whole DNS message, RFC 1035 §4.1), for
+/// metrics: read from the header, the question and the first answer RR's
+/// TYPE, without allocating.
+pub fn answer_kind(response: &[u8]) -> AnswerKind {
+    if response.len() < HEADER_LEN || response[2] & FLAG_TC != 0 {
+        return AnswerKind::Other;
+    }
+    let ancount = u16::from_be_bytes([response[6], response[7]]);
+    let qdcount = u16::from_be_bytes([response[4], response[5]]);
+    match response[3] & 0x0F {
+        3 => return AnswerKind::NxDomain,
+        0 if ancount == 0 => return AnswerKind::NoData,
+        0 if qdcount == 1 => {}
+        _ => return AnswerKind::Other,
+    }
+    let Some(question_end) = skip_name(response, HEADER_LEN).map(|end| end + 4) else {
+        return AnswerKind::Other;
+    };
+    let (Some(qtype), Some(first)) = (
+        response.get(question_end - 4..question_end - 2),
+        skip_name(response, question_end).and_then(|end| response.get(end..end + 2)),
+    ) else {
+        return AnswerKind::Other;
+    };
+    let cname = TYPE_CNAME.to_be_bytes();
+    if first == cname && qtype != cname {
+        AnswerKind::Cname
+    } else {
+        AnswerKind::Records
+    }
 }
 
 /// The offset after the (possibly compressed) name at `pos`.

@@ -61,6 +61,19 @@ pub struct ZoneContent {
     pub client_regions: ClientRegions,
     /// DNSSEC signing (default: none, the zone is served unsigned).
     pub dnssec: Option<DnssecConfig>,
+    /// The region of a client neither EDNS Client Subnet, nor
+    /// `client_regions`, nor the GeoIP database places (None: such a
+    /// client gets a `Nearest` name's every-region variant). A member-side
+    /// replica sets its member's region here (DESIGN.md "Discovery inside
+    /// member clusters").
+    pub default_client_region: Option<String>,
+    /// Follow a CNAME chain that leaves this zone into the other zones the
+    /// server serves, so the answer holds the whole chain and the final
+    /// addresses (default off: out-of-zone records are out of bailiwick,
+    /// RFC 2181 §5.4.1, and a resolver continues the chain itself). On for
+    /// zones answered to stub resolvers through a forwarder that does not
+    /// chase CNAMEs (dnsmasq, CoreDNS `forward`).
+    pub follow_cnames_across_zones: bool,
 }
 
 impl ZoneContent {
@@ -90,6 +103,8 @@ impl ZoneContent {
             routed: Vec::new(),
             client_regions: ClientRegions::default(),
             dnssec: None,
+            default_client_region: None,
+            follow_cnames_across_zones: false,
             apex,
         }
     }

@@ -81,6 +81,9 @@ impl Tree {
         for _ in 0..=MAX_CNAME_CHAIN {
             let zone = match self.zone_for(&current) {
                 Some(zone) if zone == question_zone => zone,
+                // Zones answered to stub resolvers through forwarders:
+                // the chain goes on in the other served zones.
+                Some(zone) if self.zones[question_zone].follow_cnames_across_zones => zone,
                 // The chain left the zone: the resolver continues it.
                 _ => return Some(res),
             };

@@ -184,6 +184,8 @@ pub(crate) struct ClientTable {
     v6: Box<[Interval]>,
     countries: Box<[([u8; 2], u16)]>,
     continents: Box<[([u8; 2], u16)]>,
+    /// Region id of clients nothing else places (None: no fallback).
+    fallback: Option<u16>,
 }
 
 /// Where a client was placed, and how far that holds.
@@ -284,6 +286,7 @@ impl ClientTable {
             countries,
             continents,
             regions: names,
+            fallback: None,
         };
         (table, problems)
     }
@@ -294,10 +297,32 @@ impl ClientTable {
         self.regions.iter().position(|n| n == name).map(|i| i as u16)
     }
 
+    /// Gives clients nothing else places the region `name` (see
+    /// [`crate::ZoneContent::default_client_region`]); None or a region no
+    /// variant of the zone has: no fallback.
+    pub fn set_fallback(&mut self, name: Option<&str>) {
+        self.fallback = name
+            .and_then(|name| self.regions.iter().position(|n| n == name))
+            .map(|i| i as u16);
+    }
+
     /// Places `addr`: the CIDR table first, then `geo` (when the table
-    /// leaves the address in a gap and the zone maps codes).
+    /// leaves the address in a gap and the zone maps codes), then the
+    /// zone's fallback region. No allocation.
     #[inline]
     pub fn place(&self, addr: IpAddr, geo: Option<&GeoIpDb>) -> Placement {
+        let placed = self.place_by_tables(addr, geo);
+        if let (NO_REGION, Some(fallback)) = (placed.region, self.fallback) {
+            return Placement {
+                region: fallback,
+                scope: placed.scope,
+            };
+        }
+        placed
+    }
+
+    #[inline]
+    fn place_by_tables(&self, addr: IpAddr, geo: Option<&GeoIpDb>) -> Placement {
         let addr = match addr {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
             v4 => v4,

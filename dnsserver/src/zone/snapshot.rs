@@ -1188,7 +1188,8 @@ fn client_tables(tree: &Tree, contents: &[(ZoneContent, u32)], skipped: &mut Vec
             let Some((content, _)) = content else {
                 return ClientTable::default();
             };
-            let (table, problems) = ClientTable::build(&content.client_regions, &regions);
+            let (mut table, problems) = ClientTable::build(&content.client_regions, &regions);
+            table.set_fallback(content.default_client_region.as_deref());
             skipped.extend(problems.into_iter().map(|reason| SkippedRecord {
                 name: zone.apex.to_ascii(),
                 record_type: "clientRegions".into(),

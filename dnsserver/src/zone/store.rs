@@ -792,6 +792,8 @@ fn settings_hash(zone: &ZoneContent) -> u64 {
             )
         })
         .hash(&mut hasher);
+    zone.default_client_region.hash(&mut hasher);
+    zone.follow_cnames_across_zones.hash(&mut hasher);
     hasher.finish()
 }
 

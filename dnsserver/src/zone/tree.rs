@@ -168,6 +168,8 @@ pub(crate) struct ZoneInfo {
     /// Owners whose A/AAAA come from the zone settings (in-zone name
     /// server addresses); records given for them are skipped.
     pub settings_owners: Vec<Name>,
+    /// [`ZoneContent::follow_cnames_across_zones`].
+    pub follow_cnames_across_zones: bool,
     /// DNSSEC signing, if the zone is signed.
     pub dnssec: Option<super::signing_key::DnssecConfig>,
     /// TTL of the SOA RRset (the original TTL its RRSIG covers).
@@ -985,6 +987,7 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         settings_owners: Vec::new(),
         dnssec: content.dnssec.clone(),
         soa_ttl: soa_fields.ttl,
+        follow_cnames_across_zones: content.follow_cnames_across_zones,
     };
     (info, sets)
 }

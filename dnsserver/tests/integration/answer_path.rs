@@ -368,3 +368,40 @@ fn in_zone_name_server_addresses_come_from_the_settings() {
     let a = ask(&store, "ns1.example.com.", RecordType::A, None, Transport::Udp);
     assert_eq!(rrs(&a.answers), ["ns1.example.com. 30 in a 192.0.2.54"]);
 }
+
+/// `answer_kind` reads each answer's shape from the response, as the
+/// `fedns_dns_answers_total{kind}` metric counts it.
+#[test]
+fn answers_are_classified_by_shape() {
+    use fedns_dnsserver::{answer_kind, AnswerKind};
+    let store = store_with_fixture();
+    let kind = |qname: &str, qtype: RecordType| {
+        let packet = simple_query(qname, qtype, None);
+        let mut out = Vec::new();
+        answer(
+            &store.load(),
+            &packet,
+            Transport::Udp,
+            &AnswerConfig::default(),
+            &mut out,
+        )
+        .expect("an answer");
+        answer_kind(&out)
+    };
+    assert_eq!(
+        kind("nginx.ns.myfed.svc.example.com.", RecordType::A),
+        AnswerKind::Records
+    );
+    assert_eq!(kind("WWW.example.com.", RecordType::A), AnswerKind::Cname);
+    assert_eq!(kind("www.example.com.", RecordType::CNAME), AnswerKind::Records);
+    assert_eq!(kind("missing.example.com.", RecordType::A), AnswerKind::NxDomain);
+    assert_eq!(kind("mail.example.com.", RecordType::AAAA), AnswerKind::NoData);
+    assert_eq!(kind("example.net.", RecordType::A), AnswerKind::Other);
+    // Truncated (TC) and unreadable responses.
+    assert_eq!(kind("big.example.com.", RecordType::A), AnswerKind::Other);
+    assert_eq!(answer_kind(&[0; 5]), AnswerKind::Other);
+    assert_eq!(
+        answer_kind(&[0, 0, 0x80, 0, 0, 1, 0, 1, 0, 0, 0, 0, 7, b'x']),
+        AnswerKind::Other
+    );
+}

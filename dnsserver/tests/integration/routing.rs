@@ -400,3 +400,53 @@ async fn malformed_client_subnet_gets_formerr() {
     .await
     .unwrap();
 }
+
+/// A zone answered through forwarders (`follow_cnames_across_zones`, as
+/// fedns's member-side discovery zone): its CNAME into the federation zone
+/// comes back with the rest of the chain and the final addresses; a client
+/// nothing places gets the zone's default client region (the member's
+/// region); without the setting the chain stops at the zone's edge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chain_across_zones_and_default_client_region() {
+    use fedns_dnsserver::hickory_proto::rr::{Name, RData};
+    let policy = RoutingPolicy::Nearest {
+        fallback: vec!["us-west-2".into()],
+    };
+    let discovery_name = "nginx.ns.myfed.svc.cluster.local.";
+    let build = |follow: bool| {
+        let mut zones = routed_zones(policy.clone(), [0; 3], table());
+        zones[0].default_client_region = Some("eu-west-1".into());
+        let mut discovery = fedns_dnsserver::ZoneContent::new(name("myfed.svc.cluster.local."));
+        discovery.follow_cnames_across_zones = follow;
+        discovery.records.push(Record::from_rdata(
+            name(discovery_name),
+            5,
+            RData::CNAME(fedns_dnsserver::hickory_proto::rr::rdata::CNAME(name(GLOBAL))),
+        ));
+        zones.push(discovery);
+        zones
+    };
+    let (_server, addr) = serve(build(true), None).await;
+    let (_plain, plain_addr) = serve(build(false), None).await;
+    tokio::task::spawn_blocking(move || {
+        let m = ask_from("127.0.0.1", addr, &query(discovery_name, RecordType::A, None));
+        let owners: Vec<Name> = m.answers.iter().map(|r| r.name.clone()).collect();
+        assert_eq!(owners.first(), Some(&name(discovery_name)), "{m}");
+        assert_eq!(addresses(&m), ["198.51.100.20"], "the default region eu-west-1: {m}");
+        // ECS still wins over the default region.
+        let m = ask_from(
+            "127.0.0.1",
+            addr,
+            &query(discovery_name, RecordType::A, Some(("192.0.2.200", 32))),
+        );
+        assert_eq!(addresses(&m), ["203.0.113.11"], "{m}");
+        // Missing type at the end of the chain: NODATA with the chain.
+        let m = ask_from("127.0.0.1", addr, &query(discovery_name, RecordType::MX, None));
+        assert_eq!(m.response_code, ResponseCode::NoError);
+        assert_eq!(m.answers.len(), 1, "{m}");
+        let m = ask_from("127.0.0.1", plain_addr, &query(discovery_name, RecordType::A, None));
+        assert_eq!(m.answers.len(), 1, "only the CNAME without the setting: {m}");
+    })
+    .await
+    .unwrap();
+}

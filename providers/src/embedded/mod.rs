@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex};
 
 use fedns_api::{DnssecSpec, TsigKeyReference};
 use fedns_dnsserver::{
-    DnssecAlgorithm, DnssecConfig, DnssecKey, PublishOutcome, TsigAlgorithm, TsigKey, ZoneContent, ZoneStore,
+    DnssecAlgorithm, DnssecConfig, DnssecKey, PublishOutcome, TsigAlgorithm, TsigKey, ZoneChanges, ZoneContent,
+    ZoneStore,
 };
+use tokio::sync::Notify;
 
 use crate::plan::desired::DesiredZones;
 use crate::plan::incremental::ZoneRecordChanges;
@@ -74,6 +76,21 @@ pub fn dnssec_algorithm(algorithm: fedns_api::DnssecAlgorithm) -> DnssecAlgorith
 pub struct EmbeddedSink {
     store: Arc<ZoneStore>,
     keys: Arc<Mutex<KeySources>>,
+    extra: Arc<Mutex<ExtraZones>>,
+    whole_wanted: Arc<Notify>,
+}
+
+/// Zones served beside the published ones (a member-side replica's
+/// discovery zones) and the server-wide settings every zone gets.
+#[derive(Debug, Default)]
+struct ExtraZones {
+    /// Added to every whole publish.
+    zones: Vec<ZoneContent>,
+    /// Set on every zone: see [`ZoneContent::default_client_region`].
+    default_client_region: Option<String>,
+    /// A whole publish of the pipeline's zones went to the store (until
+    /// then the extra zones are published alone).
+    pipeline_published: bool,
 }
 
 impl EmbeddedSink {
@@ -82,7 +99,79 @@ impl EmbeddedSink {
         EmbeddedSink {
             store,
             keys: Arc::default(),
+            extra: Arc::default(),
+            whole_wanted: Arc::new(Notify::new()),
         }
+    }
+
+    /// Clients nothing else places get region `region` in every zone
+    /// (see [`ZoneContent::default_client_region`]); taken at the next
+    /// whole publish.
+    pub fn set_default_client_region(&self, region: Option<String>) {
+        self.extra
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .default_client_region = region;
+    }
+
+    /// Woken when the extra zones need a whole publish of the pipeline's
+    /// zones ([`EmbeddedSink::set_extra_zones`] added or removed a zone):
+    /// the Kubernetes source publishes whole then.
+    pub fn whole_wanted(&self) -> &Arc<Notify> {
+        &self.whole_wanted
+    }
+
+    /// Replaces the zones served beside the pipeline's (a member-side
+    /// replica's discovery zones). Owners whose records changed are applied
+    /// name by name ([`ZoneStore::publish_changes`]); when the set of zones
+    /// changes, the extra zones are published alone before the pipeline's
+    /// first publish, else [`EmbeddedSink::whole_wanted`] is woken. Returns
+    /// the number of owner names whose records changed (0: nothing to do).
+    pub fn set_extra_zones(&self, zones: Vec<ZoneContent>) -> usize {
+        let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
+        let changes = extra_changes(&extra.zones, &zones);
+        let changed: usize = changes.iter().map(|c| c.names.len()).sum();
+        let same_zones = extra.zones.len() == zones.len()
+            && extra
+                .zones
+                .iter()
+                .zip(&zones)
+                .all(|(a, b)| a.apex == b.apex && a.soa == b.soa && a.name_servers == b.name_servers);
+        extra.zones = zones;
+        if same_zones && changed == 0 {
+            return 0;
+        }
+        if !extra.pipeline_published {
+            let default_region = extra.default_client_region.clone();
+            let contents = extra
+                .zones
+                .iter()
+                .cloned()
+                .map(|mut z| {
+                    z.default_client_region.clone_from(&default_region);
+                    z
+                })
+                .collect();
+            let outcome = self.store.publish(contents);
+            self.report(&outcome);
+        } else if !same_zones || self.store.publish_changes(changes).is_none() {
+            self.whole_wanted.notify_one();
+        }
+        changed.max(1)
+    }
+
+    /// The contents to publish whole: `contents` and the extra zones, each
+    /// with the server's default client region. Called with `extra` held,
+    /// so no change of the extra zones slips between.
+    fn with_extra(extra: &mut ExtraZones, mut contents: Vec<ZoneContent>) -> Vec<ZoneContent> {
+        extra.pipeline_published = true;
+        contents.extend(extra.zones.iter().cloned());
+        if extra.default_client_region.is_some() {
+            for zone in &mut contents {
+                zone.default_client_region.clone_from(&extra.default_client_region);
+            }
+        }
+        contents
     }
 
     /// The store this sink publishes into.
@@ -299,7 +388,8 @@ impl EmbeddedSink {
     }
 
     fn publish(&self, contents: Vec<ZoneContent>) -> PublishOutcome {
-        let outcome = self.store.publish(contents);
+        let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
+        let outcome = self.store.publish(Self::with_extra(&mut extra, contents));
         self.report(&outcome);
         outcome
     }
@@ -327,7 +417,12 @@ impl EmbeddedSink {
                 self.with_keys(zone, content)
             })
             .collect();
-        let outcome = self.store.publish_in_parts(contents, next_part)?;
+        let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
+        let contents = Self::with_extra(&mut extra, contents);
+        // The extra zones' records come as the last part.
+        let mut extra_part = Some(extra_changes(&[], &extra.zones)).filter(|c| !c.is_empty());
+        let mut parts = || next_part().or_else(|| extra_part.take());
+        let outcome = self.store.publish_in_parts(contents, &mut parts)?;
         self.report(&outcome);
         Some(outcome)
     }
@@ -423,4 +518,45 @@ fn read_or_make_key(file: &std::path::Path, algorithm: DnssecAlgorithm) -> Resul
     std::io::Write::write_all(&mut out, &pkcs8).map_err(|e| format!("spec.dnssec: writing {}: {e}", file.display()))?;
     tracing::info!(file = %file.display(), "made a new DNSSEC signing key");
     Ok(pkcs8)
+}
+
+/// Per zone of `new`, the owners whose records differ from `old`'s (an
+/// owner only in `old` is listed with no records), as
+/// [`ZoneStore::publish_changes`] takes them. Routed names are not
+/// carried (extra zones have none).
+fn extra_changes(old: &[ZoneContent], new: &[ZoneContent]) -> Vec<ZoneChanges> {
+    use fedns_dnsserver::hickory_proto::rr::{Name, Record};
+    type Owners = BTreeMap<Name, Vec<Record>>;
+    let owners = |zone: Option<&ZoneContent>| -> Owners {
+        let mut out = Owners::new();
+        for record in zone.iter().flat_map(|z| z.records.iter()) {
+            out.entry(record.name.to_lowercase()).or_default().push(record.clone());
+        }
+        for records in out.values_mut() {
+            records.sort_by_key(|a| a.to_string());
+        }
+        out
+    };
+    new.iter()
+        .filter_map(|zone| {
+            let before = owners(old.iter().find(|o| o.apex == zone.apex));
+            let after = owners(Some(zone));
+            let mut names: Vec<(Name, Vec<Record>)> = after
+                .iter()
+                .filter(|(name, records)| before.get(*name) != Some(records))
+                .map(|(name, records)| (name.clone(), records.clone()))
+                .collect();
+            names.extend(
+                before
+                    .keys()
+                    .filter(|name| !after.contains_key(*name))
+                    .map(|name| (name.clone(), Vec::new())),
+            );
+            (!names.is_empty()).then(|| ZoneChanges {
+                apex: zone.apex.clone(),
+                names,
+                routed: Vec::new(),
+            })
+        })
+        .collect()
 }

@@ -595,6 +595,8 @@ fn template_of(content: &ZoneContent) -> ZoneContent {
         routed: Vec::new(),
         client_regions: content.client_regions.clone(),
         dnssec: content.dnssec.clone(),
+        default_client_region: content.default_client_region.clone(),
+        follow_cnames_across_zones: content.follow_cnames_across_zones,
     }
 }
 

@@ -150,7 +150,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         }
     };
     spawn_reflector(domains_api, domain_writer, changed.clone(), "Domain");
-    if domains.wait_until_ready().await.is_err() || endpoints.wait_until_ready().await.is_err() {
+    if !super::ready::store_ready(&domains).await || !super::ready::store_ready(&endpoints).await {
         return;
     }
     tracing::info!("Domain and DNSEndpoint caches ready");
@@ -176,6 +176,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     }
     let mut retry_providers = false;
     let mut status_retries: std::collections::HashSet<String> = Default::default();
+    // The embedded sink's extra zones changed their set: publish whole.
+    let mut whole_wanted = false;
+    let whole_notify = sinks.embedded.as_ref().map(|e| e.whole_wanted().clone());
     loop {
         let leading = leader.as_ref().is_none_or(|l| *l.borrow());
         let domain_state = domains.state();
@@ -308,7 +311,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                     sink.apply_taking(&mut desired);
                 }
                 // New TSIG keys go into the zones' transfer settings: publish whole.
-                Some(_) if keys_changed => publish_whole(sink),
+                Some(_) if keys_changed || whole_wanted => publish_whole(sink),
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
                     if sink.apply_changes(changes).is_none() {
@@ -411,8 +414,13 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         } else {
             config.resync_interval
         };
+        whole_wanted = false;
         mode = tokio::select! {
             _ = changed.notified() => SyncMode::Changed,
+            _ = notified(whole_notify.as_deref()) => {
+                whole_wanted = true;
+                SyncMode::Changed
+            }
             // TSIG and DNSSEC key Secrets are read, not watched: look again
             // now and then (signed zones: also whether re-signing is due).
             _ = tokio::time::sleep(TSIG_SECRET_RECHECK),
@@ -487,6 +495,14 @@ fn worst_reason(reasons: &[&'static str]) -> &'static str {
         .into_iter()
         .find(|r| reasons.contains(r))
         .unwrap_or(conditions::INVALID_INPUT)
+}
+
+/// Waits for `notify`; pending forever without one.
+async fn notified(notify: Option<&Notify>) {
+    match notify {
+        Some(notify) => notify.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Waits for the next change of leadership; pending forever without one.

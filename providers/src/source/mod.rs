@@ -5,6 +5,7 @@
 //!   desired zones, drives every sink, and writes status and Events back;
 //! * [`manifests`]: the same objects read from YAML files;
 //! * [`spec_changes`]: which watch events may change an object's spec;
+//! * [`ready`]: waiting for a watch cache's first list, with several waiters;
 //! * `domain_finalizer`: the finalizer that keeps a deleted Domain until
 //!   its records left the external providers. It belongs here because it
 //!   talks to the Kubernetes API (patches the Domain's finalizers, records
@@ -19,4 +20,5 @@ mod dnssec_keys;
 mod domain_finalizer;
 pub mod kube_source;
 pub mod manifests;
+pub mod ready;
 pub mod spec_changes;

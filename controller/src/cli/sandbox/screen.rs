@@ -769,6 +769,39 @@ impl Running {
             }
         }
 
+        // Discovery inside a member: its replica answers what the member's
+        // cluster DNS forwards.
+        if let Some((record, domain, _, serving)) = &service {
+            let replica = serving
+                .iter()
+                .find_map(|m| self.discovery.iter().find(|r| &r.member == m));
+            if let Some(replica) = replica {
+                let label = record.spec.external_name.clone().unwrap_or_else(|| record.name.clone());
+                let federation = domain.metadata.name.clone().unwrap_or_default();
+                let short = format!("{label}.{}.{federation}", record.namespace).to_ascii_lowercase();
+                let file = dir.join(format!("{}.dns", replica.member));
+                screen.text_naming(
+                    format!(
+                        "Inside {}: its cluster DNS would forward {federation}.svc.{} to {} (address in {}):",
+                        replica.member,
+                        super::discovery::CLUSTER_DOMAIN,
+                        replica.addr,
+                        file.display()
+                    ),
+                    vec![file],
+                );
+                screen.try_(
+                    Try::Dig {
+                        server: replica.addr,
+                        name: format!("{short}.svc.{}", super::discovery::CLUSTER_DOMAIN),
+                        subnet: None,
+                        region: None,
+                    },
+                    Some(format!("a pod's {short}: the local Service")),
+                );
+            }
+        }
+
         // Failures.
         let control = |action: &str, cluster: &str| Try::Sandbox {
             action: action.to_owned(),

@@ -1,0 +1,429 @@
+//! What a pod in one member cluster gets for `S.N.F.svc.<cluster-domain>`:
+//! computed as one zone per federation (Domain `F`), the discovery zone
+//! `F.svc.<cluster-domain>`, from the host's view (Domains,
+//! ServiceDNSRecords, the member's MemberCluster) and the member's own
+//! (Services, EndpointSlice readiness, the zone of the node it runs on).
+//!
+//! kubefed v1's rules (kube-dns's federation support):
+//! * the member's own Service `N/S` has a ready endpoint and the member is
+//!   not cordoned: the owner holds A/AAAA of its ClusterIP(s) (a headless
+//!   Service: its ready endpoint addresses, as kube-dns answered headless
+//!   Services);
+//! * otherwise: a CNAME to the federated name of the member's zone,
+//!   `S.N.F.svc.<zone>.<region>.<domain>` (the region name when the member
+//!   has no zone, the global name when it has no region); the DNS server
+//!   follows it into the federation zone (zone → region → global, with
+//!   health, policies and fail-open), so the answer carries the whole chain.
+//!
+//! `externalName` replaces `S` as for the public names; `dnsPrefix` gives
+//! `<dnsPrefix>.F.svc.<cluster-domain>`, a CNAME to the discovery owner.
+//! Names with no record get NXDOMAIN and missing types NODATA from the
+//! server's answer path, with the zone's SOA (RFC 2308).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use fedns_dnsserver::hickory_proto::rr::rdata::{A, AAAA, CNAME};
+use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
+use fedns_dnsserver::{SoaFields, ZoneContent};
+
+/// TTL of discovery answers, in seconds: short, since local readiness
+/// flips them (CoreDNS's `kubernetes` plugin answers with 5 s too).
+pub const DISCOVERY_TTL: u32 = 5;
+
+/// A federation as the discovery zones need it: Domain `metadata.name`
+/// (`F`) and `spec.domain` (the public zone).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct FederationView {
+    /// `F`, the Domain's name.
+    pub name: String,
+    /// The public zone, e.g. `example.com`.
+    pub domain: String,
+}
+
+/// A ServiceDNSRecord as the discovery zones need it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct RecordView {
+    /// Namespace `N` (of the record and of the Service in every member).
+    pub namespace: String,
+    /// Service name `S`.
+    pub service: String,
+    /// `spec.domainRef`: the federation `F`.
+    pub domain_ref: String,
+    /// `spec.externalName` (replaces `S` in names).
+    pub external_name: Option<String>,
+    /// `spec.dnsPrefix`.
+    pub dns_prefix: Option<String>,
+}
+
+/// This member as the host sees it (its MemberCluster).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemberView {
+    /// Effective region (`status.region`, else `spec.region`).
+    pub region: Option<String>,
+    /// Effective zones (`status.zones`, else `spec.zones`).
+    pub zones: Vec<String>,
+    /// `spec.cordoned`.
+    pub cordoned: bool,
+}
+
+/// The member's own Service `N/S`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalService {
+    /// `spec.clusterIPs` (or `spec.clusterIP`), without `None`.
+    pub cluster_ips: Vec<IpAddr>,
+    /// `clusterIP: None`.
+    pub headless: bool,
+    /// Addresses of ready endpoints of its EndpointSlices (readiness as
+    /// fedns's health reads it: a missing `ready` condition means ready).
+    pub ready_addresses: BTreeSet<IpAddr>,
+    /// Some EndpointSlice of it has a ready endpoint.
+    pub ready: bool,
+    /// Ready endpoints over all its EndpointSlices (for `fedns explain`).
+    pub ready_endpoints: usize,
+}
+
+/// Everything the discovery zones are computed from.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// The cluster domain, e.g. `cluster.local`.
+    pub cluster_domain: String,
+    /// Every federation (Domain) of the host.
+    pub federations: Vec<FederationView>,
+    /// Every ServiceDNSRecord.
+    pub records: Vec<RecordView>,
+    /// This member's MemberCluster; None: not known (yet), so no local
+    /// answer is trusted beyond what the last state said.
+    pub member: Option<MemberView>,
+    /// `topology.kubernetes.io/zone` of the node this replica runs on.
+    pub node_zone: Option<String>,
+    /// The member's Services by (namespace, name).
+    pub services: BTreeMap<(String, String), LocalService>,
+}
+
+/// What one discovery owner answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The member's own Service: these addresses.
+    Local(Vec<IpAddr>),
+    /// A CNAME to this federated name, for this reason.
+    Fallback {
+        /// The zone, region or global name (fully qualified).
+        target: String,
+        /// Why not local, one phrase.
+        reason: String,
+    },
+}
+
+/// One owner of a discovery zone and its decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerDecision {
+    /// ServiceDNSRecord `namespace/name`.
+    pub record: String,
+    /// Owner name, fully qualified, lower case.
+    pub owner: String,
+    /// What it answers.
+    pub decision: Decision,
+}
+
+/// The computed discovery zones.
+#[derive(Debug, Clone, Default)]
+pub struct Computed {
+    /// One zone per federation, `F.svc.<cluster-domain>.`.
+    pub zones: Vec<ZoneContent>,
+    /// Per record owner (not the `dnsPrefix` aliases), sorted by owner.
+    pub decisions: Vec<OwnerDecision>,
+    /// Records left out, one line each (a name that is no valid DNS name).
+    pub problems: Vec<String>,
+}
+
+impl Computed {
+    /// (local, fallback) owner counts.
+    pub fn counts(&self) -> (usize, usize) {
+        let local = self
+            .decisions
+            .iter()
+            .filter(|d| matches!(d.decision, Decision::Local(_)))
+            .count();
+        (local, self.decisions.len() - local)
+    }
+}
+
+/// The discovery zone apex of federation `federation`:
+/// `<federation>.svc.<cluster_domain>.`.
+pub fn discovery_apex(federation: &str, cluster_domain: &str) -> String {
+    format!(
+        "{}.svc.{}.",
+        federation.to_ascii_lowercase(),
+        cluster_domain.trim_end_matches('.').to_ascii_lowercase()
+    )
+}
+
+/// The zone this member's fallback goes to: the node's zone when the
+/// member has it, else the member's first zone (kube-dns took its node's
+/// `topology.kubernetes.io/zone` label the same way).
+pub fn chosen_zone<'a>(member: &'a MemberView, node_zone: Option<&'a str>) -> Option<&'a str> {
+    match node_zone {
+        Some(zone) if member.zones.iter().any(|z| z == zone) => Some(zone),
+        _ => member.zones.first().map(String::as_str),
+    }
+}
+
+/// The federated name a fallback CNAME points at: `P.<zone>.<region>.D`,
+/// `P.<region>.D` without a zone, `P.D` without a region (`P` =
+/// `S.N.F.svc`, lower case, no trailing dot).
+pub fn fallback_target(prefix: &str, domain: &str, member: Option<&MemberView>, node_zone: Option<&str>) -> String {
+    let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+    let region = member.and_then(|m| m.region.as_deref());
+    match (region, member.and_then(|m| chosen_zone(m, node_zone))) {
+        (Some(region), Some(zone)) => format!("{prefix}.{zone}.{region}.{domain}."),
+        (Some(region), None) => format!("{prefix}.{region}.{domain}."),
+        _ => format!("{prefix}.{domain}."),
+    }
+}
+
+/// Computes the discovery zones from `inputs`. Never fails: a record
+/// whose names are not valid DNS names is left out and reported in
+/// [`Computed::problems`].
+pub fn compute(inputs: &Inputs) -> Computed {
+    let mut out = Computed::default();
+    let mut federations: Vec<&FederationView> = inputs.federations.iter().collect();
+    federations.sort();
+    federations.dedup_by(|a, b| a.name == b.name);
+    for federation in federations {
+        let apex_text = discovery_apex(&federation.name, &inputs.cluster_domain);
+        let Ok(apex) = Name::from_ascii(&apex_text) else {
+            out.problems.push(format!(
+                "Domain {}: {apex_text} is not a valid zone name",
+                federation.name
+            ));
+            continue;
+        };
+        let mut zone = ZoneContent::new(apex.clone());
+        zone.soa = SoaFields {
+            ttl: DISCOVERY_TTL,
+            minimum: DISCOVERY_TTL,
+            ..zone.soa
+        };
+        zone.follow_cnames_across_zones = true;
+        let mut records: Vec<&RecordView> = inputs
+            .records
+            .iter()
+            .filter(|r| r.domain_ref == federation.name)
+            .collect();
+        records.sort();
+        for record in records {
+            match owner_records(inputs, federation, &apex_text, record) {
+                Ok((decision, mut rrs)) => {
+                    zone.records.append(&mut rrs);
+                    out.decisions.push(decision);
+                }
+                Err(problem) => out.problems.push(problem),
+            }
+        }
+        out.zones.push(zone);
+    }
+    out.decisions.sort_by(|a, b| a.owner.cmp(&b.owner));
+    out
+}
+
+/// The records of one ServiceDNSRecord's discovery owner (and its
+/// `dnsPrefix` alias).
+fn owner_records(
+    inputs: &Inputs,
+    federation: &FederationView,
+    apex: &str,
+    record: &RecordView,
+) -> Result<(OwnerDecision, Vec<Record>), String> {
+    let label = record.external_name.as_deref().unwrap_or(&record.service);
+    let id = format!("{}/{}", record.namespace, record.service);
+    let owner_text = format!("{label}.{}.{apex}", record.namespace).to_ascii_lowercase();
+    let bad = |what: &str, e: &dyn std::fmt::Display| format!("ServiceDNSRecord {id}: {what}: {e}");
+    let owner = Name::from_ascii(&owner_text).map_err(|e| bad(&owner_text, &e))?;
+    let local = inputs.services.get(&(record.namespace.clone(), record.service.clone()));
+    let cordoned = inputs.member.as_ref().is_some_and(|m| m.cordoned);
+    let addresses: Vec<IpAddr> = match local {
+        Some(s) if s.headless => s.ready_addresses.iter().copied().collect(),
+        Some(s) => s.cluster_ips.clone(),
+        None => Vec::new(),
+    };
+    let reason = match local {
+        _ if cordoned => Some("this member is cordoned".to_owned()),
+        None => Some(format!("this member has no Service {id}")),
+        Some(s) if !s.ready => Some(format!("Service {id} has no ready endpoint here")),
+        Some(_) if addresses.is_empty() => Some(format!("Service {id} has no ClusterIP here")),
+        Some(_) => None,
+    };
+    let mut rrs = Vec::new();
+    let decision = match reason {
+        None => {
+            for ip in &addresses {
+                let rdata = match ip {
+                    IpAddr::V4(v4) => RData::A(A(*v4)),
+                    IpAddr::V6(v6) => RData::AAAA(AAAA(*v6)),
+                };
+                rrs.push(Record::from_rdata(owner.clone(), DISCOVERY_TTL, rdata));
+            }
+            Decision::Local(addresses)
+        }
+        Some(reason) => {
+            let prefix = format!("{label}.{}.{}.svc", record.namespace, federation.name).to_ascii_lowercase();
+            let target_text = fallback_target(
+                &prefix,
+                &federation.domain,
+                inputs.member.as_ref(),
+                inputs.node_zone.as_deref(),
+            );
+            let target = Name::from_ascii(&target_text).map_err(|e| bad(&target_text, &e))?;
+            rrs.push(Record::from_rdata(
+                owner.clone(),
+                DISCOVERY_TTL,
+                RData::CNAME(CNAME(target)),
+            ));
+            Decision::Fallback {
+                target: target_text,
+                reason,
+            }
+        }
+    };
+    if let Some(prefix) = &record.dns_prefix {
+        let alias_text = format!("{prefix}.{apex}").to_ascii_lowercase();
+        let alias = Name::from_ascii(&alias_text).map_err(|e| bad(&alias_text, &e))?;
+        rrs.push(Record::from_rdata(alias, DISCOVERY_TTL, RData::CNAME(CNAME(owner))));
+    }
+    Ok((
+        OwnerDecision {
+            record: id,
+            owner: owner_text,
+            decision,
+        },
+        rrs,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs() -> Inputs {
+        let mut services = BTreeMap::new();
+        services.insert(
+            ("ns".into(), "nginx".into()),
+            LocalService {
+                cluster_ips: vec!["10.96.0.10".parse().unwrap(), "fd00::10".parse().unwrap()],
+                ready: true,
+                ..Default::default()
+            },
+        );
+        Inputs {
+            cluster_domain: "cluster.local".into(),
+            federations: vec![FederationView {
+                name: "myfed".into(),
+                domain: "example.com".into(),
+            }],
+            records: vec![RecordView {
+                namespace: "ns".into(),
+                service: "nginx".into(),
+                domain_ref: "myfed".into(),
+                external_name: None,
+                dns_prefix: Some("www".into()),
+            }],
+            member: Some(MemberView {
+                region: Some("us-east-1".into()),
+                zones: vec!["us-east-1a".into(), "us-east-1b".into()],
+                cordoned: false,
+            }),
+            node_zone: Some("us-east-1b".into()),
+            services,
+        }
+    }
+
+    fn records(c: &Computed) -> Vec<String> {
+        let mut out: Vec<String> = c.zones[0]
+            .records
+            .iter()
+            .map(|r| format!("{} {} {}", r.name, r.record_type(), r.data))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn ready_local_service_answers_its_cluster_ips() {
+        let c = compute(&inputs());
+        assert_eq!(c.zones[0].apex.to_ascii(), "myfed.svc.cluster.local.");
+        assert!(c.zones[0].follow_cnames_across_zones);
+        assert_eq!(
+            records(&c),
+            [
+                "nginx.ns.myfed.svc.cluster.local. A 10.96.0.10",
+                "nginx.ns.myfed.svc.cluster.local. AAAA fd00::10",
+                "www.myfed.svc.cluster.local. CNAME nginx.ns.myfed.svc.cluster.local.",
+            ]
+        );
+        assert_eq!(c.counts(), (1, 0));
+    }
+
+    #[test]
+    fn unready_missing_or_cordoned_falls_back_to_the_node_zone_name() {
+        let want = "nginx.ns.myfed.svc.cluster.local. CNAME nginx.ns.myfed.svc.us-east-1b.us-east-1.example.com.";
+        let mut unready = inputs();
+        unready.services.values_mut().for_each(|s| s.ready = false);
+        let mut missing = inputs();
+        missing.services.clear();
+        let mut cordoned = inputs();
+        cordoned.member.as_mut().unwrap().cordoned = true;
+        for case in [unready, missing, cordoned] {
+            let c = compute(&case);
+            assert_eq!(records(&c)[0], want);
+            assert_eq!(c.counts(), (0, 1));
+        }
+    }
+
+    #[test]
+    fn zone_region_global_targets_and_external_name() {
+        let mut i = inputs();
+        i.services.clear();
+        i.node_zone = Some("elsewhere".into());
+        i.records[0].external_name = Some("web".into());
+        let c = compute(&i);
+        assert_eq!(
+            records(&c)[0],
+            "web.ns.myfed.svc.cluster.local. CNAME web.ns.myfed.svc.us-east-1a.us-east-1.example.com."
+        );
+        i.member.as_mut().unwrap().zones.clear();
+        assert!(records(&compute(&i))[0].ends_with("CNAME web.ns.myfed.svc.us-east-1.example.com."));
+        i.member = None;
+        assert!(records(&compute(&i))[0].ends_with("CNAME web.ns.myfed.svc.example.com."));
+    }
+
+    #[test]
+    fn headless_answers_ready_endpoint_addresses() {
+        let mut i = inputs();
+        let s = i.services.values_mut().next().unwrap();
+        s.headless = true;
+        s.cluster_ips.clear();
+        s.ready_addresses = ["10.0.1.21".parse().unwrap()].into();
+        assert_eq!(
+            records(&compute(&i))[0],
+            "nginx.ns.myfed.svc.cluster.local. A 10.0.1.21"
+        );
+    }
+
+    #[test]
+    fn records_of_other_federations_and_bad_names_stay_out() {
+        let mut i = inputs();
+        i.records.push(RecordView {
+            domain_ref: "other".into(),
+            ..i.records[0].clone()
+        });
+        i.records.push(RecordView {
+            service: "bad..name".into(),
+            ..i.records[0].clone()
+        });
+        let c = compute(&i);
+        assert_eq!(c.zones.len(), 1);
+        assert_eq!(c.decisions.len(), 1);
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+    }
+}

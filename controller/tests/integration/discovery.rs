@@ -1,0 +1,359 @@
+//! Cross-cluster service discovery from inside a member (issue 26),
+//! through real cluster DNS software started here on loopback: dnsmasq
+//! as the member's cluster DNS with kube-dns's stub mechanism
+//! (`--server=/myfed.svc.cluster.local/IP#PORT`), Unbound with a
+//! `forward-zone`, each in front of the sandbox's member-side replica of
+//! us-east-1; and, as root, one glibc lookup of the short name through a
+//! `search` path, as a pod resolves it.
+//!
+//! Checked: the local answer (ClusterIP), the fallback chain zone →
+//! region → global with the final addresses once the member's endpoints
+//! are unready, and back; NXDOMAIN, NODATA, a case-mixed name, AAAA, a
+//! record of another namespace; the asking cluster's region for
+//! `Nearest`; and with the host cluster stopped, the replica keeps
+//! answering and keeps following local readiness.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::common::*;
+use fedns_controller::cli::sandbox;
+use fedns_controller::cli::SandboxArgs;
+
+const SHORT: &str = "nginx.ns.myfed";
+const NAME: &str = "nginx.ns.myfed.svc.cluster.local";
+const EAST_CLUSTER_IP: &str = "10.96.10.1";
+const ZONE_NAME: &str = "nginx.ns.myfed.svc.us-east-1a.us-east-1.example.com.";
+const REGION_NAME: &str = "nginx.ns.myfed.svc.us-east-1.example.com.";
+
+/// A resolver started here, killed on drop.
+struct Resolver {
+    name: &'static str,
+    port: u16,
+    _process: Process,
+}
+
+fn start_dnsmasq(dir: &Path, replica: SocketAddr, listen: &str, port: u16) -> Option<Process> {
+    let child = Command::new("dnsmasq")
+        .args([
+            "--keep-in-foreground",
+            "--no-resolv",
+            "--no-hosts",
+            "--bind-interfaces",
+            "--cache-size=0",
+            "--user=root",
+            &format!("--listen-address={listen}"),
+            &format!("--port={port}"),
+            &format!("--pid-file={}", dir.join(format!("dnsmasq-{port}.pid")).display()),
+            // kube-dns's stubDomains: this one domain goes to fedns.
+            &format!("--server=/myfed.svc.cluster.local/{}#{}", replica.ip(), replica.port()),
+            // The rest of cluster.local is the cluster's own (here: empty).
+            "--local=/cluster.local/",
+        ])
+        .stdout(Stdio::null())
+        .spawn();
+    match child {
+        Ok(child) => Some(Process(child)),
+        Err(e) => panic!("dnsmasq must be installed (scripts/test.sh installs it): {e}"),
+    }
+}
+
+fn start_unbound(dir: &Path, replica: SocketAddr, port: u16) -> Process {
+    let config = dir.join("unbound.conf");
+    let forward = format!("{}@{}", replica.ip(), replica.port());
+    write(
+        &config,
+        &format!(
+            "server:\n  interface: 127.0.0.1\n  port: {port}\n  do-not-query-localhost: no\n  use-syslog: no\n  \
+             logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{dir}\"\n  pidfile: \"\"\n  \
+             do-daemonize: no\n  access-control: 127.0.0.0/8 allow\n  module-config: \"iterator\"\n  \
+             domain-insecure: \"cluster.local\"\n  domain-insecure: \"example.com\"\n  cache-max-ttl: 0\n  \
+             cache-max-negative-ttl: 0\n\
+             forward-zone:\n  name: \"myfed.svc.cluster.local\"\n  forward-addr: {forward}\n\
+             # Unbound resolves CNAME targets itself: the public zone, which\n\
+             # a member reaches through the Internet, is the replica here too.\n\
+             forward-zone:\n  name: \"example.com\"\n  forward-addr: {forward}\n",
+            dir = dir.display()
+        ),
+    );
+    let child = Command::new("unbound")
+        .args(["-d", "-c"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("unbound must be installed (scripts/test.sh installs it)");
+    Process(child)
+}
+
+/// `dig +short` through `port`, the lines in answer order (CNAME targets, then addresses).
+fn chain(port: u16, name: &str, rtype: &str) -> Vec<String> {
+    let out = Command::new("dig")
+        .args([
+            "+short",
+            "+time=1",
+            "+tries=1",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            name,
+            rtype,
+        ])
+        .output()
+        .expect("dig");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(";;"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn addresses(lines: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = lines.iter().filter(|l| !l.ends_with('.')).cloned().collect();
+    out.sort();
+    out
+}
+
+fn is_fallback_chain(lines: &[String]) -> bool {
+    lines.first().map(String::as_str) == Some(ZONE_NAME)
+        && lines.get(1).map(String::as_str) == Some(REGION_NAME)
+        && !addresses(lines).is_empty()
+}
+
+async fn control(state_dir: &Path, action: &str) {
+    sandbox::control(state_dir, action, "us-east-1").await.unwrap();
+}
+
+/// glibc's resolver (getent) with a pod's resolv.conf, in a private mount
+/// namespace; None (with the reason printed) where that cannot run.
+fn glibc_lookup(dir: &Path, replica: SocketAddr) -> Option<(Vec<String>, Process)> {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    if uid.as_deref().ok() != Some("0") {
+        println!("glibc lookup skipped: not root (a private mount namespace and port 53 need it)");
+        return None;
+    }
+    // glibc asks port 53 only: a dnsmasq on a loopback address of its own.
+    let listen = "127.0.26.53";
+    let dnsmasq = start_dnsmasq(dir, replica, listen, 53)?;
+    let resolv = dir.join("resolv.conf");
+    write(
+        &resolv,
+        &format!(
+            "nameserver {listen}\nsearch ns.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:1 attempts:2\n"
+        ),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(format!(
+            "mount --bind {} /etc/resolv.conf && getent ahosts {SHORT}",
+            resolv.display()
+        ))
+        .output();
+    match out {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            let mut ips: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+                .collect();
+            ips.sort();
+            ips.dedup();
+            Some((ips, dnsmasq))
+        }
+        Ok(out) => {
+            let reason = String::from_utf8_lossy(&out.stderr).to_string();
+            if reason.contains("unshare") || reason.contains("mount") {
+                println!("glibc lookup skipped: unshare/mount refused: {}", reason.trim());
+                None
+            } else {
+                panic!("getent ahosts {SHORT} failed: {}", reason.trim())
+            }
+        }
+        Err(e) => {
+            println!("glibc lookup skipped: unshare cannot run: {e}");
+            None
+        }
+    }
+}
+
+/// `fedns explain nginx.ns.myfed --from-cluster MEMBER -o json`, run as
+/// an operator would (the binary, the host's kubeconfig; the member's
+/// connection from its MemberCluster).
+fn explain_from(state_dir: &Path, member: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args(["explain", SHORT, "--from-cluster", member, "-o", "json", "--kubeconfig"])
+        .arg(state_dir.join("host.kubeconfig"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn sandbox_args() -> SandboxArgs {
+    SandboxArgs {
+        action: None,
+        state_dir: temp_dir("discovery"),
+        dns_listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
+        metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        members_from: None,
+        engine: None,
+        verbose: false,
+        provider: Vec::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_resolves_federated_services_local_first_through_dnsmasq_and_unbound() {
+    let args = sandbox_args();
+    let _ = fedns_controller::logging::init(
+        fedns_controller::cli::LogFormat::Text,
+        fedns_controller::logging::Output::File(args.state_dir.join("test.log")),
+    );
+    println!("logs: {}", args.state_dir.join("test.log").display());
+    let running = sandbox::start(&args).await.unwrap();
+    let state_dir: PathBuf = args.state_dir.clone();
+    let written = std::fs::read_to_string(state_dir.join("us-east-1.dns")).unwrap();
+    let replica: SocketAddr = written.trim().parse().unwrap();
+    for member in ["us-west-2", "eu-west-1"] {
+        assert!(state_dir.join(format!("{member}.dns")).exists());
+    }
+    let dir = temp_dir("discovery-resolvers");
+    let (dnsmasq_port, unbound_port) = (free_port(), free_port());
+    let resolvers = [
+        Resolver {
+            name: "dnsmasq",
+            port: dnsmasq_port,
+            _process: start_dnsmasq(&dir, replica, "127.0.0.1", dnsmasq_port).unwrap(),
+        },
+        Resolver {
+            name: "unbound",
+            port: unbound_port,
+            _process: start_unbound(&dir, replica, unbound_port),
+        },
+    ];
+
+    // Local first: the member's own ClusterIP, under the asked name.
+    for r in &resolvers {
+        eventually(&format!("{}: {NAME} is the local Service", r.name), || {
+            chain(r.port, NAME, "A") == [EAST_CLUSTER_IP]
+        })
+        .await;
+        assert_eq!(
+            chain(r.port, "NGINX.Ns.MyFed.svc.Cluster.Local", "A"),
+            [EAST_CLUSTER_IP],
+            "{}",
+            r.name
+        );
+        assert_eq!(dig_status(r.port, NAME, "AAAA"), "NOERROR", "{}: NODATA", r.name);
+        assert!(chain(r.port, NAME, "AAAA").is_empty(), "{}", r.name);
+        assert_eq!(
+            dig_status(r.port, "nope.ns.myfed.svc.cluster.local", "A"),
+            "NXDOMAIN",
+            "{}",
+            r.name
+        );
+        assert_eq!(
+            dig_status(r.port, "nginx.other.myfed.svc.cluster.local", "A"),
+            "NXDOMAIN",
+            "{}: another namespace's name",
+            r.name
+        );
+        // dnsPrefix: www.myfed.svc.cluster.local → the discovery name.
+        assert_eq!(
+            chain(r.port, "www.myfed.svc.cluster.local", "A"),
+            [format!("{NAME}."), EAST_CLUSTER_IP.to_owned()],
+            "{}",
+            r.name
+        );
+    }
+    // Nearest answers the asking cluster's region (us-east-1) to clients
+    // the Domain's table does not place.
+    eventually("Nearest: the asking cluster's region", || {
+        let got = dig(replica.port(), "nginx.ns.myfed.svc.example.com", "A", false);
+        got == ["127.0.10.1"]
+    })
+    .await;
+    let explained = explain_from(&state_dir, "us-east-1");
+    assert_eq!(explained["fromCluster"]["answer"]["kind"], "local", "{explained}");
+    assert_eq!(explained["fromCluster"]["answer"]["addresses"][0], EAST_CLUSTER_IP);
+    if let Some((ips, _dnsmasq)) = glibc_lookup(&dir, replica) {
+        assert_eq!(ips, [EAST_CLUSTER_IP], "getent ahosts {SHORT}");
+        println!("glibc: getent ahosts {SHORT} → {ips:?}");
+    }
+
+    // Unready endpoints: the CNAME chain to the nearest healthy cluster.
+    let started = Instant::now();
+    control(&state_dir, "drain-endpoints").await;
+    for r in &resolvers {
+        eventually(&format!("{}: the chain zone → region → global", r.name), || {
+            let lines = chain(r.port, NAME, "A");
+            is_fallback_chain(&lines) && addresses(&lines) == ["127.0.10.2", "127.0.10.3"]
+        })
+        .await;
+        // The AAAA question follows the same chain to NODATA.
+        assert_eq!(chain(r.port, NAME, "AAAA").first().map(String::as_str), Some(ZONE_NAME));
+    }
+    println!(
+        "readiness → fallback answer through both resolvers: {:?}",
+        started.elapsed()
+    );
+    let explained = explain_from(&state_dir, "us-east-1");
+    assert_eq!(explained["fromCluster"]["answer"]["kind"], "fallback", "{explained}");
+    assert_eq!(explained["fromCluster"]["answer"]["target"], ZONE_NAME);
+    assert_eq!(
+        explained["fromCluster"]["answer"]["reason"],
+        "Service ns/nginx has no ready endpoint here"
+    );
+    assert_eq!(
+        explained["target"]["name"],
+        ZONE_NAME.trim_end_matches('.'),
+        "the CNAME target explained too: {explained}"
+    );
+    control(&state_dir, "restore-endpoints").await;
+    for r in &resolvers {
+        eventually(&format!("{}: local again", r.name), || {
+            chain(r.port, NAME, "A") == [EAST_CLUSTER_IP]
+        })
+        .await;
+    }
+
+    // The host cluster (and with it the controller's view) goes away: the
+    // replica answers from its last state and follows local readiness.
+    running.federation.host.stop();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    for r in &resolvers {
+        assert_eq!(chain(r.port, NAME, "A"), [EAST_CLUSTER_IP], "{}: host down", r.name);
+    }
+    control(&state_dir, "drain-endpoints").await;
+    for r in &resolvers {
+        // The last state still has us-east-1 healthy behind its zone name.
+        eventually(&format!("{}: host down, fallback from the last state", r.name), || {
+            let lines = chain(r.port, NAME, "A");
+            lines.first().map(String::as_str) == Some(ZONE_NAME) && addresses(&lines) == ["127.0.10.1"]
+        })
+        .await;
+    }
+    control(&state_dir, "restore-endpoints").await;
+    for r in &resolvers {
+        eventually(&format!("{}: host down, local again", r.name), || {
+            chain(r.port, NAME, "A") == [EAST_CLUSTER_IP]
+        })
+        .await;
+    }
+    // The last host-side state is on disk for a restart.
+    assert!(state_dir.join("us-east-1.discovery-state.json").exists());
+    // fedns_discovery_answers_total{member="us-east-1"}: every kind given.
+    let east = running.discovery.iter().find(|r| r.member == "us-east-1").unwrap();
+    let answers = east.answers();
+    println!("us-east-1 discovery answers: {answers:?}");
+    for (kind, count) in answers {
+        assert!(count > 0, "no {kind} answer counted: {answers:?}");
+    }
+    drop(resolvers);
+    running.shutdown().await;
+}
