@@ -261,7 +261,10 @@ impl ZoneStore {
         let store_state = &mut *guard;
         let state = &mut store_state.zones;
         let now = unix_seconds();
-        let mut changed = state.len() != zones.len();
+        // Signatures near expiry are made again by a full build, under a
+        // new serial (secondaries must fetch the new signatures).
+        let resign = self.current.load().resign_due(now);
+        let mut changed = state.len() != zones.len() || resign;
         // Zones taking part in transfers, by apex, with their policies.
         let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
             .iter()
@@ -289,7 +292,11 @@ impl ZoneStore {
             let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
             let fingerprint = fingerprint(settings, records, routed);
             let serial = match state.get(&apex) {
-                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old)
+                    if old.fingerprint == fingerprint && old.serial != 0 && !(resign && zone.dnssec.is_some()) =>
+                {
+                    old.serial
+                }
                 Some(old) => {
                     changed = true;
                     next_serial(old.serial, now)
@@ -399,7 +406,8 @@ impl ZoneStore {
         // hashes are the sums of the owners' that the tree kept.
         let now = unix_seconds();
         let state = &mut store_state.zones;
-        let mut changed = state.len() != tree.zones.len();
+        let resign = self.current.load().resign_due(now);
+        let mut changed = state.len() != tree.zones.len() || resign;
         {
             let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
             changed |= policies.keys().any(|apex| {
@@ -420,7 +428,13 @@ impl ZoneStore {
             let (records, routed) = tree.hash_sums(index);
             let fingerprint = fingerprint(settings_of, records, routed);
             let serial = match state.get(&apex) {
-                Some(old) if old.fingerprint == fingerprint && old.serial != 0 => old.serial,
+                Some(old)
+                    if old.fingerprint == fingerprint
+                        && old.serial != 0
+                        && !(resign && tree.zones[index].dnssec.is_some()) =>
+                {
+                    old.serial
+                }
                 Some(old) => {
                     changed = true;
                     next_serial(old.serial, now)
@@ -610,7 +624,17 @@ impl ZoneStore {
         let snapshot = current.updated(tree, &dirty);
         let policies = &state.policies;
         let versions = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
-            tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex))
+            let versions = tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex));
+            // Unchanged RRsets keep the signatures the last version has.
+            let previous: Vec<Arc<ZoneVersion>> = {
+                let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+                versions
+                    .iter()
+                    .filter_map(|v| transfers.get(&v.apex))
+                    .filter_map(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.clone())
+                    .collect()
+            };
+            snapshot.sign_versions(tree, versions, &previous)
         } else {
             Vec::new()
         };
@@ -754,6 +778,20 @@ fn settings_hash(zone: &ZoneContent) -> u64 {
     addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
+    // Signing on or off, a new key or new timings: a new serial (the
+    // DNSKEY RRset and every signature change).
+    zone.dnssec
+        .as_ref()
+        .map(|d| {
+            (
+                d.key.algorithm(),
+                d.key.key_tag(),
+                hickory_proto::dnssec::PublicKey::public_bytes(d.key.dnskey().public_key()).to_vec(),
+                d.signature_validity,
+                d.signature_refresh,
+            )
+        })
+        .hash(&mut hasher);
     zone.default_client_region.hash(&mut hasher);
     zone.follow_cnames_across_zones.hash(&mut hasher);
     hasher.finish()
@@ -789,5 +827,42 @@ mod tests {
         assert_eq!(next_serial(1000, 1000), 1001);
         assert_eq!(next_serial(2000, 1000), 2001);
         assert_eq!(next_serial(u32::MAX, 5), 5); // 5 is after MAX in serial space
+    }
+
+    /// Figures, not assertions: snapshot build time and stored octets of a
+    /// 100,000-name zone, unsigned and signed (run with `--release
+    /// -- --ignored --nocapture`).
+    #[test]
+    #[ignore = "a measurement; run by hand in release mode"]
+    fn signed_build_figures() {
+        use crate::zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
+        use hickory_proto::rr::{RData, Record};
+        let apex = Name::from_ascii("example.com.").unwrap();
+        let mut zone = ZoneContent::new(apex);
+        for i in 0..100_000u32 {
+            let owner = Name::from_ascii(format!("svc-{i}.ns.myfed.svc.example.com.")).unwrap();
+            let ip = std::net::Ipv4Addr::from(0x0A00_0000 + i);
+            zone.records.push(Record::from_rdata(owner, 30, RData::A(ip.into())));
+        }
+        for algorithm in [
+            None,
+            Some(DnssecAlgorithm::EcdsaP256Sha256),
+            Some(DnssecAlgorithm::Ed25519),
+        ] {
+            let mut zone = zone.clone();
+            zone.dnssec = algorithm.map(|algorithm| DnssecConfig {
+                key: DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap(),
+                signature_validity: 1_209_600,
+                signature_refresh: 604_800,
+            });
+            let started = std::time::Instant::now();
+            let snapshot = Snapshot::build(&[(zone, 1)]);
+            println!(
+                "{:?}: 100,000 names built in {:?}, {} MB stored answers",
+                algorithm,
+                started.elapsed(),
+                snapshot.arena_bytes() / 1_000_000
+            );
+        }
     }
 }
