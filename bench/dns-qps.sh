@@ -38,8 +38,18 @@
 # and the ratios policy/policy-free (target >= 0.9), over REPEAT alternating
 # rounds (median).
 #
+# Then (issue 30) DNSSEC: the same zone signed (ECDSAP256SHA256, a CSK,
+# compact denial) against the same zone unsigned, DO on every query
+# (dnsperf -D), UDP saturation for $DURATION s over REPEAT alternating
+# rounds (median ratio, target >= 0.9), and Knot signing the same zone
+# (dnssec-signing: on, NSEC, ECDSAP256SHA256 CSK) once (target fedns/Knot
+# >= 1.0); then the time to the first answer and the peak RSS of fedns
+# serving $BUILD_NAMES names, signed and unsigned (snapshot build time
+# and memory, YAML reading included).
+#
 # Usage: bench/dns-qps.sh   (env: DURATION=20 LATENCY_DURATION=10 TCP_DURATION=$DURATION NAMES=10000 RRL_RATE=1000000
 #                            POLICIES=1 (0: skip the policy runs), ONLY_POLICIES=1 (skip Knot and the base run), REPEAT=3,
+#                            DNSSEC=1 (0: skip the DNSSEC runs), ONLY_DNSSEC=1 (only them), BUILD_NAMES=100000,
 #                            SCALING=1 (0: skip the scaling runs), SCALE_DURATION=10,
 #                            FEDNS_BIN=path (use this fedns binary instead of building one))
 set -euo pipefail
@@ -301,8 +311,11 @@ start_fedns() {
 
 stop_server() { kill "$1"; wait "$1" 2>/dev/null || true; }
 
-if [ "${ONLY_POLICIES:-0}" = 1 ]; then
-  POLICIES=1
+if [ "${ONLY_DNSSEC:-0}" = 1 ]; then
+  DNSSEC=1 POLICIES=0 SCALING=0
+fi
+if [ "${ONLY_POLICIES:-0}" = 1 ] || [ "${ONLY_DNSSEC:-0}" = 1 ]; then
+  [ "${ONLY_POLICIES:-0}" = 1 ] && POLICIES=1
 else
 echo "== Knot DNS ($("$KNOTD" --version | head -1))"
 start_knot 1 0
@@ -344,7 +357,7 @@ for peer, tq, tc in (("Knot", ktq, ktc), ("NSD", ntq, ntc)):
 PY
 fi
 
-if [ "${SCALING:-1}" = 1 ] && [ "${ONLY_POLICIES:-0}" != 1 ]; then
+if [ "${SCALING:-1}" = 1 ] && [ "${ONLY_POLICIES:-0}" != 1 ] && [ "${ONLY_DNSSEC:-0}" != 1 ]; then
   CPUS=$(nproc)
   COUNTS=(1 2)
   [ "$CPUS" -gt 3 ] && COUNTS+=("$((CPUS - 1))")
@@ -411,5 +424,142 @@ qps = [b / a for a, _, b, _ in pairs]
 cpu = [ca / cb for _, ca, _, cb in pairs]
 print(f"ratio with/without policies, queries/s per round: {', '.join(f'{r:.3f}' for r in qps)}; median {statistics.median(qps):.3f} (target >= 0.9)")
 print(f"ratio with/without policies, answers per core of server CPU: {', '.join(f'{r:.3f}' for r in cpu)}; median {statistics.median(cpu):.3f}")
+PY
+fi
+
+# do_saturation PID PORT NAME -> sets DO_QPS DO_CPU_US: UDP saturation
+# with DO on every query (dnsperf -D), $DURATION s.
+do_saturation() {
+  local pid=$1 port=$2 name=$3 before answered
+  before=$(cpu_ticks "$pid")
+  taskset -c 1 dnsperf -D -s 127.0.0.1 -p "$port" -d "$WORK/queries.txt" -l "$DURATION" -c 4 -q 500 \
+    > "$WORK/$name-do.txt" 2>&1
+  DO_QPS=$(awk '/Queries per second/ {print $4}' "$WORK/$name-do.txt")
+  answered=$(awk '/Queries completed/ {print $3}' "$WORK/$name-do.txt")
+  DO_CPU_US=$(cpu_per_query "$pid" "$before" "${answered:-0}")
+}
+
+# start_fedns_on MANIFESTS -> sets PID and PORT: one worker on CPU 0, keys
+# (when the Domain signs) under $WORK/keys.
+start_fedns_on() {
+  PORT=$(free_port)
+  RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$1" --listen "127.0.0.1:$PORT" --udp-workers 1 \
+    --rrl-rate "${RRL_RATE:-1000000}" --rrl-slip 2 --dnssec-key-dir "$WORK/keys" & PID=$!
+  wait_ready "$PORT"
+}
+
+if [ "${DNSSEC:-1}" = 1 ]; then
+  echo
+  echo "== DNSSEC: signed (ECDSAP256SHA256 CSK, compact denial) against unsigned, DO on every query"
+  mkdir -p "$WORK/keys"
+  sed 's/^spec: {domain: example.com, /spec: {dnssec: {enabled: true}, domain: example.com, /' \
+    "$WORK/manifests.yaml" > "$WORK/manifests-signed.yaml"
+  grep -q 'dnssec: {enabled: true}' "$WORK/manifests-signed.yaml" || { echo "could not make the signed manifests"; exit 1; }
+  DNSSEC_PAIRS=()
+  for round in $(seq "${REPEAT:-3}"); do
+    start_fedns_on "$WORK/manifests.yaml"
+    do_saturation "$PID" "$PORT" "unsigned-$round"
+    stop_server "$PID"
+    unsigned=("$DO_QPS" "$DO_CPU_US")
+    start_fedns_on "$WORK/manifests-signed.yaml"
+    # The answers are signed: an RRSIG comes with a positive answer.
+    dig +dnssec +time=1 +tries=1 -p "$PORT" @127.0.0.1 svc1.ns1.myfed.svc.example.com A | grep -q RRSIG \
+      || { echo "fedns did not sign"; exit 1; }
+    do_saturation "$PID" "$PORT" "signed-$round"
+    stop_server "$PID"
+    echo "round $round: unsigned ${unsigned[0]} q/s ${unsigned[1]} us/q, signed $DO_QPS q/s $DO_CPU_US us/q"
+    DNSSEC_PAIRS+=("${unsigned[0]},${unsigned[1]},$DO_QPS,$DO_CPU_US")
+  done
+  FEDNS_SIGNED=("$DO_QPS" "$DO_CPU_US")
+
+  echo "== Knot DNS signing the same zone (dnssec-signing: on)"
+  KPORT=$(free_port)
+  mkdir -p "$WORK/knot-signed"
+  cp "$WORK/example.com.zone" "$WORK/knot-signed/example.com.zone"
+  cat > "$WORK/knot-signed/knot.conf" <<CONF
+server:
+  listen: 127.0.0.1@$KPORT
+  rundir: $WORK/knot-signed
+  udp-workers: 1
+  tcp-workers: 1
+  background-workers: 1
+control:
+  listen: $WORK/knot-signed/knot.sock
+database:
+  storage: $WORK/knot-signed
+log:
+  - target: stderr
+    any: error
+policy:
+  - id: bench
+    algorithm: ecdsap256sha256
+    single-type-signing: on
+    nsec3: off
+template:
+  - id: default
+    storage: $WORK/knot-signed
+    semantic-checks: off
+zone:
+  - domain: example.com
+    file: $WORK/knot-signed/example.com.zone
+    zonefile-sync: -1
+    journal-content: none
+    dnssec-signing: on
+    dnssec-policy: bench
+CONF
+  taskset -c 0 "$KNOTD" -c "$WORK/knot-signed/knot.conf" & PID=$!
+  wait_ready "$KPORT"
+  for _ in $(seq 100); do
+    dig +dnssec +time=1 +tries=1 -p "$KPORT" @127.0.0.1 svc1.ns1.myfed.svc.example.com A | grep -q RRSIG && break
+    sleep 0.2
+  done
+  do_saturation "$PID" "$KPORT" "knot-signed"
+  stop_server "$PID"
+  KNOT_SIGNED=("$DO_QPS" "$DO_CPU_US")
+  echo "Knot signed: $DO_QPS q/s $DO_CPU_US us/q"
+
+  echo "== snapshot build: $BUILD_NAMES names, unsigned and signed (time to the first answer, peak RSS)"
+  BUILD_NAMES=${BUILD_NAMES:-100000}
+  python3 - "$WORK" "$BUILD_NAMES" <<'PY'
+import sys
+work, n = sys.argv[1], int(sys.argv[2])
+for variant in ("unsigned", "signed"):
+    with open(f"{work}/build-{variant}.yaml", "w") as m:
+        m.write("apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: Domain\nmetadata: {name: myfed, namespace: fedns-system}\n")
+        dnssec = "dnssec: {enabled: true}, " if variant == "signed" else ""
+        m.write(f"spec: {{{dnssec}domain: example.com, nameServers: [ns1.example.com], soa: {{ttl: 30, minimum: 30}}}}\n")
+        for ns in range(50):
+            m.write(f"---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {{name: bench, namespace: ns{ns}}}\nspec:\n  endpoints:\n")
+            for i in range(ns, n, 50):
+                m.write(f"  - {{dnsName: svc{i}.ns{ns}.myfed.svc.example.com, recordType: A, recordTTL: 30, targets: [10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}]}}\n")
+PY
+  BUILD_ROWS=()
+  for variant in unsigned signed; do
+    start=$(date +%s.%N)
+    PORT=$(free_port)
+    RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$WORK/build-$variant.yaml" --listen "127.0.0.1:$PORT" \
+      --udp-workers 1 --dnssec-key-dir "$WORK/keys" & PID=$!
+    until dig +short +time=1 +tries=1 -p "$PORT" @127.0.0.1 svc1.ns1.myfed.svc.example.com A 2>/dev/null | grep -q .; do
+      sleep 0.1
+    done
+    ready=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+    rss=$(peak_rss_kib "$PID")
+    stop_server "$PID"
+    BUILD_ROWS+=("$variant,$ready,$rss")
+  done
+  python3 - "${FEDNS_SIGNED[@]}" "${KNOT_SIGNED[@]}" "${DNSSEC_PAIRS[@]}" -- "${BUILD_ROWS[@]}" <<'PY'
+import statistics, sys
+args = sys.argv[1:]
+sep = args.index("--")
+fq, fc, kq, kc = map(float, args[:4])
+pairs = [tuple(map(float, p.split(","))) for p in args[4:sep]]
+qps = [s / u for u, _, s, _ in pairs]
+cpu = [uc / sc for _, uc, _, sc in pairs]
+print(f"\nsigned/unsigned (DO on every query), queries/s per round: {', '.join(f'{r:.3f}' for r in qps)}; median {statistics.median(qps):.3f} (target >= 0.9)")
+print(f"signed/unsigned, answers per core of server CPU: {', '.join(f'{r:.3f}' for r in cpu)}; median {statistics.median(cpu):.3f} (target >= 0.9)")
+print(f"fedns signed / Knot signed (last round): queries/s {fq / kq if kq else 0:.2f}, answers per core {kc / fc if fc else 0:.2f} (target >= 1.0)")
+for row in args[sep + 1:]:
+    variant, ready, rss = row.split(",")
+    print(f"{variant:>8}: first answer after {ready} s (manifests read, snapshot built), peak RSS {int(rss) / 1024:.0f} MiB")
 PY
 fi

@@ -41,6 +41,8 @@ has_kdig() { version_at_least "$(version_of kdig --version)" 3.0; }
 has_knotd() { version_at_least "$(version_of knotd --version)" 3.0; }
 has_nsd() { version_at_least "$(version_of nsd -v)" 4.0; }
 has_named() { version_at_least "$(version_of named -v)" 9.16; }
+has_delv() { version_at_least "$(version_of delv -v)" 9.16; }
+has_dnssec_verify() { version_at_least "$(version_of dnssec-verify -V)" 9.16; }
 has_kubectl() {
   local v
   v=$(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: v\{0,1\}//p')
@@ -71,12 +73,14 @@ CAPABILITIES=(
   "knotd >= 3.0|has_knotd|knot|the peer authoritative server, and a secondary in zone transfer tests"
   "nsd >= 4.0|has_nsd|nsd|a secondary in zone transfer tests"
   "named >= 9.16|has_named|bind9|a secondary in zone transfer tests"
+  "delv >= 9.16|has_delv|bind9-dnsutils|a DNSSEC validator with the zone's trust anchor (DNSSEC tests)"
+  "dnssec-verify >= 9.16|has_dnssec_verify|bind9-utils|checks the signed zone AXFR sends (DNSSEC tests)"
   "kubectl >= 1.20 (server-side apply)|has_kubectl|kubernetes-client|kubectl against the emulator"
   "script with -e -f -c|has_script|bsdutils|log colours on a terminal"
   "python3 -m venv with pip|has_venv|python3-venv|moto's virtualenv"
   "dnsperf with -m (udp/tcp)|has_dnsperf|dnsperf|bench/ (dns-qps.sh)"
   "dnsmasq >= 2.80|has_dnsmasq|dnsmasq-base|a member's cluster DNS forwarding to fedns (discovery tests)"
-  "unbound >= 1.9|has_unbound|unbound|a resolver forwarding to fedns (discovery tests)"
+  "unbound >= 1.9|has_unbound|unbound|a resolver forwarding to fedns (discovery tests), validating (DNSSEC tests)"
   "unshare with --net and --mount|has_unshare|util-linux|a pod-like resolv.conf search path (discovery tests)"
 )
 

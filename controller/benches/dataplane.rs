@@ -20,11 +20,10 @@ use fedns_api::ProbeProtocol;
 use fedns_controller::dataplane::{Check, DataPlane, ProbeMetrics, ProbeSpec, ProbeTls, State};
 use fedns_sandbox::responder::Responder;
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 /// The i-th loopback address from 127.1.0.1 on.
+mod common;
+use common::{cpu_seconds, env, percentile};
+
 fn loopback(i: u32) -> IpAddr {
     IpAddr::V4(Ipv4Addr::from(u32::from(Ipv4Addr::new(127, 1, 0, 1)) + i))
 }
@@ -46,25 +45,6 @@ fn default_check(port: u16) -> Check {
         failover_delay: Duration::ZERO,
         failback_delay: Duration::ZERO,
     }
-}
-
-/// CPU seconds this process has used (utime + stime from /proc).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(") ")
-        .map(|(_, rest)| rest)
-        .unwrap_or("")
-        .split(' ')
-        .collect();
-    let ticks: f64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0 // USER_HZ is 100 on Linux
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
 }
 
 /// Child mode: serve responders on addresses `first..first + count`, one

@@ -79,6 +79,129 @@ pub struct DomainSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 256))]
     pub geo_regions: Vec<crate::routing::GeoRegion>,
+    /// DNSSEC signing by the embedded DNS server (RFC 4033-4035). Absent
+    /// or `enabled: false`: the zone is served unsigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dnssec: Option<DnssecSpec>,
+}
+
+/// How the embedded DNS server signs a zone. Signatures (RRSIG) are made
+/// when the zone's snapshot is built, for every RRset and every traffic
+/// policy variant, and made again before they expire; the DNSKEY RRset is
+/// served at the apex. External providers (Route53, Cloud DNS) never get
+/// DNSSEC records from fedns: they sign with their own keys.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DnssecSpec {
+    /// Sign the zone.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The signing algorithm (RFC 8624): `ECDSAP256SHA256` (13, default)
+    /// or `ED25519` (15).
+    #[serde(default)]
+    pub algorithm: DnssecAlgorithm,
+    /// `CSK` (default): one combined signing key signs every RRset, its
+    /// DS goes to the parent. `KSK+ZSK` is reserved for a later version.
+    #[serde(default)]
+    pub key_mode: DnssecKeyMode,
+    /// The Secret (in the Domain's namespace) holding the private key as
+    /// PKCS#8 DER under `key.pkcs8`; created with a new key when absent.
+    /// Absent: `<domain name>-dnssec`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key_secret: Option<String>,
+    /// How long a signature is valid from the time it is made, in seconds
+    /// (RRSIG expiration − now; an inception one hour before now covers
+    /// clock skew). Default 1,209,600 (14 days).
+    #[serde(default = "DnssecSpec::default_validity")]
+    #[schemars(range(min = 7200, max = 31536000))]
+    pub signature_validity: i64,
+    /// Signatures with less than this many seconds left are made again,
+    /// in seconds; smaller than `signatureValidity` by at least an hour.
+    /// Default 604,800 (7 days).
+    #[serde(default = "DnssecSpec::default_refresh")]
+    #[schemars(range(min = 3600, max = 31536000))]
+    pub signature_refresh: i64,
+    /// Denial of existence: `Compact` (default): RFC 9824 compact denial,
+    /// a minimal NSEC at the query name (NXNAME for names that do not
+    /// exist), signed when answered; no zone walking.
+    #[serde(default)]
+    pub denial: DnssecDenial,
+}
+
+impl DnssecSpec {
+    fn default_validity() -> i64 {
+        1_209_600
+    }
+    fn default_refresh() -> i64 {
+        604_800
+    }
+
+    /// Checks what the schema cannot: refresh below validity by at least an
+    /// hour, and a key mode this version implements. Errors name the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(7200..=31_536_000).contains(&self.signature_validity) {
+            return Err(format!(
+                "spec.dnssec.signatureValidity: {} s is outside 7200..=31536000",
+                self.signature_validity
+            ));
+        }
+        if self.signature_refresh < 3600 || self.signature_refresh > self.signature_validity - 3600 {
+            return Err(format!(
+                "spec.dnssec.signatureRefresh: {} s must be at least 3600 and at least an hour below \
+                 signatureValidity ({} s)",
+                self.signature_refresh, self.signature_validity
+            ));
+        }
+        if self.key_mode != DnssecKeyMode::Csk {
+            return Err("spec.dnssec.keyMode: only CSK is implemented; KSK+ZSK is not yet".into());
+        }
+        Ok(())
+    }
+}
+
+/// DNSSEC signing algorithms fedns offers (IANA DNS Security Algorithm
+/// Numbers; RFC 8624 §3.1 "MUST"/"RECOMMENDED" for signing).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DnssecAlgorithm {
+    /// ECDSA P-256 with SHA-256, number 13 (RFC 6605).
+    #[default]
+    #[serde(rename = "ECDSAP256SHA256")]
+    EcdsaP256Sha256,
+    /// Ed25519, number 15 (RFC 8080).
+    #[serde(rename = "ED25519")]
+    Ed25519,
+}
+
+impl DnssecAlgorithm {
+    /// The algorithm number (DNSKEY, RRSIG and DS ALGORITHM field).
+    pub fn number(self) -> u8 {
+        match self {
+            DnssecAlgorithm::EcdsaP256Sha256 => 13,
+            DnssecAlgorithm::Ed25519 => 15,
+        }
+    }
+}
+
+/// Which keys sign the zone.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DnssecKeyMode {
+    /// One combined signing key (flags 257, SEP) signs every RRset.
+    #[default]
+    #[serde(rename = "CSK")]
+    Csk,
+    /// A key-signing key for the DNSKEY RRset and a zone-signing key for
+    /// the rest (not implemented yet; rejected by validation).
+    #[serde(rename = "KSK+ZSK")]
+    KskZsk,
+}
+
+/// How the zone proves that names and types do not exist.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DnssecDenial {
+    /// RFC 9824 compact denial of existence ("black lies").
+    #[default]
+    Compact,
 }
 
 /// The addresses of one in-zone name server (see
@@ -284,6 +407,44 @@ pub struct DomainStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The DS record(s) to put in the parent zone when the zone is signed
+    /// (RFC 4034 §5.3 presentation format, SHA-256 digest, RFC 4509), e.g.
+    /// `example.com. IN DS 12345 13 2 3A1F…`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ds_records: Vec<String>,
+}
+
+#[cfg(test)]
+mod dnssec_tests {
+    use super::*;
+
+    #[test]
+    fn dnssec_defaults_and_validation() {
+        let spec: DnssecSpec = serde_json::from_value(serde_json::json!({"enabled": true})).unwrap();
+        assert_eq!(spec.algorithm, DnssecAlgorithm::EcdsaP256Sha256);
+        assert_eq!(spec.algorithm.number(), 13);
+        assert_eq!(spec.key_mode, DnssecKeyMode::Csk);
+        assert_eq!((spec.signature_validity, spec.signature_refresh), (1_209_600, 604_800));
+        assert_eq!(spec.denial, DnssecDenial::Compact);
+        assert_eq!(spec.validate(), Ok(()));
+
+        let ed: DnssecSpec =
+            serde_json::from_value(serde_json::json!({"enabled": true, "algorithm": "ED25519"})).unwrap();
+        assert_eq!(ed.algorithm.number(), 15);
+
+        let late = DnssecSpec {
+            signature_refresh: 1_209_000,
+            ..spec.clone()
+        };
+        let err = late.validate().unwrap_err();
+        assert!(err.contains("spec.dnssec.signatureRefresh"), "{err}");
+        let split = DnssecSpec {
+            key_mode: DnssecKeyMode::KskZsk,
+            ..spec.clone()
+        };
+        assert!(split.validate().unwrap_err().contains("spec.dnssec.keyMode"));
+        assert!(serde_json::from_value::<DnssecSpec>(serde_json::json!({"algorithm": "RSASHA1"})).is_err());
+    }
 }
 
 /// A zone's SOA serial as recorded for every replica (`status.serialRecord`).

@@ -34,8 +34,9 @@ pub use dns_endpoint::{
     DNSEndpoint, DNSEndpointSpec, DNSEndpointStatus, Endpoint, ProviderSpecificProperty, RecordType,
 };
 pub use domain::{
-    AllowedNamespaces, Domain, DomainSpec, DomainStatus, NameServerAddresses, NamespacesFrom, SerialRecord, SoaTimers,
-    TsigAlgorithm, TsigKeyReference, TsigSecretReference, ZoneTransfer,
+    AllowedNamespaces, DnssecAlgorithm, DnssecDenial, DnssecKeyMode, DnssecSpec, Domain, DomainSpec, DomainStatus,
+    NameServerAddresses, NamespacesFrom, SerialRecord, SoaTimers, TsigAlgorithm, TsigKeyReference, TsigSecretReference,
+    ZoneTransfer,
 };
 pub use health::{AddressHealth, DataPlaneCheck, ProbeProtocol, WhenAllUnhealthy};
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};

@@ -34,6 +34,12 @@
 //! * Response rate limiting over UDP ([`RrlConfig`], as Knot's `rrl`):
 //!   responses per second per client prefix (/24, /56) and response
 //!   class, every `slip`-th limited response truncated, exempt networks.
+//! * DNSSEC ([`DnssecConfig`]): a signed zone's answers to queries with
+//!   the DO bit carry RRSIGs made when the snapshot is built (every
+//!   RRset, every policy variant), the DNSKEY RRset is served at the
+//!   apex, and denial of existence is RFC 9824 compact denial (a minimal
+//!   NSEC at the query name; only a missing name's NSEC is signed per
+//!   query, on the stack).
 //! * [`DnsMetrics`] exposes query counts, latency and TCP connection
 //!   counts ([`TcpStats`]) to Prometheus.
 //!
@@ -59,6 +65,7 @@ pub use query::rrl::RrlConfig;
 pub use zone::content::{SoaFields, ZoneContent};
 pub use zone::routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
 pub use zone::serials::{RecordedSerial, SerialMode};
+pub use zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
 pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
 pub use zone::store::{
     next_serial, serial_gt, Counter, NeedsWholePublish, PublishOutcome, TransferCounters, ZoneChanges, ZoneSerialState,

@@ -109,6 +109,13 @@ pub struct DnsServerArgs {
     /// starts a comment). A Domain's key is found by its name.
     #[arg(long, value_name = "PATH", requires = "manifests")]
     pub tsig_key_file: Option<PathBuf>,
+    /// With --manifests: the folder holding the DNSSEC signing keys of
+    /// Domains with `spec.dnssec.enabled`, one PKCS#8 DER file per zone,
+    /// `<zone>.<algorithm number>.pkcs8` (e.g. `example.com.13.pkcs8`),
+    /// made (mode 0600) when absent. The DS record for the parent zone is
+    /// logged when the zone is published.
+    #[arg(long, value_name = "DIR", requires = "manifests")]
+    pub dnssec_key_dir: Option<PathBuf>,
     /// Kubeconfig of the host cluster to watch (default: in-cluster config,
     /// else $KUBECONFIG or ~/.kube/config).
     #[arg(long, value_name = "PATH", env = "KUBECONFIG")]

@@ -158,9 +158,25 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.tsig_key_file {
         sink.set_named_tsig_keys(read_tsig_key_file(path)?);
     }
+    if let Some(dir) = &args.dnssec_key_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        sink.set_dnssec_key_dir(dir.clone());
+    }
     if let Some(path) = &args.manifests {
         load_manifests(path, &sink)?;
         ready_now = true;
+        // Signatures are made again before they expire: look hourly.
+        let (path, sink) = (path.clone(), sink.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+                if sink.resign_due() {
+                    if let Err(e) = load_manifests(&path, &sink) {
+                        tracing::error!("re-signing: {e:#}");
+                    }
+                }
+            }
+        });
     } else if let Some(member) = &args.member.member_cluster {
         source_state = Some(start_member_side(args, member, &sink, &mut registry, &metrics).await?);
     } else {

@@ -59,6 +59,7 @@ pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
         )),
         None => None,
     };
+    explanation.ds_records = crate::records::explain::ds_records_for(&args.name, &domains);
     explanation.routing = explain_routing(&args.name, &domains, &endpoints, args.client_subnet, geo);
     if args.client_subnet.is_some() && explanation.routing.is_none() {
         eprintln!("{}: no traffic policy; every client gets the same answer", args.name);

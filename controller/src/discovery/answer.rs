@@ -302,10 +302,13 @@ fn owner_records(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn inputs() -> Inputs {
+    /// One federation `myfed` (example.com), record ns/nginx (dnsPrefix
+    /// www), member us-east-1 with zones a and b, node in b, the local
+    /// Service ready (shared by the explain tests).
+    pub(crate) fn inputs() -> Inputs {
         let mut services = BTreeMap::new();
         services.insert(
             ("ns".into(), "nginx".into()),

@@ -190,40 +190,16 @@ pub fn render(explanation: &FromCluster) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::answer::{FederationView, LocalService, MemberView, RecordView};
 
+    /// The answer tests' inputs, the local Service ready (two endpoints)
+    /// or not.
     fn inputs(ready: bool) -> Inputs {
-        let mut services = std::collections::BTreeMap::new();
-        services.insert(
-            ("ns".to_owned(), "nginx".to_owned()),
-            LocalService {
-                cluster_ips: vec!["10.96.10.1".parse().unwrap()],
-                ready,
-                ready_endpoints: usize::from(ready) * 2,
-                ..Default::default()
-            },
-        );
-        Inputs {
-            cluster_domain: "cluster.local".into(),
-            federations: vec![FederationView {
-                name: "myfed".into(),
-                domain: "example.com".into(),
-            }],
-            records: vec![RecordView {
-                namespace: "ns".into(),
-                service: "nginx".into(),
-                domain_ref: "myfed".into(),
-                external_name: None,
-                dns_prefix: Some("www".into()),
-            }],
-            member: Some(MemberView {
-                region: Some("us-east-1".into()),
-                zones: vec!["us-east-1a".into(), "us-east-1b".into()],
-                cordoned: false,
-            }),
-            node_zone: Some("us-east-1b".into()),
-            services,
+        let mut inputs = crate::discovery::answer::tests::inputs();
+        for service in inputs.services.values_mut() {
+            service.ready = ready;
+            service.ready_endpoints = usize::from(ready) * 2;
         }
+        inputs
     }
 
     #[test]
@@ -234,11 +210,11 @@ mod tests {
         assert_eq!(
             got.answer,
             FromClusterAnswer::Local {
-                addresses: vec!["10.96.10.1".into()],
+                addresses: vec!["10.96.0.10".into(), "fd00::10".into()],
                 ready_endpoints: 2
             }
         );
-        assert!(render(&got).contains("the local Service, 10.96.10.1 (2 ready endpoints in us-east-1)"));
+        assert!(render(&got).contains("the local Service, 10.96.0.10, fd00::10 (2 ready endpoints in us-east-1)"));
     }
 
     #[test]

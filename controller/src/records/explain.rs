@@ -72,6 +72,32 @@ pub struct Explanation {
     /// subnet, what that client is answered).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routing: Option<RoutingExplanation>,
+    /// When the name's zone is signed by the embedded DNS server: the DS
+    /// records to put at the parent (from the Domain's status).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ds_records: Vec<String>,
+}
+
+/// The DS records in the status of the Domain (of `domains`) whose zone
+/// holds `name`, the deepest zone winning: what `fedns explain` prints for
+/// a signed zone.
+pub fn ds_records_for(name: &str, domains: &[fedns_api::Domain]) -> Vec<String> {
+    let wanted = name.trim_end_matches('.').to_ascii_lowercase();
+    domains
+        .iter()
+        .filter_map(|d| {
+            let apex = d.spec.domain.trim_end_matches('.').to_ascii_lowercase();
+            let inside = wanted == apex || wanted.ends_with(&format!(".{apex}"));
+            inside.then(|| {
+                (
+                    apex.len(),
+                    d.status.as_ref().map(|s| s.ds_records.clone()).unwrap_or_default(),
+                )
+            })
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, ds)| ds)
+        .unwrap_or_default()
 }
 
 /// A name's traffic policy as the DNS server applies it.
@@ -297,6 +323,7 @@ pub fn explain(
         conditions: Vec::new(),
         clusters: Vec::new(),
         routing: None,
+        ds_records: Vec::new(),
     };
     // The record that owns the (first) DNSEndpoint.
     let record = publishing.iter().find_map(|endpoint| {
@@ -460,6 +487,9 @@ pub fn render(explanation: &Explanation) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(out, "{}", explanation.name);
+    for ds in &explanation.ds_records {
+        let _ = writeln!(out, "  zone signed (DNSSEC); DS for the parent zone: {ds}");
+    }
     if explanation.dns_endpoints.is_empty() {
         let _ = writeln!(out, "  no DNSEndpoint publishes this name");
         return out;

@@ -83,6 +83,26 @@ pub fn spawn_fedns(args: &[&str]) -> Process {
 }
 
 /// `dig +short` answers (sorted), over UDP or TCP.
+/// `fedns controller` against the federation in `dir` (its
+/// `host.kubeconfig`), DNS on 127.0.0.1:`dns_port`, metrics on
+/// 127.0.0.1:`metrics_port`, then `extra` arguments.
+pub fn spawn_controller(dir: &Path, dns_port: u16, metrics_port: u16, extra: &[&str]) -> Process {
+    let kubeconfig = dir.join("host.kubeconfig");
+    let dns = format!("127.0.0.1:{dns_port}");
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let mut args = vec![
+        "controller",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap_or_default(),
+        "--dns-listen",
+        &dns,
+        "--metrics-addr",
+        &metrics,
+    ];
+    args.extend_from_slice(extra);
+    spawn_fedns(&args)
+}
+
 pub fn dig(port: u16, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
     let mut command = Command::new("dig");
     command.args([

@@ -48,6 +48,62 @@ endpoints:
     )
 }
 
+/// Members `members` (name, region), each seeded with `objects(region,
+/// ip, port)` (e.g. [`member_yaml`]: Service `ns/nginx` behind a load
+/// balancer at `ip`) where `ip` = 127.0.`subnet`.(i+1) is answered by a
+/// real HTTP responder (one port for all), registered with 1 s probes
+/// (failureThreshold 2); `host_yaml` seeded into the host.
+pub(crate) struct ProbedFederation {
+    pub responders: Vec<Responder>,
+    pub federation: Federation,
+    pub dir: std::path::PathBuf,
+}
+
+pub(crate) async fn probed_federation(
+    tag: &str,
+    subnet: u8,
+    members: &[(&str, &str)],
+    objects: fn(&str, &str, u16) -> String,
+    host_yaml: &str,
+) -> ProbedFederation {
+    let first = Responder::start(format!("127.0.{subnet}.1:0").parse().unwrap(), None)
+        .await
+        .unwrap();
+    let port = first.address().port();
+    let mut responders = vec![first];
+    for i in 2..=members.len() {
+        let ip = format!("127.0.{subnet}.{i}");
+        responders.push(
+            Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
+                .await
+                .unwrap(),
+        );
+    }
+    let dir = temp_dir(tag);
+    let names: Vec<&str> = members.iter().map(|m| m.0).collect();
+    let federation = Federation::start(&dir, "fedns-system", &names).await.unwrap();
+    for (i, (name, region)) in members.iter().enumerate() {
+        let ip = format!("127.0.{subnet}.{}", i + 1);
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(name, &objects(region, &ip, port))
+            .unwrap();
+        federation
+            .register(
+                name,
+                json!({"healthCheck": {"periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2, "successThreshold": 1}}),
+            )
+            .unwrap();
+    }
+    federation.host.seed_yaml("host", host_yaml).unwrap();
+    ProbedFederation {
+        responders,
+        federation,
+        dir,
+    }
+}
+
 const HOST_YAML: &str = r#"
 apiVersion: multiclusterdns.fedns.io/v1alpha1
 kind: Domain
@@ -93,47 +149,21 @@ async fn condition(api: &Api<ServiceDNSRecord>, type_: &str) -> Option<(String, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_follows_the_traffic_path_and_fails_open() {
-    let first = Responder::start("127.0.2.1:0".parse().unwrap(), None).await.unwrap();
-    let port = first.address().port();
-    let mut responders = vec![first];
-    for ip in ["127.0.2.2", "127.0.2.3"] {
-        responders.push(
-            Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
-                .await
-                .unwrap(),
-        );
-    }
-    let dir = temp_dir("health");
-    let names = ["a", "b", "c"];
-    let federation = Federation::start(&dir, "fedns-system", &names).await.unwrap();
-    for (i, name) in names.iter().enumerate() {
-        let ip = format!("127.0.2.{}", i + 1);
-        federation
-            .member(name)
-            .unwrap()
-            .seed_yaml(name, &member_yaml(&format!("region-{name}"), &ip, port))
-            .unwrap();
-        federation
-            .register(
-                name,
-                json!({"healthCheck": {"periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2, "successThreshold": 1}}),
-            )
-            .unwrap();
-    }
-    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let ProbedFederation {
+        responders,
+        federation,
+        dir,
+    } = probed_federation(
+        "health",
+        2,
+        &[("a", "region-a"), ("b", "region-b"), ("c", "region-c")],
+        member_yaml,
+        HOST_YAML,
+    )
+    .await;
     let dns_port = free_port();
     let metrics_port = free_port();
-    let _controller = spawn_fedns(&[
-        "controller",
-        "--kubeconfig",
-        dir.join("host.kubeconfig").to_str().unwrap(),
-        "--dns-listen",
-        &format!("127.0.0.1:{dns_port}"),
-        "--metrics-addr",
-        &format!("127.0.0.1:{metrics_port}"),
-        "--udp-workers",
-        "1",
-    ]);
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
     let host = client_of(&federation.host).await;
     let records: Api<ServiceDNSRecord> = Api::namespaced(host, "ns");
     let all = ["127.0.2.1", "127.0.2.2", "127.0.2.3"];

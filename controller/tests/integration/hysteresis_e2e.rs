@@ -5,16 +5,12 @@
 //! Service load balancers are HTTP responders on 127.0.4.1-3, answers read
 //! with `dig`; every wait has a 30 s deadline and prints what it measured.
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::health_e2e::member_yaml;
+use crate::health_e2e::{member_yaml, probed_federation, ProbedFederation};
 use fedns_api::ServiceDNSRecord;
-use fedns_controller::federation::Federation;
-use fedns_sandbox::responder::Responder;
 use kube::api::Api;
-use serde_json::json;
 
 const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 const FLAPPING: &str = "127.0.4.1";
@@ -51,48 +47,20 @@ fn serves_flapping(dns_port: u16) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flapping_load_balancer_does_not_flap_the_answers() {
-    let first = Responder::start(format!("{FLAPPING}:0").parse().unwrap(), None)
-        .await
-        .unwrap();
-    let port = first.address().port();
-    let mut responders = vec![first];
-    for ip in ["127.0.4.2", "127.0.4.3"] {
-        responders.push(
-            Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
-                .await
-                .unwrap(),
-        );
-    }
-    let dir = temp_dir("hysteresis");
-    let names = ["a", "b", "c"];
-    let federation = Federation::start(&dir, "fedns-system", &names).await.unwrap();
-    for (i, name) in names.iter().enumerate() {
-        let ip = format!("127.0.4.{}", i + 1);
-        federation
-            .member(name)
-            .unwrap()
-            .seed_yaml(name, &member_yaml(&format!("region-{name}"), &ip, port))
-            .unwrap();
-        federation
-            .register(
-                name,
-                json!({"healthCheck": {"periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2, "successThreshold": 1}}),
-            )
-            .unwrap();
-    }
-    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let ProbedFederation {
+        responders,
+        federation,
+        dir,
+    } = probed_federation(
+        "hysteresis",
+        4,
+        &[("a", "region-a"), ("b", "region-b"), ("c", "region-c")],
+        member_yaml,
+        HOST_YAML,
+    )
+    .await;
     let dns_port = free_port();
-    let _controller = spawn_fedns(&[
-        "controller",
-        "--kubeconfig",
-        dir.join("host.kubeconfig").to_str().unwrap(),
-        "--dns-listen",
-        &format!("127.0.0.1:{dns_port}"),
-        "--metrics-addr",
-        &format!("127.0.0.1:{}", free_port()),
-        "--udp-workers",
-        "1",
-    ]);
+    let _controller = spawn_controller(&dir, dns_port, free_port(), &["--udp-workers", "1"]);
     let started = Instant::now();
     while dig(dns_port, GLOBAL, "A", false).len() != 3 {
         assert!(started.elapsed() < Duration::from_secs(30), "not published within 30 s");

@@ -11,6 +11,7 @@ mod dataplane;
 mod deploy;
 mod discovery;
 mod dns_server;
+mod dnssec_e2e;
 mod health_e2e;
 mod hysteresis_e2e;
 mod large_objects;

@@ -9,16 +9,13 @@
 //! the last-known set (fail-open); the DNSEndpoint is in external-dns's
 //! vocabulary; an unknown cluster in the policy is a condition, not an outage.
 
-use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::health_e2e::{probed_federation, ProbedFederation};
 use fedns_api::{DNSEndpoint, ServiceDNSRecord};
-use fedns_controller::federation::Federation;
-use fedns_sandbox::responder::Responder;
 use kube::api::Api;
-use serde_json::json;
 
 const ZONE: &str = "ns.myfed.svc.example.com";
 
@@ -159,47 +156,20 @@ fn spread(port: u16, name: &str, n: usize) -> std::collections::BTreeMap<String,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policies_follow_clients_weights_and_health() {
-    let first = Responder::start("127.0.2.1:0".parse().unwrap(), None).await.unwrap();
-    let port = first.address().port();
-    let mut responders = vec![first];
-    for ip in ["127.0.2.2", "127.0.2.3"] {
-        responders.push(
-            Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
-                .await
-                .unwrap(),
-        );
-    }
-    let dir = temp_dir("routing");
-    let members = [("a", "us-east-1"), ("b", "us-west-2"), ("c", "eu-west-1")];
-    let names: Vec<&str> = members.iter().map(|m| m.0).collect();
-    let federation = Federation::start(&dir, "fedns-system", &names).await.unwrap();
-    for (i, (name, region)) in members.iter().enumerate() {
-        let ip = format!("127.0.2.{}", i + 1);
-        federation
-            .member(name)
-            .unwrap()
-            .seed_yaml(name, &member_yaml(region, &ip, port))
-            .unwrap();
-        federation
-            .register(
-                name,
-                json!({"healthCheck": {"periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2, "successThreshold": 1}}),
-            )
-            .unwrap();
-    }
-    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let ProbedFederation {
+        responders,
+        federation,
+        dir,
+    } = probed_federation(
+        "routing",
+        2,
+        &[("a", "us-east-1"), ("b", "us-west-2"), ("c", "eu-west-1")],
+        member_yaml,
+        HOST_YAML,
+    )
+    .await;
     let dns = free_port();
-    let _controller = spawn_fedns(&[
-        "controller",
-        "--kubeconfig",
-        dir.join("host.kubeconfig").to_str().unwrap(),
-        "--dns-listen",
-        &format!("127.0.0.1:{dns}"),
-        "--metrics-addr",
-        &format!("127.0.0.1:{}", free_port()),
-        "--udp-workers",
-        "1",
-    ]);
+    let _controller = spawn_controller(&dir, dns, free_port(), &["--udp-workers", "1"]);
     let nginx = format!("nginx.{ZONE}");
     let web = format!("web.{ZONE}");
     let api = format!("api.{ZONE}");

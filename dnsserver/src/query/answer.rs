@@ -17,7 +17,8 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use crate::metrics::AnswerKind;
 pub use crate::metrics::{Answered, Transport};
-use crate::zone::snapshot::{Snapshot, SERIAL_FROM_END};
+use crate::zone::dnssec::{ZoneKeys, MAX_SIGNATURE};
+use crate::zone::snapshot::{Snapshot, Tail, SERIAL_FROM_END};
 
 /// Size of the DNS header (RFC 1035 §4.1.1).
 const HEADER_LEN: usize = 12;
@@ -52,6 +53,8 @@ pub mod rcode {
     pub const NOERROR: u16 = 0;
     /// Format error.
     pub const FORMERR: u16 = 1;
+    /// Server failure (a signature could not be made).
+    pub const SERVFAIL: u16 = 2;
     /// Name does not exist.
     pub const NXDOMAIN: u16 = 3;
     /// Opcode not implemented.
@@ -81,6 +84,9 @@ impl Default for AnswerConfig {
 struct Edns {
     payload: u16,
     dnssec_ok: bool,
+    /// The CO bit (RFC 9824 §4): the client takes NXDOMAIN with a
+    /// compact-denial NSEC.
+    compact_ok: bool,
 }
 
 /// An EDNS Client Subnet option of a request (RFC 7871 §6), as given.
@@ -287,8 +293,8 @@ pub(crate) fn answer_or_defer(
             Some(ecs) => ecs.client(),
             None => source,
         };
-        let (bytes, scope, serial) = snapshot.response(&found, request.qtype, client);
-        return Ok(Some(finish_prerendered(&request, bytes, serial, limits, scope, out)));
+        let (bytes, scope, tail) = snapshot.response(&found, request.qtype, client, request.dnssec_ok());
+        return Ok(Some(finish_prerendered(&request, bytes, tail, limits, scope, out)));
     }
     // Not an owner name: find the closest existing ancestor.
     for label in 1..request.labels {
@@ -301,6 +307,15 @@ pub(crate) fn answer_or_defer(
             return Ok(Some(slow_path(snapshot, &request, limits, out)));
         }
         let zone = &snapshot.zones[entry.zone as usize];
+        if let (Some(keys), true) = (&zone.dnssec, request.dnssec_ok()) {
+            return Ok(Some(compact_denial(
+                &request,
+                keys,
+                zone.soa_tail_now(keys),
+                limits,
+                out,
+            )));
+        }
         let apex_label = request.labels - 1 - zone.apex_labels as usize;
         let apex_offset = HEADER_LEN + request.label_starts[apex_label] as usize;
         let serial = zone.pending.map(|_| zone.serial_now());
@@ -314,6 +329,14 @@ pub(crate) fn answer_or_defer(
         )));
     }
     Ok(Some(error_response(packet, Some(&request), rcode::REFUSED, out)))
+}
+
+impl Request<'_> {
+    /// The DO bit (RFC 3225): the client wants DNSSEC records.
+    #[inline]
+    fn dnssec_ok(&self) -> bool {
+        self.edns.is_some_and(|e| e.dnssec_ok)
+    }
 }
 
 /// How far [`parse`] got.
@@ -412,6 +435,7 @@ fn parse(packet: &[u8]) -> (Request<'_>, Parsed) {
             request.edns = Some(Edns {
                 payload,
                 dnssec_ok: fixed[6] & 0x80 != 0,
+                compact_ok: fixed[6] & 0x40 != 0,
             });
             request.bad_version = version != 0;
             // Options (RFC 6891 §6.1.2): code, length, data.
@@ -505,7 +529,8 @@ fn write_header(out: &mut Vec<u8>, packet: &[u8], flags: [u8; 2], counts: [u16; 
 fn push_opt(out: &mut Vec<u8>, edns: Edns, rcode: u16, max_payload: u16, ecs: Option<(&ClientSubnet, u8)>) {
     let payload = max_payload.max(MIN_UDP_PAYLOAD).to_be_bytes();
     let ext_rcode = (rcode >> 4) as u8;
-    let do_bit = if edns.dnssec_ok { 0x80 } else { 0 };
+    // DO echoed (RFC 3225 §3), CO echoed (RFC 9824 §4).
+    let do_bit = if edns.dnssec_ok { 0x80 } else { 0 } | if edns.compact_ok { 0x40 } else { 0 };
     let rdlen = ecs.map_or(0, |(e, _)| e.wire_len() as u16).to_be_bytes();
     out.extend_from_slice(&[
         0,
@@ -581,16 +606,28 @@ fn finish(request: &Request<'_>, rcode: u16, limits: Limits, scope: u8, out: &mu
 fn finish_prerendered(
     request: &Request<'_>,
     stored: &[u8],
-    serial: Option<u32>,
+    tail: Tail<'_>,
     limits: Limits,
     scope: u8,
     out: &mut Vec<u8>,
 ) -> Answered {
     out.extend_from_slice(stored);
-    if let Some(serial) = serial {
-        if let Some(at) = out.len().checked_sub(SERIAL_FROM_END) {
-            out[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+    match tail {
+        Tail::None => {}
+        Tail::Serial(serial) => {
+            if let Some(at) = out.len().checked_sub(SERIAL_FROM_END) {
+                out[at..at + 4].copy_from_slice(&serial.to_be_bytes());
+            }
         }
+        Tail::SignedSoa(soa) if out.len() >= HEADER_LEN => {
+            // Two RRs (SOA, RRSIG) at the end: the authority section, or
+            // the answer section of an SOA query (nothing follows either).
+            out.extend_from_slice(soa);
+            let section = if u16::from_be_bytes([out[8], out[9]]) > 0 { 8 } else { 6 };
+            let count = u16::from_be_bytes([out[section], out[section + 1]]).saturating_add(2);
+            out[section..section + 2].copy_from_slice(&count.to_be_bytes());
+        }
+        Tail::SignedSoa(_) => {}
     }
     let packet = request.packet;
     out[0..2].copy_from_slice(&packet[0..2]);
@@ -628,6 +665,101 @@ fn nxdomain(
     finish(request, rcode::NXDOMAIN, limits, 0, out)
 }
 
+/// RR TYPE numbers written by [`compact_denial`] (RFC 4034 §§3, 4).
+const TYPE_RRSIG: u16 = 46;
+const TYPE_NSEC: u16 = 47;
+/// Room for the signed data of a query-time NSEC: RRSIG RDATA without
+/// the signature (18 + signer ≤ 255), owner (≤ 255), type, class, TTL,
+/// RDLENGTH (10), RDATA (next name ≤ 257, bitmap ≤ 34).
+const NSEC_TBS_MAX: usize = 18 + 255 + 255 + 10 + 257 + 34;
+
+/// A name of a signed zone that does not exist, asked with DO: RFC 9824
+/// compact denial. NOERROR (NXDOMAIN when the request has the CO bit,
+/// RFC 9824 §4), no answer; in the authority section an NSEC
+/// at the query name (next name `\000.<qname>`, types RRSIG NSEC NXNAME)
+/// signed now, then the zone's signed SOA. Owner names are compression
+/// pointers to the question. The signed data is assembled on the stack
+/// from bytes hickory-proto encoded at build time ([`ZoneKeys`]) and the
+/// lower-cased query name; no heap allocation.
+fn compact_denial(
+    request: &Request<'_>,
+    keys: &ZoneKeys,
+    soa_tail: &[u8],
+    limits: Limits,
+    out: &mut Vec<u8>,
+) -> Answered {
+    let packet = request.packet;
+    let qname = &request.key[..request.key_len];
+    // RRSIG Labels (RFC 4034 §3.1.3): labels of the owner without the
+    // root and a leading `*`.
+    let wildcard = qname.starts_with(b"\x01*");
+    let labels = request.labels.saturating_sub(1 + usize::from(wildcard)) as u8;
+    if qname.len() + 2 > MAX_NAME_WIRE {
+        // `\000.<qname>` would pass 255 octets (RFC 9824 §3.1 would need
+        // another successor); such names are not worth a second scheme.
+        return error_response(packet, Some(request), rcode::SERVFAIL, out);
+    }
+    let next_len = 2 + qname.len();
+    let rdata_len = next_len + keys.nxname_bitmap.len();
+    let mut tbs = [0u8; NSEC_TBS_MAX];
+    let mut at = 0;
+    let mut put = |tbs: &mut [u8; NSEC_TBS_MAX], bytes: &[u8]| {
+        if let Some(dst) = tbs.get_mut(at..at + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
+        at += bytes.len();
+    };
+    put(&mut tbs, &keys.nsec_rrsig_prefix);
+    if let Some(field) = tbs.get_mut(keys.labels_at) {
+        *field = labels;
+    }
+    let ttl = keys.nsec_ttl.to_be_bytes();
+    let rdlen = (rdata_len as u16).to_be_bytes();
+    put(&mut tbs, qname);
+    put(&mut tbs, &TYPE_NSEC.to_be_bytes());
+    put(&mut tbs, &CLASS_IN.to_be_bytes());
+    put(&mut tbs, &ttl);
+    put(&mut tbs, &rdlen);
+    put(&mut tbs, &[1, 0]);
+    put(&mut tbs, qname);
+    put(&mut tbs, &keys.nxname_bitmap);
+    let mut signature = [0u8; MAX_SIGNATURE];
+    let signed = tbs.get(..at).and_then(|data| keys.sign(data, &mut signature));
+    let Some(sig_len) = signed else {
+        return error_response(packet, Some(request), rcode::SERVFAIL, out);
+    };
+    let rcode = if request.edns.is_some_and(|e| e.compact_ok) {
+        rcode::NXDOMAIN
+    } else {
+        rcode::NOERROR
+    };
+    write_header(out, packet, response_flags(packet, true, rcode), [1, 0, 4, 0]);
+    out.extend_from_slice(&packet[HEADER_LEN..request.question_end]);
+    let owner = (0xC000u16 | HEADER_LEN as u16).to_be_bytes();
+    // NSEC RR.
+    out.extend_from_slice(&owner);
+    out.extend_from_slice(&TYPE_NSEC.to_be_bytes());
+    out.extend_from_slice(&CLASS_IN.to_be_bytes());
+    out.extend_from_slice(&ttl);
+    out.extend_from_slice(&rdlen);
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(qname);
+    out.extend_from_slice(&keys.nxname_bitmap);
+    // Its RRSIG.
+    out.extend_from_slice(&owner);
+    out.extend_from_slice(&TYPE_RRSIG.to_be_bytes());
+    out.extend_from_slice(&CLASS_IN.to_be_bytes());
+    out.extend_from_slice(&ttl);
+    let rrsig_len = (keys.nsec_rrsig_prefix.len() + sig_len) as u16;
+    out.extend_from_slice(&rrsig_len.to_be_bytes());
+    let prefix_at = out.len();
+    out.extend_from_slice(&keys.nsec_rrsig_prefix);
+    out[prefix_at + keys.labels_at] = labels;
+    out.extend_from_slice(&signature[..sig_len]);
+    out.extend_from_slice(soa_tail);
+    finish(request, rcode, limits, 0, out)
+}
+
 /// Rare answers rendered at query time: wildcard synthesis (RFC 4592) and
 /// names below a zone cut (referrals).
 fn slow_path(snapshot: &Snapshot, request: &Request<'_>, limits: Limits, out: &mut Vec<u8>) -> Answered {
@@ -635,9 +767,9 @@ fn slow_path(snapshot: &Snapshot, request: &Request<'_>, limits: Limits, out: &m
     let mut decoder = BinDecoder::new(&packet[HEADER_LEN..request.question_end]);
     let rendered = Query::read(&mut decoder)
         .ok()
-        .and_then(|q| snapshot.render_now(&q.name, q.query_type));
+        .and_then(|q| snapshot.render_now(&q.name, q.query_type, request.dnssec_ok()));
     match rendered {
-        Some(bytes) => finish_prerendered(request, &bytes, None, limits, 0, out),
+        Some(bytes) => finish_prerendered(request, &bytes, Tail::None, limits, 0, out),
         None => error_response(packet, Some(request), rcode::REFUSED, out),
     }
 }

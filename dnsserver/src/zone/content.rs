@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::routing::{ClientRegions, RoutedName};
+use super::signing_key::DnssecConfig;
 use super::version::TransferPolicy;
 
 /// SOA values other than the serial, which [`crate::ZoneStore`] assigns.
@@ -58,6 +59,8 @@ pub struct ZoneContent {
     pub routed: Vec<RoutedName>,
     /// Where clients are, for `Nearest` names.
     pub client_regions: ClientRegions,
+    /// DNSSEC signing (default: none, the zone is served unsigned).
+    pub dnssec: Option<DnssecConfig>,
     /// The region of a client neither EDNS Client Subnet, nor
     /// `client_regions`, nor the GeoIP database places (None: such a
     /// client gets a `Nearest` name's every-region variant). A member-side
@@ -99,6 +102,7 @@ impl ZoneContent {
             transfer: TransferPolicy::default(),
             routed: Vec::new(),
             client_regions: ClientRegions::default(),
+            dnssec: None,
             default_client_region: None,
             follow_cnames_across_zones: false,
             apex,
@@ -125,6 +129,6 @@ impl ZoneContent {
         }));
         keys.sort();
         keys.dedup();
-        keys.len() + 1 + usize::from(!self.name_servers.is_empty())
+        keys.len() + 1 + usize::from(!self.name_servers.is_empty()) + usize::from(self.dnssec.is_some())
     }
 }

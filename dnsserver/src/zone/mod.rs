@@ -10,11 +10,13 @@
 //! `metrics`): every layer above may use it.
 
 pub(crate) mod content;
+pub(crate) mod dnssec;
 pub(crate) mod rdatas;
 pub(crate) mod render;
 pub(crate) mod resolve;
 pub(crate) mod routing;
 pub(crate) mod serials;
+pub(crate) mod signing_key;
 pub(crate) mod snapshot;
 pub(crate) mod store;
 pub(crate) mod tree;

@@ -161,6 +161,20 @@ impl Tree {
         Some(res)
     }
 
+    /// The types of the wildcard that answers for the missing name
+    /// `name` (RFC 4592 §3.3.1), or `None` when no wildcard does.
+    pub fn wildcard_types(&self, name: &Name) -> Option<Vec<RecordType>> {
+        let name = fqdn(name.to_lowercase());
+        let zone = self.zone_for(&name)?;
+        let encloser = self.closest_encloser(&name, zone);
+        if encloser.cut.is_some() || !encloser.wildcard_child {
+            return None;
+        }
+        let wild = Name::from_ascii("*").and_then(|w| w.append_name(&encloser.name)).ok()?;
+        let node = self.nodes.get(&wire_key(&wild))?;
+        Some(node.rrsets.keys().copied().collect())
+    }
+
     /// The deepest existing ancestor of `name` in `zone` (the apex at worst).
     fn closest_encloser(&self, name: &Name, zone: usize) -> &Node {
         let apex_labels = self.zones[zone].apex.num_labels();

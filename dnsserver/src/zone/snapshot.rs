@@ -15,6 +15,7 @@ use hickory_proto::rr::{Name, RecordType};
 use rustc_hash::FxBuildHasher;
 
 use super::content::ZoneContent;
+use super::dnssec::{Denied, Signer, ZoneKeys};
 use super::render::{record_without_owner, render};
 use super::resolve::Override;
 use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
@@ -84,10 +85,32 @@ pub(crate) struct NameAnswers {
     /// First of this name's entries in [`Chunk::variant_answers`], one
     /// per variant of its route.
     variants_start: u32,
+    /// In a signed zone: index into [`Chunk::signed_sets`] of the answers
+    /// with DNSSEC records (for DO queries), followed by one set per
+    /// variant of its route; else [`NO_SIGNED`].
+    signed: u32,
 }
 
 /// [`NameAnswers::route`] of names without a policy.
 const NO_ROUTE: u32 = u32::MAX;
+
+/// [`NameAnswers::signed`] of names without signed answers.
+const NO_SIGNED: u32 = u32::MAX;
+
+/// What the query path writes into a stored response after copying it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tail<'a> {
+    /// Nothing.
+    None,
+    /// The response ends with the zone's SOA RR: write this serial
+    /// [`SERIAL_FROM_END`] octets before its end.
+    Serial(u32),
+    /// A signed response whose SOA RRset was left out: append these
+    /// octets (SOA RR and its RRSIG, for the current serial) and count
+    /// two more RRs in the authority section, or in the answer section
+    /// when the authority section is empty (an SOA query).
+    SignedSoa(&'a [u8]),
+}
 
 /// The stored answers of one variant of a routed name.
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +143,12 @@ pub(crate) struct ZoneAnswers {
     /// milliseconds), so replicas switch at the same instant whatever
     /// their publishing is doing then (see `zone::serials`).
     pub pending: Option<(u32, u64)>,
+    /// The zone's signing state, if it is signed.
+    pub dnssec: Option<Arc<ZoneKeys>>,
+    /// Of a signed zone with a `pending` serial: the SOA RR and its RRSIG
+    /// for that serial (as [`ZoneKeys::soa_tail`] is for `serial`), signed
+    /// when the serial was set, so the query path only picks one.
+    pub pending_soa_tail: Option<Box<[u8]>>,
 }
 
 impl ZoneAnswers {
@@ -131,6 +160,26 @@ impl ZoneAnswers {
             Some((serial, from_ms)) if unix_millis() >= from_ms => serial,
             _ => self.serial,
         }
+    }
+
+    /// The signed SOA tail of `keys` (this zone's) for the serial
+    /// [`ZoneAnswers::serial_now`] shows: the SOA RR and an RRSIG that
+    /// validates for it. Reads the clock only while a switch is pending.
+    #[inline]
+    pub(crate) fn soa_tail_now<'a>(&'a self, keys: &'a ZoneKeys) -> &'a [u8] {
+        match (self.pending, &self.pending_soa_tail) {
+            (Some((_, from_ms)), Some(tail)) if unix_millis() >= from_ms => tail,
+            _ => &keys.soa_tail,
+        }
+    }
+
+    /// Sets the pending serial, signing its SOA when the zone is signed.
+    fn set_pending(&mut self, pending: Option<(u32, u64)>) {
+        self.pending_soa_tail = match (pending, &self.dnssec) {
+            (Some((serial, _)), Some(keys)) => keys.soa_tail_for(serial),
+            _ => None,
+        };
+        self.pending = pending;
     }
 }
 
@@ -151,6 +200,9 @@ pub struct ZoneSummary {
     pub serial: u32,
     /// RRsets in the zone, SOA and NS included.
     pub rrset_count: usize,
+    /// For a signed zone, the DS record to put in the parent zone
+    /// (presentation format, SHA-256 digest, RFC 4509); else empty.
+    pub ds_records: Vec<String>,
 }
 
 /// One slice of the served names (by hash), immutable once built and
@@ -167,6 +219,8 @@ pub(crate) struct Chunk {
     table: HashTable<NameAnswers>,
     type_answers: Vec<(u16, Span)>,
     variant_answers: Vec<AnswerSet>,
+    /// Signed answer sets (see [`NameAnswers::signed`]).
+    signed_sets: Vec<AnswerSet>,
     /// Query-time routes of this chunk's names, and what each answers.
     routes: Vec<Route>,
     reports: Vec<RouteReport>,
@@ -313,23 +367,27 @@ impl Snapshot {
     ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
         let tables = client_tables(&tree, contents, &mut zone_skipped);
         let versions = tree.versions(keep);
+        let now = unix_now();
         let zones: Vec<ZoneAnswers> = tree
             .zones
             .iter()
             .zip(tables)
-            .map(|(zone, clients)| zone_answers(zone, Arc::new(clients)))
+            .map(|(zone, clients)| zone_answers(zone, Arc::new(clients), now, None))
             .collect();
         let bits = chunk_bits(tree.nodes.len());
         let mut chunks: Vec<Chunk> = (0..1usize << bits).map(|_| Chunk::default()).collect();
         let mut needs_tree = false;
-        {
+        let versions = {
             let mut renderer = Renderer::new(&tree, &zones);
             for (key, node) in &tree.nodes {
                 needs_tree |= node.cut.is_some() || node.wildcard_child;
                 let hash = hash_key(key);
                 renderer.render_into(&mut chunks[chunk_index(hash, bits)], key, node, hash);
             }
-        }
+            // Transfers carry the signatures the answers carry.
+            let signed = sign_versions(&zones, &tree, versions, &mut renderer.signer.borrow_mut());
+            signed
+        };
         let mut snapshot = Snapshot {
             chunks: chunks
                 .into_iter()
@@ -375,8 +433,10 @@ impl Snapshot {
             .iter()
             .enumerate()
             .map(|(i, zone)| {
-                let clients = self.zones.get(i).map(|z| z.clients.clone()).unwrap_or_default();
-                zone_answers(zone, clients)
+                let old = self.zones.get(i);
+                let clients = old.map(|z| z.clients.clone()).unwrap_or_default();
+                let oldest = old.and_then(|z| z.dnssec.as_ref()).map(|k| k.oldest_expiration);
+                zone_answers(zone, clients, unix_now(), oldest)
             })
             .collect();
         let mut by_chunk: rustc_hash::FxHashMap<usize, Vec<(&[u8], u64)>> = rustc_hash::FxHashMap::default();
@@ -504,32 +564,47 @@ impl Snapshot {
     /// `client` (None: unknown, e.g. an ECS option with SOURCE
     /// PREFIX-LENGTH 0), the SCOPE PREFIX-LENGTH (RFC 7871 §7.2.1) it
     /// holds for (0 unless the answer depends on the client's address),
-    /// and the serial to write [`SERIAL_FROM_END`] octets before its end
-    /// when it ends with the zone's SOA.
+    /// and what to write into it after copying ([`Tail`]). With
+    /// `dnssec_ok` (the DO bit, RFC 3225) a signed zone's answers carry
+    /// their RRSIGs and denial NSECs (RFC 4035 §3.1).
     #[inline]
     pub(crate) fn response<'a>(
         &'a self,
         found: &Found<'a>,
         qtype: u16,
         client: Option<IpAddr>,
-    ) -> (&'a [u8], u8, Option<u32>) {
+        dnssec_ok: bool,
+    ) -> (&'a [u8], u8, Tail<'a>) {
         let (chunk, entry) = (found.chunk, found.entry);
+        let signed = dnssec_ok && entry.signed != NO_SIGNED;
         let (span, scope) = if entry.route == NO_ROUTE {
-            (
-                chunk.answer_of(entry.other, entry.types_start, entry.types_len, qtype),
-                0,
-            )
+            let set = if signed {
+                chunk.signed_sets[entry.signed as usize]
+            } else {
+                AnswerSet {
+                    other: entry.other,
+                    types_start: entry.types_start,
+                    types_len: entry.types_len,
+                }
+            };
+            (chunk.answer_of(set.other, set.types_start, set.types_len, qtype), 0)
         } else {
             let (variant, scope) = self.pick(&chunk.routes[entry.route as usize], client);
-            let set = chunk.variant_answers[entry.variants_start as usize + variant];
+            let set = if signed {
+                chunk.signed_sets[entry.signed as usize + 1 + variant]
+            } else {
+                chunk.variant_answers[entry.variants_start as usize + variant]
+            };
             (chunk.answer_of(set.other, set.types_start, set.types_len, qtype), scope)
         };
-        let serial = if span.soa_last() {
-            self.zones.get(entry.zone as usize).map(ZoneAnswers::serial_now)
-        } else {
-            None
+        let tail = match self.zones.get(entry.zone as usize) {
+            Some(zone) if span.soa_last() => match (&zone.dnssec, signed) {
+                (Some(keys), true) => Tail::SignedSoa(zone.soa_tail_now(keys)),
+                _ => Tail::Serial(zone.serial_now()),
+            },
+            _ => Tail::None,
         };
-        (chunk.slice(span), scope, serial)
+        (chunk.slice(span), scope, tail)
     }
 
     /// The variant of `route` a client gets, and the scope.
@@ -592,6 +667,65 @@ impl Snapshot {
         })
     }
 
+    /// `versions` (of zones of `tree`, this snapshot's) with the DNSSEC
+    /// records of signed zones added (see [`sign_versions`]); an RRset
+    /// also in one of the `previous` versions (same apex) keeps the
+    /// signature it has there, so an incremental publish signs only what
+    /// changed.
+    pub(crate) fn sign_versions(
+        &self,
+        tree: &Tree,
+        versions: Vec<ZoneVersion>,
+        previous: &[Arc<ZoneVersion>],
+    ) -> Vec<ZoneVersion> {
+        let mut signer = Signer::new();
+        for old in previous {
+            signer.remember(old.records.iter().map(|(_, r)| r).chain(std::iter::once(&old.soa)));
+        }
+        sign_versions(&self.zones, tree, versions, &mut signer)
+    }
+
+    /// `version` under SOA serial `serial` (see [`ZoneVersion::with_serial`]);
+    /// a signed version (one holding an RRSIG of its SOA) gets its SOA
+    /// signed again for that serial with this snapshot's keys of the
+    /// zone, so transfers announce a serial their signature validates.
+    pub(crate) fn version_at(&self, version: ZoneVersion, serial: u32) -> ZoneVersion {
+        if version.serial == serial {
+            return version;
+        }
+        let version = version.with_serial(serial);
+        if !version.records.iter().any(|(_, r)| covers_soa(r)) {
+            return version;
+        }
+        let keys = self
+            .zones
+            .iter()
+            .filter_map(|z| z.dnssec.as_deref())
+            .find(|k| k.apex == version.apex);
+        let Some(rrsig) = keys.and_then(|keys| Signer::new().rrsig(keys, std::slice::from_ref(&version.soa))) else {
+            tracing::warn!(apex = %version.apex, serial, "cannot sign the SOA of a transfer version again");
+            return version;
+        };
+        let records: Vec<hickory_proto::rr::Record> = version
+            .records
+            .into_iter()
+            .map(|(_, r)| r)
+            .filter(|r| !covers_soa(r))
+            .chain(std::iter::once(rrsig))
+            .collect();
+        ZoneVersion::new(version.apex, version.soa, records)
+    }
+
+    /// Some signed zone serves a signature with fewer than its
+    /// `signature_refresh` seconds left at `now` (seconds since the
+    /// epoch): the next [`crate::ZoneStore::publish`] re-signs everything.
+    pub fn resign_due(&self, now: u32) -> bool {
+        self.zones
+            .iter()
+            .filter_map(|z| z.dnssec.as_ref())
+            .any(|keys| keys.resign_due(now))
+    }
+
     /// Records left out while building, with reasons.
     pub fn skipped(&self) -> &[SkippedRecord] {
         &self.skipped
@@ -623,17 +757,44 @@ impl Snapshot {
     }
 
     /// Sets the serial zone `zone` (as in [`Snapshot::zones`]) shows from
-    /// a moment on, before the snapshot is served.
+    /// a moment on, before the snapshot is served (a signed zone's SOA is
+    /// signed for it now).
     pub(crate) fn set_pending_serial(&mut self, zone: usize, pending: Option<(u32, u64)>) {
         if let Some(answers) = self.zones.get_mut(zone) {
-            answers.pending = pending;
+            answers.set_pending(pending);
         }
     }
 
-    /// The slow path: resolve and render at query time.
-    pub(crate) fn render_now(&self, qname: &Name, qtype: RecordType) -> Option<Vec<u8>> {
-        let resolution = self.tree.as_ref()?.resolve(&qname.to_lowercase(), qtype)?;
-        render(qname, qtype, &resolution)
+    /// The slow path: resolve and render at query time. With
+    /// `dnssec_ok` in a signed zone the answer is signed now, as if the
+    /// name asked existed (a wildcard's answer is signed at the query
+    /// name, so it needs no proof that no closer name exists; RFC 9824
+    /// servers do the same).
+    pub(crate) fn render_now(&self, qname: &Name, qtype: RecordType, dnssec_ok: bool) -> Option<Vec<u8>> {
+        let tree = self.tree.as_ref()?;
+        let lower = qname.to_lowercase();
+        let mut resolution = tree.resolve(&lower, qtype)?;
+        let index = tree.zone_for(&super::tree::fqdn(lower.clone()));
+        let zone = index.and_then(|zone| self.zones.get(zone));
+        // A pending serial come due shows here too (signed below, now).
+        if let (Some(answers), Some(info)) = (zone, index.and_then(|i| tree.zones.get(i))) {
+            let serial = answers.serial_now();
+            if serial != answers.serial {
+                for record in resolution.answers.iter_mut().chain(resolution.authorities.iter_mut()) {
+                    match &mut record.data {
+                        hickory_proto::rr::RData::SOA(soa) if record.name == info.apex => soa.serial = serial,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let keys = zone.filter(|_| dnssec_ok).and_then(|zone| zone.dnssec.as_ref());
+        let Some(keys) = keys else {
+            return render(qname, qtype, &resolution);
+        };
+        let denied = |name: &Name| denied_at(tree, name, None);
+        let (signed, _) = Signer::new().sign_resolution(keys, &lower, &resolution, &denied, true)?;
+        render(qname, qtype, &signed)
     }
 
     /// Every stored response of the owner `key` for `qtype`, one per
@@ -684,16 +845,38 @@ impl Snapshot {
     }
 }
 
-fn zone_answers(zone: &super::tree::ZoneInfo, clients: Arc<ClientTable>) -> ZoneAnswers {
-    ZoneAnswers {
+/// Seconds since the Unix epoch (0 if the clock is before it).
+fn unix_now() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX))
+}
+
+/// The per-zone answer data of `zone`; for a signed zone, signatures made
+/// `now`, the oldest still served expiring at `oldest` (incremental
+/// updates keep older chunks' signatures).
+fn zone_answers(zone: &super::tree::ZoneInfo, clients: Arc<ClientTable>, now: u32, oldest: Option<u32>) -> ZoneAnswers {
+    let dnssec = zone.dnssec.as_ref().and_then(|config| {
+        let soa = super::tree::apex_soa(zone)?;
+        let mut keys = ZoneKeys::new(config, &zone.apex, &soa, zone.negative_soa.ttl, now)?;
+        if let Some(oldest) = oldest {
+            keys.oldest_expiration = keys.oldest_expiration.min(oldest);
+        }
+        Some(Arc::new(keys))
+    });
+    let mut answers = ZoneAnswers {
         apex_labels: zone.apex.num_labels(),
         negative_soa_tail: record_without_owner(&zone.negative_soa)
             .unwrap_or_default()
             .into_boxed_slice(),
         clients,
         serial: zone.serial,
-        pending: zone.pending_serial,
-    }
+        pending: None,
+        dnssec,
+        pending_soa_tail: None,
+    };
+    answers.set_pending(zone.pending_serial);
+    answers
 }
 
 fn summaries(tree: &Tree) -> Vec<ZoneSummary> {
@@ -703,6 +886,12 @@ fn summaries(tree: &Tree) -> Vec<ZoneSummary> {
             apex: z.apex.to_ascii(),
             serial: z.serial,
             rrset_count: z.rrset_count,
+            ds_records: z
+                .dnssec
+                .as_ref()
+                .and_then(|d| d.key.ds_record(&z.apex, z.soa_ttl).ok())
+                .into_iter()
+                .collect(),
         })
         .collect()
 }
@@ -712,6 +901,7 @@ impl Chunk {
         self.arena.shrink_to_fit();
         self.type_answers.shrink_to_fit();
         self.variant_answers.shrink_to_fit();
+        self.signed_sets.shrink_to_fit();
     }
 
     fn insert(&mut self, hash: u64, entry: NameAnswers) {
@@ -747,6 +937,7 @@ impl Chunk {
             wildcard_child,
             route: NO_ROUTE,
             variants_start: 0,
+            signed: NO_SIGNED,
         })
     }
 
@@ -822,8 +1013,19 @@ impl Chunk {
             types_len: set.types_len,
             route: NO_ROUTE,
             variants_start: 0,
+            signed: NO_SIGNED,
             ..*entry
         };
+        if entry.signed != NO_SIGNED {
+            let count = 1 + old.reports.get(entry.route as usize).map_or(0, |r| r.variants.len());
+            copied.signed = self.signed_sets.len() as u32;
+            for i in 0..count {
+                if let Some(&set) = old.signed_sets.get(entry.signed as usize + i) {
+                    let set = self.copy_set(old, set);
+                    self.signed_sets.push(set);
+                }
+            }
+        }
         if let (Some(route), Some(report)) = (
             old.routes.get(entry.route as usize),
             old.reports.get(entry.route as usize),
@@ -879,6 +1081,8 @@ struct Renderer<'a> {
     query_types: Vec<RecordType>,
     /// Routes by [`Tree::routed`] index, computed when first needed.
     routes: rustc_hash::FxHashMap<usize, RouteParts>,
+    /// Signatures made for this build, by signed data.
+    signer: std::cell::RefCell<Signer>,
 }
 
 impl<'a> Renderer<'a> {
@@ -888,6 +1092,7 @@ impl<'a> Renderer<'a> {
             zones,
             query_types: tree.query_types(),
             routes: rustc_hash::FxHashMap::default(),
+            signer: std::cell::RefCell::new(Signer::new()),
         }
     }
 
@@ -906,10 +1111,22 @@ impl<'a> Renderer<'a> {
             ));
         };
         let touched: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
-        let render_type = |qtype: RecordType, variant: Override<'_>| -> Option<Rendered> {
+        let signer = &self.signer;
+        let render_type = |qtype: RecordType, variant: Override<'_>, keys: Option<&ZoneKeys>| -> Option<Rendered> {
             let (resolution, routed) = tree.resolve_routed(&node.name, qtype, variant)?;
             if touched.get().is_none() {
                 touched.set(routed);
+            }
+            if let Some(keys) = keys {
+                let denied = |name: &Name| denied_at(tree, name, variant);
+                let (signed, soa_last) =
+                    signer
+                        .borrow_mut()
+                        .sign_resolution(keys, &node.name, &resolution, &denied, false)?;
+                return Some(Rendered {
+                    bytes: render(&node.name, ABSENT_TYPE, &signed)?,
+                    soa_last,
+                });
             }
             let soa_last = resolution
                 .additionals
@@ -923,11 +1140,20 @@ impl<'a> Renderer<'a> {
             })
         };
         let query_types = &self.query_types;
-        let render_all = |variant: Override<'_>| -> Option<(Rendered, Vec<(u16, Rendered)>)> {
-            let other = render_type(ABSENT_TYPE, variant)?;
+        // Signed answers (`keys`) are rendered only for the types whose
+        // unsigned answer differs from the absent type's (`differing`): an
+        // equal unsigned answer is the same resolution, so it signs the same.
+        let render_all = |variant: Override<'_>,
+                          keys: Option<(&ZoneKeys, &[(u16, Rendered)])>|
+         -> Option<(Rendered, Vec<(u16, Rendered)>)> {
+            let other = render_type(ABSENT_TYPE, variant, keys.map(|k| k.0))?;
             let mut answers = Vec::new();
-            for &qtype in query_types {
-                if let Some(rendered) = render_type(qtype, variant) {
+            let types: Vec<RecordType> = match keys {
+                Some((_, differing)) => differing.iter().map(|(t, _)| RecordType::from(*t)).collect(),
+                None => query_types.clone(),
+            };
+            for qtype in types {
+                if let Some(rendered) = render_type(qtype, variant, keys.map(|k| k.0)) {
                     if rendered.bytes != other.bytes {
                         answers.push((u16::from(qtype), rendered));
                     }
@@ -935,7 +1161,8 @@ impl<'a> Renderer<'a> {
             }
             Some((other, answers))
         };
-        let Some((other, answers)) = render_all(None) else {
+        let keys = self.zones.get(node.zone).and_then(|z| z.dnssec.clone());
+        let Some((other, answers)) = render_all(None, None) else {
             skip(chunk, "its answer could not be encoded".into());
             return;
         };
@@ -978,9 +1205,10 @@ impl<'a> Renderer<'a> {
             let (route_query, sets, report) = &self.routes[&route];
             let start = chunk.variant_answers.len() as u32;
             let mut complete = true;
+            let mut differing: Vec<Vec<(u16, Rendered)>> = Vec::with_capacity(sets.len());
             for sets in sets {
                 let variant = Some((route, sets));
-                let Some((other, answers)) = render_all(variant) else {
+                let Some((other, answers)) = render_all(variant, None) else {
                     complete = false;
                     break;
                 };
@@ -988,18 +1216,56 @@ impl<'a> Renderer<'a> {
                     Some(set) => chunk.variant_answers.push(set),
                     None => complete = false,
                 }
+                differing.push(answers);
             }
             if complete {
                 entry.route = chunk.routes.len() as u32;
                 entry.variants_start = start;
                 chunk.routes.push(route_query.clone());
                 chunk.reports.push(report.clone());
+                if let Some(keys) = &keys {
+                    let mut signed = Vec::with_capacity(sets.len() + 1);
+                    let variants = std::iter::once((None, answers.as_slice())).chain(
+                        sets.iter()
+                            .zip(&differing)
+                            .map(|(sets, d)| (Some((route, sets)), d.as_slice())),
+                    );
+                    for (variant, differing) in variants {
+                        match render_all(variant, Some((keys, differing))).and_then(|(o, a)| chunk.store_set(&o, &a)) {
+                            Some(set) => signed.push(set),
+                            None => break,
+                        }
+                    }
+                    if signed.len() == sets.len() + 1 {
+                        entry.signed = chunk.signed_sets.len() as u32;
+                        chunk.signed_sets.extend(signed);
+                    } else {
+                        skip(
+                            chunk,
+                            "its signed answers could not be made; DO queries get them unsigned".into(),
+                        );
+                    }
+                }
+                chunk.insert(hash, entry);
+                return;
             } else {
                 chunk.variant_answers.truncate(start as usize);
                 skip(
                     chunk,
                     "a policy variant could not be encoded; every variant is answered together".into(),
                 );
+            }
+        }
+        if let Some(keys) = &keys {
+            match render_all(None, Some((keys, answers.as_slice()))).and_then(|(o, a)| chunk.store_set(&o, &a)) {
+                Some(set) => {
+                    entry.signed = chunk.signed_sets.len() as u32;
+                    chunk.signed_sets.push(set);
+                }
+                None => skip(
+                    chunk,
+                    "its signed answers could not be made; DO queries get them unsigned".into(),
+                ),
             }
         }
         chunk.insert(hash, entry);
@@ -1128,4 +1394,119 @@ fn merge_sets<'a>(sets: impl Iterator<Item = &'a VariantSets>) -> VariantSets {
         set.rdatas.sort_by_text();
     }
     out
+}
+
+/// What the tree holds at `name` for a compact-denial NSEC: its types
+/// (those of `variant` at a routed name), or that it does not exist.
+fn denied_at(tree: &Tree, name: &Name, variant: Override<'_>) -> Denied {
+    let key = super::tree::wire_key(&super::tree::fqdn(name.to_lowercase()));
+    let Some(node) = tree.nodes.get(&key) else {
+        // A name a wildcard answers for exists for the client.
+        return tree.wildcard_types(name).map_or(Denied::Missing, Denied::Exists);
+    };
+    let routed = tree.routed_keys.get(&key);
+    let types: Vec<RecordType> = match variant {
+        Some((index, sets)) if routed == Some(&index) => sets.keys().copied().collect(),
+        _ => node.rrsets.keys().copied().collect(),
+    };
+    Denied::Exists(types)
+}
+
+/// `versions` with, for each signed zone, what secondaries need to serve
+/// it signed without signing it themselves (RFC 4035 §2): an RRSIG for
+/// every authoritative RRset (not a delegation's NS RRset, not glue) and
+/// a full NSEC chain (RFC 4034 §4) over the authoritative names and
+/// delegations in canonical order (RFC 4034 §6.1), since a secondary
+/// cannot make compact-denial NSECs per query.
+/// `record` is an RRSIG covering an SOA RRset.
+fn covers_soa(record: &hickory_proto::rr::Record) -> bool {
+    match &record.data {
+        hickory_proto::rr::RData::DNSSEC(hickory_proto::dnssec::rdata::DNSSECRData::RRSIG(sig)) => {
+            sig.input().type_covered == RecordType::SOA
+        }
+        _ => false,
+    }
+}
+
+fn sign_versions(
+    zones: &[ZoneAnswers],
+    tree: &Tree,
+    versions: Vec<ZoneVersion>,
+    signer: &mut Signer,
+) -> Vec<ZoneVersion> {
+    versions
+        .into_iter()
+        .map(|version| {
+            let apex_key = super::tree::wire_key(&version.apex);
+            let keys = tree
+                .zones
+                .iter()
+                .position(|z| z.apex_key == apex_key)
+                .and_then(|i| zones.get(i)?.dnssec.as_ref());
+            let Some(keys) = keys else {
+                return version;
+            };
+            signed_version(keys, tree, &version, signer).unwrap_or(version)
+        })
+        .collect()
+}
+
+fn signed_version(keys: &ZoneKeys, tree: &Tree, version: &ZoneVersion, signer: &mut Signer) -> Option<ZoneVersion> {
+    let mut sets: std::collections::BTreeMap<(Name, RecordType), Vec<hickory_proto::rr::Record>> =
+        std::collections::BTreeMap::new();
+    for record in std::iter::once(&version.soa).chain(version.records.iter().map(|(_, r)| r)) {
+        sets.entry((record.name.to_lowercase(), record.record_type()))
+            .or_default()
+            .push(record.clone());
+    }
+    // Below a cut: glue, not authoritative; at a cut: the child's NS.
+    let place = |name: &Name| -> (bool, bool) {
+        let key = super::tree::wire_key(name);
+        match tree.nodes.get(&key).and_then(|n| n.cut.as_ref()) {
+            Some(cut) if *cut == key => (true, false),
+            Some(_) => (false, true),
+            None => (false, false),
+        }
+    };
+    let mut records: Vec<hickory_proto::rr::Record> = Vec::with_capacity(version.records.len() * 3);
+    let mut names: Vec<(Name, Vec<RecordType>)> = Vec::new();
+    for ((owner, rtype), set) in &sets {
+        let (at_cut, glue) = place(owner);
+        if glue {
+            continue;
+        }
+        match names.last_mut() {
+            Some((name, types)) if name == owner => types.push(*rtype),
+            _ => names.push((owner.clone(), vec![*rtype])),
+        }
+        if *rtype != RecordType::SOA {
+            records.extend(set.iter().cloned());
+        }
+        if !(at_cut && *rtype == RecordType::NS) {
+            records.push(signer.rrsig(keys, set)?);
+        }
+    }
+    // Glue records travel unsigned.
+    for ((owner, _), set) in &sets {
+        if place(owner).1 {
+            records.extend(set.iter().cloned());
+        }
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    for (i, (owner, types)) in names.iter().enumerate() {
+        let next = &names[(i + 1) % names.len()].0;
+        let mut types = types.clone();
+        types.extend([RecordType::RRSIG, RecordType::NSEC]);
+        let nsec = hickory_proto::rr::Record::from_rdata(
+            owner.clone(),
+            keys.nsec_ttl,
+            hickory_proto::rr::RData::DNSSEC(hickory_proto::dnssec::rdata::DNSSECRData::NSEC(
+                hickory_proto::dnssec::rdata::NSEC::new(next.clone(), types),
+            )),
+        );
+        let rrsig = signer.rrsig(keys, std::slice::from_ref(&nsec))?;
+        records.push(nsec);
+        records.push(rrsig);
+    }
+    Some(ZoneVersion::new(version.apex.clone(), version.soa.clone(), records))
 }

@@ -177,6 +177,16 @@ fn decide_in<'a>(inputs: impl Into<SerialInputs<'a>>, apex: &str, fingerprint: u
     choose(inputs.mode, apex, old, held, unversioned, fingerprint, now)
 }
 
+/// A zone assigned serials here whose signatures are re-made keeps no
+/// serial: `decision` gets the next one after `old`'s (secondaries must
+/// fetch the new signatures). A followed zone keeps the serial recorded
+/// for its content; its answers get the new signatures all the same.
+fn resigned(decision: &mut Decision, old: Option<&ZoneState>, now_s: u32) {
+    if let Some(old) = old.filter(|o| decision.assigned && o.serial != 0 && o.serial == decision.serial) {
+        decision.serial = next_serial(old.serial, now_s);
+    }
+}
+
 /// `snapshot` and its `tree` of a whole publish, with the pending serials
 /// of `decisions` (apex, decision) set.
 fn with_pending(
@@ -234,8 +244,14 @@ impl StoreState {
     /// The transfer versions to install after a publish that built `built`
     /// under `decisions` (apex, decision): held versions coming due, and
     /// captured versions due at once; captured versions not yet due are
-    /// held.
-    fn settle(&mut self, decisions: &[(String, Decision)], built: Vec<ZoneVersion>) -> Vec<ZoneVersion> {
+    /// held. `keys`: the snapshot whose zone keys re-sign the SOA of a
+    /// signed version given a record's serial.
+    fn settle(
+        &mut self,
+        decisions: &[(String, Decision)],
+        built: Vec<ZoneVersion>,
+        keys: &Snapshot,
+    ) -> Vec<ZoneVersion> {
         let assigned: BTreeSet<&str> = decisions
             .iter()
             .filter(|(_, d)| d.assigned)
@@ -249,7 +265,7 @@ impl StoreState {
         }
         for (apex, _) in decisions.iter().filter(|(_, d)| d.activate_held) {
             if let Some(held) = self.held.remove(apex) {
-                out.extend(held.version.map(|v| v.with_serial(held.record.serial)));
+                out.extend(held.version.map(|v| keys.version_at(v, held.record.serial)));
             }
         }
         let mut built: BTreeMap<String, ZoneVersion> = built
@@ -261,7 +277,7 @@ impl StoreState {
             let version = built.remove(apex);
             if decision.confirmed && decision.serial == record.serial {
                 self.held.remove(apex);
-                out.extend(version.map(|v| v.with_serial(record.serial)));
+                out.extend(version.map(|v| keys.version_at(v, record.serial)));
             } else {
                 self.held.insert(apex.clone(), Held { record, version });
             }
@@ -464,11 +480,21 @@ impl ZoneStore {
                 Vec::new()
             }
         };
-        let versions = store_state.settle(&decisions, built);
         let snapshot = match &store_state.tree {
             Some(tree) if serial_changed => Some(current.updated(tree, &rustc_hash::FxHashSet::default())),
             _ => None,
         };
+        let keys: &Snapshot = snapshot.as_ref().unwrap_or(&*current);
+        // Transfers carry the signatures the answers carry; unchanged
+        // RRsets keep the last version's.
+        let built = match &store_state.tree {
+            Some(tree) if !built.is_empty() => {
+                let previous = self.previous_versions(&built);
+                keys.sign_versions(tree, built, &previous)
+            }
+            _ => built,
+        };
+        let versions = store_state.settle(&decisions, built, keys);
         self.last_build_nanos.store(
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             Ordering::Relaxed,
@@ -562,7 +588,11 @@ impl ZoneStore {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let store_state = &mut *guard;
         let (now, now_ms) = (unix_seconds(), unix_millis());
-        let mut changed = store_state.zones.len() != zones.len();
+        // Signatures near expiry are made again by a full build; zones
+        // assigned serials here get a new serial (secondaries must fetch
+        // the new signatures).
+        let resign = self.current.load().resign_due(now);
+        let mut changed = store_state.zones.len() != zones.len() || resign;
         // Zones taking part in transfers, by apex, with their policies.
         let policies: BTreeMap<Name, Arc<TransferPolicy>> = zones
             .iter()
@@ -594,7 +624,10 @@ impl ZoneStore {
                 .fold(0u64, |sum, r| sum.wrapping_add(record_hash(r)));
             let routed = zone.routed.iter().fold(0u64, |sum, r| sum.wrapping_add(routed_hash(r)));
             let fingerprint = fingerprint(settings, records, routed);
-            let decision = store_state.decide(&apex, fingerprint, now, now_ms);
+            let mut decision = store_state.decide(&apex, fingerprint, now, now_ms);
+            if resign && zone.dnssec.is_some() {
+                resigned(&mut decision, store_state.zones.get(&apex), now);
+            }
             changed |= store_state
                 .zones
                 .get(&apex)
@@ -647,7 +680,7 @@ impl ZoneStore {
             geo,
         );
         let (snapshot, tree) = with_pending(snapshot, tree, &decisions);
-        let versions = store_state.settle(&decisions, versions);
+        let versions = store_state.settle(&decisions, versions, &snapshot);
         self.swap_in(store_state, snapshot, versions, tree, policies, started)
     }
 
@@ -715,7 +748,8 @@ impl ZoneStore {
         // Zones whose transfer version is built: those assigned a serial,
         // and those capturing a record.
         let mut versioned: BTreeSet<Name> = BTreeSet::new();
-        let mut changed = store_state.zones.len() != tree.zones.len();
+        let resign = self.current.load().resign_due(now);
+        let mut changed = store_state.zones.len() != tree.zones.len() || resign;
         {
             let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
             changed |= policies.keys().any(|apex| {
@@ -735,7 +769,10 @@ impl ZoneStore {
                 .unwrap_or_default();
             let (records, routed) = tree.hash_sums(index);
             let fingerprint = fingerprint(settings_of, records, routed);
-            let decision = store_state.decide(&apex, fingerprint, now, now_ms);
+            let mut decision = store_state.decide(&apex, fingerprint, now, now_ms);
+            if resign && tree.zones[index].dnssec.is_some() {
+                resigned(&mut decision, store_state.zones.get(&apex), now);
+            }
             changed |= store_state
                 .zones
                 .get(&apex)
@@ -793,7 +830,7 @@ impl ZoneStore {
             geo,
         );
         let (snapshot, tree) = with_pending(snapshot, tree, &decisions);
-        let versions = store_state.settle(&decisions, versions);
+        let versions = store_state.settle(&decisions, versions, &snapshot);
         Some(self.swap_in(store_state, snapshot, versions, tree, policies, started))
     }
 
@@ -949,11 +986,14 @@ impl ZoneStore {
         let snapshot = current.updated(tree, &dirty);
         let policies = &state.policies;
         let built = if changed_apexes.iter().any(|apex| policies.contains_key(apex)) {
-            tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex))
+            let versions = tree.versions(&|apex| policies.contains_key(apex) && changed_apexes.contains(apex));
+            // Unchanged RRsets keep the signatures the last version has.
+            let previous = self.previous_versions(&versions);
+            snapshot.sign_versions(tree, versions, &previous)
         } else {
             Vec::new()
         };
-        let versions = state.settle(&decisions, built);
+        let versions = state.settle(&decisions, built, &snapshot);
         let policies = &state.policies;
         self.last_build_nanos.store(
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -968,6 +1008,16 @@ impl ZoneStore {
         self.current.store(Arc::new(snapshot));
         self.updates.fetch_add(1, Ordering::Relaxed);
         Some(outcome)
+    }
+
+    /// The transfer versions served now of the zones of `versions`.
+    fn previous_versions(&self, versions: &[ZoneVersion]) -> Vec<Arc<ZoneVersion>> {
+        let transfers = self.transfers.lock().unwrap_or_else(|e| e.into_inner());
+        versions
+            .iter()
+            .filter_map(|v| transfers.get(&v.apex))
+            .filter_map(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.clone())
+            .collect()
     }
 
     /// Installs `policies` (zones absent from it stop taking part) and the
@@ -1110,6 +1160,20 @@ fn settings_hash(zone: &ZoneContent) -> u64 {
     addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
+    // Signing on or off, a new key or new timings: a new serial (the
+    // DNSKEY RRset and every signature change).
+    zone.dnssec
+        .as_ref()
+        .map(|d| {
+            (
+                d.key.algorithm(),
+                d.key.key_tag(),
+                hickory_proto::dnssec::PublicKey::public_bytes(d.key.dnskey().public_key()).to_vec(),
+                d.signature_validity,
+                d.signature_refresh,
+            )
+        })
+        .hash(&mut hasher);
     zone.default_client_region.hash(&mut hasher);
     zone.follow_cnames_across_zones.hash(&mut hasher);
     hasher.finish()
@@ -1123,4 +1187,46 @@ fn fingerprint(settings: u64, records: u64, routed: u64) -> u64 {
     let mut hasher = DefaultHasher::new();
     (settings, records, routed).hash(&mut hasher);
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Figures, not assertions: snapshot build time and stored octets of a
+    /// 100,000-name zone, unsigned and signed (run with `--release
+    /// -- --ignored --nocapture`).
+    #[test]
+    #[ignore = "a measurement; run by hand in release mode"]
+    fn signed_build_figures() {
+        use crate::zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
+        use hickory_proto::rr::{RData, Record};
+        let apex = Name::from_ascii("example.com.").unwrap();
+        let mut zone = ZoneContent::new(apex);
+        for i in 0..100_000u32 {
+            let owner = Name::from_ascii(format!("svc-{i}.ns.myfed.svc.example.com.")).unwrap();
+            let ip = std::net::Ipv4Addr::from(0x0A00_0000 + i);
+            zone.records.push(Record::from_rdata(owner, 30, RData::A(ip.into())));
+        }
+        for algorithm in [
+            None,
+            Some(DnssecAlgorithm::EcdsaP256Sha256),
+            Some(DnssecAlgorithm::Ed25519),
+        ] {
+            let mut zone = zone.clone();
+            zone.dnssec = algorithm.map(|algorithm| DnssecConfig {
+                key: DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap(),
+                signature_validity: 1_209_600,
+                signature_refresh: 604_800,
+            });
+            let started = std::time::Instant::now();
+            let snapshot = Snapshot::build(&[(zone, 1)]);
+            println!(
+                "{:?}: 100,000 names built in {:?}, {} MB stored answers",
+                algorithm,
+                started.elapsed(),
+                snapshot.arena_bytes() / 1_000_000
+            );
+        }
+    }
 }

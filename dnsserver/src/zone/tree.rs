@@ -173,6 +173,17 @@ pub(crate) struct ZoneInfo {
     pub settings_owners: Vec<Name>,
     /// [`ZoneContent::follow_cnames_across_zones`].
     pub follow_cnames_across_zones: bool,
+    /// DNSSEC signing, if the zone is signed.
+    pub dnssec: Option<super::signing_key::DnssecConfig>,
+    /// TTL of the SOA RRset (the original TTL its RRSIG covers).
+    pub soa_ttl: u32,
+}
+
+/// The zone's SOA record with the SOA RRset's own TTL and current serial.
+pub(crate) fn apex_soa(zone: &ZoneInfo) -> Option<Record> {
+    let mut soa = zone.negative_soa.clone();
+    soa.ttl = zone.soa_ttl;
+    Some(soa)
 }
 
 /// A record the builder left out, and why.
@@ -965,6 +976,19 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
             },
         );
     }
+    if let Some(dnssec) = &content.dnssec {
+        // RFC 4035 §2.1: the apex DNSKEY RRset, TTL as the SOA's.
+        sets.insert(
+            RecordType::DNSKEY,
+            RRset {
+                ttl: soa_fields.ttl,
+                rdatas: std::iter::once(RData::DNSSEC(hickory_proto::dnssec::rdata::DNSSECRData::DNSKEY(
+                    dnssec.key.dnskey().clone(),
+                )))
+                .collect(),
+            },
+        );
+    }
     let info = ZoneInfo {
         apex_key: wire_key(apex),
         apex: apex.clone(),
@@ -973,6 +997,8 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         pending_serial: None,
         rrset_count: 0,
         settings_owners: Vec::new(),
+        dnssec: content.dnssec.clone(),
+        soa_ttl: soa_fields.ttl,
         follow_cnames_across_zones: content.follow_cnames_across_zones,
     };
     (info, sets)

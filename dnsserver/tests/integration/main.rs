@@ -5,6 +5,7 @@
 mod common;
 
 mod answer_path;
+mod dnssec;
 mod knot_differential;
 mod robustness;
 mod routing;

@@ -20,12 +20,12 @@ use crate::common::*;
 use fedns_dnsserver::hickory_proto::rr::{Record, RecordType};
 use fedns_dnsserver::{DnsMetrics, DnsServer, ServerConfig, TransferPolicy, TsigKey, ZoneContent, ZoneStore};
 
-const KEY_NAME: &str = "xfr-key.";
+pub(crate) const KEY_NAME: &str = "xfr-key.";
 /// base64 of 32 octets.
-const SECRET: &str = "8d5SuWbmNUB0+k4cZ7lbqqeIOg3e1ARWaa0N+e+lMEo=";
+pub(crate) const SECRET: &str = "8d5SuWbmNUB0+k4cZ7lbqqeIOg3e1ARWaa0N+e+lMEo=";
 const WRONG_SECRET: &str = "AAAAuWbmNUB0+k4cZ7lbqqeIOg3e1ARWaa0N+e+lAAA=";
 
-fn key_spec(secret: &str) -> String {
+pub(crate) fn key_spec(secret: &str) -> String {
     format!("hmac-sha256:{KEY_NAME}:{secret}")
 }
 
@@ -72,23 +72,23 @@ async fn start_server(store: Arc<ZoneStore>) -> DnsServer {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Knot,
     Nsd,
     Bind,
 }
 
 /// A secondary server process on a loopback port; killed on drop.
-struct Secondary {
+pub(crate) struct Secondary {
     kind: Kind,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     child: Child,
     dir: PathBuf,
     log: PathBuf,
 }
 
 impl Secondary {
-    fn start(kind: Kind, port: u16, primary: SocketAddr, secret: &str) -> Secondary {
+    pub(crate) fn start(kind: Kind, port: u16, primary: SocketAddr, secret: &str) -> Secondary {
         let dir = temp_dir(&format!("{kind:?}-secondary").to_lowercase());
         let d = dir.display().to_string();
         let log = dir.join("server.log");
@@ -183,7 +183,7 @@ impl Secondary {
     }
 
     /// Waits until it serves `serial`; the time it took.
-    fn wait_for(&self, serial: u32, limit: Duration) -> Duration {
+    pub(crate) fn wait_for(&self, serial: u32, limit: Duration) -> Duration {
         self.try_wait_for(serial, limit).unwrap_or_else(|| {
             panic!(
                 "{:?} did not serve serial {serial} within {limit:?} (serves {:?}); its log:\n{}",

@@ -8,21 +8,66 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use fedns_api::TsigKeyReference;
-use fedns_dnsserver::{PublishOutcome, TsigAlgorithm, TsigKey, ZoneChanges, ZoneContent, ZoneStore};
+use fedns_api::{DnssecSpec, TsigKeyReference};
+use fedns_dnsserver::{
+    DnssecAlgorithm, DnssecConfig, DnssecKey, PublishOutcome, TsigAlgorithm, TsigKey, ZoneChanges, ZoneContent,
+    ZoneStore,
+};
 use tokio::sync::Notify;
 
 use crate::plan::desired::DesiredZones;
 use crate::plan::incremental::ZoneRecordChanges;
 
-/// Where the secrets of `spec.transfer.tsigKeys` come from.
-#[derive(Debug, Default)]
+/// Where the secrets of `spec.transfer.tsigKeys` and the DNSSEC keys
+/// come from. `Debug` shows which keys are held, never their bytes.
+#[derive(Default)]
 struct KeySources {
     /// Secret data by (namespace, Secret name, data key): what the
     /// Kubernetes source read.
     secrets: BTreeMap<(String, String, String), Vec<u8>>,
     /// Keys by lower-case name without the trailing dot: `--tsig-key-file`.
     named: BTreeMap<String, TsigKey>,
+    /// DNSSEC private keys (PKCS#8 DER) by (namespace, Secret name): the
+    /// [`DNSSEC_KEY_DATA`] of the Secrets the Kubernetes source read.
+    dnssec_secrets: BTreeMap<(String, String), Vec<u8>>,
+    /// `--dnssec-key-dir`: keys kept as files, made when absent.
+    dnssec_key_dir: Option<std::path::PathBuf>,
+    /// Parsed keys by their PKCS#8 bytes' source (Secret or file path),
+    /// so a publish does not parse every key again.
+    dnssec_keys: BTreeMap<String, (Vec<u8>, DnssecKey)>,
+    /// DS records (presentation format) by `namespace/name` of the Domain.
+    ds_records: BTreeMap<String, Vec<String>>,
+}
+
+impl std::fmt::Debug for KeySources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeySources")
+            .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .field("named", &self.named.keys().collect::<Vec<_>>())
+            .field("dnssec_secrets", &self.dnssec_secrets.keys().collect::<Vec<_>>())
+            .field("dnssec_key_dir", &self.dnssec_key_dir)
+            .field("ds_records", &self.ds_records)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The data key of a DNSSEC key Secret: the private key as PKCS#8 DER.
+pub const DNSSEC_KEY_DATA: &str = "key.pkcs8";
+
+/// The Secret holding the signing key of the Domain `name` (in its own
+/// namespace): `spec.dnssec.keySecret`, else `<name>-dnssec`.
+pub fn dnssec_secret_name(domain_name: &str, spec: &DnssecSpec) -> String {
+    spec.key_secret
+        .clone()
+        .unwrap_or_else(|| format!("{domain_name}-dnssec"))
+}
+
+/// The server's algorithm for the CRD's.
+pub fn dnssec_algorithm(algorithm: fedns_api::DnssecAlgorithm) -> DnssecAlgorithm {
+    match algorithm {
+        fedns_api::DnssecAlgorithm::EcdsaP256Sha256 => DnssecAlgorithm::EcdsaP256Sha256,
+        fedns_api::DnssecAlgorithm::Ed25519 => DnssecAlgorithm::Ed25519,
+    }
 }
 
 /// Feeds a [`ZoneStore`]; every [`EmbeddedSink::apply`] publishes the
@@ -155,6 +200,84 @@ impl EmbeddedSink {
         self.keys.lock().unwrap_or_else(|e| e.into_inner()).named = named;
     }
 
+    /// Replaces the DNSSEC key Secrets' data: (namespace, Secret name) →
+    /// PKCS#8 DER ([`DNSSEC_KEY_DATA`]). True when they changed.
+    pub fn set_dnssec_secrets(&self, secrets: BTreeMap<(String, String), Vec<u8>>) -> bool {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = keys.dnssec_secrets != secrets;
+        keys.dnssec_secrets = secrets;
+        changed
+    }
+
+    /// Keeps DNSSEC keys as files in `dir` (`fedns dns-server --manifests
+    /// --dnssec-key-dir`): `<zone>.<algorithm number>.pkcs8`, PKCS#8 DER,
+    /// made (mode 0600) when absent.
+    pub fn set_dnssec_key_dir(&self, dir: std::path::PathBuf) {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner()).dnssec_key_dir = Some(dir);
+    }
+
+    /// Some signed zone has signatures due to be made again: publish the
+    /// whole desired state (the store re-signs, under new serials).
+    pub fn resign_due(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX));
+        self.store.load().resign_due(now)
+    }
+
+    /// The DS records to put at the parent for the Domain `domain`
+    /// (`namespace/name`), as last published; empty when it is unsigned.
+    pub fn ds_records(&self, domain: &str) -> Vec<String> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.ds_records.get(domain).cloned().unwrap_or_default()
+    }
+
+    /// The signing configuration of `zone`, whose Domain asks for DNSSEC
+    /// with `spec`: its key from the Domain's Secret, else from the key
+    /// folder (made there when absent). Errors never hold key material.
+    fn dnssec_config(
+        &self,
+        zone: &crate::plan::desired::DesiredZone,
+        spec: &DnssecSpec,
+    ) -> Result<DnssecConfig, String> {
+        spec.validate()?;
+        let algorithm = dnssec_algorithm(spec.algorithm);
+        let (namespace, name) = zone.domain.split_once('/').unwrap_or(("", zone.domain.as_str()));
+        let secret = dnssec_secret_name(name, spec);
+        let mut sources = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let (source, pkcs8) = if let Some(pkcs8) = sources.dnssec_secrets.get(&(namespace.to_owned(), secret.clone())) {
+            (format!("secret:{namespace}/{secret}"), pkcs8.clone())
+        } else if let Some(dir) = &sources.dnssec_key_dir {
+            let apex = zone.content.apex.to_ascii().to_ascii_lowercase();
+            let file = dir.join(format!(
+                "{}.{}.pkcs8",
+                apex.trim_end_matches('.'),
+                spec.algorithm.number()
+            ));
+            (format!("file:{}", file.display()), read_or_make_key(&file, algorithm)?)
+        } else {
+            return Err(format!(
+                "spec.dnssec: Secret {namespace}/{secret} has no {DNSSEC_KEY_DATA:?} (or cannot be read)"
+            ));
+        };
+        let key = match sources.dnssec_keys.get(&source) {
+            Some((bytes, key)) if *bytes == pkcs8 && key.algorithm() == algorithm => key.clone(),
+            _ => {
+                let key =
+                    DnssecKey::from_pkcs8(algorithm, &pkcs8).map_err(|e| format!("spec.dnssec: {source}: {e}"))?;
+                sources.dnssec_keys.insert(source, (pkcs8, key.clone()));
+                key
+            }
+        };
+        let ds = key.ds_record(&zone.content.apex, zone.content.soa.ttl)?;
+        sources.ds_records.insert(zone.domain.clone(), vec![ds]);
+        Ok(DnssecConfig {
+            key,
+            signature_validity: u32::try_from(spec.signature_validity).unwrap_or(u32::MAX),
+            signature_refresh: u32::try_from(spec.signature_refresh).unwrap_or(u32::MAX),
+        })
+    }
+
     /// Resolves one key reference of a Domain in `namespace`.
     fn resolve(&self, namespace: &str, reference: &TsigKeyReference) -> Result<TsigKey, String> {
         let sources = self.keys.lock().unwrap_or_else(|e| e.into_inner());
@@ -225,6 +348,27 @@ impl EmbeddedSink {
     /// `content` of `zone` with its TSIG keys resolved (transfers off when
     /// one cannot be).
     fn with_keys(&self, zone: &crate::plan::desired::DesiredZone, mut content: ZoneContent) -> ZoneContent {
+        content.dnssec = None;
+        match &zone.dnssec {
+            Some(spec) => match self.dnssec_config(zone, spec) {
+                Ok(config) => content.dnssec = Some(config),
+                Err(e) => {
+                    tracing::warn!(domain = %zone.domain, "{e}; the zone is served unsigned");
+                    self.keys
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .ds_records
+                        .remove(&zone.domain);
+                }
+            },
+            None => {
+                self.keys
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .ds_records
+                    .remove(&zone.domain);
+            }
+        }
         if !zone.transfer_keys.is_empty() {
             let namespace = zone.domain.split_once('/').map_or("", |(ns, _)| ns);
             let resolved: Result<Vec<TsigKey>, String> = zone
@@ -299,11 +443,36 @@ impl EmbeddedSink {
         if outcome.changed {
             for zone in &outcome.zones {
                 tracing::info!(zone = %zone.apex, serial = zone.serial, rrsets = zone.rrset_count, "published zone");
+                for ds in &zone.ds_records {
+                    tracing::info!(zone = %zone.apex, ds = %ds, "zone signed; put this DS record in the parent zone");
+                }
             }
         }
         for skipped in &outcome.skipped {
             tracing::warn!(name = %skipped.name, record_type = %skipped.record_type, reason = %skipped.reason, "record not served");
         }
+    }
+
+    /// Every Secret (namespace, name) the signed zones of `desired` take
+    /// their DNSSEC key from, for the Kubernetes source to read (and to
+    /// create with a new key when absent).
+    pub fn wanted_dnssec_secrets(desired: &DesiredZones) -> Vec<(String, String, DnssecAlgorithm)> {
+        let mut wanted: Vec<(String, String, DnssecAlgorithm)> = desired
+            .zones
+            .iter()
+            .filter_map(|zone| {
+                let spec = zone.dnssec.as_ref()?;
+                let (namespace, name) = zone.domain.split_once('/')?;
+                Some((
+                    namespace.to_owned(),
+                    dnssec_secret_name(name, spec),
+                    dnssec_algorithm(spec.algorithm),
+                ))
+            })
+            .collect();
+        wanted.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        wanted.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        wanted
     }
 
     /// Every Secret (namespace, name) the zones of `desired` take TSIG
@@ -323,6 +492,32 @@ impl EmbeddedSink {
         wanted.dedup();
         wanted
     }
+}
+
+/// The PKCS#8 key in `file`, or a new one of `algorithm` written there
+/// (mode 0600, created exclusively) when it does not exist.
+fn read_or_make_key(file: &std::path::Path, algorithm: DnssecAlgorithm) -> Result<Vec<u8>, String> {
+    match std::fs::read(file) {
+        Ok(bytes) => return Ok(bytes),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("spec.dnssec: reading {}: {e}", file.display()))
+        }
+        Err(_) => {}
+    }
+    let pkcs8 = DnssecKey::generate_pkcs8(algorithm)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut out = options
+        .open(file)
+        .map_err(|e| format!("spec.dnssec: creating {}: {e}", file.display()))?;
+    std::io::Write::write_all(&mut out, &pkcs8).map_err(|e| format!("spec.dnssec: writing {}: {e}", file.display()))?;
+    tracing::info!(file = %file.display(), "made a new DNSSEC signing key");
+    Ok(pkcs8)
 }
 
 /// Per zone of `new`, the owners whose records differ from `old`'s (an

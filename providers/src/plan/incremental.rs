@@ -134,6 +134,7 @@ struct ZoneState {
     /// client table).
     template: ZoneContent,
     transfer_keys: Vec<fedns_api::TsigKeyReference>,
+    dnssec: Option<fedns_api::DnssecSpec>,
     /// RRsets by owner name, each sorted by type.
     names: BTreeMap<String, Vec<DesiredRRset>>,
 }
@@ -491,6 +492,7 @@ impl IncrementalZones {
                     domain: zone.domain.clone(),
                     template,
                     transfer_keys: zone.transfer_keys.clone(),
+                    dnssec: zone.dnssec.clone(),
                     names,
                 }
             })
@@ -529,6 +531,7 @@ impl IncrementalZones {
                         Vec::new()
                     },
                     transfer_keys: zone.transfer_keys.clone(),
+                    dnssec: zone.dnssec.clone(),
                 })
                 .collect(),
             problems,
@@ -591,6 +594,7 @@ fn template_of(content: &ZoneContent) -> ZoneContent {
         transfer: content.transfer.clone(),
         routed: Vec::new(),
         client_regions: content.client_regions.clone(),
+        dnssec: content.dnssec.clone(),
         default_client_region: content.default_client_region.clone(),
         follow_cnames_across_zones: content.follow_cnames_across_zones,
     }
@@ -614,6 +618,7 @@ mod tests_support {
                 transfer: None,
                 client_regions: vec![],
                 geo_regions: vec![],
+                dnssec: None,
             },
         );
         d.metadata.namespace = Some("fedns-system".into());

@@ -153,6 +153,7 @@ mod tests {
                 transfer: None,
                 client_regions: vec![],
                 geo_regions: vec![],
+                dnssec: None,
             },
         );
         d.metadata.namespace = Some("fedns-system".into());

@@ -275,6 +275,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                     if !wanted.is_empty() {
                         sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted).await);
                     }
+                    let wanted = EmbeddedSink::wanted_dnssec_secrets(&settings);
+                    if !wanted.is_empty() {
+                        sink.set_dnssec_secrets(super::dnssec_keys::read_or_create(&client, &wanted).await);
+                    }
                     let mut next_part = || zones.next_part(&domain_list, &endpoint_list, &labels);
                     if sink.apply_in_parts(&settings, &mut next_part).is_none() {
                         // Every name is computed all the same: the state
@@ -303,9 +307,16 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         }));
         let mut results: ProviderResults = Vec::new();
         let wanted_secrets = EmbeddedSink::wanted_secrets(&desired);
+        let wanted_dnssec = EmbeddedSink::wanted_dnssec_secrets(&desired);
         if let Some(sink) = &sinks.embedded {
             let keys_changed =
                 !wanted_secrets.is_empty() && sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted_secrets).await);
+            // DNSSEC keys (Secrets made when absent), and signatures due
+            // to be made again: publish whole.
+            let keys_changed = keys_changed
+                | (!wanted_dnssec.is_empty()
+                    && sink.set_dnssec_secrets(super::dnssec_keys::read_or_create(&client, &wanted_dnssec).await))
+                | sink.resign_due();
             match &changes {
                 None => {
                     if sinks.providers.is_empty() {
@@ -452,8 +463,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 SyncMode::Changed
             }
             _ = tokio::time::sleep(RECORD_RETRY), if record_retry => SyncMode::Changed,
-            // TSIG Secrets are read, not watched: look again now and then.
-            _ = tokio::time::sleep(TSIG_SECRET_RECHECK), if sinks.embedded.is_some() && !wanted_secrets.is_empty() => {
+            // TSIG and DNSSEC key Secrets are read, not watched: look again
+            // now and then (signed zones: also whether re-signing is due).
+            _ = tokio::time::sleep(TSIG_SECRET_RECHECK),
+                if sinks.embedded.is_some() && !(wanted_secrets.is_empty() && wanted_dnssec.is_empty()) => {
                 SyncMode::Changed
             }
             _ = tokio::time::sleep(resync), if !sinks.providers.is_empty() => {
@@ -879,6 +892,9 @@ async fn write_statuses(
         let count = summary.map(|z| z.rrset_count as i64);
         changed |= status.record_count != count || status.observed_generation != generation;
         status.record_count = count;
+        let ds_records = summary.map(|z| z.ds_records.clone()).unwrap_or_default();
+        changed |= status.ds_records != ds_records;
+        status.ds_records = ds_records;
         status.observed_generation = generation;
         if changed {
             let api: Api<Domain> = Api::namespaced(client.clone(), &namespace);

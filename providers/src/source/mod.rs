@@ -18,6 +18,7 @@
 //! the providers (`embedded`, `route53`, `coredns_etcd`); nothing below
 //! uses it.
 
+mod dnssec_keys;
 mod domain_finalizer;
 pub mod kube_source;
 pub mod manifests;

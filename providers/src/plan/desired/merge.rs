@@ -48,6 +48,7 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
     sorted_domains.sort_by_key(|d| object_key(&d.metadata));
     let mut zones: BTreeMap<String, (String, ZoneContent)> = BTreeMap::new();
     let mut transfer_keys: BTreeMap<String, Vec<TsigKeyReference>> = BTreeMap::new();
+    let mut dnssec: BTreeMap<String, fedns_api::DnssecSpec> = BTreeMap::new();
     for domain in sorted_domains {
         let (namespace, name) = object_key(&domain.metadata);
         match zone_of(domain) {
@@ -85,6 +86,9 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                         .map(|t| t.tsig_keys.clone())
                         .unwrap_or_default();
                     transfer_keys.insert(apex.clone(), keys);
+                    if let Some(spec) = domain.spec.dnssec.as_ref().filter(|d| d.enabled) {
+                        dnssec.insert(apex.clone(), spec.clone());
+                    }
                     zones.insert(apex, (format!("{namespace}/{name}"), content));
                 }
             }
@@ -438,6 +442,7 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
             content,
             rrsets: zone_rrsets,
             transfer_keys: transfer_keys.remove(&apex).unwrap_or_default(),
+            dnssec: dnssec.remove(&apex),
         });
     }
     out.problems.sort();

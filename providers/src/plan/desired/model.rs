@@ -157,6 +157,11 @@ pub struct DesiredZone {
     /// `spec.transfer.tsigKeys`: the embedded sink resolves them (from
     /// Secrets, or `--tsig-key-file`) into `content.transfer.keys`.
     pub transfer_keys: Vec<TsigKeyReference>,
+    /// `spec.dnssec` when signing is enabled: the embedded sink resolves
+    /// its key (from a Secret, or `--dnssec-key-dir`) into
+    /// `content.dnssec`. External providers ignore it: they never get
+    /// DNSSEC records from fedns (Route53 signs with its own keys).
+    pub dnssec: Option<fedns_api::DnssecSpec>,
 }
 
 /// The whole desired state.

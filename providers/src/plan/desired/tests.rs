@@ -24,6 +24,7 @@ fn domain(name: &str, zone: &str) -> Domain {
             transfer: None,
             client_regions: vec![],
             geo_regions: vec![],
+            dnssec: None,
         },
     );
     d.metadata.namespace = Some("fedns-system".into());

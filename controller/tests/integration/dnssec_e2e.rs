@@ -1,0 +1,218 @@
+//! `fedns dns-server` signing a Domain with `spec.dnssec`: against an
+//! emulated host cluster it creates the key Secret, reports the DS record
+//! in the Domain's status (and `fedns explain` prints it), and BIND's
+//! `delv` validates its answers from that DS alone; with `--manifests --dnssec-key-dir` the key is a file
+//! made once and kept across restarts.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+use fedns_api::{DNSEndpoint, Domain};
+use fedns_sandbox::Emulator;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+/// A `delv` trust-anchor file with `ds` (`example.com. 30 IN DS 1 13 2 HEX`)
+/// as the static DS of its owner.
+fn anchors_from_ds(dir: &Path, ds: &str) -> std::path::PathBuf {
+    let fields: Vec<&str> = ds.split_whitespace().collect();
+    let (owner, tag, algorithm, digest_type, digest) =
+        (fields[0], fields[4], fields[5], fields[6], fields[7..].join(""));
+    let path = dir.join("anchors.conf");
+    write(
+        &path,
+        &format!("trust-anchors {{\n  {owner} static-ds {tag} {algorithm} {digest_type} \"{digest}\";\n}};\n"),
+    );
+    path
+}
+
+fn delv(port: u16, anchors: &Path, name: &str, rtype: &str) -> String {
+    let out = Command::new("delv")
+        .args(["@127.0.0.1", "-p", &port.to_string(), "-a"])
+        .arg(anchors)
+        .args(["+root=example.com", name, rtype])
+        .output()
+        .expect("delv (Debian bind9-dnsutils) must be installed");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn assert_validates(port: u16, anchors: &Path, name: &str, rtype: &str, expect: &str) {
+    let out = delv(port, anchors, name, rtype);
+    assert!(out.contains(expect), "delv {name} {rtype}: expected {expect:?}:\n{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
+    let host = Emulator::start().await.unwrap();
+    let client = client_of(&host).await;
+    install_crds(&client, &["fedns-system", "ns"]).await;
+    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
+    domains
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "myfed"},
+                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"],
+                         "dnssec": {"enabled": true}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
+    endpoints
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+                "metadata": {"name": "service-nginx"},
+                "spec": {"endpoints": [
+                    {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10", "198.51.100.20"]},
+                    {"dnsName": "www.example.com", "recordType": "CNAME", "targets": ["nginx.ns.myfed.svc.example.com"]},
+                ]},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let dir = temp_dir("dnssec-e2e");
+    let kubeconfig = dir.join("host.yaml");
+    host.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("the signed zone is served", || {
+        dig(port, "nginx.ns.myfed.svc.example.com", "A", false).len() == 2
+    })
+    .await;
+    // The DS in the Domain's status.
+    let mut ds = None;
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(30) && ds.is_none() {
+        let domain = domains.get("myfed").await.unwrap();
+        ds = domain.status.and_then(|s| s.ds_records.first().cloned());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let ds = ds.expect("status.dsRecords written within 30 s");
+    println!("DS in status after {:?}: {ds}", started.elapsed());
+    assert!(
+        ds.starts_with("example.com.") && ds.contains(" DS ") && ds.contains(" 13 2 "),
+        "{ds}"
+    );
+    // The key Secret it made.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
+    let secret = secrets.get("myfed-dnssec").await.unwrap();
+    assert!(secret.data.unwrap().contains_key("key.pkcs8"));
+    // `fedns explain` prints it too.
+    let explain = Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args(["explain", "nginx.ns.myfed.svc.example.com", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        text.contains(&format!("DS for the parent zone: {ds}")),
+        "fedns explain:\n{text}"
+    );
+    let anchors = anchors_from_ds(&dir, &ds);
+    assert_validates(
+        port,
+        &anchors,
+        "nginx.ns.myfed.svc.example.com",
+        "A",
+        "; fully validated",
+    );
+    assert_validates(port, &anchors, "www.example.com", "A", "; fully validated");
+    assert_validates(
+        port,
+        &anchors,
+        "nothing.example.com",
+        "A",
+        "; negative response, fully validated",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifests_mode_keeps_its_key_file() {
+    let dir = temp_dir("dnssec-manifests");
+    let manifests = dir.join("zone.yaml");
+    write(
+        &manifests,
+        r#"apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec:
+  domain: example.com
+  dnssec: {enabled: true, algorithm: ED25519}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: web, namespace: ns}
+spec:
+  endpoints:
+    - {dnsName: web.example.com, recordType: A, targets: [192.0.2.10]}
+"#,
+    );
+    let keys = dir.join("keys");
+    let dnskey = |port: u16| dig(port, "example.com", "DNSKEY", false);
+    let mut seen = Vec::new();
+    for round in 0..2 {
+        let port = free_port();
+        let _server = spawn_fedns(&[
+            "dns-server",
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "--dnssec-key-dir",
+            keys.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--udp-workers",
+            "1",
+        ]);
+        eventually("the signed zone is served", || !dnskey(port).is_empty()).await;
+        let key = dnskey(port);
+        assert!(key[0].starts_with("257 3 15 "), "{key:?}");
+        // The DNSKEY as a trust anchor.
+        let anchors = dir.join("anchors.conf");
+        let fields: Vec<&str> = key[0].split_whitespace().collect();
+        write(
+            &anchors,
+            &format!(
+                "trust-anchors {{\n  example.com. static-key 257 3 15 \"{}\";\n}};\n",
+                fields[3..].join("")
+            ),
+        );
+        assert_validates(port, &anchors, "web.example.com", "A", "; fully validated");
+        seen.push(key);
+        println!(
+            "round {round}: key file kept: {}",
+            keys.join("example.com.15.pkcs8").exists()
+        );
+    }
+    assert_eq!(seen[0], seen[1], "the key changed across restarts");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(keys.join("example.com.15.pkcs8"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
