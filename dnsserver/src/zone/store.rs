@@ -617,7 +617,7 @@ impl ZoneStore {
         let mut versioned: BTreeSet<Name> = BTreeSet::new();
         for zone in zones {
             let apex = normalise_apex(&zone.apex.to_ascii());
-            let settings = settings_hash(&zone);
+            let settings = settings_hash(&zone, now);
             let records = zone
                 .records
                 .iter()
@@ -765,7 +765,7 @@ impl ZoneStore {
             let settings_of = settings
                 .iter()
                 .find(|(c, _)| c.apex.to_lowercase() == apex_name.to_lowercase())
-                .map(|(c, _)| settings_hash(c))
+                .map(|(c, _)| settings_hash(c, now))
                 .unwrap_or_default();
             let (records, routed) = tree.hash_sums(index);
             let fingerprint = fingerprint(settings_of, records, routed);
@@ -1146,7 +1146,12 @@ fn normalise_apex(apex: &str) -> String {
 
 /// A hash of a zone's settings: SOA values, apex NS and their in-zone
 /// addresses (order and case do not matter) and client regions.
-fn settings_hash(zone: &ZoneContent) -> u64 {
+/// `now_s`: Unix time in seconds; a signed zone's hash changes with its
+/// signing period (`now_s / signatureRefresh`), so re-signing gives new
+/// content, hence a new recorded serial every replica follows and a
+/// transfer version carrying the new signatures (secondaries of an
+/// unchanged zone must not keep signatures until they expire).
+fn settings_hash(zone: &ZoneContent, now_s: u32) -> u64 {
     let mut ns: Vec<String> = zone.name_servers.iter().map(|n| n.to_lowercase().to_string()).collect();
     ns.sort();
     let mut addresses: Vec<(String, std::net::IpAddr)> = zone
@@ -1171,12 +1176,19 @@ fn settings_hash(zone: &ZoneContent) -> u64 {
                 hickory_proto::dnssec::PublicKey::public_bytes(d.key.dnskey().public_key()).to_vec(),
                 d.signature_validity,
                 d.signature_refresh,
+                signing_period(now_s, d.signature_refresh),
             )
         })
         .hash(&mut hasher);
     zone.default_client_region.hash(&mut hasher);
     zone.follow_cnames_across_zones.hash(&mut hasher);
     hasher.finish()
+}
+
+/// The signing period `now_s` falls in: `now_s / refresh` (refresh in
+/// seconds; 0 counts as 1).
+fn signing_period(now_s: u32, refresh: u32) -> u32 {
+    now_s / refresh.max(1)
 }
 
 /// A hash of a zone's content from its settings hash and the wrapping
@@ -1192,6 +1204,25 @@ fn fingerprint(settings: u64, records: u64, routed: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A signed zone's content changes with its signing period, an
+    /// unsigned zone's never with time.
+    #[test]
+    fn signed_zones_change_content_each_signing_period() {
+        use crate::zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
+        let mut zone = ZoneContent::new(Name::from_ascii("example.com.").unwrap());
+        let t = 1_800_000_000u32;
+        assert_eq!(settings_hash(&zone, t), settings_hash(&zone, t + 10_000_000));
+        let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
+        zone.dnssec = Some(DnssecConfig {
+            key: DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap(),
+            signature_validity: 1_209_600,
+            signature_refresh: 604_800,
+        });
+        let start = t - t % 604_800;
+        assert_eq!(settings_hash(&zone, start), settings_hash(&zone, start + 604_799));
+        assert_ne!(settings_hash(&zone, start), settings_hash(&zone, start + 604_800));
+    }
 
     /// Figures, not assertions: snapshot build time and stored octets of a
     /// 100,000-name zone, unsigned and signed (run with `--release
