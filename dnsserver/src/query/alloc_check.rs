@@ -180,6 +180,8 @@ fn signed_answers_do_not_allocate() {
         let pkcs8 = DnssecKey::generate_pkcs8(algorithm).unwrap();
         zone.dnssec = Some(DnssecConfig {
             key: DnssecKey::from_pkcs8(algorithm, &pkcs8).unwrap(),
+            zone_signing_key: None,
+            standby: Vec::new(),
             signature_validity: 1_209_600,
             signature_refresh: 604_800,
         });

@@ -2,7 +2,7 @@
 //! signatures the query path must make itself.
 //!
 //! * The key and settings ([`DnssecConfig`]) are in `signing_key.rs`.
-//! * [`ZoneKeys`]: one zone's signing state in a snapshot: key, signing
+//! * [`ZoneKeys`]: one zone's signing state in a snapshot: keys, signing
 //!   window (inception, expiration), and the bytes the query path splices
 //!   around a query name to answer a name that does not exist.
 //! * [`Signer`]: adds RRSIGs, and compact-denial NSEC records (RFC 9824),
@@ -146,23 +146,31 @@ impl ZoneKeys {
         now.saturating_add(self.config.signature_refresh) >= self.oldest_expiration
     }
 
+    /// The RRSIG fields but the signature for an RRset of `type_covered`:
+    /// algorithm and key tag of the key that signs that type
+    /// ([`DnssecConfig::signing_key`]: the KSK for DNSKEY in KSK+ZSK mode,
+    /// else the ZSK or CSK).
     fn input(&self, type_covered: RecordType, labels: u8, ttl: u32) -> SigInput {
+        let key = self.config.signing_key(type_covered);
         SigInput {
             type_covered,
-            algorithm: self.config.key.algorithm().hickory(),
+            algorithm: key.algorithm().hickory(),
             num_labels: labels,
             original_ttl: ttl,
             sig_expiration: SerialNumber::new(self.expiration),
             sig_inception: SerialNumber::new(self.inception),
-            key_tag: self.config.key.key_tag(),
+            key_tag: key.key_tag(),
             signer_name: self.apex.clone(),
         }
     }
 
-    /// Signs `message` (see [`DnssecKey::sign`]).
+    /// Signs `message`, the signed data of an RRset other than the DNSKEY
+    /// RRset (a query-time NSEC), with the zone-signing key (the CSK in
+    /// CSK mode): the key [`ZoneKeys::nsec_rrsig_prefix`] names. See
+    /// [`DnssecKey::sign`].
     #[inline]
     pub fn sign(&self, message: &[u8], out: &mut [u8; MAX_SIGNATURE]) -> Option<usize> {
-        self.config.key.sign(message, out)
+        self.config.signing_key(RecordType::NSEC).sign(message, out)
     }
 }
 
@@ -223,7 +231,10 @@ impl Signer {
             return Some(record.clone());
         }
         let mut signature = [0u8; MAX_SIGNATURE];
-        let len = keys.sign(tbs.as_ref(), &mut signature)?;
+        let len = keys
+            .config
+            .signing_key(first.record_type())
+            .sign(tbs.as_ref(), &mut signature)?;
         let rrsig = RRSIG::from_sig(input, signature[..len].to_vec());
         let record = Record::from_rdata(first.name.clone(), first.ttl, RData::DNSSEC(DNSSECRData::RRSIG(rrsig)));
         self.cache.insert(key, record.clone());

@@ -1152,6 +1152,7 @@ fn normalise_apex(apex: &str) -> String {
 /// transfer version carrying the new signatures (secondaries of an
 /// unchanged zone must not keep signatures until they expire).
 fn settings_hash(zone: &ZoneContent, now_s: u32) -> u64 {
+    use crate::zone::signing_key::DnssecKey;
     let mut ns: Vec<String> = zone.name_servers.iter().map(|n| n.to_lowercase().to_string()).collect();
     ns.sort();
     let mut addresses: Vec<(String, std::net::IpAddr)> = zone
@@ -1180,6 +1181,29 @@ fn settings_hash(zone: &ZoneContent, now_s: u32) -> u64 {
             )
         })
         .hash(&mut hasher);
+    // A zone-signing key, standby keys, a key's flags: only hashed when
+    // present, so a CSK zone's fingerprint (and recorded serial) is what
+    // it was before key modes existed.
+    if let Some(d) = zone
+        .dnssec
+        .as_ref()
+        .filter(|d| d.zone_signing_key.is_some() || !d.standby.is_empty() || d.key.flags() != DnssecKey::SEP_FLAGS)
+    {
+        let key = |k: &DnssecKey| {
+            (
+                k.algorithm(),
+                k.key_tag(),
+                k.flags(),
+                hickory_proto::dnssec::PublicKey::public_bytes(k.dnskey().public_key()).to_vec(),
+            )
+        };
+        (
+            key(&d.key),
+            d.zone_signing_key.as_ref().map(key),
+            d.standby.iter().map(key).collect::<Vec<_>>(),
+        )
+            .hash(&mut hasher);
+    }
     zone.default_client_region.hash(&mut hasher);
     zone.follow_cnames_across_zones.hash(&mut hasher);
     hasher.finish()
@@ -1216,12 +1240,58 @@ mod tests {
         let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
         zone.dnssec = Some(DnssecConfig {
             key: DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap(),
+            zone_signing_key: None,
+            standby: Vec::new(),
             signature_validity: 1_209_600,
             signature_refresh: 604_800,
         });
         let start = t - t % 604_800;
         assert_eq!(settings_hash(&zone, start), settings_hash(&zone, start + 604_799));
         assert_ne!(settings_hash(&zone, start), settings_hash(&zone, start + 604_800));
+    }
+
+    /// Every key counts in the settings hash: a standby key added, a ZSK
+    /// made active (and the old one standby), flags; a CSK zone hashes as
+    /// it did before key modes (a ZSK or standby key only adds to it).
+    #[test]
+    fn settings_hash_covers_every_key() {
+        use crate::zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
+        let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
+        let make =
+            |flags| DnssecKey::with_flags(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap(), flags).unwrap();
+        let (ksk, zsk1, zsk2) = (make(257), make(256), make(256));
+        let t = 1_800_000_000u32;
+        let hash = |config: DnssecConfig| {
+            let mut zone = ZoneContent::new(Name::from_ascii("example.com.").unwrap());
+            zone.dnssec = Some(config);
+            settings_hash(&zone, t)
+        };
+        let csk = DnssecConfig::csk(ksk.clone(), 1_209_600, 604_800);
+        let before = DnssecConfig {
+            zone_signing_key: Some(zsk1.clone()),
+            standby: vec![zsk2.clone()],
+            ..csk.clone()
+        };
+        let after = DnssecConfig {
+            zone_signing_key: Some(zsk2.clone()),
+            standby: vec![zsk1.clone()],
+            ..csk.clone()
+        };
+        let no_standby = DnssecConfig {
+            standby: Vec::new(),
+            ..before.clone()
+        };
+        let hashes = [hash(csk.clone()), hash(before.clone()), hash(after), hash(no_standby)];
+        for (i, a) in hashes.iter().enumerate() {
+            for b in &hashes[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(hash(before.clone()), hash(before));
+        let pkcs8 = DnssecKey::generate_pkcs8(algorithm).unwrap();
+        let as_zsk = DnssecConfig::csk(DnssecKey::with_flags(algorithm, &pkcs8, 256).unwrap(), 7200, 3600);
+        let as_csk = DnssecConfig::csk(DnssecKey::from_pkcs8(algorithm, &pkcs8).unwrap(), 7200, 3600);
+        assert_ne!(hash(as_zsk), hash(as_csk));
     }
 
     /// Figures, not assertions: snapshot build time and stored octets of a
@@ -1247,6 +1317,8 @@ mod tests {
             let mut zone = zone.clone();
             zone.dnssec = algorithm.map(|algorithm| DnssecConfig {
                 key: DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap(),
+                zone_signing_key: None,
+                standby: Vec::new(),
                 signature_validity: 1_209_600,
                 signature_refresh: 604_800,
             });

@@ -977,15 +977,17 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         );
     }
     if let Some(dnssec) = &content.dnssec {
-        // RFC 4035 §2.1: the apex DNSKEY RRset, TTL as the SOA's.
+        // RFC 4035 §2.1: the apex DNSKEY RRset, TTL as the SOA's: the
+        // active keys (CSK, or KSK and ZSK) and the standby ones.
         sets.insert(
             RecordType::DNSKEY,
             RRset {
                 ttl: soa_fields.ttl,
-                rdatas: std::iter::once(RData::DNSSEC(hickory_proto::dnssec::rdata::DNSSECRData::DNSKEY(
-                    dnssec.key.dnskey().clone(),
-                )))
-                .collect(),
+                rdatas: dnssec
+                    .published()
+                    .into_iter()
+                    .map(|key| RData::DNSSEC(hickory_proto::dnssec::rdata::DNSSECRData::DNSKEY(key.dnskey().clone())))
+                    .collect(),
             },
         );
     }

@@ -70,6 +70,8 @@ fn signed_zone(algorithm: DnssecAlgorithm) -> (ZoneContent, DnssecKey) {
     let key = DnssecKey::from_pkcs8(algorithm, &pkcs8).unwrap();
     zone.dnssec = Some(DnssecConfig {
         key: key.clone(),
+        zone_signing_key: None,
+        standby: Vec::new(),
         signature_validity: 14 * 86_400,
         signature_refresh: 7 * 86_400,
     });
@@ -260,6 +262,8 @@ async fn incremental_axfr_keeps_unchanged_signatures() {
     let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
     zone.dnssec = Some(DnssecConfig {
         key,
+        zone_signing_key: None,
+        standby: Vec::new(),
         signature_validity: 14 * 86_400,
         signature_refresh: 7 * 86_400,
     });
@@ -379,6 +383,8 @@ async fn incremental_publish_resigns_changed_names() {
     let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
     zone.dnssec = Some(DnssecConfig {
         key: key.clone(),
+        zone_signing_key: None,
+        standby: Vec::new(),
         signature_validity: 14 * 86_400,
         signature_refresh: 7 * 86_400,
     });
@@ -440,6 +446,8 @@ fn publish_resigns_when_due() {
     let mut signed = ZoneContent::new(apex);
     signed.dnssec = Some(DnssecConfig {
         key,
+        zone_signing_key: None,
+        standby: Vec::new(),
         // Refresh as long as the validity: due at once.
         signature_validity: 7200,
         signature_refresh: 7200,
