@@ -3,7 +3,10 @@
 //! chains, a Weighted name (every variant), compact-denial NXDOMAIN and
 //! NODATA (RFC 9824), a wildcard answer and the absence of a DS at a
 //! delegation, for ECDSA P-256 and Ed25519; `dnssec-verify` checks the
-//! zone as AXFR sends it. Queries without DO are unchanged.
+//! zone as AXFR sends it. Queries without DO are unchanged. KSK+ZSK mode:
+//! `delv` and `dnssec-verify` with the KSK's DS as the only trust, and a
+//! ZSK rollover by pre-publication that Unbound follows without a
+//! validation failure.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -214,10 +217,18 @@ fn axfr(tcp: SocketAddr) -> String {
 /// chain complete, the DNSKEY RRset self-signed (`-z`: one combined key,
 /// flags 257, signs everything).
 fn dnssec_verify(dir: &Path, text: &str) -> String {
+    dnssec_verify_with(dir, text, &["-z"])
+}
+
+/// [`dnssec_verify`] with `dnssec-verify` options `options` (none: the
+/// DNSKEY RRset must be signed by a key with the SEP flag, every other
+/// RRset by a zone-signing key).
+fn dnssec_verify_with(dir: &Path, text: &str, options: &[&str]) -> String {
     let file = dir.join("example.com.zone");
     std::fs::write(&file, text).unwrap();
     let verify = Command::new(find_binary("dnssec-verify", "bind9-utils"))
-        .args(["-z", "-o", "example.com"])
+        .args(options)
+        .args(["-o", "example.com"])
         .arg(&file)
         .output()
         .unwrap();
@@ -480,9 +491,15 @@ struct Unbound {
 
 impl Unbound {
     fn start(dir: &Path, server: SocketAddr, key: &DnssecKey) -> Unbound {
+        Unbound::start_with_anchor(dir, server, &key.dnskey_record(&name("example.com."), 60))
+    }
+
+    /// [`Unbound::start`] with `anchor` (a DNSKEY or DS record in
+    /// presentation format) as the trust anchor of example.com.
+    fn start_with_anchor(dir: &Path, server: SocketAddr, anchor_record: &str) -> Unbound {
         let port = crate::common::free_port();
         let anchor = dir.join("anchor.key");
-        std::fs::write(&anchor, format!("{}\n", key.dnskey_record(&name("example.com."), 60))).unwrap();
+        std::fs::write(&anchor, format!("{anchor_record}\n")).unwrap();
         let config = dir.join("unbound.conf");
         std::fs::write(
             &config,
@@ -1025,4 +1042,202 @@ async fn query_time_signed_answers_show_a_due_pending_serial() {
         assert!(verified >= 1, "{qname} {qtype}: no RRSIG verified");
         println!("{qname} {qtype}: serial {serial}, {verified} RRSIGs verified");
     }
+}
+
+/// A new key of `algorithm` with DNSKEY flags `flags` (257 KSK, 256 ZSK).
+fn new_key(algorithm: DnssecAlgorithm, flags: u16) -> DnssecKey {
+    DnssecKey::with_flags(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap(), flags).unwrap()
+}
+
+/// [`signed_zone`] in KSK+ZSK mode: a KSK (flags 257) and a ZSK (256),
+/// no standby key. Returns the zone, the KSK and the ZSK.
+fn split_zone(algorithm: DnssecAlgorithm) -> (ZoneContent, DnssecKey, DnssecKey) {
+    let (mut zone, ksk) = signed_zone(algorithm);
+    let zsk = new_key(algorithm, 256);
+    if let Some(config) = &mut zone.dnssec {
+        config.zone_signing_key = Some(zsk.clone());
+        config.check().unwrap();
+    }
+    (zone, ksk, zsk)
+}
+
+/// A `delv` trust-anchor file holding the DS of `ksk` (the only thing a
+/// parent zone would hold) for example.com.
+fn ds_anchor_file(dir: &Path, ksk: &DnssecKey) -> PathBuf {
+    let ds = ksk.ds_record(&name("example.com."), 60).unwrap();
+    // example.com. 60 IN DS <tag> <alg> <digest type> <digest>
+    let fields: Vec<&str> = ds.split_whitespace().collect();
+    assert_eq!(fields[3], "DS", "{ds}");
+    let path = dir.join("anchors-ds.conf");
+    std::fs::write(
+        &path,
+        format!(
+            "trust-anchors {{\n  example.com. static-ds {} {} {} \"{}\";\n}};\n",
+            fields[4],
+            fields[5],
+            fields[6],
+            fields[7..].concat()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The key tags of the RRSIGs over `covered` in the answer to `qname`
+/// `qtype` (with DO), and the DNSKEY flags of the answer's DNSKEYs.
+fn rrsig_tags(addr: SocketAddr, qname: &str, qtype: RecordType, covered: RecordType) -> (Vec<u16>, Vec<u16>) {
+    use fedns_dnsserver::hickory_proto::dnssec::rdata::DNSSECRData;
+    use fedns_dnsserver::hickory_proto::rr::RData;
+    let answer = query_udp(addr, &simple_query(qname, qtype, Some((1232, true)))).unwrap();
+    let mut tags = Vec::new();
+    let mut flags = Vec::new();
+    for record in answer.answers.iter().chain(&answer.authorities) {
+        match &record.data {
+            RData::DNSSEC(DNSSECRData::RRSIG(rrsig)) if rrsig.input().type_covered == covered => {
+                tags.push(rrsig.input().key_tag)
+            }
+            RData::DNSSEC(DNSSECRData::DNSKEY(dnskey)) => flags.push(dnskey.flags()),
+            _ => {}
+        }
+    }
+    flags.sort_unstable();
+    (tags, flags)
+}
+
+/// KSK+ZSK mode: the DNSKEY RRset holds both keys and is signed by the
+/// KSK alone; every other RRset (a positive answer, the SOA, the NSEC of
+/// NODATA and the query-time NSEC of a missing name) by the ZSK alone.
+/// `delv`, trusting only the KSK's DS, validates positive, NXDOMAIN and
+/// NODATA answers; `dnssec-verify` (KSK/ZSK roles checked, no `-z`)
+/// accepts the zone as AXFR sends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ksk_zsk_zone_validates_from_the_ksk_ds() {
+    for algorithm in [DnssecAlgorithm::EcdsaP256Sha256, DnssecAlgorithm::Ed25519] {
+        let dir = temp_dir("dnssec-ksk-zsk");
+        let (zone, ksk, zsk) = split_zone(algorithm);
+        let soa_ttl = zone.soa.ttl;
+        let (server, addr, store) = serve(zone).await;
+        assert_eq!(
+            store.load().zones()[0].ds_records,
+            [ksk.ds_record(&name("example.com."), soa_ttl).unwrap()],
+            "the DS is the KSK's"
+        );
+        let (tags, flags) = rrsig_tags(addr, "example.com.", RecordType::DNSKEY, RecordType::DNSKEY);
+        assert_eq!(tags, [ksk.key_tag()], "the DNSKEY RRset is signed by the KSK only");
+        assert_eq!(flags, [256, 257], "the DNSKEY RRset holds the ZSK and the KSK");
+        for (qname, qtype, covered) in [
+            ("mail.example.com.", RecordType::A, RecordType::A),
+            ("example.com.", RecordType::SOA, RecordType::SOA),
+            ("mail.example.com.", RecordType::TXT, RecordType::NSEC),
+            ("mail.example.com.", RecordType::TXT, RecordType::SOA),
+            ("missing.example.com.", RecordType::A, RecordType::NSEC),
+            ("missing.example.com.", RecordType::A, RecordType::SOA),
+        ] {
+            let (tags, _) = rrsig_tags(addr, qname, qtype, covered);
+            assert_eq!(tags, [zsk.key_tag()], "{qname} {qtype}: the {covered} RRset is signed by the ZSK");
+        }
+        let anchors = ds_anchor_file(&dir, &ksk);
+        for (qname, qtype, expect) in [
+            ("example.com", "DNSKEY", "; fully validated"),
+            ("example.com", "SOA", "; fully validated"),
+            ("mail.example.com", "A", "; fully validated"),
+            ("www.example.com", "A", "; fully validated"),
+            (ROUTED, "AAAA", "fully validated"),
+            ("missing.example.com", "A", "; negative response, fully validated"),
+            ("b.c.example.com", "A", "; negative response, fully validated"),
+            ("mail.example.com", "TXT", "; negative response, fully validated"),
+            ("host.wild.example.com", "TXT", "; fully validated"),
+            ("sub.example.com", "DS", "; negative response, fully validated"),
+        ] {
+            assert_validated(addr, &anchors, qname, qtype, expect);
+        }
+        let report = dnssec_verify_with(&dir, &axfr(server.tcp_addrs()[0]), &[]);
+        println!("{algorithm:?} KSK+ZSK dnssec-verify: {}", report.trim());
+        assert!(
+            report.contains("KSKs: 1 active, 0 stand-by") && report.contains("ZSKs: 1 active, 0 stand-by"),
+            "{report}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+/// A ZSK rollover by pre-publication (RFC 6781 §4.1.1.1, RFC 7583 §3.3)
+/// seen by one validating Unbound trusting the KSK's DS: ZSK1 signs with
+/// ZSK2 published (standby); then ZSK2 signs with ZSK1 still published;
+/// then ZSK1 is gone. Unbound answers with AD at every step, cached
+/// DNSKEY RRset and all, never SERVFAIL; the AXFR verifies at every step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zsk_rollover_by_prepublication_keeps_validating() {
+    let dir = temp_dir("dnssec-zsk-roll");
+    let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
+    let (mut zone, ksk, zsk1) = split_zone(algorithm);
+    let zsk2 = new_key(algorithm, 256);
+    if let Some(config) = &mut zone.dnssec {
+        config.standby = vec![zsk2.clone()];
+        config.check().unwrap();
+    }
+    let (server, addr, store) = serve(zone.clone()).await;
+    let tcp = server.tcp_addrs()[0];
+    let apex = name("example.com.");
+    let unbound = Unbound::start_with_anchor(&dir, addr, &ksk.ds_record(&apex, 60).unwrap());
+    let ask = |qname: &str, qtype: &str, status: &str, step: &str| {
+        let mut last = (String::new(), false, String::new());
+        for _ in 0..60 {
+            last = unbound.dig(qname, qtype);
+            if !last.0.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let (got, ad, text) = last;
+        assert!(got == status && ad, "{step}: {qname} {qtype}: want {status} with AD:\n{text}");
+    };
+    // Step 1: ZSK1 active, ZSK2 pre-published; Unbound caches the DNSKEY RRset.
+    let step = "ZSK1 active, ZSK2 standby";
+    ask("example.com", "DNSKEY", "NOERROR", step);
+    ask("mail.example.com", "A", "NOERROR", step);
+    ask("missing.example.com", "A", "NOERROR", step);
+    assert_eq!(rrsig_tags(addr, "mail.example.com.", RecordType::A, RecordType::A).0, [zsk1.key_tag()]);
+    assert_eq!(rrsig_tags(addr, "example.com.", RecordType::DNSKEY, RecordType::DNSKEY).1, [256, 256, 257]);
+    let report = dnssec_verify_with(&dir, &axfr(tcp), &[]);
+    assert!(report.contains("ZSKs: 1 active, 1 stand-by"), "{report}");
+    // Step 2: ZSK2 active, ZSK1 kept published. Names Unbound has not
+    // cached are signed by ZSK2 and validate with the cached DNSKEY RRset.
+    let mut rolled = zone.clone();
+    if let Some(config) = &mut rolled.dnssec {
+        config.zone_signing_key = Some(zsk2.clone());
+        config.standby = vec![zsk1.clone()];
+        config.check().unwrap();
+    }
+    let serial = store.load().zones()[0].serial;
+    let outcome = store.publish(vec![rolled.clone()]);
+    assert!(outcome.changed && fedns_dnsserver::serial_gt(outcome.zones[0].serial, serial));
+    assert_eq!(rrsig_tags(addr, "www.example.com.", RecordType::A, RecordType::CNAME).0, [zsk2.key_tag()]);
+    let step = "ZSK2 active, ZSK1 standby";
+    for (qname, qtype) in [
+        ("www.example.com", "A"),
+        ("example.com", "MX"),
+        (ROUTED, "A"),
+        ("mail.example.com", "TXT"),
+        ("other-missing.example.com", "A"),
+        ("mail.example.com", "A"),
+    ] {
+        ask(qname, qtype, "NOERROR", step);
+    }
+    let report = dnssec_verify_with(&dir, &axfr(tcp), &[]);
+    assert!(report.contains("ZSKs: 1 active, 1 stand-by"), "{report}");
+    // Step 3: ZSK1 removed (after the DNSKEY TTL and the zone's longest TTL).
+    if let Some(config) = &mut rolled.dnssec {
+        config.standby.clear();
+    }
+    assert!(store.publish(vec![rolled]).changed);
+    assert_eq!(rrsig_tags(addr, "example.com.", RecordType::DNSKEY, RecordType::DNSKEY).1, [256, 257]);
+    let step = "ZSK2 alone";
+    ask("host.wild.example.com", "A", "NOERROR", step);
+    ask("third-missing.example.com", "A", "NOERROR", step);
+    let report = dnssec_verify_with(&dir, &axfr(tcp), &[]);
+    assert!(report.contains("ZSKs: 1 active, 0 stand-by"), "{report}");
+    println!("ZSK rollover: Unbound answered with AD before, during and after");
+    drop(unbound);
+    std::fs::remove_dir_all(&dir).ok();
 }
