@@ -100,13 +100,18 @@ pub struct DnssecSpec {
     /// or `ED25519` (15).
     #[serde(default)]
     pub algorithm: DnssecAlgorithm,
-    /// `CSK` (default): one combined signing key signs every RRset, its
-    /// DS goes to the parent. `KSK+ZSK` is reserved for a later version.
+    /// `CSK` (default): one combined signing key signs every RRset.
+    /// `KSK+ZSK`: a key-signing key (DNSKEY flags 257) signs the DNSKEY
+    /// RRset, a zone-signing key (256) every other RRset (RFC 6781 §3.1).
+    /// Either way the DS for the parent is the CSK's or KSK's.
     #[serde(default)]
     pub key_mode: DnssecKeyMode,
-    /// The Secret (in the Domain's namespace) holding the private key as
-    /// PKCS#8 DER under `key.pkcs8`; created with a new key when absent.
-    /// Absent: `<domain name>-dnssec`.
+    /// The Secret (in the Domain's namespace) holding the private keys as
+    /// PKCS#8 DER: `key.pkcs8` (CSK), or `ksk.pkcs8` and `zsk.pkcs8`
+    /// (KSK+ZSK); any other `*.pkcs8` data key is a standby key, published
+    /// in the DNSKEY RRset and signing nothing (flags 256 when its name
+    /// starts with `zsk`, else 257). Created with the mode's keys when
+    /// absent. Absent: `<domain name>-dnssec`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub key_secret: Option<String>,
@@ -138,7 +143,7 @@ impl DnssecSpec {
     }
 
     /// Checks what the schema cannot: refresh below validity by at least an
-    /// hour, and a key mode this version implements. Errors name the field.
+    /// hour. Errors name the field.
     pub fn validate(&self) -> Result<(), String> {
         if !(7200..=31_536_000).contains(&self.signature_validity) {
             return Err(format!(
@@ -152,9 +157,6 @@ impl DnssecSpec {
                  signatureValidity ({} s)",
                 self.signature_refresh, self.signature_validity
             ));
-        }
-        if self.key_mode != DnssecKeyMode::Csk {
-            return Err("spec.dnssec.keyMode: only CSK is implemented; KSK+ZSK is not yet".into());
         }
         Ok(())
     }
@@ -190,8 +192,9 @@ pub enum DnssecKeyMode {
     #[default]
     #[serde(rename = "CSK")]
     Csk,
-    /// A key-signing key for the DNSKEY RRset and a zone-signing key for
-    /// the rest (not implemented yet; rejected by validation).
+    /// A key-signing key (flags 257, SEP) signs the DNSKEY RRset only, a
+    /// zone-signing key (flags 256) every other RRset: the ZSK can be
+    /// rolled without touching the parent's DS (RFC 6781 §3.1).
     #[serde(rename = "KSK+ZSK")]
     KskZsk,
 }
@@ -442,7 +445,14 @@ mod dnssec_tests {
             key_mode: DnssecKeyMode::KskZsk,
             ..spec.clone()
         };
-        assert!(split.validate().unwrap_err().contains("spec.dnssec.keyMode"));
+        assert_eq!(split.validate(), Ok(()));
+        let parsed: DnssecSpec =
+            serde_json::from_value(serde_json::json!({"enabled": true, "keyMode": "KSK+ZSK"})).unwrap();
+        assert_eq!(parsed.key_mode, DnssecKeyMode::KskZsk);
+        assert_eq!(
+            serde_json::to_value(DnssecKeyMode::KskZsk).unwrap(),
+            serde_json::json!("KSK+ZSK")
+        );
         assert!(serde_json::from_value::<DnssecSpec>(serde_json::json!({"algorithm": "RSASHA1"})).is_err());
     }
 }
