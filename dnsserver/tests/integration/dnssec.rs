@@ -1134,7 +1134,11 @@ async fn ksk_zsk_zone_validates_from_the_ksk_ds() {
             ("missing.example.com.", RecordType::A, RecordType::SOA),
         ] {
             let (tags, _) = rrsig_tags(addr, qname, qtype, covered);
-            assert_eq!(tags, [zsk.key_tag()], "{qname} {qtype}: the {covered} RRset is signed by the ZSK");
+            assert_eq!(
+                tags,
+                [zsk.key_tag()],
+                "{qname} {qtype}: the {covered} RRset is signed by the ZSK"
+            );
         }
         let anchors = ds_anchor_file(&dir, &ksk);
         for (qname, qtype, expect) in [
@@ -1190,15 +1194,24 @@ async fn zsk_rollover_by_prepublication_keeps_validating() {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         let (got, ad, text) = last;
-        assert!(got == status && ad, "{step}: {qname} {qtype}: want {status} with AD:\n{text}");
+        assert!(
+            got == status && ad,
+            "{step}: {qname} {qtype}: want {status} with AD:\n{text}"
+        );
     };
     // Step 1: ZSK1 active, ZSK2 pre-published; Unbound caches the DNSKEY RRset.
     let step = "ZSK1 active, ZSK2 standby";
     ask("example.com", "DNSKEY", "NOERROR", step);
     ask("mail.example.com", "A", "NOERROR", step);
     ask("missing.example.com", "A", "NOERROR", step);
-    assert_eq!(rrsig_tags(addr, "mail.example.com.", RecordType::A, RecordType::A).0, [zsk1.key_tag()]);
-    assert_eq!(rrsig_tags(addr, "example.com.", RecordType::DNSKEY, RecordType::DNSKEY).1, [256, 256, 257]);
+    assert_eq!(
+        rrsig_tags(addr, "mail.example.com.", RecordType::A, RecordType::A).0,
+        [zsk1.key_tag()]
+    );
+    assert_eq!(
+        rrsig_tags(addr, "example.com.", RecordType::DNSKEY, RecordType::DNSKEY).1,
+        [256, 256, 257]
+    );
     let report = dnssec_verify_with(&dir, &axfr(tcp), &[]);
     assert!(report.contains("ZSKs: 1 active, 1 stand-by"), "{report}");
     // Step 2: ZSK2 active, ZSK1 kept published. Names Unbound has not
@@ -1212,7 +1225,10 @@ async fn zsk_rollover_by_prepublication_keeps_validating() {
     let serial = store.load().zones()[0].serial;
     let outcome = store.publish(vec![rolled.clone()]);
     assert!(outcome.changed && fedns_dnsserver::serial_gt(outcome.zones[0].serial, serial));
-    assert_eq!(rrsig_tags(addr, "www.example.com.", RecordType::A, RecordType::CNAME).0, [zsk2.key_tag()]);
+    assert_eq!(
+        rrsig_tags(addr, "www.example.com.", RecordType::A, RecordType::CNAME).0,
+        [zsk2.key_tag()]
+    );
     let step = "ZSK2 active, ZSK1 standby";
     for (qname, qtype) in [
         ("www.example.com", "A"),
@@ -1231,7 +1247,10 @@ async fn zsk_rollover_by_prepublication_keeps_validating() {
         config.standby.clear();
     }
     assert!(store.publish(vec![rolled]).changed);
-    assert_eq!(rrsig_tags(addr, "example.com.", RecordType::DNSKEY, RecordType::DNSKEY).1, [256, 257]);
+    assert_eq!(
+        rrsig_tags(addr, "example.com.", RecordType::DNSKEY, RecordType::DNSKEY).1,
+        [256, 257]
+    );
     let step = "ZSK2 alone";
     ask("host.wild.example.com", "A", "NOERROR", step);
     ask("third-missing.example.com", "A", "NOERROR", step);

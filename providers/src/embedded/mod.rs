@@ -15,6 +15,10 @@ use fedns_dnsserver::{
 };
 use tokio::sync::Notify;
 
+pub(crate) mod dnssec_layout;
+
+pub use dnssec_layout::{standby_flags, DNSSEC_KEY_DATA, DNSSEC_KSK_DATA, DNSSEC_ZSK_DATA};
+
 use crate::plan::desired::DesiredZones;
 use crate::plan::incremental::ZoneRecordChanges;
 
@@ -27,13 +31,14 @@ struct KeySources {
     secrets: BTreeMap<(String, String, String), Vec<u8>>,
     /// Keys by lower-case name without the trailing dot: `--tsig-key-file`.
     named: BTreeMap<String, TsigKey>,
-    /// DNSSEC private keys (PKCS#8 DER) by (namespace, Secret name): the
-    /// [`DNSSEC_KEY_DATA`] of the Secrets the Kubernetes source read.
-    dnssec_secrets: BTreeMap<(String, String), Vec<u8>>,
+    /// DNSSEC private keys (PKCS#8 DER) by (namespace, Secret name), then
+    /// by data key (those ending in `.pkcs8`): the key Secrets the
+    /// Kubernetes source read (see `dnssec_layout` for the names).
+    dnssec_secrets: BTreeMap<(String, String), BTreeMap<String, Vec<u8>>>,
     /// `--dnssec-key-dir`: keys kept as files, made when absent.
     dnssec_key_dir: Option<std::path::PathBuf>,
-    /// Parsed keys by their PKCS#8 bytes' source (Secret or file path),
-    /// so a publish does not parse every key again.
+    /// Parsed keys by their PKCS#8 bytes' source (Secret or key folder,
+    /// data key, flags), so a publish does not parse every key again.
     dnssec_keys: BTreeMap<String, (Vec<u8>, DnssecKey)>,
     /// DS records (presentation format) by `namespace/name` of the Domain.
     ds_records: BTreeMap<String, Vec<String>>,
@@ -50,9 +55,6 @@ impl std::fmt::Debug for KeySources {
             .finish_non_exhaustive()
     }
 }
-
-/// The data key of a DNSSEC key Secret: the private key as PKCS#8 DER.
-pub const DNSSEC_KEY_DATA: &str = "key.pkcs8";
 
 /// The Secret holding the signing key of the Domain `name` (in its own
 /// namespace): `spec.dnssec.keySecret`, else `<name>-dnssec`.
@@ -201,8 +203,10 @@ impl EmbeddedSink {
     }
 
     /// Replaces the DNSSEC key Secrets' data: (namespace, Secret name) →
-    /// PKCS#8 DER ([`DNSSEC_KEY_DATA`]). True when they changed.
-    pub fn set_dnssec_secrets(&self, secrets: BTreeMap<(String, String), Vec<u8>>) -> bool {
+    /// data key → PKCS#8 DER ([`DNSSEC_KEY_DATA`] in CSK mode,
+    /// [`DNSSEC_KSK_DATA`] and [`DNSSEC_ZSK_DATA`] in KSK+ZSK mode, any
+    /// other `*.pkcs8` a standby key). True when they changed.
+    pub fn set_dnssec_secrets(&self, secrets: BTreeMap<(String, String), BTreeMap<String, Vec<u8>>>) -> bool {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         let changed = keys.dnssec_secrets != secrets;
         keys.dnssec_secrets = secrets;
@@ -210,8 +214,11 @@ impl EmbeddedSink {
     }
 
     /// Keeps DNSSEC keys as files in `dir` (`fedns dns-server --manifests
-    /// --dnssec-key-dir`): `<zone>.<algorithm number>.pkcs8`, PKCS#8 DER,
-    /// made (mode 0600) when absent.
+    /// --dnssec-key-dir`), PKCS#8 DER: `<zone>.<algorithm number>.pkcs8`
+    /// (CSK mode), or `<zone>.<algorithm number>.ksk.pkcs8` and
+    /// `….zsk.pkcs8` (KSK+ZSK mode), made (mode 0600) when absent; standby
+    /// keys `<zone>.<algorithm number>.standby-<name>.pkcs8` (flags 256 when
+    /// `<name>` starts with `zsk`, else 257) are read, never made.
     pub fn set_dnssec_key_dir(&self, dir: std::path::PathBuf) {
         self.keys.lock().unwrap_or_else(|e| e.into_inner()).dnssec_key_dir = Some(dir);
     }
@@ -233,8 +240,10 @@ impl EmbeddedSink {
     }
 
     /// The signing configuration of `zone`, whose Domain asks for DNSSEC
-    /// with `spec`: its key from the Domain's Secret, else from the key
-    /// folder (made there when absent). Errors never hold key material.
+    /// with `spec`: its keys (by `spec.keyMode`, standby keys included)
+    /// from the Domain's Secret, else from the key folder (the mode's keys
+    /// made there when absent). Errors name the Secret or folder and the
+    /// data keys, never key material.
     fn dnssec_config(
         &self,
         zone: &crate::plan::desired::DesiredZone,
@@ -245,37 +254,48 @@ impl EmbeddedSink {
         let (namespace, name) = zone.domain.split_once('/').unwrap_or(("", zone.domain.as_str()));
         let secret = dnssec_secret_name(name, spec);
         let mut sources = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        let (source, pkcs8) = if let Some(pkcs8) = sources.dnssec_secrets.get(&(namespace.to_owned(), secret.clone())) {
-            (format!("secret:{namespace}/{secret}"), pkcs8.clone())
+        let (source, data) = if let Some(data) = sources.dnssec_secrets.get(&(namespace.to_owned(), secret.clone())) {
+            (format!("Secret {namespace}/{secret}"), data.clone())
         } else if let Some(dir) = &sources.dnssec_key_dir {
             let apex = zone.content.apex.to_ascii().to_ascii_lowercase();
-            let file = dir.join(format!(
-                "{}.{}.pkcs8",
-                apex.trim_end_matches('.'),
-                spec.algorithm.number()
-            ));
-            (format!("file:{}", file.display()), read_or_make_key(&file, algorithm)?)
+            let prefix = format!("{}.{}.", apex.trim_end_matches('.'), spec.algorithm.number());
+            (
+                format!("key folder {} ({prefix}*)", dir.display()),
+                key_dir_data(dir, &prefix, spec.key_mode, algorithm)?,
+            )
         } else {
             return Err(format!(
-                "spec.dnssec: Secret {namespace}/{secret} has no {DNSSEC_KEY_DATA:?} (or cannot be read)"
+                "spec.dnssec: Secret {namespace}/{secret} could not be read nor created"
             ));
         };
-        let key = match sources.dnssec_keys.get(&source) {
-            Some((bytes, key)) if *bytes == pkcs8 && key.algorithm() == algorithm => key.clone(),
-            _ => {
-                let key =
-                    DnssecKey::from_pkcs8(algorithm, &pkcs8).map_err(|e| format!("spec.dnssec: {source}: {e}"))?;
-                sources.dnssec_keys.insert(source, (pkcs8, key.clone()));
-                key
+        let layout =
+            dnssec_layout::key_layout(spec.key_mode, &data).map_err(|e| format!("spec.dnssec: {source} {e}"))?;
+        let mut parse = |bytes: &dnssec_layout::KeyBytes| -> Result<DnssecKey, String> {
+            let cache = format!("{source}\n{}\n{}", bytes.name, bytes.flags);
+            match sources.dnssec_keys.get(&cache) {
+                Some((pkcs8, key)) if *pkcs8 == bytes.pkcs8 && key.algorithm() == algorithm => Ok(key.clone()),
+                _ => {
+                    let key = DnssecKey::with_flags(algorithm, &bytes.pkcs8, bytes.flags)
+                        .map_err(|e| format!("spec.dnssec: {source} {:?}: {e}", bytes.name))?;
+                    sources.dnssec_keys.insert(cache, (bytes.pkcs8.clone(), key.clone()));
+                    Ok(key)
+                }
             }
         };
-        let ds = key.ds_record(&zone.content.apex, zone.content.soa.ttl)?;
-        sources.ds_records.insert(zone.domain.clone(), vec![ds]);
-        Ok(DnssecConfig {
+        let key = parse(&layout.primary)?;
+        let zone_signing_key = layout.zone_signing.as_ref().map(&mut parse).transpose()?;
+        let standby = layout.standby.iter().map(&mut parse).collect::<Result<Vec<_>, _>>()?;
+        let config = DnssecConfig {
             key,
+            zone_signing_key,
+            standby,
             signature_validity: u32::try_from(spec.signature_validity).unwrap_or(u32::MAX),
             signature_refresh: u32::try_from(spec.signature_refresh).unwrap_or(u32::MAX),
-        })
+        };
+        config.check().map_err(|e| format!("spec.dnssec: {source}: {e}"))?;
+        let ds = config.key.ds_record(&zone.content.apex, zone.content.soa.ttl)?;
+        sources.ds_records.insert(zone.domain.clone(), vec![ds]);
+        Ok(config)
     }
 
     /// Resolves one key reference of a Domain in `namespace`.
@@ -454,10 +474,10 @@ impl EmbeddedSink {
     }
 
     /// Every Secret (namespace, name) the signed zones of `desired` take
-    /// their DNSSEC key from, for the Kubernetes source to read (and to
-    /// create with a new key when absent).
-    pub fn wanted_dnssec_secrets(desired: &DesiredZones) -> Vec<(String, String, DnssecAlgorithm)> {
-        let mut wanted: Vec<(String, String, DnssecAlgorithm)> = desired
+    /// their DNSSEC keys from, for the Kubernetes source to read (and to
+    /// create with new keys of the algorithm and key mode when absent).
+    pub fn wanted_dnssec_secrets(desired: &DesiredZones) -> Vec<WantedDnssecSecret> {
+        let mut wanted: Vec<WantedDnssecSecret> = desired
             .zones
             .iter()
             .filter_map(|zone| {
@@ -467,6 +487,7 @@ impl EmbeddedSink {
                     namespace.to_owned(),
                     dnssec_secret_name(name, spec),
                     dnssec_algorithm(spec.algorithm),
+                    spec.key_mode,
                 ))
             })
             .collect();
@@ -492,6 +513,45 @@ impl EmbeddedSink {
         wanted.dedup();
         wanted
     }
+}
+
+/// A DNSSEC key Secret to read: (namespace, name, the algorithm and key
+/// mode of the keys made when it does not exist).
+pub type WantedDnssecSecret = (String, String, DnssecAlgorithm, fedns_api::DnssecKeyMode);
+
+/// The keys of one zone in the key folder `dir` as Secret data: the
+/// active keys of `mode` (`<prefix>pkcs8` as [`DNSSEC_KEY_DATA`], or
+/// `<prefix>ksk.pkcs8` and `<prefix>zsk.pkcs8` as [`DNSSEC_KSK_DATA`] and
+/// [`DNSSEC_ZSK_DATA`]), made when absent, and the standby keys
+/// `<prefix>standby-<name>.pkcs8` as `standby-<name>.pkcs8`. `prefix` is
+/// `<zone>.<algorithm number>.`.
+fn key_dir_data(
+    dir: &std::path::Path,
+    prefix: &str,
+    mode: fedns_api::DnssecKeyMode,
+    algorithm: DnssecAlgorithm,
+) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let mut data = BTreeMap::new();
+    for (name, _) in dnssec_layout::active_keys(mode) {
+        let file = match *name {
+            DNSSEC_KEY_DATA => format!("{prefix}pkcs8"),
+            other => format!("{prefix}{other}"),
+        };
+        data.insert((*name).to_owned(), read_or_make_key(&dir.join(file), algorithm)?);
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("spec.dnssec: reading {}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        if rest.starts_with("standby-") && rest.ends_with(dnssec_layout::PKCS8_SUFFIX) {
+            let path = entry.path();
+            let bytes = std::fs::read(&path).map_err(|e| format!("spec.dnssec: reading {}: {e}", path.display()))?;
+            data.insert(rest.to_owned(), bytes);
+        }
+    }
+    Ok(data)
 }
 
 /// The PKCS#8 key in `file`, or a new one of `algorithm` written there
@@ -559,4 +619,139 @@ fn extra_changes(old: &[ZoneContent], new: &[ZoneContent]) -> Vec<ZoneChanges> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod dnssec_tests {
+    use super::*;
+    use fedns_api::DnssecKeyMode;
+    use fedns_dnsserver::hickory_proto::rr::Name;
+
+    fn zone(mode: DnssecKeyMode) -> crate::plan::desired::DesiredZone {
+        crate::plan::desired::DesiredZone {
+            domain: "fedns-system/myfed".into(),
+            content: ZoneContent::new(Name::from_ascii("example.com.").unwrap()),
+            rrsets: Vec::new(),
+            transfer_keys: Vec::new(),
+            dnssec: Some(DnssecSpec {
+                enabled: true,
+                key_mode: mode,
+                ..serde_json::from_value(serde_json::json!({"enabled": true})).unwrap()
+            }),
+        }
+    }
+
+    fn pkcs8() -> Vec<u8> {
+        DnssecKey::generate_pkcs8(DnssecAlgorithm::EcdsaP256Sha256).unwrap()
+    }
+
+    fn config_of(sink: &EmbeddedSink, zone: &crate::plan::desired::DesiredZone) -> Result<DnssecConfig, String> {
+        sink.dnssec_config(zone, zone.dnssec.as_ref().unwrap())
+    }
+
+    /// A KSK+ZSK Secret: the KSK (257) is `key`, the ZSK (256) signs the
+    /// rest, other `.pkcs8` entries are standby keys with flags by name;
+    /// the DS is the KSK's.
+    #[test]
+    fn ksk_zsk_secret_is_parsed() {
+        let sink = EmbeddedSink::new(ZoneStore::new());
+        let data = BTreeMap::from([
+            (DNSSEC_KSK_DATA.to_owned(), pkcs8()),
+            (DNSSEC_ZSK_DATA.to_owned(), pkcs8()),
+            ("zsk-next.pkcs8".to_owned(), pkcs8()),
+            ("ksk-next.pkcs8".to_owned(), pkcs8()),
+        ]);
+        sink.set_dnssec_secrets(BTreeMap::from([(
+            ("fedns-system".to_owned(), "myfed-dnssec".to_owned()),
+            data,
+        )]));
+        let zone = zone(DnssecKeyMode::KskZsk);
+        let config = config_of(&sink, &zone).unwrap();
+        assert_eq!(config.key.flags(), 257);
+        assert_eq!(config.zone_signing_key.as_ref().map(DnssecKey::flags), Some(256));
+        let standby: Vec<u16> = config.standby.iter().map(DnssecKey::flags).collect();
+        assert_eq!(standby, [257, 256], "ksk-next, zsk-next (data key order)");
+        let ds = sink.ds_records("fedns-system/myfed");
+        assert_eq!(
+            ds,
+            [config.key.ds_record(&zone.content.apex, zone.content.soa.ttl).unwrap()]
+        );
+        // Parsed keys are reused while the bytes stay.
+        assert_eq!(config_of(&sink, &zone).unwrap(), config);
+    }
+
+    /// A Secret lacking the mode's keys: an error naming the Secret and
+    /// the missing data keys, no key bytes; the CSK layout of the same
+    /// Secret works.
+    #[test]
+    fn secret_without_the_modes_keys_is_refused_by_name() {
+        let sink = EmbeddedSink::new(ZoneStore::new());
+        let key = pkcs8();
+        sink.set_dnssec_secrets(BTreeMap::from([(
+            ("fedns-system".to_owned(), "myfed-dnssec".to_owned()),
+            BTreeMap::from([(DNSSEC_KEY_DATA.to_owned(), key.clone())]),
+        )]));
+        let err = config_of(&sink, &zone(DnssecKeyMode::KskZsk)).unwrap_err();
+        assert_eq!(
+            err,
+            r#"spec.dnssec: Secret fedns-system/myfed-dnssec lacks "ksk.pkcs8", "zsk.pkcs8" (keyMode KSK+ZSK)"#
+        );
+        let csk = config_of(&sink, &zone(DnssecKeyMode::Csk)).unwrap();
+        assert_eq!((csk.zone_signing_key, csk.standby.len()), (None, 0));
+        // A key that does not parse: named by data key, bytes never shown.
+        sink.set_dnssec_secrets(BTreeMap::from([(
+            ("fedns-system".to_owned(), "myfed-dnssec".to_owned()),
+            BTreeMap::from([
+                (DNSSEC_KEY_DATA.to_owned(), key),
+                ("zsk-2.pkcs8".to_owned(), vec![0xAB; 40]),
+            ]),
+        )]));
+        let err = config_of(&sink, &zone(DnssecKeyMode::Csk)).unwrap_err();
+        assert!(err.contains(r#""zsk-2.pkcs8""#) && !err.contains("171"), "{err}");
+    }
+
+    /// `--dnssec-key-dir` in KSK+ZSK mode: `<zone>.13.ksk.pkcs8` and
+    /// `<zone>.13.zsk.pkcs8` made (mode 0600) and kept; a
+    /// `<zone>.13.standby-zsk*.pkcs8` file is a standby ZSK, another
+    /// `standby-*` file a standby KSK.
+    #[test]
+    fn key_dir_ksk_zsk_and_standby_files() {
+        let dir = std::env::temp_dir().join(format!("fedns-keydir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sink = EmbeddedSink::new(ZoneStore::new());
+        sink.set_dnssec_key_dir(dir.clone());
+        let zone = zone(DnssecKeyMode::KskZsk);
+        let first = config_of(&sink, &zone).unwrap();
+        for file in ["example.com.13.ksk.pkcs8", "example.com.13.zsk.pkcs8"] {
+            let meta = std::fs::metadata(dir.join(file)).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{file}");
+            }
+            assert!(meta.len() > 0);
+        }
+        assert!(
+            !dir.join("example.com.13.pkcs8").exists(),
+            "no CSK made in KSK+ZSK mode"
+        );
+        assert!(first.standby.is_empty());
+        std::fs::write(dir.join("example.com.13.standby-zsk-next.pkcs8"), pkcs8()).unwrap();
+        std::fs::write(dir.join("example.com.13.standby-ksk-next.pkcs8"), pkcs8()).unwrap();
+        std::fs::write(dir.join("example.org.13.standby-zsk.pkcs8"), pkcs8()).unwrap();
+        let second = config_of(&sink, &zone).unwrap();
+        assert_eq!(second.key, first.key, "the KSK file is kept");
+        assert_eq!(second.zone_signing_key, first.zone_signing_key);
+        let standby: Vec<u16> = second.standby.iter().map(DnssecKey::flags).collect();
+        assert_eq!(
+            standby,
+            [257, 256],
+            "standby-ksk-next, standby-zsk-next; example.org's ignored"
+        );
+        // CSK mode on the same folder: its own file, the standby keys too.
+        let csk = config_of(&sink, &self::zone(DnssecKeyMode::Csk)).unwrap();
+        assert!(dir.join("example.com.13.pkcs8").exists());
+        assert_eq!((csk.zone_signing_key.is_none(), csk.standby.len()), (true, 2));
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -3,37 +3,45 @@
 //!
 //! One Secret per signed Domain, in the Domain's namespace (named by
 //! `spec.dnssec.keySecret`, default `<domain>-dnssec`), holding the
-//! private key as PKCS#8 DER under [`DNSSEC_KEY_DATA`]. Key material is
-//! never logged: only Secret names are.
+//! private keys as PKCS#8 DER: [`DNSSEC_KEY_DATA`] (CSK mode), or
+//! [`DNSSEC_KSK_DATA`] and [`DNSSEC_ZSK_DATA`] (KSK+ZSK mode); any other
+//! data key ending in `.pkcs8` is a standby key. Key material is never
+//! logged: only Secret names and data keys are.
 
 use std::collections::BTreeMap;
 
 use fedns_api::k8s_openapi::api::core::v1::Secret;
 use fedns_api::k8s_openapi::ByteString;
+use fedns_api::DnssecKeyMode;
 use fedns_dnsserver::{DnssecAlgorithm, DnssecKey};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::Client;
 
-use crate::embedded::DNSSEC_KEY_DATA;
+use crate::embedded::dnssec_layout::{active_keys, PKCS8_SUFFIX};
+use crate::embedded::WantedDnssecSecret;
+#[cfg(doc)]
+use crate::embedded::{DNSSEC_KEY_DATA, DNSSEC_KSK_DATA, DNSSEC_ZSK_DATA};
 
 /// Label put on the Secrets made here.
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "fedns");
 
 /// The key data of the Secrets `wanted` names ((namespace, name, the
-/// algorithm of a key made for it)): each Secret's [`DNSSEC_KEY_DATA`],
-/// the Secret created with a new key when it does not exist. A Secret
-/// that cannot be read or made, or lacks the data key, is left out (its
-/// zone is served unsigned) and logged by name.
+/// algorithm and key mode of keys made for it)): each Secret's data keys
+/// ending in `.pkcs8` ([`key_data`]), the Secret created with the mode's
+/// new keys when it does not exist. A Secret that cannot be read or made
+/// is left out and logged by name; one lacking the mode's keys is
+/// returned as it is (the sink serves its zone unsigned and says which
+/// data keys are missing).
 pub(crate) async fn read_or_create(
     client: &Client,
-    wanted: &[(String, String, DnssecAlgorithm)],
-) -> BTreeMap<(String, String), Vec<u8>> {
+    wanted: &[WantedDnssecSecret],
+) -> BTreeMap<(String, String), BTreeMap<String, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for (namespace, name, algorithm) in wanted {
+    for (namespace, name, algorithm, mode) in wanted {
         let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
         let secret = match api.get_opt(name).await {
             Ok(Some(secret)) => secret,
-            Ok(None) => match create(&api, namespace, name, *algorithm).await {
+            Ok(None) => match create(&api, namespace, name, *algorithm, *mode).await {
                 Some(secret) => secret,
                 None => continue,
             },
@@ -42,31 +50,45 @@ pub(crate) async fn read_or_create(
                 continue;
             }
         };
-        match key_data(&secret) {
-            Some(data) => {
-                out.insert((namespace.clone(), name.clone()), data);
-            }
-            None => tracing::warn!(
-                %namespace, secret = %name,
-                "DNSSEC key Secret has no {DNSSEC_KEY_DATA:?}; the zone is served unsigned"
-            ),
-        }
+        out.insert((namespace.clone(), name.clone()), key_data(&secret));
     }
     out
 }
 
-fn key_data(secret: &Secret) -> Option<Vec<u8>> {
-    if let Some(data) = secret.data.as_ref().and_then(|d| d.get(DNSSEC_KEY_DATA)) {
-        return Some(data.0.clone());
-    }
-    None
+/// The key data of a Secret: its data keys ending in `.pkcs8` and their
+/// bytes (PKCS#8 DER); other data keys are left out.
+fn key_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .filter(|(key, _)| key.ends_with(PKCS8_SUFFIX))
+        .map(|(key, value)| (key.clone(), value.0.clone()))
+        .collect()
 }
 
-/// Creates the Secret `namespace/name` holding a new key of `algorithm`.
-/// Another writer creating it first is fine: its Secret is read back.
-async fn create(api: &Api<Secret>, namespace: &str, name: &str, algorithm: DnssecAlgorithm) -> Option<Secret> {
-    let pkcs8 = match DnssecKey::generate_pkcs8(algorithm) {
-        Ok(pkcs8) => pkcs8,
+/// New keys of `algorithm` for a Secret of key mode `mode`, by data key:
+/// [`DNSSEC_KEY_DATA`] (CSK), or [`DNSSEC_KSK_DATA`] and
+/// [`DNSSEC_ZSK_DATA`] (KSK+ZSK).
+fn new_key_data(algorithm: DnssecAlgorithm, mode: DnssecKeyMode) -> Result<BTreeMap<String, ByteString>, String> {
+    active_keys(mode)
+        .iter()
+        .map(|(name, _)| Ok(((*name).to_owned(), ByteString(DnssecKey::generate_pkcs8(algorithm)?))))
+        .collect()
+}
+
+/// Creates the Secret `namespace/name` holding new keys of `algorithm`
+/// for `mode`. Another writer creating it first is fine: its Secret is
+/// read back.
+async fn create(
+    api: &Api<Secret>,
+    namespace: &str,
+    name: &str,
+    algorithm: DnssecAlgorithm,
+    mode: DnssecKeyMode,
+) -> Option<Secret> {
+    let data = match new_key_data(algorithm, mode) {
+        Ok(data) => data,
         Err(e) => {
             tracing::warn!(%namespace, secret = %name, "cannot make a DNSSEC key: {e}");
             return None;
@@ -80,18 +102,69 @@ async fn create(api: &Api<Secret>, namespace: &str, name: &str, algorithm: Dnsse
             ..ObjectMeta::default()
         },
         type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(DNSSEC_KEY_DATA.to_owned(), ByteString(pkcs8))])),
+        data: Some(data),
         ..Secret::default()
     };
     match api.create(&PostParams::default(), &secret).await {
         Ok(created) => {
-            tracing::info!(%namespace, secret = %name, ?algorithm, "created a DNSSEC key Secret with a new key");
+            tracing::info!(%namespace, secret = %name, ?algorithm, ?mode, "created a DNSSEC key Secret with new keys");
             Some(created)
         }
         Err(kube::Error::Api(e)) if e.code == 409 => api.get_opt(name).await.ok().flatten(),
         Err(e) => {
             tracing::warn!(%namespace, secret = %name, error = %e, "cannot create the DNSSEC key Secret");
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only `.pkcs8` data keys are read; a Secret without data reads empty.
+    #[test]
+    fn key_data_takes_pkcs8_entries() {
+        let secret = Secret {
+            data: Some(BTreeMap::from([
+                ("ksk.pkcs8".to_owned(), ByteString(vec![1])),
+                ("zsk.pkcs8".to_owned(), ByteString(vec![2])),
+                ("zsk-next.pkcs8".to_owned(), ByteString(vec![3])),
+                ("README".to_owned(), ByteString(vec![4])),
+            ])),
+            ..Secret::default()
+        };
+        let data = key_data(&secret);
+        assert_eq!(
+            data.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["ksk.pkcs8", "zsk-next.pkcs8", "zsk.pkcs8"]
+        );
+        assert!(key_data(&Secret::default()).is_empty());
+    }
+
+    /// A new Secret holds the mode's keys, each a distinct key of the
+    /// algorithm that parses; the sink's layout then finds them all.
+    #[test]
+    fn new_secrets_hold_the_modes_keys() {
+        for (mode, names) in [
+            (DnssecKeyMode::Csk, &["key.pkcs8"][..]),
+            (DnssecKeyMode::KskZsk, &["ksk.pkcs8", "zsk.pkcs8"][..]),
+        ] {
+            let algorithm = DnssecAlgorithm::Ed25519;
+            let data = new_key_data(algorithm, mode).unwrap();
+            assert_eq!(data.keys().map(String::as_str).collect::<Vec<_>>(), names);
+            let secret = Secret {
+                data: Some(data),
+                ..Secret::default()
+            };
+            let read = key_data(&secret);
+            let layout = crate::embedded::dnssec_layout::key_layout(mode, &read).unwrap();
+            assert!(layout.standby.is_empty());
+            for bytes in read.values() {
+                DnssecKey::from_pkcs8(algorithm, bytes).unwrap();
+            }
+            let distinct: std::collections::BTreeSet<&Vec<u8>> = read.values().collect();
+            assert_eq!(distinct.len(), names.len());
         }
     }
 }
