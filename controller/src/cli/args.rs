@@ -110,10 +110,13 @@ pub struct DnsServerArgs {
     #[arg(long, value_name = "PATH", requires = "manifests")]
     pub tsig_key_file: Option<PathBuf>,
     /// With --manifests: the folder holding the DNSSEC signing keys of
-    /// Domains with `spec.dnssec.enabled`, one PKCS#8 DER file per zone,
-    /// `<zone>.<algorithm number>.pkcs8` (e.g. `example.com.13.pkcs8`),
-    /// made (mode 0600) when absent. The DS record for the parent zone is
-    /// logged when the zone is published.
+    /// Domains with `spec.dnssec.enabled`, PKCS#8 DER files:
+    /// `<zone>.<algorithm number>.pkcs8` (e.g. `example.com.13.pkcs8`) for
+    /// `keyMode: CSK`, `<zone>.<algorithm number>.ksk.pkcs8` and
+    /// `….zsk.pkcs8` for `KSK+ZSK`, made (mode 0600) when absent; standby
+    /// keys `<zone>.<algorithm number>.standby-<name>.pkcs8` are published
+    /// only (flags 256 when `<name>` starts with `zsk`, else 257). The DS
+    /// record for the parent zone is logged when the zone is published.
     #[arg(long, value_name = "DIR", requires = "manifests")]
     pub dnssec_key_dir: Option<PathBuf>,
     /// Kubeconfig of the host cluster to watch (default: in-cluster config,

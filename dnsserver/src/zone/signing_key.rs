@@ -219,7 +219,7 @@ impl DnssecKey {
 /// Either way the DS for the parent is `key`'s, and the DNSKEY RRset holds
 /// the active keys and the `standby` ones: published, signing nothing, so
 /// resolvers have them cached when a rollover makes one active (key
-/// pre-publication, RFC 6781 §4.1.1, RFC 7583 §3.3).
+/// pre-publication, RFC 6781 §4.1.1, RFC 7583 §3.2.1 and §3.3.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnssecConfig {
     /// The combined signing key (CSK mode) or the key-signing key (KSK+ZSK

@@ -1165,7 +1165,7 @@ async fn ksk_zsk_zone_validates_from_the_ksk_ds() {
     }
 }
 
-/// A ZSK rollover by pre-publication (RFC 6781 §4.1.1.1, RFC 7583 §3.3)
+/// A ZSK rollover by pre-publication (RFC 6781 §4.1.1.1, RFC 7583 §3.2.1)
 /// seen by one validating Unbound trusting the KSK's DS: ZSK1 signs with
 /// ZSK2 published (standby); then ZSK2 signs with ZSK1 still published;
 /// then ZSK1 is gone. Unbound answers with AD at every step, cached
