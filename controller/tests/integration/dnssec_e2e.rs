@@ -216,3 +216,174 @@ spec:
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `keyMode: KSK+ZSK` against the emulated host cluster: the Secret made
+/// holds `ksk.pkcs8` and `zsk.pkcs8`, the DNSKEY RRset both keys (flags
+/// 257 and 256), the DS in the status is the KSK's and `delv` validates
+/// from it alone (positive and compact-denial answers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ksk_zsk_mode_creates_both_keys_and_validates_from_the_ds() {
+    let host = Emulator::start().await.unwrap();
+    let client = client_of(&host).await;
+    install_crds(&client, &["fedns-system", "ns"]).await;
+    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
+    domains
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "myfed"},
+                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"],
+                         "dnssec": {"enabled": true, "keyMode": "KSK+ZSK"}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
+    endpoints
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+                "metadata": {"name": "web"},
+                "spec": {"endpoints": [
+                    {"dnsName": "web.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]},
+                ]},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let dir = temp_dir("dnssec-ksk-zsk-e2e");
+    let kubeconfig = dir.join("host.yaml");
+    host.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("both keys are published", || {
+        dig(port, "example.com", "DNSKEY", false).len() == 2
+    })
+    .await;
+    let flags: Vec<String> = dig(port, "example.com", "DNSKEY", false)
+        .iter()
+        .map(|k| k.split_whitespace().next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(flags, ["256", "257"]);
+    let mut ds = None;
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(30) && ds.is_none() {
+        let domain = domains.get("myfed").await.unwrap();
+        ds = domain.status.and_then(|s| s.ds_records.first().cloned());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let ds = ds.expect("status.dsRecords written within 30 s");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
+    let data = secrets.get("myfed-dnssec").await.unwrap().data.unwrap();
+    let mut names: Vec<&String> = data.keys().collect();
+    names.sort();
+    assert_eq!(names, ["ksk.pkcs8", "zsk.pkcs8"]);
+    let anchors = anchors_from_ds(&dir, &ds);
+    assert_validates(port, &anchors, "example.com", "DNSKEY", "; fully validated");
+    assert_validates(port, &anchors, "web.example.com", "A", "; fully validated");
+    assert_validates(
+        port,
+        &anchors,
+        "nothing.example.com",
+        "A",
+        "; negative response, fully validated",
+    );
+    assert_validates(
+        port,
+        &anchors,
+        "web.example.com",
+        "TXT",
+        "; negative response, fully validated",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `--manifests --dnssec-key-dir` in KSK+ZSK mode: `<zone>.15.ksk.pkcs8`
+/// and `<zone>.15.zsk.pkcs8` are made; a standby ZSK file put beside them
+/// is published (three DNSKEYs) and the zone still validates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifests_mode_ksk_zsk_key_files_and_standby() {
+    let dir = temp_dir("dnssec-manifests-ksk-zsk");
+    let manifests = dir.join("zone.yaml");
+    write(
+        &manifests,
+        r#"apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec:
+  domain: example.com
+  dnssec: {enabled: true, algorithm: ED25519, keyMode: KSK+ZSK}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: web, namespace: ns}
+spec:
+  endpoints:
+    - {dnsName: web.example.com, recordType: A, targets: [192.0.2.10]}
+"#,
+    );
+    let keys = dir.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let algorithm = fedns_dnsserver::DnssecAlgorithm::Ed25519;
+    std::fs::write(
+        keys.join("example.com.15.standby-zsk-next.pkcs8"),
+        fedns_dnsserver::DnssecKey::generate_pkcs8(algorithm).unwrap(),
+    )
+    .unwrap();
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--manifests",
+        manifests.to_str().unwrap(),
+        "--dnssec-key-dir",
+        keys.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    let dnskey = || dig(port, "example.com", "DNSKEY", false);
+    eventually("the signed zone is served", || dnskey().len() == 3).await;
+    let keys_served = dnskey();
+    let flags: Vec<&str> = keys_served
+        .iter()
+        .map(|k| k.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(flags, ["256", "256", "257"], "{keys_served:?}");
+    for file in ["example.com.15.ksk.pkcs8", "example.com.15.zsk.pkcs8"] {
+        assert!(keys.join(file).exists(), "{file} not made");
+    }
+    assert!(!keys.join("example.com.15.pkcs8").exists());
+    // The KSK's DNSKEY as the trust anchor.
+    let ksk = keys_served.iter().find(|k| k.starts_with("257 ")).unwrap();
+    let fields: Vec<&str> = ksk.split_whitespace().collect();
+    let anchors = dir.join("anchors.conf");
+    write(
+        &anchors,
+        &format!(
+            "trust-anchors {{\n  example.com. static-key 257 3 15 \"{}\";\n}};\n",
+            fields[3..].join("")
+        ),
+    );
+    assert_validates(port, &anchors, "web.example.com", "A", "; fully validated");
+    assert_validates(
+        port,
+        &anchors,
+        "nothing.example.com",
+        "A",
+        "; negative response, fully validated",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
