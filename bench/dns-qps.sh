@@ -38,10 +38,12 @@
 # and the ratios policy/policy-free (target >= 0.9), over REPEAT alternating
 # rounds (median).
 #
-# Then (issue 30) DNSSEC: the same zone signed (ECDSAP256SHA256, a CSK,
-# compact denial) against the same zone unsigned, DO on every query
-# (dnsperf -D), UDP saturation for $DURATION s over REPEAT alternating
-# rounds (median ratio, target >= 0.9), and Knot signing the same zone
+# Then (issue 30) DNSSEC: the same zone signed (ECDSAP256SHA256, a CSK)
+# with each denial of existence (compact denial, which signs the answer
+# for a missing name per query, and an NSEC chain, signed ahead) against
+# the same zone unsigned, DO on every query (dnsperf -D), UDP saturation
+# for $DURATION s over REPEAT alternating rounds (median ratio, target
+# >= 0.9), and Knot signing the same zone
 # (dnssec-signing: on, NSEC, ECDSAP256SHA256 CSK) once (target fedns/Knot
 # >= 1.0); then the time to the first answer and the peak RSS of fedns
 # serving $BUILD_NAMES names, signed and unsigned (snapshot build time
@@ -450,12 +452,16 @@ start_fedns_on() {
 
 if [ "${DNSSEC:-1}" = 1 ]; then
   echo
-  echo "== DNSSEC: signed (ECDSAP256SHA256 CSK, compact denial) against unsigned, DO on every query"
+  echo "== DNSSEC: signed (ECDSAP256SHA256 CSK; compact denial, NSEC chain) against unsigned, DO on every query"
   mkdir -p "$WORK/keys"
   sed 's/^spec: {domain: example.com, /spec: {dnssec: {enabled: true}, domain: example.com, /' \
     "$WORK/manifests.yaml" > "$WORK/manifests-signed.yaml"
+  sed 's/^spec: {domain: example.com, /spec: {dnssec: {enabled: true, denial: NSEC}, domain: example.com, /' \
+    "$WORK/manifests.yaml" > "$WORK/manifests-signed-nsec.yaml"
   grep -q 'dnssec: {enabled: true}' "$WORK/manifests-signed.yaml" || { echo "could not make the signed manifests"; exit 1; }
+  grep -q 'denial: NSEC' "$WORK/manifests-signed-nsec.yaml" || { echo "could not make the NSEC manifests"; exit 1; }
   DNSSEC_PAIRS=()
+  NSEC_PAIRS=()
   for round in $(seq "${REPEAT:-3}"); do
     start_fedns_on "$WORK/manifests.yaml"
     do_saturation "$PID" "$PORT" "unsigned-$round"
@@ -467,10 +473,20 @@ if [ "${DNSSEC:-1}" = 1 ]; then
       || { echo "fedns did not sign"; exit 1; }
     do_saturation "$PID" "$PORT" "signed-$round"
     stop_server "$PID"
-    echo "round $round: unsigned ${unsigned[0]} q/s ${unsigned[1]} us/q, signed $DO_QPS q/s $DO_CPU_US us/q"
-    DNSSEC_PAIRS+=("${unsigned[0]},${unsigned[1]},$DO_QPS,$DO_CPU_US")
+    compact=("$DO_QPS" "$DO_CPU_US")
+    start_fedns_on "$WORK/manifests-signed-nsec.yaml"
+    # A missing name is denied by chain links (NXDOMAIN, no \000 next name).
+    dig +dnssec +time=1 +tries=1 -p "$PORT" @127.0.0.1 missing1.ns1.myfed.svc.example.com A \
+      | grep -q 'status: NXDOMAIN' || { echo "fedns did not deny by NSEC chain"; exit 1; }
+    do_saturation "$PID" "$PORT" "signed-nsec-$round"
+    stop_server "$PID"
+    echo "round $round: unsigned ${unsigned[0]} q/s ${unsigned[1]} us/q, signed (compact denial) ${compact[0]} q/s" \
+      "${compact[1]} us/q, signed (NSEC chain) $DO_QPS q/s $DO_CPU_US us/q"
+    DNSSEC_PAIRS+=("${unsigned[0]},${unsigned[1]},${compact[0]},${compact[1]}")
+    NSEC_PAIRS+=("${unsigned[0]},${unsigned[1]},$DO_QPS,$DO_CPU_US")
   done
-  FEDNS_SIGNED=("$DO_QPS" "$DO_CPU_US")
+  FEDNS_SIGNED=("${compact[0]}" "${compact[1]}")
+  FEDNS_NSEC=("$DO_QPS" "$DO_CPU_US")
 
   echo "== Knot DNS signing the same zone (dnssec-signing: on)"
   KPORT=$(free_port)
@@ -523,10 +539,10 @@ CONF
   python3 - "$WORK" "$BUILD_NAMES" <<'PY'
 import sys
 work, n = sys.argv[1], int(sys.argv[2])
-for variant in ("unsigned", "signed"):
+for variant in ("unsigned", "signed", "signed-nsec"):
     with open(f"{work}/build-{variant}.yaml", "w") as m:
         m.write("apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: Domain\nmetadata: {name: myfed, namespace: fedns-system}\n")
-        dnssec = "dnssec: {enabled: true}, " if variant == "signed" else ""
+        dnssec = {"unsigned": "", "signed": "dnssec: {enabled: true}, ", "signed-nsec": "dnssec: {enabled: true, denial: NSEC}, "}[variant]
         m.write(f"spec: {{{dnssec}domain: example.com, nameServers: [ns1.example.com], soa: {{ttl: 30, minimum: 30}}}}\n")
         for ns in range(50):
             m.write(f"---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: DNSEndpoint\nmetadata: {{name: bench, namespace: ns{ns}}}\nspec:\n  endpoints:\n")
@@ -534,7 +550,7 @@ for variant in ("unsigned", "signed"):
                 m.write(f"  - {{dnsName: svc{i}.ns{ns}.myfed.svc.example.com, recordType: A, recordTTL: 30, targets: [10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}]}}\n")
 PY
   BUILD_ROWS=()
-  for variant in unsigned signed; do
+  for variant in unsigned signed signed-nsec; do
     start=$(date +%s.%N)
     PORT=$(free_port)
     RUST_LOG=warn taskset -c 0 "$FEDNS" dns-server --manifests "$WORK/build-$variant.yaml" --listen "127.0.0.1:$PORT" \
@@ -547,19 +563,23 @@ PY
     stop_server "$PID"
     BUILD_ROWS+=("$variant,$ready,$rss")
   done
-  python3 - "${FEDNS_SIGNED[@]}" "${KNOT_SIGNED[@]}" "${DNSSEC_PAIRS[@]}" -- "${BUILD_ROWS[@]}" <<'PY'
+  python3 - "${FEDNS_SIGNED[@]}" "${FEDNS_NSEC[@]}" "${KNOT_SIGNED[@]}" "${DNSSEC_PAIRS[@]}" -- "${NSEC_PAIRS[@]}" \
+    -- "${BUILD_ROWS[@]}" <<'PY'
 import statistics, sys
 args = sys.argv[1:]
 sep = args.index("--")
-fq, fc, kq, kc = map(float, args[:4])
-pairs = [tuple(map(float, p.split(","))) for p in args[4:sep]]
-qps = [s / u for u, _, s, _ in pairs]
-cpu = [uc / sc for _, uc, _, sc in pairs]
-print(f"\nsigned/unsigned (DO on every query), queries/s per round: {', '.join(f'{r:.3f}' for r in qps)}; median {statistics.median(qps):.3f} (target >= 0.9)")
-print(f"signed/unsigned, answers per core of server CPU: {', '.join(f'{r:.3f}' for r in cpu)}; median {statistics.median(cpu):.3f} (target >= 0.9)")
-print(f"fedns signed / Knot signed (last round): queries/s {fq / kq if kq else 0:.2f}, answers per core {kc / fc if fc else 0:.2f} (target >= 1.0)")
-for row in args[sep + 1:]:
+sep2 = args.index("--", sep + 1)
+fq, fc, nq, nc, kq, kc = map(float, args[:6])
+for label, rows in (("compact denial", args[6:sep]), ("NSEC chain", args[sep + 1:sep2])):
+    pairs = [tuple(map(float, p.split(","))) for p in rows]
+    qps = [s / u for u, _, s, _ in pairs]
+    cpu = [uc / sc for _, uc, _, sc in pairs]
+    print(f"\nsigned ({label})/unsigned (DO on every query), queries/s per round: {', '.join(f'{r:.3f}' for r in qps)}; median {statistics.median(qps):.3f} (target >= 0.9)")
+    print(f"signed ({label})/unsigned, answers per core of server CPU: {', '.join(f'{r:.3f}' for r in cpu)}; median {statistics.median(cpu):.3f} (target >= 0.9)")
+print(f"\nfedns signed (compact denial) / Knot signed (NSEC) (last round): queries/s {fq / kq if kq else 0:.2f}, answers per core {kc / fc if fc else 0:.2f} (target >= 1.0)")
+print(f"fedns signed (NSEC chain) / Knot signed (NSEC) (last round): queries/s {nq / kq if kq else 0:.2f}, answers per core {kc / nc if nc else 0:.2f} (target >= 1.0)")
+for row in args[sep2 + 1:]:
     variant, ready, rss = row.split(",")
-    print(f"{variant:>8}: first answer after {ready} s (manifests read, snapshot built), peak RSS {int(rss) / 1024:.0f} MiB")
+    print(f"{variant:>11}: first answer after {ready} s (manifests read, snapshot built), peak RSS {int(rss) / 1024:.0f} MiB")
 PY
 fi

@@ -129,7 +129,9 @@ pub struct DnssecSpec {
     pub signature_refresh: i64,
     /// Denial of existence: `Compact` (default): RFC 9824 compact denial,
     /// a minimal NSEC at the query name (NXNAME for names that do not
-    /// exist), signed when answered; no zone walking.
+    /// exist), signed when answered; no zone walking. `NSEC`: a signed
+    /// NSEC chain (RFC 4035), answers for names that do not exist made of
+    /// pre-signed links (faster; the zone's names can be walked).
     #[serde(default)]
     pub denial: DnssecDenial,
 }
@@ -202,9 +204,16 @@ pub enum DnssecKeyMode {
 /// How the zone proves that names and types do not exist.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum DnssecDenial {
-    /// RFC 9824 compact denial of existence ("black lies").
+    /// RFC 9824 compact denial of existence ("black lies"): an NSEC at
+    /// the query name itself; answers for names that do not exist are
+    /// signed when asked. The zone's names cannot be listed.
     #[default]
     Compact,
+    /// An NSEC chain over the zone's names in canonical order (RFC 4034
+    /// §4, RFC 4035 §3.1.3.2), every link signed ahead: no signing per
+    /// query, but anyone can list the zone's names by walking the chain.
+    #[serde(rename = "NSEC")]
+    Nsec,
 }
 
 /// The addresses of one in-zone name server (see

@@ -65,7 +65,7 @@ pub use query::rrl::RrlConfig;
 pub use zone::content::{SoaFields, ZoneContent};
 pub use zone::routing::{ClientRegions, GeoIpDb, GeoLocation, RoutedName, RoutedVariant, RoutingPolicy};
 pub use zone::serials::{RecordedSerial, SerialMode};
-pub use zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
+pub use zone::signing_key::{DenialOfExistence, DnssecAlgorithm, DnssecConfig, DnssecKey};
 pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
 pub use zone::store::{
     next_serial, serial_gt, Counter, NeedsWholePublish, PublishOutcome, TransferCounters, ZoneChanges, ZoneSerialState,

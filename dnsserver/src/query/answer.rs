@@ -18,6 +18,7 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 use crate::metrics::AnswerKind;
 pub use crate::metrics::{Answered, Transport};
 use crate::zone::dnssec::{ZoneKeys, MAX_SIGNATURE};
+use crate::zone::nsec_chain::{canonical_key, NsecChain, MAX_CANONICAL_KEY};
 use crate::zone::snapshot::{Snapshot, Tail, SERIAL_FROM_END};
 
 /// Size of the DNS header (RFC 1035 §4.1.1).
@@ -308,6 +309,16 @@ pub(crate) fn answer_or_defer(
         }
         let zone = &snapshot.zones[entry.zone as usize];
         if let (Some(keys), true) = (&zone.dnssec, request.dnssec_ok()) {
+            if let Some(chain) = &zone.nsec_chain {
+                return Ok(Some(chain_denial(
+                    &request,
+                    chain,
+                    start,
+                    zone.soa_tail_now(keys),
+                    limits,
+                    out,
+                )));
+            }
             return Ok(Some(compact_denial(
                 &request,
                 keys,
@@ -758,6 +769,58 @@ fn compact_denial(
     out.extend_from_slice(&signature[..sig_len]);
     out.extend_from_slice(soa_tail);
     finish(request, rcode, limits, 0, out)
+}
+
+/// A name of a signed zone denying by NSEC chain that does not exist,
+/// asked with DO (RFC 4035 §3.1.3.2): NXDOMAIN with, in the authority
+/// section, the zone's signed SOA, the NSEC covering the query name and
+/// the NSEC covering the wildcard at its closest encloser (which begins at
+/// octet `encloser` of the query name), once when both are the same link.
+/// Every link was signed when the snapshot was built: this copies bytes
+/// and allocates nothing beyond `out`.
+fn chain_denial(
+    request: &Request<'_>,
+    chain: &NsecChain,
+    encloser: usize,
+    soa_tail: &[u8],
+    limits: Limits,
+    out: &mut Vec<u8>,
+) -> Answered {
+    let packet = request.packet;
+    let qname = &request.key[..request.key_len];
+    let mut key = [0u8; MAX_CANONICAL_KEY];
+    let covering = canonical_key(qname, &mut key).and_then(|len| chain.covering(&key[..len]));
+    let Some(covering) = covering else {
+        return error_response(packet, Some(request), rcode::SERVFAIL, out);
+    };
+    // `*.<closest encloser>`; a name that would pass 255 octets cannot
+    // exist, so it needs no proof.
+    let encloser_wire = qname.get(encloser..).unwrap_or_default();
+    let mut wildcard = [0u8; MAX_NAME_WIRE];
+    let wildcard_link = wildcard
+        .get_mut(..2 + encloser_wire.len())
+        .and_then(|name| {
+            name[0] = 1;
+            name[1] = b'*';
+            name[2..].copy_from_slice(encloser_wire);
+            canonical_key(name, &mut key)
+        })
+        .and_then(|len| chain.covering(&key[..len]))
+        .filter(|link| !std::ptr::eq(link.as_ptr(), covering.as_ptr()));
+    let nscount = 4 + 2 * u16::from(wildcard_link.is_some());
+    write_header(
+        out,
+        packet,
+        response_flags(packet, true, rcode::NXDOMAIN),
+        [1, 0, nscount, 0],
+    );
+    out.extend_from_slice(&packet[HEADER_LEN..request.question_end]);
+    out.extend_from_slice(soa_tail);
+    out.extend_from_slice(covering);
+    if let Some(link) = wildcard_link {
+        out.extend_from_slice(link);
+    }
+    finish(request, rcode::NXDOMAIN, limits, 0, out)
 }
 
 /// Rare answers rendered at query time: wildcard synthesis (RFC 4592) and

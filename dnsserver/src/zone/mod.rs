@@ -11,6 +11,7 @@
 
 pub(crate) mod content;
 pub(crate) mod dnssec;
+pub(crate) mod nsec_chain;
 pub(crate) mod rdatas;
 pub(crate) mod render;
 pub(crate) mod resolve;

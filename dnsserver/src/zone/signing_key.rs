@@ -236,6 +236,23 @@ pub struct DnssecConfig {
     /// Signatures with fewer seconds than this left are made again at the
     /// next publish (e.g. 604,800: 7 days).
     pub signature_refresh: u32,
+    /// How names and types that do not exist are denied.
+    pub denial: DenialOfExistence,
+}
+
+/// How a signed zone proves that a name or a type does not exist.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DenialOfExistence {
+    /// RFC 9824 compact denial: an NSEC at the query name itself; a name
+    /// that does not exist is signed per query (see `zone::dnssec`). The
+    /// zone cannot be walked.
+    #[default]
+    Compact,
+    /// An NSEC chain over the zone's names in canonical order (RFC 4034
+    /// §4, RFC 4035 §3.1.3.2), every link signed when the snapshot is
+    /// built: no signature is made per query, and the names can be listed
+    /// by walking the chain (see `zone::nsec_chain`).
+    Nsec,
 }
 
 impl DnssecConfig {
@@ -247,6 +264,7 @@ impl DnssecConfig {
             standby: Vec::new(),
             signature_validity,
             signature_refresh,
+            denial: Default::default(),
         }
     }
 

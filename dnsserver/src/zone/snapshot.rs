@@ -16,9 +16,11 @@ use rustc_hash::FxBuildHasher;
 
 use super::content::ZoneContent;
 use super::dnssec::{Denied, Signer, ZoneKeys};
+use super::nsec_chain::NsecChain;
 use super::render::{record_without_owner, render};
 use super::resolve::Override;
 use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
+use super::signing_key::DenialOfExistence;
 use super::tree::{RRset, SkippedRecord, Tree, VariantSets};
 use super::version::ZoneVersion;
 
@@ -149,6 +151,9 @@ pub(crate) struct ZoneAnswers {
     /// for that serial (as [`ZoneKeys::soa_tail`] is for `serial`), signed
     /// when the serial was set, so the query path only picks one.
     pub pending_soa_tail: Option<Box<[u8]>>,
+    /// Of a signed zone denying by NSEC chain: the chain, every link
+    /// signed (see `zone::nsec_chain`).
+    pub nsec_chain: Option<Arc<NsecChain>>,
 }
 
 impl ZoneAnswers {
@@ -377,6 +382,7 @@ impl Snapshot {
         let bits = chunk_bits(tree.nodes.len());
         let mut chunks: Vec<Chunk> = (0..1usize << bits).map(|_| Chunk::default()).collect();
         let mut needs_tree = false;
+        let chains: Vec<Option<Arc<NsecChain>>>;
         let versions = {
             let mut renderer = Renderer::new(&tree, &zones);
             for (key, node) in &tree.nodes {
@@ -384,10 +390,15 @@ impl Snapshot {
                 let hash = hash_key(key);
                 renderer.render_into(&mut chunks[chunk_index(hash, bits)], key, node, hash);
             }
+            let mut signer = renderer.signer.borrow_mut();
+            chains = (0..zones.len())
+                .map(|i| nsec_chain(&tree, i, &zones[i], &mut signer, None))
+                .collect();
             // Transfers carry the signatures the answers carry.
-            let signed = sign_versions(&zones, &tree, versions, &mut renderer.signer.borrow_mut());
-            signed
+            sign_versions(&zones, &tree, versions, &mut signer)
         };
+        let mut zones = zones;
+        attach_chains(&mut zones, chains);
         let mut snapshot = Snapshot {
             chunks: chunks
                 .into_iter()
@@ -454,8 +465,30 @@ impl Snapshot {
         } else {
             self.chunks.clone()
         };
+        let chains: Vec<Option<Arc<NsecChain>>>;
         {
             let mut renderer = Renderer::new(tree, &zones);
+            chains = {
+                let mut signer = renderer.signer.borrow_mut();
+                (0..zones.len())
+                    .map(|i| {
+                        let old = self.zones.get(i).filter(|old| {
+                            let same_keys = match (&old.dnssec, &zones[i].dnssec) {
+                                (Some(a), Some(b)) => a.config == b.config,
+                                _ => false,
+                            };
+                            same_keys && old.nsec_chain.is_some()
+                        });
+                        let old_chain = old.and_then(|o| o.nsec_chain.as_deref());
+                        let apex = &tree.zones[i].apex_key;
+                        let touched = dirty.iter().any(|key| key.ends_with(apex));
+                        match (old.and_then(|o| o.nsec_chain.clone()), touched) {
+                            (Some(chain), false) => Some(chain),
+                            _ => nsec_chain(tree, i, &zones[i], &mut signer, old_chain),
+                        }
+                    })
+                    .collect()
+            };
             let rebuilt: Vec<usize> = if split {
                 (0..1usize << bits).collect()
             } else {
@@ -503,6 +536,8 @@ impl Snapshot {
                 }
             }
         }
+        let mut zones = zones;
+        attach_chains(&mut zones, chains);
         let mut snapshot = Snapshot {
             chunks,
             chunk_bits: bits,
@@ -720,10 +755,18 @@ impl Snapshot {
     /// `signature_refresh` seconds left at `now` (seconds since the
     /// epoch): the next [`crate::ZoneStore::publish`] re-signs everything.
     pub fn resign_due(&self, now: u32) -> bool {
-        self.zones
-            .iter()
-            .filter_map(|z| z.dnssec.as_ref())
-            .any(|keys| keys.resign_due(now))
+        self.zones.iter().any(|z| {
+            let Some(keys) = z.dnssec.as_ref() else {
+                return false;
+            };
+            // Links kept from earlier snapshots carry older signatures.
+            let chain_due = z
+                .nsec_chain
+                .as_ref()
+                .and_then(|c| c.oldest_expiration())
+                .is_some_and(|oldest| now.saturating_add(keys.config.signature_refresh) >= oldest);
+            keys.resign_due(now) || chain_due
+        })
     }
 
     /// Records left out while building, with reasons.
@@ -874,9 +917,41 @@ fn zone_answers(zone: &super::tree::ZoneInfo, clients: Arc<ClientTable>, now: u3
         pending: None,
         dnssec,
         pending_soa_tail: None,
+        nsec_chain: None,
     };
     answers.set_pending(zone.pending_serial);
     answers
+}
+
+/// The NSEC chain of zone `index` of `tree` when it is signed and denies
+/// by NSEC chain (`None` otherwise, and when the chain cannot be signed:
+/// the zone then answers with compact denial, which is valid too).
+/// Links of `previous` (the same zone's chain, same keys) are kept where
+/// unchanged.
+fn nsec_chain(
+    tree: &Tree,
+    index: usize,
+    zone: &ZoneAnswers,
+    signer: &mut Signer,
+    previous: Option<&NsecChain>,
+) -> Option<Arc<NsecChain>> {
+    let keys = zone.dnssec.as_ref()?;
+    if keys.config.denial != DenialOfExistence::Nsec {
+        return None;
+    }
+    let chain = NsecChain::build(tree, index, keys, signer, previous, unix_now());
+    if chain.is_none() {
+        tracing::warn!(zone = %keys.apex, "cannot sign the NSEC chain; denying with compact denial");
+    }
+    chain.map(Arc::new)
+}
+
+/// Gives each zone its chain ([`Snapshot::resign_due`] counts the links'
+/// signatures).
+fn attach_chains(zones: &mut [ZoneAnswers], chains: Vec<Option<Arc<NsecChain>>>) {
+    for (zone, chain) in zones.iter_mut().zip(chains) {
+        zone.nsec_chain = chain;
+    }
 }
 
 fn summaries(tree: &Tree) -> Vec<ZoneSummary> {

@@ -1166,7 +1166,7 @@ fn settings_hash(zone: &ZoneContent, now_s: u32) -> u64 {
     addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
-    // Signing on or off, a new key or new timings: a new serial (the
+    // Signing on or off, a new key, new timings or another denial: a new serial (the
     // DNSKEY RRset and every signature change).
     zone.dnssec
         .as_ref()
@@ -1178,6 +1178,7 @@ fn settings_hash(zone: &ZoneContent, now_s: u32) -> u64 {
                 d.signature_validity,
                 d.signature_refresh,
                 signing_period(now_s, d.signature_refresh),
+                d.denial,
             )
         })
         .hash(&mut hasher);
@@ -1244,6 +1245,7 @@ mod tests {
             standby: Vec::new(),
             signature_validity: 1_209_600,
             signature_refresh: 604_800,
+            denial: Default::default(),
         });
         let start = t - t % 604_800;
         assert_eq!(settings_hash(&zone, start), settings_hash(&zone, start + 604_799));
@@ -1321,6 +1323,7 @@ mod tests {
                 standby: Vec::new(),
                 signature_validity: 1_209_600,
                 signature_refresh: 604_800,
+                denial: Default::default(),
             });
             let started = std::time::Instant::now();
             let snapshot = Snapshot::build(&[(zone, 1)]);

@@ -17,8 +17,8 @@ use base64::Engine;
 use fedns_dnsserver::hickory_proto::dnssec::PublicKey;
 use fedns_dnsserver::hickory_proto::rr::{Record, RecordType};
 use fedns_dnsserver::{
-    DnsMetrics, DnsServer, DnssecAlgorithm, DnssecConfig, DnssecKey, RoutedName, RoutedVariant, RoutingPolicy,
-    ServerConfig, TransferPolicy, ZoneContent, ZoneStore,
+    DenialOfExistence, DnsMetrics, DnsServer, DnssecAlgorithm, DnssecConfig, DnssecKey, RoutedName, RoutedVariant,
+    RoutingPolicy, ServerConfig, TransferPolicy, ZoneContent, ZoneStore,
 };
 
 use fedns_dnsserver::hickory_proto::op::ResponseCode;
@@ -77,6 +77,7 @@ fn signed_zone(algorithm: DnssecAlgorithm) -> (ZoneContent, DnssecKey) {
         standby: Vec::new(),
         signature_validity: 14 * 86_400,
         signature_refresh: 7 * 86_400,
+        denial: Default::default(),
     });
     zone.transfer = TransferPolicy {
         allow: vec!["127.0.0.1/32".parse().unwrap()],
@@ -277,6 +278,7 @@ async fn incremental_axfr_keeps_unchanged_signatures() {
         standby: Vec::new(),
         signature_validity: 14 * 86_400,
         signature_refresh: 7 * 86_400,
+        denial: Default::default(),
     });
     zone.transfer.allow = vec!["127.0.0.1/32".parse().unwrap()];
     let (server, _addr, store) = serve(zone).await;
@@ -398,6 +400,7 @@ async fn incremental_publish_resigns_changed_names() {
         standby: Vec::new(),
         signature_validity: 14 * 86_400,
         signature_refresh: 7 * 86_400,
+        denial: Default::default(),
     });
     let (_server, addr, store) = serve(zone).await;
     let anchors = anchor_file(&dir, &key);
@@ -462,6 +465,7 @@ fn publish_resigns_when_due() {
         // Refresh as long as the validity: due at once.
         signature_validity: 7200,
         signature_refresh: 7200,
+        denial: Default::default(),
     });
     let store = ZoneStore::new();
     let first = store.publish(vec![signed.clone()]).zones[0].serial;
@@ -1258,5 +1262,153 @@ async fn zsk_rollover_by_prepublication_keeps_validating() {
     assert!(report.contains("ZSKs: 1 active, 0 stand-by"), "{report}");
     println!("ZSK rollover: Unbound answered with AD before, during and after");
     drop(unbound);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `denial: NSEC`: a name that does not exist is denied by pre-signed
+/// links of the zone's NSEC chain (RFC 4035 §3.1.3.2): NXDOMAIN with the
+/// NSEC covering the name and the one covering the wildcard at its
+/// closest encloser, validated by `delv` (before the first name, after
+/// the last where the chain wraps, below an existing name) and by Unbound
+/// (AD). The same question twice gets the same signature bytes (ECDSA
+/// signatures are randomised: nothing was signed per query). After an
+/// incremental publish adds a name, the chain follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nsec_chain_denies_with_presigned_links() {
+    let dir = temp_dir("dnssec-nsec");
+    let (mut zone, key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    if let Some(config) = &mut zone.dnssec {
+        config.denial = DenialOfExistence::Nsec;
+    }
+    let (_server, addr, store) = serve(zone.clone()).await;
+    let anchors = anchor_file(&dir, &key);
+    let started = std::time::Instant::now();
+    let negative = "; negative response, fully validated";
+    let checks = [
+        ("missing.example.com", "A", negative),
+        ("0.example.com", "A", negative),
+        ("zzzz.example.com", "A", negative),
+        ("a.b.mail.example.com", "AAAA", negative),
+        ("mail.example.com", "TXT", negative),
+        ("mail.example.com", "A", "; fully validated"),
+        ("www.example.com", "A", "; fully validated"),
+        ("host.wild.example.com", "TXT", "; fully validated"),
+    ];
+    for (qname, qtype, expect) in checks {
+        assert_validated(addr, &anchors, qname, qtype, expect);
+    }
+    let ask = |qname: &str| query_udp(addr, &simple_query(qname, RecordType::A, Some((1232, true)))).unwrap();
+    let first = ask("missing.example.com.");
+    assert_eq!(first.metadata.response_code, ResponseCode::NXDomain, "{first:?}");
+    let nsecs: Vec<String> = first
+        .authorities
+        .iter()
+        .filter(|r| r.record_type() == RecordType::NSEC)
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        !nsecs.is_empty() && nsecs.iter().all(|n| !n.contains("\\000")),
+        "chain links, not compact-denial NSECs: {nsecs:?}"
+    );
+    assert_eq!(verify_all(&first, &key), 1 + nsecs.len(), "every RRSIG verifies");
+    assert_eq!(rrsigs(&ask("missing.example.com.")), rrsigs(&first), "signed per query");
+    let unbound = Unbound::start(&dir, addr, &key);
+    for qname in ["missing.example.com", "zzzz.example.com"] {
+        let mut last = (String::new(), false, String::new());
+        for _ in 0..60 {
+            last = unbound.dig(qname, "A");
+            if !last.0.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let (status, ad, text) = last;
+        assert!(
+            status == "NXDOMAIN" && ad,
+            "Unbound {qname}: want NXDOMAIN with AD:\n{text}"
+        );
+    }
+    drop(unbound);
+    // A new name: it answers, and its neighbours' denial follows the chain.
+    zone.records.push(Record::from_rdata(
+        name("missing.example.com."),
+        30,
+        rdata(RecordType::A, "192.0.2.99"),
+    ));
+    assert!(store.publish(vec![zone]).changed);
+    assert_validated(addr, &anchors, "missing.example.com", "A", "; fully validated");
+    for qname in ["missing0.example.com", "missinf.example.com", "zzzz.example.com"] {
+        assert_validated(addr, &anchors, qname, "A", negative);
+    }
+    println!(
+        "NSEC chain: {} delv runs and 2 Unbound answers validated in {:?}",
+        checks.len() + 4,
+        started.elapsed()
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An incremental publish in a zone denying by NSEC chain re-signs only
+/// the links around the changed names: the link between two unchanged
+/// names keeps its signature bytes, the new name answers, and the names
+/// around it are denied by the new links.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nsec_chain_follows_incremental_publishing() {
+    let dir = temp_dir("dnssec-nsec-incr");
+    let apex = name("example.com.");
+    let mut zone = ZoneContent::new(apex.clone());
+    for (owner, ip) in [("a", "192.0.2.1"), ("b", "192.0.2.2")] {
+        zone.records.push(Record::from_rdata(
+            name(&format!("{owner}.example.com.")),
+            30,
+            rdata(RecordType::A, ip),
+        ));
+    }
+    let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
+    let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
+    zone.dnssec = Some(DnssecConfig {
+        key: key.clone(),
+        signature_validity: 14 * 86_400,
+        signature_refresh: 7 * 86_400,
+        standby: Vec::new(),
+        zone_signing_key: None,
+        denial: DenialOfExistence::Nsec,
+    });
+    let (_server, addr, store) = serve(zone).await;
+    let anchors = anchor_file(&dir, &key);
+    let ask = |qname: &str| query_udp(addr, &simple_query(qname, RecordType::A, Some((1232, true)))).unwrap();
+    // The link a -> b, apart from the SOA's signature (the serial moves).
+    let link = |qname: &str| -> Vec<String> {
+        let message = ask(qname);
+        assert_eq!(message.metadata.response_code, ResponseCode::NXDomain, "{message:?}");
+        message
+            .authorities
+            .iter()
+            .filter(|r| r.name == name("a.example.com."))
+            .map(ToString::to_string)
+            .collect()
+    };
+    let before = link("a0.example.com.");
+    assert_eq!(before.len(), 2, "the NSEC at a and its RRSIG: {before:?}");
+    let outcome = store
+        .publish_changes(vec![fedns_dnsserver::ZoneChanges {
+            apex: apex.clone(),
+            names: vec![(
+                name("c.example.com."),
+                vec![Record::from_rdata(
+                    name("c.example.com."),
+                    30,
+                    rdata(RecordType::A, "192.0.2.3"),
+                )],
+            )],
+            routed: Vec::new(),
+        }])
+        .expect("applied incrementally");
+    assert!(outcome.changed);
+    assert_eq!(link("a0.example.com."), before, "an unchanged link was signed again");
+    assert_validated(addr, &anchors, "c.example.com", "A", "; fully validated");
+    for qname in ["a0.example.com", "b0.example.com", "d.example.com", "0.example.com"] {
+        assert_validated(addr, &anchors, qname, "A", "; negative response, fully validated");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

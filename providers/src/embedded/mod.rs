@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use fedns_api::{DnssecSpec, TsigKeyReference};
 use fedns_dnsserver::{
-    DnssecAlgorithm, DnssecConfig, DnssecKey, PublishOutcome, TsigAlgorithm, TsigKey, ZoneChanges, ZoneContent,
-    ZoneStore,
+    DenialOfExistence, DnssecAlgorithm, DnssecConfig, DnssecKey, PublishOutcome, TsigAlgorithm, TsigKey, ZoneChanges,
+    ZoneContent, ZoneStore,
 };
 use tokio::sync::Notify;
 
@@ -291,6 +291,10 @@ impl EmbeddedSink {
             standby,
             signature_validity: u32::try_from(spec.signature_validity).unwrap_or(u32::MAX),
             signature_refresh: u32::try_from(spec.signature_refresh).unwrap_or(u32::MAX),
+            denial: match spec.denial {
+                fedns_api::DnssecDenial::Compact => DenialOfExistence::Compact,
+                fedns_api::DnssecDenial::Nsec => DenialOfExistence::Nsec,
+            },
         };
         config.check().map_err(|e| format!("spec.dnssec: {source}: {e}"))?;
         let ds = config.key.ds_record(&zone.content.apex, zone.content.soa.ttl)?;
