@@ -55,6 +55,15 @@ pub const NAME_SERVER_ADDRESSES: &str = "NameServerAddresses";
 /// Domain `NameServerAddresses` reason: a name server inside the zone has
 /// no addresses.
 pub const MISSING_ADDRESSES: &str = "MissingAddresses";
+/// Domain condition type (only when `spec.dnssec.enabled`): the embedded
+/// server signs the zone (True, reason `Signed`, with the DS for the
+/// parent), or why it serves it unsigned (False, reason
+/// [`SIGNING_FAILED`] or `NotSigned` before the first publish).
+pub const DNSSEC: &str = "DNSSEC";
+/// Domain `DNSSEC` reason: the zone cannot be signed (a key Secret that is
+/// missing or lacks the key mode's keys, a key of another algorithm, an
+/// invalid `spec.dnssec`) and is served unsigned.
+pub const SIGNING_FAILED: &str = "SigningFailed";
 /// Domain: `spec.geoRegions` is set but no GeoIP database could be read.
 pub const GEOIP_UNAVAILABLE: &str = "GeoIPUnavailable";
 /// `<provider>/Published` reason: the provider cannot express a record's

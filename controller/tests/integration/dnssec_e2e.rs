@@ -387,3 +387,161 @@ spec:
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A key Secret that lacks the key mode's keys: the zone is served
+/// unsigned, the Domain says why (condition `DNSSEC` False,
+/// `SigningFailed`, naming the Secret and the missing data key, never key
+/// bytes) with a Warning Event; pointed at a Secret it may create, the
+/// zone is signed and the condition turns True with the DS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_secret_without_keys_is_reported_on_the_domain() {
+    use fedns_api::conditions;
+    use k8s_openapi::api::events::v1::Event;
+    use std::collections::BTreeMap;
+
+    let host = Emulator::start().await.unwrap();
+    let client = client_of(&host).await;
+    install_crds(&client, &["fedns-system", "ns"]).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
+    secrets
+        .create(
+            &PostParams::default(),
+            &Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("wrong-keys".into()),
+                    ..Default::default()
+                },
+                string_data: Some(BTreeMap::from([("notes.txt".to_owned(), "not a key".to_owned())])),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
+    domains
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "myfed"},
+                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"],
+                         "dnssec": {"enabled": true, "keySecret": "wrong-keys"}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
+    endpoints
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+                "metadata": {"name": "service-nginx"},
+                "spec": {"endpoints": [
+                    {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]},
+                ]},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let dir = temp_dir("dnssec-e2e-bad-secret");
+    let kubeconfig = dir.join("host.yaml");
+    host.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("the zone is served (unsigned)", || {
+        dig(port, "nginx.ns.myfed.svc.example.com", "A", false).len() == 1
+    })
+    .await;
+    let condition = |domain: &Domain| {
+        domain
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == conditions::DNSSEC).cloned())
+    };
+    let started = std::time::Instant::now();
+    let failed = loop {
+        let domain = domains.get("myfed").await.unwrap();
+        if let Some(c) = condition(&domain).filter(|c| c.status == "False" && c.reason == conditions::SIGNING_FAILED) {
+            break c;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no DNSSEC condition: {:?}",
+            domain.status
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    println!("DNSSEC False after {:?}: {}", started.elapsed(), failed.message);
+    assert!(
+        failed.message.contains("wrong-keys") && failed.message.contains("key.pkcs8"),
+        "{}",
+        failed.message
+    );
+    let domain = domains.get("myfed").await.unwrap();
+    assert!(
+        domain.status.as_ref().is_some_and(|s| s.ds_records.is_empty()),
+        "no DS while unsigned"
+    );
+    // Served unsigned: no RRSIG with DO.
+    let signed = Command::new("dig")
+        .args(["+dnssec", "+time=2", "+tries=1", "-p", &port.to_string(), "@127.0.0.1"])
+        .args(["nginx.ns.myfed.svc.example.com", "A"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&signed.stdout).contains("RRSIG"));
+    let started = std::time::Instant::now();
+    loop {
+        let events: Api<Event> = Api::namespaced(client.clone(), "fedns-system");
+        let list = events.list(&Default::default()).await.unwrap();
+        let found = list.items.iter().any(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("myfed")
+                && e.reason.as_deref() == Some(conditions::SIGNING_FAILED)
+                && e.type_.as_deref() == Some("Warning")
+        });
+        if found {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no SigningFailed Event"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // A Secret it may create: signed, condition True with the DS.
+    domains
+        .patch(
+            "myfed",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"dnssec": {"keySecret": "myfed-keys"}}})),
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let signed = loop {
+        let domain = domains.get("myfed").await.unwrap();
+        if let Some(c) = condition(&domain).filter(|c| c.status == "True") {
+            break c;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "not signed: {:?}",
+            domain.status
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    println!("DNSSEC True after {:?}: {}", started.elapsed(), signed.message);
+    assert_eq!(signed.reason, "Signed");
+    assert!(signed.message.contains(" DS "), "{}", signed.message);
+    std::fs::remove_dir_all(&dir).ok();
+}

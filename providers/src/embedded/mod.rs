@@ -42,6 +42,9 @@ struct KeySources {
     dnssec_keys: BTreeMap<String, (Vec<u8>, DnssecKey)>,
     /// DS records (presentation format) by `namespace/name` of the Domain.
     ds_records: BTreeMap<String, Vec<String>>,
+    /// Why a Domain that asks for DNSSEC is served unsigned, by
+    /// `namespace/name` (no key material in the text).
+    dnssec_problems: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for KeySources {
@@ -232,6 +235,15 @@ impl EmbeddedSink {
         self.store.load().resign_due(now)
     }
 
+    /// Why each Domain (`namespace/name`) that asks for DNSSEC is served
+    /// unsigned, as of the last publish: a key Secret that is missing or
+    /// lacks the key mode's keys, a key of another algorithm, an invalid
+    /// `spec.dnssec`. Never holds key material.
+    pub fn dnssec_problems(&self) -> BTreeMap<String, String> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.dnssec_problems.clone()
+    }
+
     /// The DS records to put at the parent for the Domain `domain`
     /// (`namespace/name`), as last published; empty when it is unsigned.
     pub fn ds_records(&self, domain: &str) -> Vec<String> {
@@ -375,22 +387,28 @@ impl EmbeddedSink {
         content.dnssec = None;
         match &zone.dnssec {
             Some(spec) => match self.dnssec_config(zone, spec) {
-                Ok(config) => content.dnssec = Some(config),
-                Err(e) => {
-                    tracing::warn!(domain = %zone.domain, "{e}; the zone is served unsigned");
+                Ok(config) => {
+                    content.dnssec = Some(config);
                     self.keys
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .ds_records
+                        .dnssec_problems
                         .remove(&zone.domain);
+                }
+                Err(e) => {
+                    let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+                    keys.ds_records.remove(&zone.domain);
+                    // Said once per problem, not on every publish.
+                    if keys.dnssec_problems.get(&zone.domain) != Some(&e) {
+                        tracing::warn!(domain = %zone.domain, "{e}; the zone is served unsigned");
+                        keys.dnssec_problems.insert(zone.domain.clone(), e);
+                    }
                 }
             },
             None => {
-                self.keys
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .ds_records
-                    .remove(&zone.domain);
+                let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+                keys.ds_records.remove(&zone.domain);
+                keys.dnssec_problems.remove(&zone.domain);
             }
         }
         if !zone.transfer_keys.is_empty() {

@@ -382,6 +382,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         if config.write_status && leading {
             let served = sinks.embedded.as_ref().map(|e| e.store().load().zones());
             let geoip_problem = sinks.embedded.as_ref().and_then(|e| e.store().geoip_problem());
+            let dnssec_problems = sinks.embedded.as_ref().map(|e| e.dnssec_problems()).unwrap_or_default();
             // Only DNSEndpoints the update touched, and those whose last
             // status write failed; every one after a full computation, with
             // external providers (their findings may concern any), and on
@@ -408,7 +409,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 &desired,
                 &results,
                 served,
-                geoip_problem,
+                StatusProblems {
+                    geoip: geoip_problem,
+                    dnssec: dnssec_problems,
+                },
                 &mut reported,
             )
             .await;
@@ -697,6 +701,15 @@ fn spawn_reflector<K>(
 }
 
 #[allow(clippy::too_many_arguments)]
+/// What the embedded server found wrong with Domains' settings, for
+/// their conditions.
+struct StatusProblems {
+    /// Why no GeoIP database could be read (`spec.geoRegions`).
+    geoip: Option<String>,
+    /// Why a Domain (`namespace/name`) asking for DNSSEC is unsigned.
+    dnssec: BTreeMap<String, String>,
+}
+
 async fn write_statuses(
     client: &Client,
     recorder: &Recorder,
@@ -706,9 +719,13 @@ async fn write_statuses(
     desired: &DesiredZones,
     results: &ProviderResults,
     served: Option<Vec<fedns_dnsserver::ZoneSummary>>,
-    geoip_problem: Option<String>,
+    problems: StatusProblems,
     reported: &mut BTreeMap<String, Vec<String>>,
 ) -> std::collections::HashSet<String> {
+    let StatusProblems {
+        geoip: geoip_problem,
+        dnssec: dnssec_problems,
+    } = problems;
     let mut patches = Vec::new();
     // Every DNSEndpoint, or those `only` names (`namespace/name`) that exist.
     let visit: Vec<Arc<DNSEndpoint>> = match only {
@@ -886,6 +903,28 @@ async fn write_statuses(
         };
         changed |= set_client_regions_condition(&domain, desired, geoip_problem.as_deref(), &mut status.conditions);
         changed |= set_name_server_addresses_condition(&domain, &mut status.conditions);
+        let dnssec_problem = dnssec_problems.get(&format!("{namespace}/{name}"));
+        let ds = summary.map(|z| z.ds_records.as_slice()).unwrap_or_default();
+        if set_dnssec_condition(&domain, dnssec_problem.map(String::as_str), ds, &mut status.conditions) {
+            changed = true;
+            if let Some(problem) = dnssec_problem {
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: conditions::SIGNING_FAILED.into(),
+                    note: Some(
+                        format!("{problem}; the zone is served unsigned")
+                            .chars()
+                            .take(1000)
+                            .collect(),
+                    ),
+                    action: "Sign".into(),
+                    secondary: None,
+                };
+                if let Err(e) = recorder.publish(&event, &domain.object_ref(&())).await {
+                    tracing::debug!(error = %e, domain = %format!("{namespace}/{name}"), "could not record an Event");
+                }
+            }
+        }
         // `serial` and `serialRecord` are written by the serial records
         // alone (serial_records.rs), under the Domain's resourceVersion:
         // the cached copies here may be older.
@@ -912,6 +951,51 @@ async fn write_statuses(
         }
     }
     failed
+}
+
+/// The Domain condition `DNSSEC`, only while `spec.dnssec.enabled`
+/// (removed otherwise): True `Signed` with the DS records `ds` once the
+/// zone is served signed, False `SigningFailed` with `problem` when it
+/// cannot be, False `NotSigned` before that is known. Returns whether the
+/// condition changed.
+fn set_dnssec_condition(
+    domain: &Domain,
+    problem: Option<&str>,
+    ds: &[String],
+    list: &mut Vec<fedns_api::Condition>,
+) -> bool {
+    if !domain.spec.dnssec.as_ref().is_some_and(|d| d.enabled) {
+        let before = list.len();
+        list.retain(|c| c.type_ != conditions::DNSSEC);
+        return list.len() != before;
+    }
+    let generation = domain.metadata.generation;
+    match (problem, ds.first()) {
+        (Some(problem), _) => conditions::set(
+            list,
+            conditions::DNSSEC,
+            false,
+            conditions::SIGNING_FAILED,
+            &format!("{problem}; the zone is served unsigned"),
+            generation,
+        ),
+        (None, Some(ds)) => conditions::set(
+            list,
+            conditions::DNSSEC,
+            true,
+            "Signed",
+            &format!("zone signed; DS for the parent zone: {ds}"),
+            generation,
+        ),
+        (None, None) => conditions::set(
+            list,
+            conditions::DNSSEC,
+            false,
+            "NotSigned",
+            "the zone is not signed yet",
+            generation,
+        ),
+    }
 }
 
 /// The Domain condition `NameServerAddresses` (see
