@@ -534,8 +534,8 @@ CONF
   KNOT_SIGNED=("$DO_QPS" "$DO_CPU_US")
   echo "Knot signed: $DO_QPS q/s $DO_CPU_US us/q"
 
-  echo "== snapshot build: $BUILD_NAMES names, unsigned and signed (time to the first answer, peak RSS)"
   BUILD_NAMES=${BUILD_NAMES:-100000}
+  echo "== snapshot build: $BUILD_NAMES names, unsigned and signed (time to the first answer, peak RSS)"
   python3 - "$WORK" "$BUILD_NAMES" <<'PY'
 import sys
 work, n = sys.argv[1], int(sys.argv[2])
