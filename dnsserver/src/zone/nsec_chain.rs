@@ -82,6 +82,10 @@ struct Link {
     expiration: u32,
 }
 
+/// An owner name of the chain while it is built: its [`canonical_key`],
+/// its node, its NSEC's types.
+type ChainOwner<'a> = (Box<[u8]>, &'a Node, Vec<RecordType>);
+
 /// A signed zone's NSEC chain, sorted by canonical order.
 #[derive(Debug, Default)]
 pub(crate) struct NsecChain {
@@ -102,7 +106,7 @@ impl NsecChain {
         previous: Option<&NsecChain>,
         now: u32,
     ) -> Option<NsecChain> {
-        let mut owners: Vec<(Box<[u8]>, &Node, Vec<RecordType>)> = Vec::new();
+        let mut owners: Vec<ChainOwner<'_>> = Vec::new();
         let mut scratch = [0u8; MAX_CANONICAL_KEY];
         for (key, node) in &tree.nodes {
             if node.zone != zone {

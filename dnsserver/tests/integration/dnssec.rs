@@ -501,7 +501,27 @@ impl Unbound {
     /// [`Unbound::start`] with `anchor` (a DNSKEY or DS record in
     /// presentation format) as the trust anchor of example.com.
     fn start_with_anchor(dir: &Path, server: SocketAddr, anchor_record: &str) -> Unbound {
+        Unbound::start_configured(dir, server, anchor_record, false)
+    }
+
+    /// [`Unbound::start`] with Unbound's EDNS Client Subnet module
+    /// (RFC 7871): a client's ECS option is passed on to our server (on
+    /// loopback, so `send-client-subnet: 127.0.0.1`) and the answer, cached
+    /// per subnet, is validated as any other.
+    fn start_ecs(dir: &Path, server: SocketAddr, key: &DnssecKey) -> Unbound {
+        Unbound::start_configured(dir, server, &key.dnskey_record(&name("example.com."), 60), true)
+    }
+
+    fn start_configured(dir: &Path, server: SocketAddr, anchor_record: &str, ecs: bool) -> Unbound {
         let port = crate::common::free_port();
+        let (modules, extra) = if ecs {
+            (
+                "subnetcache validator iterator",
+                "  send-client-subnet: 127.0.0.1\n  client-subnet-always-forward: yes\n  max-client-subnet-ipv4: 24\n",
+            )
+        } else {
+            ("validator iterator", "")
+        };
         let anchor = dir.join("anchor.key");
         std::fs::write(&anchor, format!("{anchor_record}\n")).unwrap();
         let config = dir.join("unbound.conf");
@@ -511,7 +531,7 @@ impl Unbound {
                 "server:\n  interface: 127.0.0.1\n  port: {port}\n  do-not-query-localhost: no\n  username: \"\"\n  \
                  chroot: \"\"\n  directory: \"{dir}\"\n  pidfile: \"\"\n  use-syslog: no\n  logfile: \"\"\n  \
                  do-ip6: no\n  verbosity: 1\n  val-log-level: 2\n  trust-anchor-file: \"{anchor}\"\n  \
-                 module-config: \"validator iterator\"\n  access-control: 127.0.0.0/8 allow\n\
+                 module-config: \"{modules}\"\n{extra}  access-control: 127.0.0.0/8 allow\n\
                  stub-zone:\n  name: \"example.com\"\n  stub-addr: {ip}@{sport}\n",
                 dir = dir.display(),
                 anchor = anchor.display(),
@@ -532,6 +552,11 @@ impl Unbound {
 
     /// `dig +dnssec` through Unbound: (status, AD flag set, answer lines).
     fn dig(&self, qname: &str, qtype: &str) -> (String, bool, String) {
+        self.dig_with(qname, qtype, &[])
+    }
+
+    /// [`Unbound::dig`] with more `dig` options (e.g. `+subnet=…`).
+    fn dig_with(&self, qname: &str, qtype: &str, options: &[&str]) -> (String, bool, String) {
         let output = Command::new(find_binary("dig", "bind9-dnsutils"))
             .args([
                 "@127.0.0.1",
@@ -543,6 +568,7 @@ impl Unbound {
                 qname,
                 qtype,
             ])
+            .args(options)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -741,6 +767,83 @@ async fn nearest_variants_by_ecs_are_signed() {
         println!("{subnet}: A {want} and AAAA ({verified} RRSIGs) verified");
         assert!(verified >= 1);
     }
+}
+
+/// A `Nearest` name through Unbound with its EDNS Client Subnet module:
+/// each client subnet's variant reaches the client validated (AD), and a
+/// Weighted name beside it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unbound_validates_nearest_answers_by_ecs() {
+    let dir = temp_dir("dnssec-unbound-ecs");
+    let (mut zone, key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    let weighted = zone.routed[0].clone();
+    zone.routed[0] = RoutedName {
+        name: name("near.example.com."),
+        policy: RoutingPolicy::Nearest {
+            fallback: vec!["us-east-1".into()],
+        },
+        variants: vec![
+            RoutedVariant {
+                region: Some("us-east-1".into()),
+                records: vec![Record::from_rdata(
+                    name("near.example.com."),
+                    30,
+                    rdata(RecordType::A, "203.0.113.10"),
+                )],
+                ..variant("east", 0, &[])
+            },
+            RoutedVariant {
+                region: Some("eu-west-1".into()),
+                records: vec![Record::from_rdata(
+                    name("near.example.com."),
+                    30,
+                    rdata(RecordType::A, "198.51.100.20"),
+                )],
+                ..variant("eu", 0, &[])
+            },
+        ],
+    };
+    zone.routed.push(weighted);
+    // A routed name's plain records: what it answers without a policy.
+    for ip in ["203.0.113.10", "198.51.100.20"] {
+        zone.records.push(Record::from_rdata(
+            name("near.example.com."),
+            30,
+            rdata(RecordType::A, ip),
+        ));
+    }
+    zone.client_regions = fedns_dnsserver::ClientRegions {
+        networks: vec![("192.0.2.0/24".parse().unwrap(), "eu-west-1".into())],
+        ..Default::default()
+    };
+    let (_server, addr, _store) = serve(zone).await;
+    let unbound = Unbound::start_ecs(&dir, addr, &key);
+    let started = std::time::Instant::now();
+    let ask = |qname: &str, subnet: &str| {
+        let option = format!("+subnet={subnet}");
+        let mut last = (String::new(), false, String::new());
+        for _ in 0..60 {
+            last = unbound.dig_with(qname, "A", &[&option]);
+            if !last.0.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        last
+    };
+    for (subnet, want) in [("192.0.2.0/24", "198.51.100.20"), ("203.0.113.0/24", "203.0.113.10")] {
+        let (status, ad, text) = ask("near.example.com", subnet);
+        assert!(
+            status == "NOERROR" && ad && text.contains(want),
+            "{subnet}: want {want} with AD:\n{text}"
+        );
+        println!("Unbound, ECS {subnet}: near.example.com A {want}, AD");
+    }
+    let (status, ad, text) = ask(ROUTED, "192.0.2.0/24");
+    assert!(status == "NOERROR" && ad, "Weighted through Unbound: {text}");
+    println!("Unbound with ECS validated in {:?}", started.elapsed());
+    drop(unbound);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A referral below a delegation (rendered at query time): the child's NS

@@ -700,7 +700,6 @@ fn spawn_reflector<K>(
     });
 }
 
-#[allow(clippy::too_many_arguments)]
 /// What the embedded server found wrong with Domains' settings, for
 /// their conditions.
 struct StatusProblems {
@@ -710,6 +709,7 @@ struct StatusProblems {
     dnssec: BTreeMap<String, String>,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn write_statuses(
     client: &Client,
     recorder: &Recorder,
