@@ -47,11 +47,34 @@ fn assert_validates(port: u16, anchors: &Path, name: &str, rtype: &str, expect: 
     assert!(out.contains(expect), "delv {name} {rtype}: expected {expect:?}:\n{out}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
+/// An emulated host cluster holding the Domain `fedns-system/myfed` for
+/// example.com (name server ns1.example.com) with `dnssec` as its
+/// `spec.dnssec`, the Secrets `secrets` (made first) and the DNSEndpoint
+/// `ns/<endpoint>` with `endpoints`, and `fedns dns-server` watching it
+/// on a loopback port.
+struct SignedHost {
+    _host: Emulator,
+    client: kube::Client,
+    dir: std::path::PathBuf,
+    kubeconfig: std::path::PathBuf,
+    port: u16,
+    _server: Process,
+}
+
+async fn signed_host(
+    tag: &str,
+    dnssec: serde_json::Value,
+    secrets: Vec<Secret>,
+    endpoint: &str,
+    endpoints: serde_json::Value,
+) -> SignedHost {
     let host = Emulator::start().await.unwrap();
     let client = client_of(&host).await;
     install_crds(&client, &["fedns-system", "ns"]).await;
+    let secret_api: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
+    for secret in secrets {
+        secret_api.create(&PostParams::default(), &secret).await.unwrap();
+    }
     let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
     domains
         .create(
@@ -59,34 +82,30 @@ async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
             &serde_json::from_value(json!({
                 "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
                 "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"],
-                         "dnssec": {"enabled": true}},
+                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"], "dnssec": dnssec},
             }))
             .unwrap(),
         )
         .await
         .unwrap();
-    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
-    endpoints
+    let dnsendpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
+    dnsendpoints
         .create(
             &PostParams::default(),
             &serde_json::from_value(json!({
                 "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
-                "metadata": {"name": "service-nginx"},
-                "spec": {"endpoints": [
-                    {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10", "198.51.100.20"]},
-                    {"dnsName": "www.example.com", "recordType": "CNAME", "targets": ["nginx.ns.myfed.svc.example.com"]},
-                ]},
+                "metadata": {"name": endpoint},
+                "spec": {"endpoints": endpoints},
             }))
             .unwrap(),
         )
         .await
         .unwrap();
-    let dir = temp_dir("dnssec-e2e");
+    let dir = temp_dir(tag);
     let kubeconfig = dir.join("host.yaml");
     host.write_kubeconfig(&kubeconfig).unwrap();
     let port = free_port();
-    let _server = spawn_fedns(&[
+    let server = spawn_fedns(&[
         "dns-server",
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
@@ -95,20 +114,51 @@ async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
         "--udp-workers",
         "1",
     ]);
+    SignedHost {
+        _host: host,
+        client,
+        dir,
+        kubeconfig,
+        port,
+        _server: server,
+    }
+}
+
+/// The first DS record in the Domain's status, waited for up to 30 s.
+async fn status_ds(domains: &Api<Domain>) -> String {
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(30) {
+        let domain = domains.get("myfed").await.unwrap();
+        if let Some(ds) = domain.status.and_then(|s| s.ds_records.first().cloned()) {
+            println!("DS in status after {:?}: {ds}", started.elapsed());
+            return ds;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("status.dsRecords not written within 30 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
+    let setup = signed_host(
+        "dnssec-e2e",
+        json!({"enabled": true}),
+        Vec::new(),
+        "service-nginx",
+        json!([
+            {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10", "198.51.100.20"]},
+            {"dnsName": "www.example.com", "recordType": "CNAME", "targets": ["nginx.ns.myfed.svc.example.com"]},
+        ]),
+    )
+    .await;
+    let (client, dir, kubeconfig, port) = (&setup.client, &setup.dir, &setup.kubeconfig, setup.port);
+    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
     eventually("the signed zone is served", || {
         dig(port, "nginx.ns.myfed.svc.example.com", "A", false).len() == 2
     })
     .await;
     // The DS in the Domain's status.
-    let mut ds = None;
-    let started = std::time::Instant::now();
-    while started.elapsed() < std::time::Duration::from_secs(30) && ds.is_none() {
-        let domain = domains.get("myfed").await.unwrap();
-        ds = domain.status.and_then(|s| s.ds_records.first().cloned());
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let ds = ds.expect("status.dsRecords written within 30 s");
-    println!("DS in status after {:?}: {ds}", started.elapsed());
+    let ds = status_ds(&domains).await;
     assert!(
         ds.starts_with("example.com.") && ds.contains(" DS ") && ds.contains(" 13 2 "),
         "{ds}"
@@ -120,7 +170,7 @@ async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
     // `fedns explain` prints it too.
     let explain = Command::new(env!("CARGO_BIN_EXE_fedns"))
         .args(["explain", "nginx.ns.myfed.svc.example.com", "--kubeconfig"])
-        .arg(&kubeconfig)
+        .arg(kubeconfig)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&explain.stdout);
@@ -128,7 +178,7 @@ async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
         text.contains(&format!("DS for the parent zone: {ds}")),
         "fedns explain:\n{text}"
     );
-    let anchors = anchors_from_ds(&dir, &ds);
+    let anchors = anchors_from_ds(dir, &ds);
     assert_validates(
         port,
         &anchors,
@@ -144,7 +194,7 @@ async fn signs_with_a_key_secret_it_creates_and_reports_the_ds() {
         "A",
         "; negative response, fully validated",
     );
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,51 +273,16 @@ spec:
 /// from it alone (positive and compact-denial answers).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ksk_zsk_mode_creates_both_keys_and_validates_from_the_ds() {
-    let host = Emulator::start().await.unwrap();
-    let client = client_of(&host).await;
-    install_crds(&client, &["fedns-system", "ns"]).await;
+    let setup = signed_host(
+        "dnssec-ksk-zsk-e2e",
+        json!({"enabled": true, "keyMode": "KSK+ZSK"}),
+        Vec::new(),
+        "web",
+        json!([{"dnsName": "web.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]}]),
+    )
+    .await;
+    let (client, dir, port) = (&setup.client, &setup.dir, setup.port);
     let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"],
-                         "dnssec": {"enabled": true, "keyMode": "KSK+ZSK"}},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
-    endpoints
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
-                "metadata": {"name": "web"},
-                "spec": {"endpoints": [
-                    {"dnsName": "web.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]},
-                ]},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let dir = temp_dir("dnssec-ksk-zsk-e2e");
-    let kubeconfig = dir.join("host.yaml");
-    host.write_kubeconfig(&kubeconfig).unwrap();
-    let port = free_port();
-    let _server = spawn_fedns(&[
-        "dns-server",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--udp-workers",
-        "1",
-    ]);
     eventually("both keys are published", || {
         dig(port, "example.com", "DNSKEY", false).len() == 2
     })
@@ -277,20 +292,13 @@ async fn ksk_zsk_mode_creates_both_keys_and_validates_from_the_ds() {
         .map(|k| k.split_whitespace().next().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(flags, ["256", "257"]);
-    let mut ds = None;
-    let started = std::time::Instant::now();
-    while started.elapsed() < std::time::Duration::from_secs(30) && ds.is_none() {
-        let domain = domains.get("myfed").await.unwrap();
-        ds = domain.status.and_then(|s| s.ds_records.first().cloned());
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let ds = ds.expect("status.dsRecords written within 30 s");
+    let ds = status_ds(&domains).await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
     let data = secrets.get("myfed-dnssec").await.unwrap().data.unwrap();
     let mut names: Vec<&String> = data.keys().collect();
     names.sort();
     assert_eq!(names, ["ksk.pkcs8", "zsk.pkcs8"]);
-    let anchors = anchors_from_ds(&dir, &ds);
+    let anchors = anchors_from_ds(dir, &ds);
     assert_validates(port, &anchors, "example.com", "DNSKEY", "; fully validated");
     assert_validates(port, &anchors, "web.example.com", "A", "; fully validated");
     assert_validates(
@@ -307,7 +315,7 @@ async fn ksk_zsk_mode_creates_both_keys_and_validates_from_the_ds() {
         "TXT",
         "; negative response, fully validated",
     );
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(dir).ok();
 }
 
 /// `--manifests --dnssec-key-dir` in KSK+ZSK mode: `<zone>.15.ksk.pkcs8`
@@ -399,66 +407,24 @@ async fn a_key_secret_without_keys_is_reported_on_the_domain() {
     use k8s_openapi::api::events::v1::Event;
     use std::collections::BTreeMap;
 
-    let host = Emulator::start().await.unwrap();
-    let client = client_of(&host).await;
-    install_crds(&client, &["fedns-system", "ns"]).await;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "fedns-system");
-    secrets
-        .create(
-            &PostParams::default(),
-            &Secret {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("wrong-keys".into()),
-                    ..Default::default()
-                },
-                string_data: Some(BTreeMap::from([("notes.txt".to_owned(), "not a key".to_owned())])),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let wrong = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("wrong-keys".into()),
+            ..Default::default()
+        },
+        string_data: Some(BTreeMap::from([("notes.txt".to_owned(), "not a key".to_owned())])),
+        ..Default::default()
+    };
+    let setup = signed_host(
+        "dnssec-e2e-bad-secret",
+        json!({"enabled": true, "keySecret": "wrong-keys"}),
+        vec![wrong],
+        "service-nginx",
+        json!([{"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]}]),
+    )
+    .await;
+    let (client, dir, port) = (&setup.client, &setup.dir, setup.port);
     let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"],
-                         "dnssec": {"enabled": true, "keySecret": "wrong-keys"}},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
-    endpoints
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
-                "metadata": {"name": "service-nginx"},
-                "spec": {"endpoints": [
-                    {"dnsName": "nginx.ns.myfed.svc.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]},
-                ]},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let dir = temp_dir("dnssec-e2e-bad-secret");
-    let kubeconfig = dir.join("host.yaml");
-    host.write_kubeconfig(&kubeconfig).unwrap();
-    let port = free_port();
-    let _server = spawn_fedns(&[
-        "dns-server",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--udp-workers",
-        "1",
-    ]);
     eventually("the zone is served (unsigned)", || {
         dig(port, "nginx.ns.myfed.svc.example.com", "A", false).len() == 1
     })
@@ -543,5 +509,5 @@ async fn a_key_secret_without_keys_is_reported_on_the_domain() {
     println!("DNSSEC True after {:?}: {}", started.elapsed(), signed.message);
     assert_eq!(signed.reason, "Signed");
     assert!(signed.message.contains(" DS "), "{}", signed.message);
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(dir).ok();
 }

@@ -87,6 +87,30 @@ fn signed_zone(algorithm: DnssecAlgorithm) -> (ZoneContent, DnssecKey) {
     (zone, key)
 }
 
+/// example.com with `a` and `b` (A records), signed with a new ECDSA
+/// P-256 CSK denying by `denial`.
+fn two_name_zone(denial: DenialOfExistence) -> (ZoneContent, DnssecKey) {
+    let mut zone = ZoneContent::new(name("example.com."));
+    for (owner, ip) in [("a", "192.0.2.1"), ("b", "192.0.2.2")] {
+        zone.records.push(Record::from_rdata(
+            name(&format!("{owner}.example.com.")),
+            30,
+            rdata(RecordType::A, ip),
+        ));
+    }
+    let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
+    let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
+    zone.dnssec = Some(DnssecConfig {
+        key: key.clone(),
+        zone_signing_key: None,
+        standby: Vec::new(),
+        signature_validity: 14 * 86_400,
+        signature_refresh: 7 * 86_400,
+        denial,
+    });
+    (zone, key)
+}
+
 async fn serve(zone: ZoneContent) -> (DnsServer, SocketAddr, Arc<ZoneStore>) {
     let store = ZoneStore::new();
     let outcome = store.publish(vec![zone]);
@@ -384,24 +408,7 @@ async fn truncation_tcp_and_no_do() {
 async fn incremental_publish_resigns_changed_names() {
     let dir = temp_dir("dnssec-incr");
     let apex = name("example.com.");
-    let mut zone = ZoneContent::new(apex.clone());
-    for (owner, ip) in [("a", "192.0.2.1"), ("b", "192.0.2.2")] {
-        zone.records.push(Record::from_rdata(
-            name(&format!("{owner}.example.com.")),
-            30,
-            rdata(RecordType::A, ip),
-        ));
-    }
-    let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
-    let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
-    zone.dnssec = Some(DnssecConfig {
-        key: key.clone(),
-        zone_signing_key: None,
-        standby: Vec::new(),
-        signature_validity: 14 * 86_400,
-        signature_refresh: 7 * 86_400,
-        denial: Default::default(),
-    });
+    let (zone, key) = two_name_zone(DenialOfExistence::Compact);
     let (_server, addr, store) = serve(zone).await;
     let anchors = anchor_file(&dir, &key);
     let ask = |qname: &str| query_udp(addr, &simple_query(qname, RecordType::A, Some((1232, true)))).unwrap();
@@ -1459,24 +1466,7 @@ async fn nsec_chain_denies_with_presigned_links() {
 async fn nsec_chain_follows_incremental_publishing() {
     let dir = temp_dir("dnssec-nsec-incr");
     let apex = name("example.com.");
-    let mut zone = ZoneContent::new(apex.clone());
-    for (owner, ip) in [("a", "192.0.2.1"), ("b", "192.0.2.2")] {
-        zone.records.push(Record::from_rdata(
-            name(&format!("{owner}.example.com.")),
-            30,
-            rdata(RecordType::A, ip),
-        ));
-    }
-    let algorithm = DnssecAlgorithm::EcdsaP256Sha256;
-    let key = DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap();
-    zone.dnssec = Some(DnssecConfig {
-        key: key.clone(),
-        signature_validity: 14 * 86_400,
-        signature_refresh: 7 * 86_400,
-        standby: Vec::new(),
-        zone_signing_key: None,
-        denial: DenialOfExistence::Nsec,
-    });
+    let (zone, key) = two_name_zone(DenialOfExistence::Nsec);
     let (_server, addr, store) = serve(zone).await;
     let anchors = anchor_file(&dir, &key);
     let ask = |qname: &str| query_udp(addr, &simple_query(qname, RecordType::A, Some((1232, true)))).unwrap();
