@@ -13,6 +13,7 @@ pub mod object_size;
 pub mod published;
 pub mod queue;
 pub mod resolver;
+mod rounds;
 pub mod routing;
 mod service;
 mod status;

@@ -186,6 +186,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     }
     let mut retry_providers = false;
     let mut status_retries: std::collections::HashSet<String> = Default::default();
+    // DNSEndpoints whose status write was left for the next pass (a pass
+    // spends at most STATUS_BUDGET on them), and written then.
+    let mut status_deferred: std::collections::HashSet<String> = Default::default();
     let mut record_retry = false;
     // The embedded sink's extra zones changed their set: publish whole.
     let mut whole_wanted = false;
@@ -391,6 +394,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 Some(touched) if sinks.providers.is_empty() && mode == SyncMode::Changed => {
                     let mut only = touched.clone();
                     only.extend(status_retries.drain());
+                    only.extend(status_deferred.drain());
                     Some(only)
                 }
                 _ => None,
@@ -400,7 +404,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             } else {
                 "every DNSEndpoint"
             };
-            status_retries = write_statuses(
+            (status_retries, status_deferred) = write_statuses(
                 &client,
                 &recorder,
                 &domains,
@@ -467,6 +471,9 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 SyncMode::Changed
             }
             _ = tokio::time::sleep(RECORD_RETRY), if record_retry => SyncMode::Changed,
+            // Status writes left over by the last pass: go on with them,
+            // after any change that arrived (a change is published first).
+            _ = std::future::ready(()), if !status_deferred.is_empty() => SyncMode::Changed,
             // TSIG and DNSSEC key Secrets are read, not watched: look again
             // now and then (signed zones: also whether re-signing is due).
             _ = tokio::time::sleep(TSIG_SECRET_RECHECK),
@@ -506,6 +513,12 @@ const RECORD_RETRY: Duration = Duration::from_secs(1);
 
 /// DNSEndpoint status writes sent at once.
 const STATUS_WRITES_IN_FLIGHT: usize = 16;
+
+/// The longest a pass spends starting DNSEndpoint status writes; the rest
+/// go in the next passes (issue 32: at 1,000,000 shards the status writes
+/// after a cold start took 14–17 s in one pass, and a change that came
+/// meanwhile was published only after them).
+const STATUS_BUDGET: Duration = Duration::from_millis(250);
 
 /// How often Secrets holding TSIG keys are read again (key rotation).
 const TSIG_SECRET_RECHECK: Duration = Duration::from_secs(60);
@@ -709,6 +722,11 @@ struct StatusProblems {
     dnssec: BTreeMap<String, String>,
 }
 
+/// Writes the status of the DNSEndpoints `only` names (every one when
+/// `None`) and of every Domain. Returns the DNSEndpoints whose write
+/// failed (retried on the next change) and those whose write was left for
+/// the next pass: writes are started for at most [`STATUS_BUDGET`] per
+/// pass, so a burst of them cannot hold up the next publish.
 #[allow(clippy::too_many_arguments)]
 async fn write_statuses(
     client: &Client,
@@ -721,7 +739,7 @@ async fn write_statuses(
     served: Option<Vec<fedns_dnsserver::ZoneSummary>>,
     problems: StatusProblems,
     reported: &mut BTreeMap<String, Vec<String>>,
-) -> std::collections::HashSet<String> {
+) -> (std::collections::HashSet<String>, std::collections::HashSet<String>) {
     let StatusProblems {
         geoip: geoip_problem,
         dnssec: dnssec_problems,
@@ -823,7 +841,17 @@ async fn write_statuses(
     // Several at once: after a cold start every DNSEndpoint has a status to
     // write, and one after another they held up the next publish for
     // seconds at 100,000 shards.
-    let failed: std::collections::HashSet<String> = futures::stream::iter(patches)
+    let deadline = std::time::Instant::now() + STATUS_BUDGET;
+    let mut pending = patches.into_iter();
+    // Taken while the budget lasts; what is left is written by the next pass.
+    let within_budget = std::iter::from_fn(|| {
+        if std::time::Instant::now() < deadline {
+            pending.next()
+        } else {
+            None
+        }
+    });
+    let failed: std::collections::HashSet<String> = futures::stream::iter(within_budget)
         .map(|(namespace, name, key, patch)| async move {
             let api: Api<DNSEndpoint> = Api::namespaced(client.clone(), &namespace);
             match api
@@ -841,6 +869,13 @@ async fn write_statuses(
         .filter_map(std::future::ready)
         .collect()
         .await;
+    let deferred: std::collections::HashSet<String> = pending.map(|(_, _, key, _)| key).collect();
+    if !deferred.is_empty() {
+        tracing::debug!(
+            left = deferred.len(),
+            "DNSEndpoint status writes left for the next pass"
+        );
+    }
     // One set, not a scan per key: that was quadratic in DNSEndpoints.
     match only {
         None => {
@@ -863,7 +898,9 @@ async fn write_statuses(
         }
     }
 
-    let Some(served) = served else { return failed };
+    let Some(served) = served else {
+        return (failed, deferred);
+    };
     for domain in domains.state() {
         let namespace = domain.namespace().unwrap_or_default();
         let name = domain.name_any();
@@ -950,7 +987,7 @@ async fn write_statuses(
             }
         }
     }
-    failed
+    (failed, deferred)
 }
 
 /// The Domain condition `DNSSEC`, only while `spec.dnssec.enabled`
