@@ -90,6 +90,9 @@ type ChainOwner<'a> = (Box<[u8]>, &'a Node, Vec<RecordType>);
 #[derive(Debug, Default)]
 pub(crate) struct NsecChain {
     links: Vec<Link>,
+    /// The earliest expiration of any link's signature (kept links carry
+    /// older ones), found once at build: re-signing checks read it often.
+    oldest: Option<u32>,
 }
 
 impl NsecChain {
@@ -170,7 +173,8 @@ impl NsecChain {
                 expiration,
             });
         }
-        Some(NsecChain { links })
+        let oldest = links.iter().map(|l| l.expiration).min();
+        Some(NsecChain { links, oldest })
     }
 
     fn link(&self, key: &[u8]) -> Option<&Link> {
@@ -191,7 +195,7 @@ impl NsecChain {
 
     /// The earliest expiration of any signature in the chain.
     pub fn oldest_expiration(&self) -> Option<u32> {
-        self.links.iter().map(|l| l.expiration).min()
+        self.oldest
     }
 }
 
