@@ -102,7 +102,9 @@ impl ServerConfig {
     }
 }
 
-/// A running server. Dropping it does not stop it; call [`DnsServer::shutdown`].
+/// A running server. [`DnsServer::shutdown`] stops it and waits for the
+/// UDP workers; dropping it stops it too, without waiting (the workers
+/// exit, and close their sockets, within [`UDP_WAKE`]).
 #[derive(Debug)]
 pub struct DnsServer {
     udp_addrs: Vec<SocketAddr>,
@@ -149,16 +151,10 @@ impl DnsServer {
             .tcp_tasks
             .push(tokio::spawn(crate::xfr::notify::notify_loop(store.clone())));
         for addr in &config.listen {
-            // TCP first: with port 0 it picks the port, and UDP takes the same.
-            let listener = TcpListener::from_std(bind_tcp(*addr)?)?;
+            let (listener, sockets) = bind_listeners(*addr, config.udp_workers.max(1)).await?;
+            let listener = TcpListener::from_std(listener)?;
             let tcp_addr = listener.local_addr()?;
-            let udp_addr = SocketAddr::new(addr.ip(), tcp_addr.port());
-            let first = bind_udp(udp_addr)?;
-            let udp_addr = first.local_addr()?;
-            let mut sockets = vec![first];
-            for _ in 1..config.udp_workers.max(1) {
-                sockets.push(bind_udp(udp_addr)?);
-            }
+            let udp_addr = sockets[0].local_addr()?;
             for (index, socket) in sockets.into_iter().enumerate() {
                 let worker = metrics.worker(Transport::Udp);
                 let store = store.clone();
@@ -200,13 +196,9 @@ impl DnsServer {
 
     /// Stops accepting and answering; waits for the UDP workers to exit.
     /// Idle TCP connections close at once, busy ones after their answer.
-    pub async fn shutdown(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for task in &self.tcp_tasks {
-            task.abort();
-        }
-        self.tcp_registry.close_all();
-        let threads = self.udp_threads;
+    pub async fn shutdown(mut self) {
+        self.stop_serving();
+        let threads = std::mem::take(&mut self.udp_threads);
         let _ = tokio::task::spawn_blocking(move || {
             for thread in threads {
                 let _ = thread.join();
@@ -214,6 +206,98 @@ impl DnsServer {
         })
         .await;
     }
+
+    /// Tells the UDP workers to exit, stops accepting TCP and closes the
+    /// open connections.
+    fn stop_serving(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for task in &self.tcp_tasks {
+            task.abort();
+        }
+        self.tcp_registry.close_all();
+    }
+}
+
+impl Drop for DnsServer {
+    /// A server nobody holds must not go on answering: with SO_REUSEPORT
+    /// its UDP sockets would otherwise keep a share of the datagrams sent
+    /// to a new server bound to the same port.
+    fn drop(&mut self) {
+        self.stop_serving();
+    }
+}
+
+/// Attempts at a free port when the address asks for port 0.
+const FREE_PORT_ATTEMPTS: usize = 16;
+/// How long a fixed port held by another UDP socket is waited for (a
+/// server stopping on it closes its sockets within [`UDP_WAKE`]).
+const PORT_HELD_WAIT: Duration = Duration::from_secs(2);
+
+/// The TCP listener and `workers` UDP sockets (SO_REUSEPORT) for `addr`,
+/// all on one port: with port 0 the TCP listener picks it.
+///
+/// SO_REUSEPORT lets any socket of the same user join a port's group and
+/// take a share of its datagrams. So the port is first bound once without
+/// it, which fails while any other UDP socket holds the port (a server
+/// still stopping, another process): with port 0 another port is picked;
+/// a fixed port held for UDP or TCP is waited for up to
+/// [`PORT_HELD_WAIT`] (a dropped server lets go within [`UDP_WAKE`]), then
+/// it is an error rather than a port shared with a stranger.
+///
+/// # Errors
+/// Binding fails, or the UDP port stays held by another socket.
+async fn bind_listeners(addr: SocketAddr, workers: usize) -> io::Result<(std::net::TcpListener, Vec<UdpSocket>)> {
+    let started = std::time::Instant::now();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        // TCP first: with port 0 it picks the port, and UDP takes the same.
+        let held = match bind_tcp(addr) {
+            Ok(listener) => {
+                let udp_addr = SocketAddr::new(addr.ip(), listener.local_addr()?.port());
+                exclusive_udp_port(udp_addr).map(|()| (listener, udp_addr))
+            }
+            Err(e) => Err(e),
+        };
+        match held {
+            Ok((listener, udp_addr)) => {
+                let first = bind_udp(udp_addr)?;
+                let udp_addr = first.local_addr()?;
+                let mut sockets = vec![first];
+                for _ in 1..workers {
+                    sockets.push(bind_udp(udp_addr)?);
+                }
+                return Ok((listener, sockets));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                if addr.port() == 0 && attempt < FREE_PORT_ATTEMPTS {
+                    continue;
+                }
+                if addr.port() != 0 && started.elapsed() < PORT_HELD_WAIT {
+                    tokio::time::sleep(UDP_WAKE / 4).await;
+                    continue;
+                }
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!(
+                        "{addr} (UDP or TCP) is held by another socket (another DNS server on this host?); \
+                         not sharing it, since SO_REUSEPORT would split the queries between the two"
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Binds `addr` once without SO_REUSEPORT or SO_REUSEADDR and lets it go:
+/// `AddrInUse` when any other UDP socket holds it.
+fn exclusive_udp_port(addr: SocketAddr) -> io::Result<()> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())
 }
 
 fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {

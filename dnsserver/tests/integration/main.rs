@@ -7,6 +7,7 @@ mod common;
 mod answer_path;
 mod dnssec;
 mod knot_differential;
+mod listeners;
 mod robustness;
 mod routing;
 mod rrl;
