@@ -44,6 +44,7 @@ fn default_check(port: u16) -> Check {
         success_threshold: 2,
         failover_delay: Duration::ZERO,
         failback_delay: Duration::ZERO,
+        quorum: fedns_api::Quorum::Majority,
     }
 }
 

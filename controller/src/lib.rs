@@ -9,6 +9,8 @@
 //! | [`cli`] | the clap types and one module per subcommand (`controller`, `dns-server`, `crds`, `join`, `sandbox`); each wires the parts below together and runs them |
 //! | [`members`] | the member registry: per MemberCluster a client, watches of its Services, EndpointSlices, Ingresses and Nodes, a health prober, and the MemberCluster status |
 //! | [`records`] | the ServiceDNSRecord and IngressDNSRecord reconcilers, the DNSEndpoint builder, the work queue, the load balancer host name resolver |
+//! | [`dataplane`] | data-plane probes of the load balancer addresses, vantage point quorum, failover/failback delays |
+//! | [`vantage`] | the controller's side of the `fedns agent`s: target lists to the members, their reports back |
 //! | [`metrics`], [`http`] | the controller's metrics; `/metrics`, `/healthz`, `/readyz` |
 //! | [`kube_client`], [`logging`] | a host-cluster client from a kubeconfig; tracing setup |
 //! | [`federation`] | an emulated federation on loopback, for `fedns sandbox` and the tests |
@@ -29,3 +31,4 @@ pub mod logging;
 pub mod members;
 pub mod metrics;
 pub mod records;
+pub mod vantage;

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::Join(args) => run_async(cli::join::run(args)),
         Command::Explain(args) => run_async(cli::explain::run(args)),
         Command::DiscoveryConfig(args) => run_async(cli::discovery_config::run(args)),
+        Command::Agent(args) => run_async(cli::agent::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -71,6 +71,99 @@ pub struct DataPlaneCheck {
     #[serde(default, skip_serializing_if = "is_zero")]
     #[schemars(range(min = 0, max = 3600))]
     pub failback_delay_seconds: i32,
+    /// How many vantage points (the controller and each `fedns agent` in a
+    /// member that reported within 2 × `periodSeconds`) must see an
+    /// address Down for it to be Down: `Majority` (default), `Any` (Down
+    /// only when every one sees it down), `All` (Down when any one does),
+    /// or a number (at least that many; all of them when fewer report).
+    /// Without agents the controller alone decides, whatever this says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::quorum")]
+    pub quorum: Option<Quorum>,
+}
+
+/// `spec.healthCheck.quorum` (see [`DataPlaneCheck::quorum`]). Written as
+/// a string (`Majority`, `Any`, `All`) or an integer, as Kubernetes'
+/// int-or-string fields are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Quorum {
+    /// More than half of the vantage points counted.
+    #[default]
+    Majority,
+    /// Every vantage point counted: out only when all see it down.
+    Any,
+    /// One vantage point: out when any sees it down.
+    All,
+    /// At least this many (1..=100), or all counted when fewer are.
+    AtLeast(u32),
+}
+
+impl Quorum {
+    /// Whether `down` Down votes of `counted` vantage points make an
+    /// address Down. No vantage point counted: not Down (nothing says so).
+    pub fn is_down(self, down: usize, counted: usize) -> bool {
+        if counted == 0 || down == 0 {
+            return false;
+        }
+        match self {
+            Quorum::Majority => down * 2 > counted,
+            Quorum::Any => down == counted,
+            Quorum::All => true,
+            Quorum::AtLeast(n) => down >= (n as usize).min(counted),
+        }
+    }
+}
+
+impl std::fmt::Display for Quorum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Quorum::Majority => f.write_str("Majority"),
+            Quorum::Any => f.write_str("Any"),
+            Quorum::All => f.write_str("All"),
+            Quorum::AtLeast(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for Quorum {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Quorum::AtLeast(n) => serializer.serialize_u32(*n),
+            named => serializer.serialize_str(&named.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Quorum {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(i64),
+            Text(String),
+        }
+        let count = |n: i64| {
+            u32::try_from(n)
+                .ok()
+                .filter(|n| (1..=100).contains(n))
+                .map(Quorum::AtLeast)
+                .ok_or_else(|| serde::de::Error::custom(format!("quorum {n} is not 1..100")))
+        };
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => count(n),
+            Raw::Text(text) => match text.as_str() {
+                "Majority" => Ok(Quorum::Majority),
+                "Any" => Ok(Quorum::Any),
+                "All" => Ok(Quorum::All),
+                other => match other.parse::<i64>() {
+                    Ok(n) => count(n),
+                    Err(_) => Err(serde::de::Error::custom(format!(
+                        "quorum {other:?} is not Majority, Any, All or a number"
+                    ))),
+                },
+            },
+        }
+    }
 }
 
 fn is_zero(n: &i32) -> bool {
@@ -130,6 +223,34 @@ pub struct AddressHealth {
     /// (RFC 3339; at the first probe from then on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_effective_at: Option<String>,
+    /// What each vantage point says of the address (the controller, then
+    /// each member's `fedns agent`), when agents report; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vantage_points: Vec<VantagePointHealth>,
+    /// The quorum's decision when agents report, e.g. `Majority: 1 of 3
+    /// vantage points counted say Down`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<String>,
+}
+
+/// One vantage point's view of one load balancer address.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VantagePointHealth {
+    /// `controller`, or the member cluster whose agent this is.
+    pub name: String,
+    /// `Up`, `Down` or `Unknown`, after the thresholds.
+    pub state: String,
+    /// Since when (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Its last failure, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Whether its view counts: `counted`, `silent ...` (no report within
+    /// 2 × periodSeconds), `impaired ...` (it sees every address down),
+    /// `not probed yet`.
+    pub standing: String,
 }
 
 fn default_path() -> String {
@@ -209,10 +330,44 @@ mod tests {
         assert_eq!((c.failover_delay_seconds, c.failback_delay_seconds), (0, 0));
         assert!(!serde_json::to_string(&c).unwrap().contains("DelaySeconds"));
         assert_eq!(c.status_ranges().unwrap(), [(200, 399)]);
+        assert_eq!(c.quorum, None);
         assert_eq!(
             check(&["204", "300-302"]).status_ranges().unwrap(),
             [(204, 204), (300, 302)]
         );
         assert!(check(&["399-200"]).status_ranges().unwrap_err().contains("ends before"));
+    }
+}
+
+#[cfg(test)]
+mod quorum_tests {
+    use super::*;
+
+    #[test]
+    fn quorum_reads_names_and_numbers_and_decides() {
+        let read = |v: serde_json::Value| serde_json::from_value::<Quorum>(v);
+        assert_eq!(read(serde_json::json!("Majority")).unwrap(), Quorum::Majority);
+        assert_eq!(read(serde_json::json!("Any")).unwrap(), Quorum::Any);
+        assert_eq!(read(serde_json::json!("All")).unwrap(), Quorum::All);
+        assert_eq!(read(serde_json::json!(2)).unwrap(), Quorum::AtLeast(2));
+        assert_eq!(read(serde_json::json!("2")).unwrap(), Quorum::AtLeast(2));
+        assert!(read(serde_json::json!(0)).unwrap_err().to_string().contains("1..100"));
+        assert!(read(serde_json::json!("Most"))
+            .unwrap_err()
+            .to_string()
+            .contains("Majority"));
+        assert_eq!(serde_json::to_value(Quorum::AtLeast(3)).unwrap(), serde_json::json!(3));
+        assert_eq!(serde_json::to_value(Quorum::Any).unwrap(), serde_json::json!("Any"));
+        // Three vantage points.
+        assert!(!Quorum::Majority.is_down(1, 3) && Quorum::Majority.is_down(2, 3));
+        assert!(!Quorum::Any.is_down(2, 3) && Quorum::Any.is_down(3, 3));
+        assert!(Quorum::All.is_down(1, 3) && !Quorum::All.is_down(0, 3));
+        assert!(!Quorum::AtLeast(2).is_down(1, 3) && Quorum::AtLeast(2).is_down(2, 3));
+        // Fewer counted than the number asks: all of them.
+        assert!(Quorum::AtLeast(5).is_down(2, 2));
+        // One vantage point (no agent): today's behaviour under every quorum.
+        for quorum in [Quorum::Majority, Quorum::Any, Quorum::All, Quorum::AtLeast(2)] {
+            assert!(quorum.is_down(1, 1) && !quorum.is_down(0, 1));
+        }
     }
 }

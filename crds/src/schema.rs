@@ -17,3 +17,16 @@ pub(crate) fn base64(generator: &mut schemars::SchemaGenerator) -> schemars::Sch
     let _ = generator;
     schemars::json_schema!({ "type": "string", "format": "byte" })
 }
+
+/// `spec.healthCheck.quorum`: `Majority`, `Any`, `All` or a count of
+/// vantage points (Kubernetes' int-or-string, as `maxUnavailable`).
+pub(crate) fn quorum(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let _ = generator;
+    schemars::json_schema!({
+        "x-kubernetes-int-or-string": true,
+        "anyOf": [
+            { "type": "integer", "minimum": 1, "maximum": 100 },
+            { "type": "string", "enum": ["Majority", "Any", "All"] }
+        ]
+    })
+}

@@ -2,9 +2,13 @@
 //! loopback address, so data-plane health probes have something real to
 //! reach. It can be stopped and started again on the same address (a dead
 //! load balancer), made to answer with another status, or to accept
-//! connections and never answer (a hung backend).
+//! connections and never answer (a hung backend). It can also refuse
+//! clients by source address, as a firewall on one path would: connections
+//! from them are closed unanswered, while every other client is served
+//! (`fedns sandbox isolate`: one vantage point cut off).
 
-use std::net::SocketAddr;
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,6 +35,14 @@ struct Shared {
     requests: AtomicUsize,
     open: AtomicUsize,
     most_open: AtomicUsize,
+    /// Clients (source addresses) whose connections are closed unanswered.
+    refused: Mutex<HashSet<IpAddr>>,
+}
+
+impl Shared {
+    fn refuses(&self, client: IpAddr) -> bool {
+        self.refused.lock().unwrap_or_else(|e| e.into_inner()).contains(&client)
+    }
 }
 
 /// One responder. Dropping it stops it.
@@ -59,6 +71,7 @@ impl Responder {
                 requests: AtomicUsize::new(0),
                 open: AtomicUsize::new(0),
                 most_open: AtomicUsize::new(0),
+                refused: Mutex::new(HashSet::new()),
             }),
             running: Mutex::new(None),
         };
@@ -105,6 +118,40 @@ impl Responder {
         self.shared.hang.store(mode == Mode::Hang, Ordering::Relaxed);
     }
 
+    /// Refuses `client` (a source address) from now on: its new
+    /// connections are closed at once and its open ones at their next
+    /// request, unanswered; other clients are served as before.
+    pub fn refuse(&self, client: IpAddr) {
+        self.shared
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(client);
+    }
+
+    /// Serves `client` again.
+    pub fn admit(&self, client: IpAddr) {
+        self.shared
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&client);
+    }
+
+    /// The clients refused now.
+    pub fn refused(&self) -> Vec<IpAddr> {
+        let mut refused: Vec<IpAddr> = self
+            .shared
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        refused.sort();
+        refused
+    }
+
     /// Requests answered or held so far.
     pub fn requests(&self) -> usize {
         self.shared.requests.load(Ordering::Relaxed)
@@ -125,7 +172,11 @@ impl Responder {
                     accepted = listener.accept() => accepted,
                     _ = stopped.changed() => return,
                 };
-                let Ok((tcp, _)) = accepted else { continue };
+                let Ok((tcp, peer)) = accepted else { continue };
+                if shared.refuses(peer.ip()) {
+                    drop(tcp);
+                    continue;
+                }
                 let shared = shared.clone();
                 let tls = tls.clone();
                 let closed = stopped.clone();
@@ -136,6 +187,10 @@ impl Responder {
                     let service = service_fn(move |_request| {
                         let shared = service_shared.clone();
                         async move {
+                            if shared.refuses(peer.ip()) {
+                                // An error closes the connection unanswered.
+                                return Err(RefusedClient(peer.ip()));
+                            }
                             shared.requests.fetch_add(1, Ordering::Relaxed);
                             if shared.hang.load(Ordering::Relaxed) {
                                 std::future::pending::<()>().await;
@@ -144,6 +199,7 @@ impl Responder {
                             hyper::Response::builder()
                                 .status(status)
                                 .body(Full::new(Bytes::from_static(b"fedns sandbox load balancer\n")))
+                                .map_err(|_| RefusedClient(peer.ip()))
                         }
                     });
                     crate::serve::connection(tcp, tls, service, closed).await;
@@ -154,6 +210,18 @@ impl Responder {
         *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop);
     }
 }
+
+/// The error that closes a refused client's connection.
+#[derive(Debug)]
+struct RefusedClient(IpAddr);
+
+impl std::fmt::Display for RefusedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "client {} is refused", self.0)
+    }
+}
+
+impl std::error::Error for RefusedClient {}
 
 impl Drop for Responder {
     fn drop(&mut self) {

@@ -48,6 +48,9 @@ pub enum Command {
     /// Print the cluster DNS forwarding (CoreDNS, kube-dns, dnsmasq) a
     /// member needs for discovery of `nginx.ns.myfed` from its pods.
     DiscoveryConfig(DiscoveryConfigArgs),
+    /// Probe the federation's load balancers from inside a member cluster
+    /// (a vantage point) and report what it sees to the controller.
+    Agent(AgentArgs),
     /// Print a reference document generated from this binary (hidden: it
     /// keeps `docs/` current).
     #[command(hide = true)]
@@ -65,9 +68,37 @@ impl Command {
             Command::Sandbox(_) => "sandbox",
             Command::Explain(_) => "explain",
             Command::DiscoveryConfig(_) => "discovery-config",
+            Command::Agent(_) => "agent",
             Command::Docs(_) => "docs",
         }
     }
+}
+
+/// Arguments of `fedns agent`: a vantage point in a member cluster. It
+/// reads what to probe from ConfigMap `fedns-probe-targets` and writes
+/// what it sees to ConfigMap `fedns-probe-report`, both in `--namespace`
+/// of its own cluster (deploy/agent/); it needs no host credentials and
+/// opens no port but the optional metrics one.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Kubeconfig of the member cluster the agent runs in. Default: the
+    /// in-cluster service account (or $KUBECONFIG).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Namespace of the two ConfigMaps. Default: $POD_NAMESPACE, else
+    /// `fedns-system`.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Source address of the probes (an address of this host). Default:
+    /// the kernel's choice.
+    #[arg(long, value_name = "IP")]
+    pub source_address: Option<std::net::IpAddr>,
+    /// Probes running at once, at most.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
+    pub probe_concurrency: u16,
+    /// Serve /metrics, /healthz and /readyz on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// Arguments of `fedns crds`.
@@ -491,6 +522,16 @@ pub struct ControllerArgs {
     /// Data-plane probes (`spec.healthCheck`) running at once, at most.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
     pub probe_concurrency: u16,
+    /// Namespace in the member clusters where `fedns agent`s run: the
+    /// controller writes what to probe there (ConfigMap
+    /// `fedns-probe-targets`) and reads each agent's report (ConfigMap
+    /// `fedns-probe-report`), so health is decided from several vantage
+    /// points (`spec.healthCheck.quorum`). Its member credentials need
+    /// get/list/watch on ConfigMaps and create/patch of
+    /// `fedns-probe-targets` there (deploy/agent/). Unset: no agents, the
+    /// controller's own probes alone decide.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub vantage_namespace: Option<String>,
     /// Response rate limiting of the embedded DNS server.
     #[command(flatten)]
     pub rrl: RrlArgs,
@@ -794,6 +835,25 @@ pub enum SandboxAction {
     },
     /// Make a member's nginx endpoints ready again (local answer again).
     RestoreEndpoints {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Cut the controller's path to a member's load balancer only: its
+    /// responder refuses the controller's probes (from 127.0.0.1) and
+    /// still serves the members' agents. It stays in DNS: two of three
+    /// vantage points reach it.
+    Isolate {
+        /// Member cluster name.
+        cluster: String,
+        /// The running sandbox's state dir.
+        #[arg(long, value_name = "DIR", default_value = ".fedns-sandbox")]
+        state_dir: PathBuf,
+    },
+    /// Undo `isolate`.
+    Heal {
         /// Member cluster name.
         cluster: String,
         /// The running sandbox's state dir.

@@ -54,6 +54,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let metrics = Arc::new(ControllerMetrics::new(&mut metrics_registry));
     let provider_metrics = ProviderMetrics::new(&mut metrics_registry);
     let probe_metrics = crate::dataplane::ProbeMetrics::new(&mut metrics_registry);
+    let vantage_metrics = crate::vantage::VantageMetrics::new(&mut metrics_registry);
     let dns_metrics = DnsMetrics::new();
     let zones = ZoneStore::new();
     if let Some(path) = &args.geoip_db {
@@ -226,6 +227,15 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         })
         .map_err(|e| anyhow::anyhow!("starting the data-plane prober: {e}"))?
     };
+    if let Some(vantage_namespace) = &args.vantage_namespace {
+        tracing::info!(namespace = %vantage_namespace, "vantage points: agents in the members probe too");
+        tokio::spawn(crate::vantage::run(
+            dataplane.clone(),
+            registry.clone(),
+            vantage_namespace.clone(),
+            vantage_metrics,
+        ));
+    }
     if args.sources.auto_records {
         let auto = auto_records(
             args,

@@ -2,6 +2,7 @@
 //! subcommand) and one module per subcommand with its `run`, which wires
 //! the rest of the crate together. Nothing calls into it but `main.rs`.
 
+pub mod agent;
 mod args;
 pub mod controller;
 pub mod crds;

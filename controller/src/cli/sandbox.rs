@@ -62,6 +62,22 @@ const LOAD_BALANCERS: [(&str, [u8; 4]); 3] = [
     ("us-west-2", [127, 0, 10, 2]),
     ("eu-west-1", [127, 0, 10, 3]),
 ];
+/// Where each member's `fedns agent` keeps its ConfigMaps.
+pub const AGENT_NAMESPACE: &str = "fedns-system";
+/// The controller's probes come from this address (the kernel's choice for
+/// a loopback destination); `isolate` refuses it.
+const CONTROLLER_PROBE_SOURCE: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+/// Each member's agent probes from 127.0.20.N (N: the member's place in
+/// the seed, from 1), an address of its own.
+fn agent_source(index: usize) -> std::net::IpAddr {
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(
+        127,
+        0,
+        20,
+        u8::try_from(index + 1).unwrap_or(u8::MAX),
+    ))
+}
+
 /// The seeded ServiceDNSRecord's `healthCheck.periodSeconds`.
 const PROBE_PERIOD_SECONDS: u64 = 1;
 /// The seeded ServiceDNSRecord's `healthCheck.failureThreshold`.
@@ -123,6 +139,8 @@ pub async fn run(args: &SandboxArgs) -> anyhow::Result<()> {
         Some(SandboxAction::RestoreEndpoints { cluster, state_dir }) => {
             control(state_dir, "restore-endpoints", cluster).await
         }
+        Some(SandboxAction::Isolate { cluster, state_dir }) => control(state_dir, "isolate", cluster).await,
+        Some(SandboxAction::Heal { cluster, state_dir }) => control(state_dir, "heal", cluster).await,
     }
 }
 
@@ -156,6 +174,9 @@ pub struct Running {
     pub clouddns: Option<fedns_sandbox::clouddns::CloudDns>,
     /// Each member's discovery replica (`<state-dir>/<member>.dns`).
     pub discovery: Vec<discovery::MemberReplica>,
+    /// Each member's `fedns agent` (a vantage point), with the built-in
+    /// seed.
+    pub agents: Vec<crate::cli::agent::Agent>,
 }
 
 /// Where to look at what the google-clouddns provider published.
@@ -274,6 +295,9 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         }
     }
 
+    // Only the built-in seed's ServiceDNSRecord probes the load balancers;
+    // the records --engine generates have no healthCheck.
+    let probed = !responders.is_empty() && args.engine.is_none();
     let stop = Arc::new(Notify::new());
     let mut controller_args = ControllerArgs {
         kubeconfig: Some(args.state_dir.join("host.kubeconfig")),
@@ -303,6 +327,8 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         max_object_bytes: crate::records::object_size::DEFAULT_MAX_OBJECT_BYTES,
         workers: 8,
         probe_concurrency: 64,
+        // Each member runs an agent: health from three vantage points.
+        vantage_namespace: probed.then(|| AGENT_NAMESPACE.to_owned()),
         sources: crate::cli::SourceArgs {
             member_source: vec![args
                 .engine
@@ -321,9 +347,6 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let intro_printed = Arc::new(Notify::new());
     let mut tasks = vec![tokio::spawn(print_changes(federation.clone(), intro_printed.clone()))];
     let load_balancers = responders.iter().map(|(name, r)| (name.clone(), r.address())).collect();
-    // Only the built-in seed's ServiceDNSRecord probes the load balancers;
-    // the records --engine generates have no healthCheck.
-    let probed = !responders.is_empty() && args.engine.is_none();
     let (control_addr, control_task) = serve_control(Control {
         federation: federation.clone(),
         responders,
@@ -336,6 +359,41 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         .with_context(|| format!("writing {}", args.state_dir.join(CONTROL_FILE).display()))?;
     let member_names: Vec<String> = seed.members.iter().map(|(name, _, _)| name.clone()).collect();
     let discovery = discovery::start(&federation, NAMESPACE, &member_names).await?;
+    let mut agents = Vec::new();
+    if probed {
+        for (index, member) in member_names.iter().enumerate() {
+            let kubeconfig = args.state_dir.join(format!("{member}.kubeconfig"));
+            let client = crate::kube_client::client(Some(&kubeconfig))
+                .await
+                .with_context(|| format!("a client for {member}'s agent"))?;
+            // deploy/agent/ creates the agent's namespace in a member.
+            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+            let namespace = k8s_openapi::api::core::v1::Namespace {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(AGENT_NAMESPACE.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            match namespaces.create(&Default::default(), &namespace).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(e).with_context(|| format!("creating {AGENT_NAMESPACE} in {member}")),
+            }
+            let source = agent_source(index);
+            agents.push(
+                crate::cli::agent::Agent::start(
+                    client,
+                    AGENT_NAMESPACE.into(),
+                    Some(source),
+                    64,
+                    crate::dataplane::ProbeMetrics::default(),
+                )
+                .with_context(|| format!("starting {member}'s agent"))?,
+            );
+            tracing::info!(member = %member, source = %source, "member's fedns agent probing");
+        }
+    }
     Ok(Running {
         federation,
         dns_addr: args.dns_listen,
@@ -352,6 +410,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         tasks,
         clouddns,
         discovery,
+        agents,
     })
 }
 
@@ -756,6 +815,30 @@ async fn handle_control(
                     )
                 })
                 .map_err(|e| format!("{cluster}: load balancer {}: {e}", responder.address())),
+        },
+        "isolate" | "heal" => match control.responders.get(&cluster) {
+            None => Err(format!(
+                "{cluster} has no sandbox load balancer (only the built-in seed has them)"
+            )),
+            Some(_) if !control.probed => Err(format!(
+                "with --engine no record probes the load balancers, so {action} would change nothing in DNS"
+            )),
+            Some(responder) if action == "isolate" => {
+                responder.refuse(CONTROLLER_PROBE_SOURCE);
+                Ok(format!(
+                    "{cluster}: load balancer {} refuses the controller's probes (from {CONTROLLER_PROBE_SOURCE}) and \
+                     serves the agents; it stays in DNS (three of four vantage points, the members' agents, reach it): \
+                     fedns explain nginx.ns.myfed.svc.example.com shows the disagreement\n",
+                    responder.address()
+                ))
+            }
+            Some(responder) => {
+                responder.admit(CONTROLLER_PROBE_SOURCE);
+                Ok(format!(
+                    "{cluster}: load balancer {} serves the controller's probes again\n",
+                    responder.address()
+                ))
+            }
         },
         "recover" => member
             .resume()

@@ -14,12 +14,16 @@
 //!   `successThreshold` consecutive successes turn it Up again (Kubernetes
 //!   probe semantics); a new address is Unknown until its first result and
 //!   counts as passing meanwhile (no flap at start-up).
+//! * Vantage points ([`vantage`]): agents in the members probe the same
+//!   addresses and report; an address is Down when `quorum` of the vantage
+//!   points counted say so. With no agent the controller alone decides.
 //! * `failoverDelaySeconds`/`failbackDelaySeconds`: a change of that state
 //!   takes effect (is reported, notifies the users) only after it held that
 //!   long ([`hysteresis`]).
 
 pub mod hysteresis;
 pub mod probe;
+pub mod vantage;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -28,6 +32,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use fedns_api::Quorum;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -37,6 +42,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::{Notify, Semaphore};
 
 pub use probe::{ProbeSpec, ProbeTls};
+use vantage::{Ballot, Decision, Report, Standing, Vote};
 
 /// A check as a record asks for it: what to probe and how often.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,10 +59,12 @@ pub struct Check {
     pub failover_delay: Duration,
     /// How long Up must hold after Down before it takes effect (zero: at once).
     pub failback_delay: Duration,
+    /// How many vantage points must say Down ([`vantage`]).
+    pub quorum: Quorum,
 }
 
 /// The state of one address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
     /// Not probed yet: counts as passing.
     Unknown,
@@ -91,6 +99,13 @@ pub struct AddressState {
     /// (RFC 3339; at the first probe after that, so up to one
     /// `periodSeconds` later).
     pub pending: Option<(State, String, String)>,
+    /// What each vantage point says (the controller first, then the agents
+    /// by name); only the controller when no agent reports.
+    pub vantage_points: Vec<Ballot>,
+    /// The quorum's decision (before the delays) and the quorum asked for.
+    pub decision: Decision,
+    /// The check's quorum.
+    pub quorum: Quorum,
 }
 
 type TargetKey = (IpAddr, Check);
@@ -102,7 +117,22 @@ type TargetId = u64;
 
 struct Target<K> {
     key: Arc<TargetKey>,
+    /// [`vantage::report_key`] of the key's [`vantage::target_id`]: how
+    /// agents' reports name it.
+    report_key: Arc<str>,
     prepared: Arc<probe::Prepared>,
+    /// What the controller's own probes say (after the thresholds).
+    own: State,
+    /// When `own` last changed (RFC 3339).
+    own_since: String,
+    /// The quorum's last decision.
+    decision: Decision,
+    /// A hash of every vantage point's state and standing on this target
+    /// at the last decision: when it changes the users are told, so
+    /// status shows each vantage point's view (see [`ballots_hash`]).
+    ballots_hash: u64,
+    /// `damped.observed` is the quorum's decision; `effective` what
+    /// answers follow.
     damped: hysteresis::Damped,
     /// When `damped.observed` last changed (RFC 3339).
     observed_since: String,
@@ -146,6 +176,13 @@ struct Inner<K> {
     in_flight: std::sync::atomic::AtomicUsize,
     max_in_flight: std::sync::atomic::AtomicUsize,
     tls: ProbeTls,
+    /// The source address probes are sent from (None: the kernel's choice).
+    source: Option<IpAddr>,
+    /// The agents' last reports, by vantage point (member) name.
+    reports: Mutex<BTreeMap<String, Report>>,
+    /// The controller's own probes see every address Down (its own
+    /// network, see [`vantage`]); refreshed by the scheduler.
+    own_impaired: std::sync::atomic::AtomicBool,
     notify: Box<dyn Fn(K) + Send + Sync>,
     metrics: ProbeMetrics,
 }
@@ -214,6 +251,21 @@ where
         metrics: ProbeMetrics,
         notify: impl Fn(K) + Send + Sync + 'static,
     ) -> std::io::Result<DataPlane<K>> {
+        DataPlane::start_from(None, tls, concurrency, metrics, notify)
+    }
+
+    /// [`DataPlane::start`] with probes sent from `source` (a vantage
+    /// point's own address; None: the kernel's choice).
+    ///
+    /// # Errors
+    /// As [`DataPlane::start`].
+    pub fn start_from(
+        source: Option<IpAddr>,
+        tls: ProbeTls,
+        concurrency: usize,
+        metrics: ProbeMetrics,
+        notify: impl Fn(K) + Send + Sync + 'static,
+    ) -> std::io::Result<DataPlane<K>> {
         let inner = Arc::new(Inner {
             targets: Mutex::new(Targets {
                 ids: HashMap::new(),
@@ -227,6 +279,9 @@ where
             in_flight: Default::default(),
             max_in_flight: Default::default(),
             tls,
+            source,
+            reports: Mutex::new(BTreeMap::new()),
+            own_impaired: Default::default(),
             notify: Box::new(notify),
             metrics,
         });
@@ -281,7 +336,16 @@ where
                             id,
                             Target {
                                 prepared: Arc::new(probe::Prepared::new(&key.1.spec)),
+                                report_key: vantage::report_key(&vantage::target_id(key.0, &key.1)).into(),
                                 key,
+                                own: State::Unknown,
+                                own_since: now_rfc3339(),
+                                decision: Decision {
+                                    state: State::Unknown,
+                                    counted: 0,
+                                    down: 0,
+                                },
+                                ballots_hash: 0,
                                 damped: hysteresis::Damped::new(now),
                                 observed_since: now_rfc3339(),
                                 takes_effect_at: now_rfc3339(),
@@ -323,15 +387,137 @@ where
     /// What is known of `address` under `check` (None: not a target).
     pub fn state(&self, address: IpAddr, check: &Check) -> Option<AddressState> {
         let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
-        targets.get(&(address, check.clone())).map(|t| AddressState {
-            state: t.damped.effective,
-            since: t.since.clone(),
-            last_error: t.last_error.clone(),
-            pending: t
+        let target = targets.get(&(address, check.clone()))?;
+        let reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+        let own_impaired = self.inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed);
+        Some(AddressState {
+            state: target.damped.effective,
+            since: target.since.clone(),
+            last_error: target.last_error.clone(),
+            pending: target
                 .damped
                 .pending()
-                .map(|state| (state, t.observed_since.clone(), t.takes_effect_at.clone())),
+                .map(|state| (state, target.observed_since.clone(), target.takes_effect_at.clone())),
+            vantage_points: ballots(target, &reports, own_impaired, jiff::Timestamp::now()),
+            decision: target.decision.clone(),
+            quorum: check.quorum,
         })
+    }
+
+    /// Takes vantage point `name`'s new report (None: it has none any
+    /// more) and decides every target again; users of targets whose state
+    /// changed are notified.
+    pub fn set_report(&self, name: &str, report: Option<Report>) {
+        {
+            let mut reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+            match report {
+                Some(report) => reports.insert(name.to_owned(), report),
+                None => reports.remove(name),
+            };
+        }
+        self.decide_all();
+    }
+
+    /// Decides every target again (a report came or went, or reports went
+    /// silent); notifies the users of those whose state changed.
+    pub fn decide_all(&self) {
+        let mut notify = Vec::new();
+        {
+            let mut targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+            let reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+            let own_impaired = self.inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed);
+            let now = Instant::now();
+            let wall = jiff::Timestamp::now();
+            for target in targets.by_id.values_mut() {
+                if apply_decision(&self.inner, target, &reports, own_impaired, now, wall) {
+                    notify.extend(target.users.iter().cloned());
+                }
+            }
+        }
+        notify.sort();
+        notify.dedup();
+        for user in notify {
+            (self.inner.notify)(user);
+        }
+    }
+
+    /// Every vantage point that reported, with its report's age (seconds),
+    /// whether it is impaired, and how many targets it sees Down of how
+    /// many; the controller first.
+    pub fn vantage_points(&self) -> Vec<VantagePointSummary> {
+        let now = jiff::Timestamp::now();
+        let (own_down, total, smallest_period) = {
+            let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+            let down = targets.by_id.values().filter(|t| t.own == State::Down).count();
+            let period = targets.by_id.values().map(|t| t.key.1.period).min();
+            (down, targets.by_id.len(), period)
+        };
+        let mut out = vec![VantagePointSummary {
+            name: vantage::CONTROLLER.to_owned(),
+            age_seconds: 0.0,
+            silent: false,
+            impaired: self.inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed),
+            down: own_down,
+            probed: total,
+        }];
+        let reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, report) in reports.iter() {
+            out.push(VantagePointSummary {
+                name: name.clone(),
+                age_seconds: report.age(now),
+                silent: smallest_period.is_some_and(|period| !report.is_fresh(period, now)),
+                impaired: report.impaired,
+                down: report.votes.values().filter(|v| v.state == State::Down).count(),
+                probed: report.votes.len(),
+            });
+        }
+        out
+    }
+
+    /// Every target, as the agents get it ([`vantage::TargetList`]).
+    pub fn target_list(&self) -> vantage::TargetList {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list: Vec<vantage::TargetSpec> = targets
+            .by_id
+            .values()
+            .map(|t| vantage::TargetSpec::of(t.key.0, &t.key.1))
+            .collect();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        vantage::TargetList { targets: list }
+    }
+
+    /// What this prober's own probes say of each target, as an agent
+    /// reports it ([`vantage::ReportDoc::targets`]), written `now`.
+    pub fn own_report(&self, source: Option<IpAddr>) -> vantage::ReportDoc {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        vantage::ReportDoc {
+            reported_at: jiff::Timestamp::now()
+                .round(jiff::Unit::Millisecond)
+                .unwrap_or_else(|_| jiff::Timestamp::now())
+                .to_string(),
+            source: source.map(|s| s.to_string()),
+            targets: targets
+                .by_id
+                .values()
+                .map(|t| {
+                    (
+                        t.report_key.to_string(),
+                        vantage::VoteDoc {
+                            address: t.key.0,
+                            state: t.own.as_str().to_owned(),
+                            since: t.own_since.clone(),
+                            last_error: t.last_error.clone(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The smallest `periodSeconds` of the targets (None: no target).
+    pub fn smallest_period(&self) -> Option<Duration> {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        targets.by_id.values().map(|t| t.key.1.period).min()
     }
 
     /// The most probes that ran at once so far.
@@ -355,9 +541,14 @@ where
     K: Clone + Ord + Send + Sync + std::fmt::Debug + 'static,
 {
     let mut due = Vec::new();
+    let mut impaired_checked: Option<Instant> = None;
     loop {
         let Some(strong) = inner.upgrade() else { return };
         let now = Instant::now();
+        if impaired_checked.is_none_or(|at| now.duration_since(at) >= IMPAIRED_EVERY) {
+            impaired_checked = Some(now);
+            refresh_own_impaired(&strong);
+        }
         let next = {
             // Lock order: targets, then the schedule.
             let mut targets = strong.targets.lock().unwrap_or_else(|e| e.into_inner());
@@ -375,11 +566,7 @@ where
                 // Fixed rate on the target's own slot in its period.
                 let period = target.key.1.period;
                 let mut next_due = at + period;
-                if target.damped.observed == State::Unknown
-                    && target.successes == 0
-                    && target.failures == 0
-                    && !target.running
-                {
+                if target.own == State::Unknown && target.successes == 0 && target.failures == 0 && !target.running {
                     next_due = now + offset_in_period(&target.key).max(Duration::from_millis(1)).min(period);
                 }
                 if next_due <= now {
@@ -408,7 +595,7 @@ where
                 inner.max_in_flight.fetch_max(running, Relaxed);
                 let address = SocketAddr::new(key.0, key.1.spec.port);
                 let started = Instant::now();
-                let result = probe::probe(address, &key.1.spec, &prepared, &inner.tls, &mut kept).await;
+                let result = probe::probe(address, inner.source, &key.1.spec, &prepared, &inner.tls, &mut kept).await;
                 inner.in_flight.fetch_sub(1, Relaxed);
                 inner
                     .metrics
@@ -431,6 +618,199 @@ where
     }
 }
 
+/// How often the scheduler checks whether the controller's own probes see
+/// every address Down (impaired, see [`vantage`]).
+const IMPAIRED_EVERY: Duration = Duration::from_secs(1);
+
+/// Sets [`Inner::own_impaired`] from the targets' own states; decides
+/// every target again when it changed and agents report.
+fn refresh_own_impaired<K>(inner: &Inner<K>)
+where
+    K: Clone + Ord + Send + Sync + std::fmt::Debug + 'static,
+{
+    let impaired = {
+        let targets = inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        vantage::is_impaired(targets.by_id.values().map(|t| (t.key.0, t.own)))
+    };
+    let before = inner.own_impaired.swap(impaired, std::sync::atomic::Ordering::Relaxed);
+    if before != impaired {
+        tracing::warn!(
+            impaired,
+            "the controller's own probes see every load balancer address down: its own network, not \
+             the load balancers; while agents report, it is not counted"
+        );
+    }
+}
+
+/// Every vantage point's say on `target`: the controller's own probes,
+/// then each agent's report (with whether it counts: fresh within
+/// 2 × `periodSeconds`, not impaired, probed it).
+fn ballots<K>(
+    target: &Target<K>,
+    reports: &BTreeMap<String, Report>,
+    own_impaired: bool,
+    now: jiff::Timestamp,
+) -> Vec<Ballot> {
+    let period = target.key.1.period;
+    let mut out = Vec::with_capacity(reports.len() + 1);
+    out.push(Ballot {
+        vantage_point: vantage::CONTROLLER.to_owned(),
+        vote: Vote {
+            state: target.own,
+            since: target.own_since.clone(),
+            last_error: target.last_error.clone(),
+        },
+        standing: if own_impaired && !reports.is_empty() {
+            Standing::Impaired
+        } else {
+            Standing::Counted
+        },
+    });
+    for (name, report) in reports {
+        let vote = report.votes.get(&*target.report_key).cloned();
+        let standing = if !report.is_fresh(period, now) {
+            Standing::Silent
+        } else if report.impaired {
+            Standing::Impaired
+        } else if vote.as_ref().is_none_or(|v| v.state == State::Unknown) {
+            Standing::NotProbed
+        } else {
+            Standing::Counted
+        };
+        out.push(Ballot {
+            vantage_point: name.clone(),
+            vote: vote.unwrap_or(Vote {
+                state: State::Unknown,
+                since: String::new(),
+                last_error: None,
+            }),
+            standing,
+        });
+    }
+    out
+}
+
+/// The quorum's decision on `target` without allocating (the hot path of
+/// [`DataPlane::decide_all`]; [`ballots`] has the same rules).
+fn tally<K>(
+    target: &Target<K>,
+    reports: &BTreeMap<String, Report>,
+    own_impaired: bool,
+    now: jiff::Timestamp,
+) -> Decision {
+    let period = target.key.1.period;
+    let mut counted = 0;
+    let mut down = 0;
+    let mut count = |state: State| {
+        if state != State::Unknown {
+            counted += 1;
+            down += usize::from(state == State::Down);
+        }
+    };
+    if !(own_impaired && !reports.is_empty()) {
+        count(target.own);
+    }
+    for report in reports.values() {
+        if !report.is_fresh(period, now) || report.impaired {
+            continue;
+        }
+        if let Some(vote) = report.votes.get(&*target.report_key) {
+            count(vote.state);
+        }
+    }
+    if counted == 0 {
+        return Decision {
+            state: target.own,
+            counted: 0,
+            down: usize::from(target.own == State::Down),
+        };
+    }
+    let state = if target.key.1.quorum.is_down(down, counted) {
+        State::Down
+    } else {
+        State::Up
+    };
+    Decision { state, counted, down }
+}
+
+/// A hash of what each vantage point says of `target` and whether it
+/// counts (the rules of [`ballots`]), without allocating.
+fn ballots_hash<K>(
+    target: &Target<K>,
+    reports: &BTreeMap<String, Report>,
+    own_impaired: bool,
+    now: jiff::Timestamp,
+) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    target.own.hash(&mut hasher);
+    (own_impaired && !reports.is_empty()).hash(&mut hasher);
+    let period = target.key.1.period;
+    for (name, report) in reports {
+        name.hash(&mut hasher);
+        report.is_fresh(period, now).hash(&mut hasher);
+        report.impaired.hash(&mut hasher);
+        report.votes.get(&*target.report_key).map(|v| v.state).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// Decides `target` again and applies the failover/failback delays; true
+/// when its users should be told (the effective state changed, a pending
+/// change began or ended, or a vantage point's view or standing changed).
+fn apply_decision<K>(
+    inner: &Inner<K>,
+    target: &mut Target<K>,
+    reports: &BTreeMap<String, Report>,
+    own_impaired: bool,
+    now: Instant,
+    wall: jiff::Timestamp,
+) -> bool {
+    let decision = tally(target, reports, own_impaired, wall);
+    let hash = ballots_hash(target, reports, own_impaired, wall);
+    let views_changed = hash != target.ballots_hash && !reports.is_empty();
+    target.ballots_hash = hash;
+    let check = &target.key.1;
+    let observed = target.damped.observed;
+    let before = target.damped.effective;
+    let state = decision.state;
+    target.decision = decision;
+    target.damped.observe(state, now);
+    if state != observed {
+        let delay = target.damped.delay(check.failover_delay, check.failback_delay);
+        target.observed_since = rfc3339_after(wall, Duration::ZERO);
+        target.takes_effect_at = rfc3339_after(wall, delay);
+        if target.damped.pending().is_some() && !delay.is_zero() {
+            tracing::info!(
+                address = %SocketAddr::new(target.key.0, check.spec.port),
+                host = %check.spec.host,
+                probes_say = state.as_str(),
+                state = before.as_str(),
+                delay_seconds = delay.as_secs(),
+                "data-plane probe state changed; takes effect once it held for the failover/failback delay"
+            );
+        }
+    }
+    if target.damped.settle(check.failover_delay, check.failback_delay, now) {
+        target.since = now_rfc3339();
+        tracing::info!(
+            address = %SocketAddr::new(target.key.0, check.spec.port),
+            host = %check.spec.host,
+            from = before.as_str(),
+            to = target.damped.effective.as_str(),
+            error = target.last_error.as_deref().unwrap_or(""),
+            vantage_points_counted = target.decision.counted,
+            saying_down = target.decision.down,
+            "data-plane probe state changed"
+        );
+        inner.metrics.transition(target.damped.effective);
+        return true;
+    }
+    // A change waiting for its delay, or one undone before its delay ran
+    // out: answers stay, status shows the pending state (and each vantage
+    // point's view).
+    state != observed || views_changed
+}
+
 /// Applies one probe result; notifies the users on a state change.
 fn record<K>(inner: &Inner<K>, id: TargetId, result: Result<(), String>, kept: Option<probe::KeptConnection>)
 where
@@ -445,19 +825,14 @@ where
         target.running = false;
         target.kept = kept;
         let check = &target.key.1;
-        let observed = target.damped.observed;
-        let before = target.damped.effective;
-        let mut state = observed;
+        let own = target.own;
+        let mut state = own;
         match result {
             Ok(()) => {
                 target.successes = target.successes.saturating_add(1);
                 target.failures = 0;
                 target.last_error = None;
-                let needed = if observed == State::Down {
-                    check.success_threshold
-                } else {
-                    1
-                };
+                let needed = if own == State::Down { check.success_threshold } else { 1 };
                 if target.successes >= needed {
                     state = State::Up;
                 }
@@ -471,45 +846,43 @@ where
                 target.last_error = Some(error);
             }
         }
-        let now = Instant::now();
-        target.damped.observe(state, now);
-        if state != observed {
-            let delay = target.damped.delay(check.failover_delay, check.failback_delay);
-            let wall = jiff::Timestamp::now();
-            target.observed_since = rfc3339_after(wall, Duration::ZERO);
-            target.takes_effect_at = rfc3339_after(wall, delay);
-            if target.damped.pending().is_some() && !delay.is_zero() {
-                tracing::info!(
-                    address = %SocketAddr::new(target.key.0, check.spec.port),
-                    host = %check.spec.host,
-                    probes_say = state.as_str(),
-                    state = before.as_str(),
-                    delay_seconds = delay.as_secs(),
-                    "data-plane probe state changed; takes effect once it held for the failover/failback delay"
-                );
-            }
+        if state != own {
+            target.own = state;
+            target.own_since = now_rfc3339();
         }
-        if target.damped.settle(check.failover_delay, check.failback_delay, now) {
-            target.since = now_rfc3339();
-            tracing::info!(
-                address = %SocketAddr::new(target.key.0, check.spec.port),
-                host = %check.spec.host,
-                from = before.as_str(),
-                to = target.damped.effective.as_str(),
-                error = target.last_error.as_deref().unwrap_or(""),
-                "data-plane probe state changed"
-            );
-            inner.metrics.transition(target.damped.effective);
-            notify.extend(target.users.iter().cloned());
-        } else if state != observed {
-            // A change waiting for its delay, or one undone before its
-            // delay ran out: answers stay, status shows the pending state.
+        let reports = inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+        let own_impaired = inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed);
+        if apply_decision(
+            inner,
+            target,
+            &reports,
+            own_impaired,
+            Instant::now(),
+            jiff::Timestamp::now(),
+        ) {
             notify.extend(target.users.iter().cloned());
         }
     }
     for user in notify {
         (inner.notify)(user);
     }
+}
+
+/// One vantage point at a glance ([`DataPlane::vantage_points`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VantagePointSummary {
+    /// `controller` or the member the agent runs in.
+    pub name: String,
+    /// Seconds since its report was written (0 for the controller).
+    pub age_seconds: f64,
+    /// Older than 2 × the smallest `periodSeconds` of the targets.
+    pub silent: bool,
+    /// Sees every address Down (its own network).
+    pub impaired: bool,
+    /// Targets it sees Down.
+    pub down: usize,
+    /// Targets it reports on.
+    pub probed: usize,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

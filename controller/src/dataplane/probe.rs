@@ -15,7 +15,7 @@
 //! health check must reach one given address under another name, which a
 //! pooled client with its own resolver cannot promise.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,17 +124,19 @@ impl std::fmt::Debug for KeptConnection {
     }
 }
 
-/// Probes `address` once, reusing (and updating) `kept` for HTTP(S);
+/// Probes `address` once from `source` (None: the kernel's choice of
+/// source address), reusing (and updating) `kept` for HTTP(S);
 /// `prepared` is `Prepared::new(spec)`.
 /// Ok: it passed; Err: one line saying why not.
 pub async fn probe(
     address: SocketAddr,
+    source: Option<IpAddr>,
     spec: &ProbeSpec,
     prepared: &Prepared,
     tls: &ProbeTls,
     kept: &mut Option<KeptConnection>,
 ) -> Result<(), String> {
-    match tokio::time::timeout(spec.timeout, probe_inner(address, spec, prepared, tls, kept)).await {
+    match tokio::time::timeout(spec.timeout, probe_inner(address, source, spec, prepared, tls, kept)).await {
         Ok(result) => result,
         Err(_) => {
             *kept = None; // a hung connection is not kept
@@ -145,6 +147,7 @@ pub async fn probe(
 
 async fn probe_inner(
     address: SocketAddr,
+    source: Option<IpAddr>,
     spec: &ProbeSpec,
     prepared: &Prepared,
     tls: &ProbeTls,
@@ -163,20 +166,35 @@ async fn probe_inner(
     // Boxed: the connect, TLS and handshake states are most of this
     // future's size, and a probe on a kept connection (nearly all of them)
     // should not copy them into every spawned probe.
-    Box::pin(connect_and_probe(address, spec, prepared, tls, kept)).await
+    Box::pin(connect_and_probe(address, source, spec, prepared, tls, kept)).await
 }
 
 /// A new connection to `address`, then (HTTP, HTTPS) one request on it.
 async fn connect_and_probe(
     address: SocketAddr,
+    source: Option<IpAddr>,
     spec: &ProbeSpec,
     prepared: &Prepared,
     tls: &ProbeTls,
     kept: &mut Option<KeptConnection>,
 ) -> Result<(), String> {
-    let stream = TcpStream::connect(address)
-        .await
-        .map_err(|e| format!("connect {address}: {e}"))?;
+    let stream = match source {
+        None => TcpStream::connect(address).await,
+        Some(source) => {
+            // A vantage point probes from its own address (bound with
+            // port 0: the kernel picks the port).
+            let socket = if address.is_ipv4() {
+                tokio::net::TcpSocket::new_v4()
+            } else {
+                tokio::net::TcpSocket::new_v6()
+            };
+            match socket.and_then(|socket| socket.bind(SocketAddr::new(source, 0)).map(|()| socket)) {
+                Ok(socket) => socket.connect(address).await,
+                Err(e) => return Err(format!("bind the probe source {source}: {e}")),
+            }
+        }
+    }
+    .map_err(|e| format!("connect {address}: {e}"))?;
     match spec.protocol {
         ProbeProtocol::Tcp => Ok(()),
         ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec, prepared, kept).await,

@@ -58,6 +58,9 @@ impl Settings {
 pub struct Member {
     /// MemberCluster name.
     pub name: String,
+    /// A client of the member's API server (the controller's credentials
+    /// there).
+    pub client: kube::Client,
     /// Its Services: what fedns reads of each.
     pub services: Arc<FactCache<ServiceFacts>>,
     /// Its Ingresses: what fedns reads of each.

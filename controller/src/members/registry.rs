@@ -410,6 +410,7 @@ impl Registry {
         });
         let member = Arc::new(Member {
             name: name.clone(),
+            client: client.clone(),
             services,
             ingresses,
             nodes,
@@ -506,6 +507,36 @@ impl Registry {
             .await
         {
             tracing::warn!(member = %cluster.name_any(), error = %e, "cannot write MemberCluster status");
+        }
+    }
+
+    /// An Event on member `name`'s object (its MemberCluster in the
+    /// controller's namespace, or the engine's Cluster or KubeFedCluster),
+    /// with `action`; only from the leader.
+    pub async fn member_event(&self, name: &str, kind: EventType, reason: &str, action: &str, message: &str) {
+        if !self.is_leader() {
+            return;
+        }
+        let target = self
+            .engine_clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .map(|e| e.event_target.clone());
+        match target {
+            Some(Some((recorder, object))) => self.publish(&recorder, &object, kind, reason, action, message).await,
+            Some(None) => {}
+            None => {
+                let object = ObjectReference {
+                    api_version: Some(MemberCluster::api_version(&()).into_owned()),
+                    kind: Some(MemberCluster::kind(&()).into_owned()),
+                    name: Some(name.to_owned()),
+                    namespace: Some(self.namespace.clone()),
+                    ..ObjectReference::default()
+                };
+                self.publish(&self.recorder, &object, kind, reason, action, message)
+                    .await
+            }
         }
     }
 

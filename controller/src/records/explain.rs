@@ -568,6 +568,29 @@ pub fn render(explanation: &Explanation) -> String {
                     address.pending_effective_at.as_deref().unwrap_or("?")
                 );
             }
+            if let Some(quorum) = &address.quorum {
+                let _ = writeln!(out, "  {:<20}        quorum {quorum}", "");
+            }
+            for vantage in &address.vantage_points {
+                let _ = writeln!(
+                    out,
+                    "  {:<20}        vantage point {:<12} {}{}{} ({})",
+                    "",
+                    vantage.name,
+                    vantage.state,
+                    vantage
+                        .since
+                        .as_deref()
+                        .map(|s| format!(" since {s}"))
+                        .unwrap_or_default(),
+                    vantage
+                        .last_error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default(),
+                    vantage.standing
+                );
+            }
         }
     }
     out

@@ -110,6 +110,7 @@ pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &s
         success_threshold: u32::try_from(spec.success_threshold.max(1)).unwrap_or(1),
         failover_delay: delay(spec.failover_delay_seconds),
         failback_delay: delay(spec.failback_delay_seconds),
+        quorum: spec.quorum.unwrap_or_default(),
     })
 }
 
@@ -269,6 +270,28 @@ pub(super) fn select<T: Shard>(
                             .as_ref()
                             .and_then(|s| s.pending.as_ref())
                             .map(|(_, _, at)| at.clone()),
+                        vantage_points: state
+                            .as_ref()
+                            .filter(|s| s.vantage_points.len() > 1)
+                            .map(|s| {
+                                s.vantage_points
+                                    .iter()
+                                    .map(|b| fedns_api::VantagePointHealth {
+                                        name: b.vantage_point.clone(),
+                                        state: b.vote.state.as_str().to_owned(),
+                                        since: Some(b.vote.since.clone()).filter(|s| !s.is_empty()),
+                                        last_error: b.vote.last_error.clone(),
+                                        standing: b.standing.as_str().to_owned(),
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        quorum: state.as_ref().filter(|s| s.vantage_points.len() > 1).map(|s| {
+                            format!(
+                                "{}: {} of {} vantage points counted say Down",
+                                s.quorum, s.decision.down, s.decision.counted
+                            )
+                        }),
                         last_error: state.and_then(|s| s.last_error),
                     });
                 }

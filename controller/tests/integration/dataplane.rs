@@ -28,6 +28,7 @@ fn check(protocol: ProbeProtocol, port: u16, host: &str) -> Check {
         success_threshold: 2,
         failover_delay: Duration::ZERO,
         failback_delay: Duration::ZERO,
+        quorum: fedns_api::Quorum::Majority,
     }
 }
 

@@ -20,3 +20,4 @@ mod member_sources_fleet;
 mod replicas;
 mod routing_e2e;
 mod sandbox_e2e;
+mod vantage;

@@ -950,3 +950,146 @@ async fn the_sandbox_zone_loads_in_a_secondary() {
     assert!(text.contains("has no address records"), "{text}");
     drop(running);
 }
+
+/// The status of the sandbox's ServiceDNSRecord `nginx`: its probes.
+async fn nginx_probes(host: &kube::Client) -> Vec<fedns_api::AddressHealth> {
+    let records: Api<fedns_api::ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    records
+        .get("nginx")
+        .await
+        .ok()
+        .and_then(|r| r.status)
+        .map(|s| s.probes)
+        .unwrap_or_default()
+}
+
+/// Health from several vantage points (issue 29), as the README tours it:
+/// each member runs an agent; `isolate us-west-2` cuts only the
+/// controller's path to its load balancer, so it stays (three of four
+/// vantage points reach it) and explain shows the disagreement;
+/// `break-lb` still takes it out within periodSeconds × failureThreshold
+/// + 1 s; an agent that stops reporting is not counted and gets an Event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn isolate_keeps_a_member_that_the_agents_reach() {
+    let (args, port) = args(None);
+    let mut running = sandbox::start(&args).await.unwrap();
+    let state_dir = args.state_dir.clone();
+    eventually("the sandbox answers the global name", || {
+        dig(port, GLOBAL, "A", false) == ALL
+    })
+    .await;
+    let host = client_of(&running.federation.host).await;
+    // Every agent reports on every load balancer: four vantage points.
+    let started = Instant::now();
+    loop {
+        let probes = nginx_probes(&host).await;
+        let counted = |p: &fedns_api::AddressHealth| {
+            p.vantage_points.len() == 4 && p.vantage_points.iter().all(|v| v.standing == "counted")
+        };
+        if probes.len() == 3 && probes.iter().all(counted) {
+            println!(
+                "4 vantage points counted on every address after {:?}",
+                started.elapsed()
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "agents not counted: {probes:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    sandbox::control(&state_dir, "isolate", "us-west-2").await.unwrap();
+    let started = Instant::now();
+    loop {
+        assert_eq!(
+            dig(port, GLOBAL, "A", false),
+            ALL,
+            "us-west-2 stays while the agents reach it"
+        );
+        let probes = nginx_probes(&host).await;
+        let west = probes.iter().find(|p| p.address == WEST);
+        let controller_down = west.is_some_and(|p| {
+            p.vantage_points
+                .iter()
+                .any(|v| v.name == "controller" && v.state == "Down")
+        });
+        if controller_down && started.elapsed() > Duration::from_secs(4) {
+            let west = west.unwrap();
+            assert_eq!(west.state, "Up");
+            assert!(
+                west.quorum.as_deref().unwrap_or("").starts_with("Majority: 1 of 4"),
+                "{west:?}"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the controller never saw it down: {probes:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("isolated: the controller sees us-west-2 down, the agents up; it stays in DNS");
+    let explain = std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args(["explain", GLOBAL, "--kubeconfig"])
+        .arg(state_dir.join("host.kubeconfig"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(explain.status.success(), "{}", String::from_utf8_lossy(&explain.stderr));
+    assert!(
+        text.lines()
+            .any(|l| l.contains("vantage point controller") && l.contains("Down")),
+        "{text}"
+    );
+    assert!(
+        text.contains("vantage point us-east-1") && text.contains("quorum Majority"),
+        "{text}"
+    );
+
+    // break-lb: every vantage point sees it down: out.
+    let target = Duration::from_secs(3);
+    sandbox::control(&state_dir, "break-lb", "us-west-2").await.unwrap();
+    let took = eventually("us-west-2 leaves after `break-lb`", || {
+        dig(port, GLOBAL, "A", false) == [EAST, EU]
+    })
+    .await;
+    println!(
+        "out after `break-lb` with four vantage points: {took:?} (target {target:?}: {})",
+        if took <= target { "met" } else { "missed" }
+    );
+    sandbox::control(&state_dir, "fix-lb", "us-west-2").await.unwrap();
+    sandbox::control(&state_dir, "heal", "us-west-2").await.unwrap();
+    eventually("us-west-2 returns", || dig(port, GLOBAL, "A", false) == ALL).await;
+
+    // eu-west-1's agent stops: silent, not counted, a Warning Event.
+    drop(running.agents.remove(2));
+    let started = Instant::now();
+    loop {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(host.clone(), "fedns-system");
+        let list = events.list(&Default::default()).await.unwrap();
+        let found = list.items.iter().any(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("eu-west-1")
+                && e.reason.as_deref() == Some("VantagePointSilent")
+                && e.type_.as_deref() == Some("Warning")
+        });
+        let probes = nginx_probes(&host).await;
+        let silent = probes.iter().all(|p| {
+            p.vantage_points
+                .iter()
+                .any(|v| v.name == "eu-west-1" && v.standing.starts_with("silent"))
+        });
+        if found && silent && probes.len() == 3 {
+            println!("eu-west-1's agent silent and reported after {:?}", started.elapsed());
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no VantagePointSilent: {probes:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(dig(port, GLOBAL, "A", false), ALL);
+    running.shutdown().await;
+}

@@ -1,0 +1,221 @@
+//! `fedns agent`: a vantage point inside a member cluster (issue 29).
+//!
+//! It learns what to probe from ConfigMap `fedns-probe-targets` in its
+//! namespace (the controller writes it over its member connection), probes
+//! every target with the controller's own prober (same thresholds; no
+//! failover/failback delays, which apply once, to the quorum's decision),
+//! and writes what it sees to ConfigMap `fedns-probe-report` there: at
+//! once when a target changes state, else every `periodSeconds` (the
+//! smallest of its targets') as a heartbeat. The controller reads the
+//! report through the same member connection. The agent needs the member's
+//! API server only, with a Role on two ConfigMaps (deploy/agent/).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::Client;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::AgentArgs;
+use crate::dataplane::vantage::{self, TargetList};
+use crate::dataplane::{DataPlane, ProbeMetrics, ProbeTls};
+
+/// The heartbeat when there is no target yet.
+const IDLE_HEARTBEAT: Duration = Duration::from_secs(5);
+/// State changes that come together are written together: one write at
+/// most this often.
+const COALESCE: Duration = Duration::from_millis(100);
+
+/// Runs `fedns agent` until SIGTERM or Ctrl-C.
+///
+/// # Errors
+/// No client for the member, the prober cannot start, or the metrics
+/// address cannot be bound.
+pub async fn run(args: &AgentArgs) -> anyhow::Result<()> {
+    let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
+    let namespace = args
+        .namespace
+        .clone()
+        .or_else(|| std::env::var("POD_NAMESPACE").ok().filter(|n| !n.is_empty()))
+        .unwrap_or_else(|| "fedns-system".to_owned());
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = ProbeMetrics::new(&mut registry);
+    let state = crate::http::HttpState::new(registry);
+    let agent = Agent::start(
+        client,
+        namespace.clone(),
+        args.source_address,
+        usize::from(args.probe_concurrency),
+        metrics,
+    )
+    .context("starting the prober")?;
+    if let Some(addr) = args.metrics_addr {
+        crate::http::serve(addr, state.clone())
+            .await
+            .with_context(|| format!("binding the HTTP endpoint {addr}"))?;
+    }
+    state.set_ready(true);
+    tracing::info!(namespace = %namespace, source = ?args.source_address, "fedns agent running");
+    crate::http::shutdown_signal().await;
+    tracing::info!("shutting down");
+    drop(agent);
+    Ok(())
+}
+
+/// A running agent; dropping it stops it.
+pub struct Agent {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Agent {
+    /// Starts an agent against the member `client`, with its ConfigMaps in
+    /// `namespace` and probes from `source`; at most `concurrency` probes
+    /// at once. Runs on the current tokio runtime (the probes on a thread
+    /// of their own, as the controller's).
+    ///
+    /// # Errors
+    /// The prober's thread or runtime cannot start.
+    pub fn start(
+        client: Client,
+        namespace: String,
+        source: Option<IpAddr>,
+        concurrency: usize,
+        metrics: ProbeMetrics,
+    ) -> anyhow::Result<Agent> {
+        let changed = Arc::new(Notify::new());
+        let tls = ProbeTls::new(&[]).map_err(|e| anyhow::anyhow!("probe TLS: {e}"))?;
+        let plane: DataPlane<u8> = {
+            let changed = changed.clone();
+            DataPlane::start_from(source, tls, concurrency, metrics, move |_| changed.notify_one())
+                .context("starting the prober")?
+        };
+        let api: Api<ConfigMap> = Api::namespaced(client, &namespace);
+        let targets = tokio::spawn(watch_targets(plane.clone(), api.clone(), changed.clone()));
+        let reports = tokio::spawn(write_reports(plane, api, source, changed));
+        Ok(Agent {
+            tasks: vec![targets, reports],
+        })
+    }
+}
+
+/// Follows ConfigMap `fedns-probe-targets`: every version replaces what is
+/// probed; deleted, nothing is.
+async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, changed: Arc<Notify>) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", vantage::TARGETS_CONFIGMAP));
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let mut last_error: Option<String> = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(watcher::Event::Apply(config_map) | watcher::Event::InitApply(config_map)) => {
+                let json = config_map
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(vantage::TARGETS_KEY))
+                    .map_or("", String::as_str);
+                match serde_json::from_str::<TargetList>(json) {
+                    Ok(list) => {
+                        tracing::info!(targets = list.targets.len(), "probe targets from the controller");
+                        plane.want(&0, list.targets.iter().map(|t| (t.address, t.check())));
+                        last_error = None;
+                    }
+                    Err(e) => {
+                        let e = format!("{}/{}: {e}", vantage::TARGETS_CONFIGMAP, vantage::TARGETS_KEY);
+                        if last_error.as_ref() != Some(&e) {
+                            tracing::warn!(error = %e, "cannot read the probe targets; keeping the last ones");
+                        }
+                        last_error = Some(e);
+                    }
+                }
+                changed.notify_one();
+            }
+            Ok(watcher::Event::Delete(_)) => {
+                tracing::info!("the probe targets were deleted; probing nothing");
+                plane.forget(&0);
+                changed.notify_one();
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+            Err(e) => {
+                let e = e.to_string();
+                if last_error.as_ref() != Some(&e) {
+                    tracing::warn!(error = %e, "watching the probe targets; retrying");
+                }
+                last_error = Some(e);
+            }
+        }
+    }
+}
+
+/// Writes the report at once after a change (at most every [`COALESCE`]),
+/// else every smallest `periodSeconds` of the targets.
+async fn write_reports(plane: DataPlane<u8>, api: Api<ConfigMap>, source: Option<IpAddr>, changed: Arc<Notify>) {
+    let mut last_error: Option<String> = None;
+    let mut last_write = Instant::now().checked_sub(IDLE_HEARTBEAT).unwrap_or_else(Instant::now);
+    loop {
+        let heartbeat = plane.smallest_period().unwrap_or(IDLE_HEARTBEAT);
+        let due = last_write + heartbeat;
+        tokio::select! {
+            () = changed.notified() => {
+                tokio::time::sleep(COALESCE.saturating_sub(last_write.elapsed())).await;
+            }
+            () = tokio::time::sleep_until(tokio::time::Instant::from_std(due)) => {}
+        }
+        let report = plane.own_report(source);
+        let json = match serde_json::to_string(&report) {
+            Ok(json) => json,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot encode the report");
+                continue;
+            }
+        };
+        let config_map = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(vantage::REPORT_CONFIGMAP.into()),
+                labels: Some(BTreeMap::from([(
+                    "app.kubernetes.io/managed-by".to_owned(),
+                    "fedns-agent".to_owned(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([(vantage::REPORT_KEY.to_owned(), json)])),
+            ..ConfigMap::default()
+        };
+        last_write = Instant::now();
+        match api
+            .patch(
+                vantage::REPORT_CONFIGMAP,
+                &PatchParams::apply("fedns-agent").force(),
+                &Patch::Apply(&config_map),
+            )
+            .await
+        {
+            Ok(_) => {
+                if last_error.take().is_some() {
+                    tracing::info!("report written again");
+                }
+            }
+            Err(e) => {
+                let e = e.to_string();
+                if last_error.as_ref() != Some(&e) {
+                    tracing::warn!(error = %e, "cannot write the report; retrying at the next heartbeat");
+                }
+                last_error = Some(e);
+            }
+        }
+    }
+}

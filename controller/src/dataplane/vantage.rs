@@ -1,0 +1,493 @@
+//! Vantage points: health decided from several places (issue 29).
+//!
+//! The controller probes every load balancer address itself (one vantage
+//! point). A `fedns agent` in a member cluster probes the same addresses
+//! from there (one more each) and reports what it sees. An address is Down
+//! when the record's `healthCheck.quorum` of the vantage points counted say
+//! so; counted are the controller and every agent whose report is fresh
+//! (written within 2 × `periodSeconds`) and that is not impaired.
+//!
+//! * **Silent:** an agent whose last report is older than 2 × the check's
+//!   `periodSeconds` is not counted (and is reported: explain, metrics,
+//!   an Event).
+//! * **Impaired:** a vantage point that sees every address it probes Down
+//!   (at least [`IMPAIRED_MIN_ADDRESSES`] distinct addresses) is taken to
+//!   have lost its own network rather than every load balancer at once,
+//!   and is not counted; the controller included, as long as another
+//!   vantage point is. This is how a vantage point's own failure is told
+//!   apart from a target's.
+//! * **No agent** (none reports): the controller alone decides, exactly as
+//!   before vantage points existed.
+//!
+//! The formats the controller and the agents exchange through ConfigMaps in
+//! each member (see docs/vantage-points.md) are here too: [`TargetList`]
+//! (controller → agents) and [`ReportDoc`] (agent → controller).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use fedns_api::{ProbeProtocol, Quorum};
+use serde::{Deserialize, Serialize};
+
+use super::{Check, ProbeSpec, State};
+
+/// The controller's own vantage point's name.
+pub const CONTROLLER: &str = "controller";
+
+/// Distinct addresses a vantage point must see all Down to count as
+/// impaired (with one address, all Down is just that address down).
+pub const IMPAIRED_MIN_ADDRESSES: usize = 2;
+
+/// ConfigMap (in each member's agent namespace) listing what to probe:
+/// data key [`TARGETS_KEY`], a [`TargetList`] in JSON. Written by the
+/// controller.
+pub const TARGETS_CONFIGMAP: &str = "fedns-probe-targets";
+/// The data key of [`TARGETS_CONFIGMAP`].
+pub const TARGETS_KEY: &str = "targets.json";
+/// ConfigMap (same namespace) holding the agent's [`ReportDoc`] under
+/// [`REPORT_KEY`]. Written by the agent, read by the controller.
+pub const REPORT_CONFIGMAP: &str = "fedns-probe-report";
+/// The data key of [`REPORT_CONFIGMAP`].
+pub const REPORT_KEY: &str = "report.json";
+
+/// The stable id of a target (address and check) both sides use:
+/// `PROTOCOL address port path host period`, e.g.
+/// `HTTP 127.0.10.1 8080 /healthz www.example.com 5000ms`.
+pub fn target_id(address: IpAddr, check: &Check) -> String {
+    let protocol = match check.spec.protocol {
+        ProbeProtocol::Tcp => "TCP",
+        ProbeProtocol::Http => "HTTP",
+        ProbeProtocol::Https => "HTTPS",
+    };
+    format!(
+        "{protocol} {address} {} {} {} {}ms",
+        check.spec.port,
+        check.spec.path,
+        check.spec.host,
+        check.period.as_millis()
+    )
+}
+
+/// The key of target `id` in a report: the first 8 octets of its SHA-256
+/// in hex (16 characters), so a report of 10,000 targets stays well
+/// inside a ConfigMap's 1 MiB.
+pub fn report_key(id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the agents probe: every target the controller probes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetList {
+    /// The targets, by [`target_id`] order.
+    pub targets: Vec<TargetSpec>,
+}
+
+/// One target as agents read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetSpec {
+    /// [`target_id`].
+    pub id: String,
+    /// The load balancer address.
+    pub address: IpAddr,
+    /// `TCP`, `HTTP` or `HTTPS`.
+    pub protocol: ProbeProtocol,
+    /// Port.
+    pub port: u16,
+    /// HTTP path.
+    pub path: String,
+    /// Host header and TLS SNI.
+    pub host: String,
+    /// Accepted HTTP statuses, inclusive ranges.
+    pub statuses: Vec<(u16, u16)>,
+    /// Milliseconds a probe may take.
+    pub timeout_ms: u64,
+    /// Accept any certificate.
+    #[serde(default)]
+    pub insecure: bool,
+    /// Milliseconds between probes (`periodSeconds` × 1000).
+    pub period_ms: u64,
+    /// Consecutive failures that make the address Down.
+    pub failure_threshold: u32,
+    /// Consecutive successes that make it Up again.
+    pub success_threshold: u32,
+}
+
+impl TargetSpec {
+    /// The spec of `address` under `check`.
+    pub fn of(address: IpAddr, check: &Check) -> TargetSpec {
+        TargetSpec {
+            id: target_id(address, check),
+            address,
+            protocol: check.spec.protocol,
+            port: check.spec.port,
+            path: check.spec.path.clone(),
+            host: check.spec.host.clone(),
+            statuses: check.spec.statuses.clone(),
+            timeout_ms: u64::try_from(check.spec.timeout.as_millis()).unwrap_or(u64::MAX).max(1),
+            insecure: check.spec.insecure,
+            period_ms: u64::try_from(check.period.as_millis()).unwrap_or(u64::MAX).max(1),
+            failure_threshold: check.failure_threshold,
+            success_threshold: check.success_threshold,
+        }
+    }
+
+    /// The check an agent runs: the controller's, without delays (those
+    /// apply once, to the quorum's decision) or quorum.
+    pub fn check(&self) -> Check {
+        Check {
+            spec: ProbeSpec {
+                protocol: self.protocol,
+                port: self.port,
+                path: self.path.clone(),
+                host: self.host.clone(),
+                statuses: self.statuses.clone(),
+                timeout: Duration::from_millis(self.timeout_ms.max(1)),
+                insecure: self.insecure,
+            },
+            period: Duration::from_millis(self.period_ms.max(1)),
+            failure_threshold: self.failure_threshold.max(1),
+            success_threshold: self.success_threshold.max(1),
+            failover_delay: Duration::ZERO,
+            failback_delay: Duration::ZERO,
+            quorum: Quorum::Majority,
+        }
+    }
+}
+
+/// An agent's report: what it sees of each target.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportDoc {
+    /// When the agent wrote it (RFC 3339, its clock). Rewritten at least
+    /// every `periodSeconds` (the smallest of its targets'), changed or not.
+    pub reported_at: String,
+    /// The agent's own source address for probes, for explain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// By [`report_key`] of the [`target_id`].
+    pub targets: BTreeMap<String, VoteDoc>,
+}
+
+/// One target in a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteDoc {
+    /// The address probed (to tell an impaired agent: every address down).
+    pub address: IpAddr,
+    /// `Up`, `Down` or `Unknown` (after the thresholds).
+    pub state: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// The last failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// What one vantage point says of one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vote {
+    /// After the thresholds.
+    pub state: State,
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// The last failure.
+    pub last_error: Option<String>,
+}
+
+/// An agent's report as the controller holds it.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// When the agent wrote it.
+    pub reported_at: jiff::Timestamp,
+    /// The agent's probe source address.
+    pub source: Option<String>,
+    /// By [`report_key`].
+    pub votes: HashMap<String, Vote>,
+    /// It sees every one of at least [`IMPAIRED_MIN_ADDRESSES`] addresses Down.
+    pub impaired: bool,
+}
+
+impl Report {
+    /// Reads an agent's report.
+    ///
+    /// # Errors
+    /// Not JSON of a [`ReportDoc`], or `reportedAt` is not RFC 3339.
+    pub fn parse(json: &str) -> Result<Report, String> {
+        let doc: ReportDoc = serde_json::from_str(json).map_err(|e| format!("{REPORT_KEY}: {e}"))?;
+        let reported_at: jiff::Timestamp = doc
+            .reported_at
+            .parse()
+            .map_err(|e| format!("{REPORT_KEY}: reportedAt {:?}: {e}", doc.reported_at))?;
+        let mut addresses: Vec<(IpAddr, State)> = Vec::new();
+        let votes: HashMap<String, Vote> = doc
+            .targets
+            .into_iter()
+            .map(|(id, vote)| {
+                let state = match vote.state.as_str() {
+                    "Up" => State::Up,
+                    "Down" => State::Down,
+                    _ => State::Unknown,
+                };
+                (
+                    id,
+                    (
+                        vote.address,
+                        Vote {
+                            state,
+                            since: vote.since,
+                            last_error: vote.last_error,
+                        },
+                    ),
+                )
+            })
+            .collect::<HashMap<String, (IpAddr, Vote)>>()
+            .into_iter()
+            .map(|(id, (address, vote))| {
+                addresses.push((address, vote.state));
+                (id, vote)
+            })
+            .collect();
+        let impaired = is_impaired(addresses.into_iter());
+        Ok(Report {
+            reported_at,
+            source: doc.source,
+            votes,
+            impaired,
+        })
+    }
+
+    /// Whether it counts for a check of `period` at `now`: written within
+    /// 2 × `period`.
+    pub fn is_fresh(&self, period: Duration, now: jiff::Timestamp) -> bool {
+        let age = now.duration_since(self.reported_at);
+        age <= jiff::SignedDuration::try_from(period * 2).unwrap_or(jiff::SignedDuration::MAX)
+    }
+
+    /// Seconds since it was written at `now` (0 for a clock ahead).
+    pub fn age(&self, now: jiff::Timestamp) -> f64 {
+        now.duration_since(self.reported_at).as_secs_f64().max(0.0)
+    }
+}
+
+/// Whether `states` (address, state) show a vantage point that lost its
+/// own network: every one of at least [`IMPAIRED_MIN_ADDRESSES`] distinct
+/// addresses Down.
+pub fn is_impaired(states: impl Iterator<Item = (IpAddr, State)>) -> bool {
+    let mut addresses = std::collections::HashSet::new();
+    for (address, state) in states {
+        if state != State::Down {
+            return false;
+        }
+        addresses.insert(address);
+    }
+    addresses.len() >= IMPAIRED_MIN_ADDRESSES
+}
+
+/// Why a vantage point is or is not counted for one target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Its vote counts.
+    Counted,
+    /// Its report is older than 2 × `periodSeconds`.
+    Silent,
+    /// It sees every address Down: its own network, not the targets.
+    Impaired,
+    /// It has not probed this target yet (or does not list it).
+    NotProbed,
+}
+
+impl Standing {
+    /// `counted`, `silent`, `impaired`, `not probed yet`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standing::Counted => "counted",
+            Standing::Silent => "silent (no report within 2 × periodSeconds)",
+            Standing::Impaired => "impaired (sees every address down: its own network)",
+            Standing::NotProbed => "not probed yet",
+        }
+    }
+}
+
+/// One vantage point's say on one target, with its standing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ballot {
+    /// `controller` or the member the agent runs in.
+    pub vantage_point: String,
+    /// What it says (Unknown when it has not probed).
+    pub vote: Vote,
+    /// Whether it counts.
+    pub standing: Standing,
+}
+
+/// The quorum's decision on one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The state the quorum decided (before failover/failback delays).
+    pub state: State,
+    /// Vantage points counted, and how many of them say Down.
+    pub counted: usize,
+    /// Of `counted`, saying Down.
+    pub down: usize,
+}
+
+/// Decides a target from its `ballots` under `quorum`.
+///
+/// * No ballot counted: the controller's own vote (`own`) alone, as
+///   before vantage points (it may be impaired: with nobody else, it is
+///   still all there is).
+/// * Else Down when `quorum.is_down(down, counted)`; Up when any counted
+///   vote is Up and the quorum does not say Down; Unknown when every
+///   counted vote is Unknown.
+pub fn decide(own: State, ballots: &[Ballot], quorum: Quorum) -> Decision {
+    let counted: Vec<&Ballot> = ballots
+        .iter()
+        .filter(|b| b.standing == Standing::Counted && b.vote.state != State::Unknown)
+        .collect();
+    if counted.is_empty() {
+        return Decision {
+            state: own,
+            counted: 0,
+            down: usize::from(own == State::Down),
+        };
+    }
+    let down = counted.iter().filter(|b| b.vote.state == State::Down).count();
+    let state = if quorum.is_down(down, counted.len()) {
+        State::Down
+    } else {
+        State::Up
+    };
+    Decision {
+        state,
+        counted: counted.len(),
+        down,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ballot(name: &str, state: State, standing: Standing) -> Ballot {
+        Ballot {
+            vantage_point: name.into(),
+            vote: Vote {
+                state,
+                since: String::new(),
+                last_error: None,
+            },
+            standing,
+        }
+    }
+
+    #[test]
+    fn one_vantage_point_cut_off_stays_and_a_majority_takes_it_out() {
+        use Standing::Counted;
+        let one_cut = [
+            ballot(CONTROLLER, State::Down, Counted),
+            ballot("us-east-1", State::Up, Counted),
+            ballot("eu-west-1", State::Up, Counted),
+        ];
+        assert_eq!(decide(State::Down, &one_cut, Quorum::Majority).state, State::Up);
+        assert_eq!(decide(State::Down, &one_cut, Quorum::All).state, State::Down);
+        assert_eq!(decide(State::Down, &one_cut, Quorum::Any).state, State::Up);
+        let two_cut = [
+            ballot(CONTROLLER, State::Down, Counted),
+            ballot("us-east-1", State::Down, Counted),
+            ballot("eu-west-1", State::Up, Counted),
+        ];
+        let decision = decide(State::Down, &two_cut, Quorum::Majority);
+        assert_eq!((decision.state, decision.counted, decision.down), (State::Down, 3, 2));
+        assert_eq!(decide(State::Down, &two_cut, Quorum::AtLeast(3)).state, State::Up);
+    }
+
+    #[test]
+    fn silent_and_impaired_vantage_points_are_not_counted() {
+        let ballots = [
+            ballot(CONTROLLER, State::Up, Standing::Counted),
+            ballot("us-east-1", State::Down, Standing::Silent),
+            ballot("eu-west-1", State::Down, Standing::Impaired),
+        ];
+        let decision = decide(State::Up, &ballots, Quorum::Majority);
+        assert_eq!((decision.state, decision.counted), (State::Up, 1));
+    }
+
+    #[test]
+    fn without_agents_the_controller_decides_as_before() {
+        for own in [State::Unknown, State::Up, State::Down] {
+            let ballots = [ballot(CONTROLLER, own, Standing::Counted)];
+            for quorum in [Quorum::Majority, Quorum::Any, Quorum::All, Quorum::AtLeast(2)] {
+                assert_eq!(decide(own, &ballots, quorum).state, own, "{own:?} {quorum}");
+            }
+        }
+        // The controller impaired and nobody else: still its own word.
+        let ballots = [ballot(CONTROLLER, State::Down, Standing::Impaired)];
+        assert_eq!(decide(State::Down, &ballots, Quorum::Majority).state, State::Down);
+    }
+
+    #[test]
+    fn reports_parse_and_tell_an_impaired_agent() {
+        let json = r#"{"reportedAt":"2026-11-25T20:00:00Z","targets":{
+            "k1":{"address":"127.0.10.1","state":"Down","since":"2026-11-25T19:59:00Z","lastError":"refused"},
+            "k2":{"address":"127.0.10.2","state":"Down","since":"2026-11-25T19:59:00Z"}}}"#;
+        let report = Report::parse(json).unwrap();
+        assert!(report.impaired, "every address down");
+        assert_eq!(report.votes.len(), 2);
+        let now: jiff::Timestamp = "2026-11-25T20:00:01.5Z".parse().unwrap();
+        assert!(report.is_fresh(Duration::from_secs(1), now));
+        assert!(!report.is_fresh(Duration::from_secs(1), now + jiff::SignedDuration::from_secs(1)));
+        let one_down = r#"{"reportedAt":"2026-11-25T20:00:00Z","targets":{
+            "k1":{"address":"127.0.10.1","state":"Down","since":"x"},
+            "k2":{"address":"127.0.10.2","state":"Up","since":"x"}}}"#;
+        assert!(!Report::parse(one_down).unwrap().impaired);
+        assert!(Report::parse("{").unwrap_err().contains(REPORT_KEY));
+        assert!(Report::parse(r#"{"reportedAt":"yesterday","targets":{}}"#)
+            .unwrap_err()
+            .contains("reportedAt"));
+    }
+
+    #[test]
+    fn target_specs_round_trip_to_the_agents_check() {
+        let check = Check {
+            spec: ProbeSpec {
+                protocol: ProbeProtocol::Http,
+                port: 8080,
+                path: "/healthz".into(),
+                host: "www.example.com".into(),
+                statuses: vec![(200, 399)],
+                timeout: Duration::from_secs(2),
+                insecure: false,
+            },
+            period: Duration::from_secs(5),
+            failure_threshold: 3,
+            success_threshold: 2,
+            failover_delay: Duration::from_secs(9),
+            failback_delay: Duration::from_secs(9),
+            quorum: Quorum::All,
+        };
+        let address: IpAddr = "127.0.10.1".parse().unwrap();
+        let spec = TargetSpec::of(address, &check);
+        assert_eq!(spec.id, "HTTP 127.0.10.1 8080 /healthz www.example.com 5000ms");
+        let json = serde_json::to_string(&TargetList {
+            targets: vec![spec.clone()],
+        })
+        .unwrap();
+        let back: TargetList = serde_json::from_str(&json).unwrap();
+        let agent = back.targets[0].check();
+        assert_eq!(agent.spec, check.spec);
+        assert_eq!(
+            (agent.failover_delay, agent.failback_delay),
+            (Duration::ZERO, Duration::ZERO)
+        );
+        assert_eq!(target_id(address, &agent), spec.id);
+        assert_eq!(report_key(&spec.id).len(), 16);
+        assert_ne!(
+            report_key(&spec.id),
+            report_key("HTTP 127.0.10.2 8080 /healthz www.example.com 5000ms")
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! The controller's side of vantage points (issue 29): tells the `fedns
+//! agent` in each member what to probe and takes its reports, over the
+//! member connection the controller already has. No new network path, and
+//! no host credentials in the members: the agent reads and writes
+//! ConfigMaps in its own namespace of its own cluster only.
+//!
+//! * Every second, the target list ([`vantage::TargetList`]) is written to
+//!   ConfigMap [`vantage::TARGETS_CONFIGMAP`] of each member whose copy
+//!   differs (server-side apply; an unreachable member is retried the next
+//!   second).
+//! * Each member's report ConfigMap [`vantage::REPORT_CONFIGMAP`] is
+//!   watched; a new report is handed to the prober at once
+//!   ([`DataPlane::set_report`]), which decides the targets again.
+//! * Every second the prober decides again anyway, so a report that went
+//!   silent stops counting without waiting for a probe; a vantage point
+//!   turning silent or impaired (and back) is logged, gets an Event on its
+//!   member, and shows in the `fedns_vantage_point_*` metrics.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use kube::runtime::events::EventType;
+use kube::runtime::{watcher, WatchStreamExt};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry as MetricsRegistry;
+use tokio::task::JoinHandle;
+
+use crate::dataplane::vantage::{self, Report};
+use crate::dataplane::DataPlane;
+use crate::members::Registry;
+use crate::records::queue::RecordKey;
+
+/// How often targets are written and silence is checked.
+const TICK: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VantageLabel {
+    vantage_point: String,
+}
+
+/// `fedns_vantage_point_*` metrics, by vantage point.
+#[derive(Debug, Clone, Default)]
+pub struct VantageMetrics {
+    age: Family<VantageLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    silent: Family<VantageLabel, Gauge>,
+    impaired: Family<VantageLabel, Gauge>,
+    down: Family<VantageLabel, Gauge>,
+    probed: Family<VantageLabel, Gauge>,
+}
+
+impl VantageMetrics {
+    /// Creates the metrics and registers them in `registry`.
+    pub fn new(registry: &mut MetricsRegistry) -> VantageMetrics {
+        let metrics = VantageMetrics::default();
+        registry.register(
+            "fedns_vantage_point_report_age_seconds",
+            "Seconds since the vantage point's last report (0 for the controller)",
+            metrics.age.clone(),
+        );
+        registry.register(
+            "fedns_vantage_point_silent",
+            "1 when the vantage point's report is older than 2 x periodSeconds: it is not counted",
+            metrics.silent.clone(),
+        );
+        registry.register(
+            "fedns_vantage_point_impaired",
+            "1 when the vantage point sees every address down (its own network): it is not counted",
+            metrics.impaired.clone(),
+        );
+        registry.register(
+            "fedns_vantage_point_down_targets",
+            "Load balancer addresses the vantage point sees down",
+            metrics.down.clone(),
+        );
+        registry.register(
+            "fedns_vantage_point_targets",
+            "Load balancer addresses the vantage point reports on",
+            metrics.probed.clone(),
+        );
+        metrics
+    }
+
+    fn set(&self, summary: &crate::dataplane::VantagePointSummary) {
+        let label = VantageLabel {
+            vantage_point: summary.name.clone(),
+        };
+        self.age.get_or_create(&label).set(summary.age_seconds);
+        self.silent.get_or_create(&label).set(i64::from(summary.silent));
+        self.impaired.get_or_create(&label).set(i64::from(summary.impaired));
+        self.down
+            .get_or_create(&label)
+            .set(i64::try_from(summary.down).unwrap_or(i64::MAX));
+        self.probed
+            .get_or_create(&label)
+            .set(i64::try_from(summary.probed).unwrap_or(i64::MAX));
+    }
+
+    fn forget(&self, name: &str) {
+        let label = VantageLabel {
+            vantage_point: name.to_owned(),
+        };
+        self.age.remove(&label);
+        self.silent.remove(&label);
+        self.impaired.remove(&label);
+        self.down.remove(&label);
+        self.probed.remove(&label);
+    }
+}
+
+/// One member's report watch.
+struct Watch {
+    /// The member object it watches through (a new one is a reconnect).
+    client_of: std::sync::Weak<crate::members::Member>,
+    task: JoinHandle<()>,
+}
+
+/// Runs until the process ends: writes targets to the members in
+/// `namespace`, watches their reports into `plane`.
+pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace: String, metrics: VantageMetrics) {
+    let mut watches: HashMap<String, Watch> = HashMap::new();
+    // The target list each member has (its JSON), as last written.
+    let mut written: HashMap<String, Arc<str>> = HashMap::new();
+    // (silent, impaired) of each vantage point at the last tick.
+    let mut standing: BTreeMap<String, (bool, bool)> = BTreeMap::new();
+    // Members whose last write failed, to log a failure once.
+    let mut failing: HashMap<String, String> = HashMap::new();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let members = registry.members();
+        // Watches: one per member, restarted when the member reconnected.
+        watches.retain(|name, watch| {
+            let current = members.iter().find(|m| &m.name == name);
+            let same = current.is_some_and(|m| std::ptr::eq(Arc::as_ptr(m), watch.client_of.as_ptr()));
+            if !same {
+                watch.task.abort();
+                if current.is_none() {
+                    plane.set_report(name, None);
+                    metrics.forget(name);
+                }
+            }
+            same
+        });
+        written.retain(|name, _| members.iter().any(|m| &m.name == name));
+        for member in &members {
+            if !watches.contains_key(&member.name) {
+                let task = tokio::spawn(watch_reports(
+                    plane.clone(),
+                    member.name.clone(),
+                    Api::namespaced(member.client.clone(), &namespace),
+                ));
+                watches.insert(
+                    member.name.clone(),
+                    Watch {
+                        client_of: Arc::downgrade(member),
+                        task,
+                    },
+                );
+                written.remove(&member.name);
+            }
+        }
+        // Targets: to every member whose copy differs.
+        let list = plane.target_list();
+        let json: Arc<str> = match serde_json::to_string(&list) {
+            Ok(json) => json.into(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot encode the probe target list");
+                continue;
+            }
+        };
+        for member in &members {
+            if written.get(&member.name).is_some_and(|w| *w == json) {
+                continue;
+            }
+            let api: Api<ConfigMap> = Api::namespaced(member.client.clone(), &namespace);
+            match write_targets(&api, &json).await {
+                Ok(()) => {
+                    if failing.remove(&member.name).is_some() {
+                        tracing::info!(member = %member.name, "probe targets written to the member again");
+                    }
+                    tracing::debug!(member = %member.name, targets = list.targets.len(), "probe targets written");
+                    written.insert(member.name.clone(), json.clone());
+                }
+                Err(e) => {
+                    if failing.insert(member.name.clone(), e.clone()).as_ref() != Some(&e) {
+                        tracing::warn!(
+                            member = %member.name,
+                            namespace = %namespace,
+                            error = %e,
+                            "cannot write the probe targets for the member's agent; retrying every second"
+                        );
+                    }
+                }
+            }
+        }
+        // Silence and impairment: decide again, report transitions.
+        plane.decide_all();
+        for summary in plane.vantage_points() {
+            metrics.set(&summary);
+            let now = (summary.silent, summary.impaired);
+            let before = standing.insert(summary.name.clone(), now);
+            if before.is_none_or(|b| b == now) || summary.name == vantage::CONTROLLER {
+                continue;
+            }
+            let (kind, reason, message) = match now {
+                (true, _) => (
+                    EventType::Warning,
+                    "VantagePointSilent",
+                    format!(
+                        "the fedns agent in {} has not reported for {:.0} s (more than 2 × periodSeconds): \
+                         its view is not counted until it reports again",
+                        summary.name, summary.age_seconds
+                    ),
+                ),
+                (false, true) => (
+                    EventType::Warning,
+                    "VantagePointImpaired",
+                    format!(
+                        "the fedns agent in {} sees every one of {} load balancer addresses down: taken as its \
+                         own network failing, not counted",
+                        summary.name, summary.probed
+                    ),
+                ),
+                (false, false) => (
+                    EventType::Normal,
+                    "VantagePointReporting",
+                    format!("the fedns agent in {} reports and is counted again", summary.name),
+                ),
+            };
+            tracing::warn!(vantage_point = %summary.name, reason, "{message}");
+            registry
+                .member_event(&summary.name, kind, reason, "VantagePoint", &message)
+                .await;
+        }
+    }
+}
+
+/// Server-side applies the target list `json` to ConfigMap
+/// [`vantage::TARGETS_CONFIGMAP`].
+async fn write_targets(api: &Api<ConfigMap>, json: &str) -> Result<(), String> {
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(vantage::TARGETS_CONFIGMAP.into()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_owned(),
+                "fedns".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(vantage::TARGETS_KEY.to_owned(), json.to_owned())])),
+        ..ConfigMap::default()
+    };
+    api.patch(
+        vantage::TARGETS_CONFIGMAP,
+        &PatchParams::apply("fedns-controller").force(),
+        &Patch::Apply(&config_map),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// Watches member `name`'s report ConfigMap and hands every version to
+/// `plane`; a report that cannot be read is logged and counts as none.
+async fn watch_reports(plane: DataPlane<RecordKey>, name: String, api: Api<ConfigMap>) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", vantage::REPORT_CONFIGMAP));
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let mut last_error: Option<String> = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(watcher::Event::Apply(config_map) | watcher::Event::InitApply(config_map)) => {
+                let json = config_map
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(vantage::REPORT_KEY))
+                    .map_or("", String::as_str);
+                match Report::parse(json) {
+                    Ok(report) => {
+                        last_error = None;
+                        plane.set_report(&name, Some(report));
+                    }
+                    Err(e) => {
+                        if last_error.as_ref() != Some(&e) {
+                            tracing::warn!(member = %name, error = %e, "the agent's report cannot be read; not counted");
+                        }
+                        last_error = Some(e);
+                        plane.set_report(&name, None);
+                    }
+                }
+            }
+            Ok(watcher::Event::Delete(_)) => plane.set_report(&name, None),
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+            Err(e) => {
+                let e = e.to_string();
+                if last_error.as_ref() != Some(&e) {
+                    tracing::debug!(member = %name, error = %e, "watching the agent's report; retrying");
+                }
+                last_error = Some(e);
+            }
+        }
+    }
+}
