@@ -9,6 +9,14 @@
 //!    of one core). The responders run in child processes so their CPU is
 //!    not counted.
 //!
+//! 3. Vantage points (issue 29): the failover of 1. with three agents
+//!    (probers from 127.0.42.1-3, their reports handed to the controller's
+//!    prober as JSON every 100 ms, as the member watch does) and the
+//!    default quorum (Majority of four); the controller's CPU for taking
+//!    three reports of every address every 5 s and deciding every address
+//!    every second (the sync loop's pace); an agent's CPU for its 10,000
+//!    addresses: the prober of 2. plus writing its report every 5 s.
+//!
 //! Run: `cargo bench -p fedns-controller --bench dataplane`
 //! (env: ADDRESSES, CPU_SECONDS). Only loopback addresses are used
 //! (127.0.0.0/8).
@@ -17,6 +25,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use fedns_api::ProbeProtocol;
+use fedns_controller::dataplane::vantage::Report;
 use fedns_controller::dataplane::{Check, DataPlane, ProbeMetrics, ProbeSpec, ProbeTls, State};
 use fedns_sandbox::responder::Responder;
 
@@ -67,6 +76,12 @@ async fn serve_responders(first: u32, count: u32, port: u16) {
 }
 
 async fn failover() {
+    failover_from(0).await;
+}
+
+/// The failover of [`failover`] decided by `agents` agents and the
+/// controller (0: the controller alone).
+async fn failover_from(agents: u8) {
     let first = Responder::start(SocketAddr::new(loopback(0), 0), None).await.unwrap();
     let port = first.address().port();
     let mut responders = vec![first];
@@ -83,6 +98,34 @@ async fn failover() {
         &"bench".to_owned(),
         responders.iter().map(|r| (r.address().ip(), check.clone())),
     );
+    let list = plane.target_list();
+    let agent_planes: Vec<DataPlane<u8>> = (1..=agents)
+        .map(|i| {
+            let agent = DataPlane::start_from(
+                Some(IpAddr::V4(Ipv4Addr::new(127, 0, 42, i))),
+                ProbeTls::new(&[]).unwrap(),
+                64,
+                ProbeMetrics::default(),
+                |_| {},
+            )
+            .unwrap();
+            agent.want(&0, list.targets.iter().map(|t| (t.address, t.check())));
+            agent
+        })
+        .collect();
+    let pump = {
+        let plane = plane.clone();
+        let agent_planes = agent_planes.clone();
+        tokio::spawn(async move {
+            loop {
+                for (i, agent) in agent_planes.iter().enumerate() {
+                    let json = serde_json::to_string(&agent.own_report(None)).unwrap();
+                    plane.set_report(&format!("agent-{i}"), Some(Report::parse(&json).unwrap()));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
     let started = Instant::now();
     while responders
         .iter()
@@ -108,11 +151,17 @@ async fn failover() {
         assert!(stopped.elapsed() < Duration::from_secs(60), "not all Down within 60 s");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    pump.abort();
     let mut times: Vec<Duration> = times.into_iter().flatten().collect();
     times.sort();
+    let deciders = if agents == 0 {
+        "the controller alone".to_owned()
+    } else {
+        format!("the controller and {agents} agents, quorum Majority")
+    };
     println!(
-        "failover (default check: period 5 s, failureThreshold 3, timeout 2 s), 20 load balancers stopped: \
-         p50 {:.2} s, p99 {:.2} s, max {:.2} s (target < 16 s)",
+        "failover (default check: period 5 s, failureThreshold 3, timeout 2 s; {deciders}), 20 load balancers \
+         stopped: p50 {:.2} s, p99 {:.2} s, max {:.2} s (target < 16 s)",
         percentile(&times, 0.5).as_secs_f64(),
         percentile(&times, 0.99).as_secs_f64(),
         times[times.len() - 1].as_secs_f64()
@@ -179,6 +228,56 @@ async fn cpu(addresses: u32, seconds: u64) {
         100.0 * cpu / wall,
         1e6 * cpu / (f64::from(addresses) * wall / 5.0)
     );
+    let probing = cpu / wall;
+    // Vantage points: three agents' reports of every address (as the
+    // member watch hands them over: JSON parsed, then set_report) every
+    // 5 s, and every address decided again every second. The calls are
+    // synchronous CPU work on one thread: their time is their CPU.
+    let report = {
+        let mut doc = plane.own_report(None);
+        for vote in doc.targets.values_mut() {
+            vote.state = "Up".into();
+        }
+        serde_json::to_string(&doc).unwrap()
+    };
+    let mut busy = Duration::ZERO;
+    let wall = Instant::now();
+    let mut next_reports = Instant::now();
+    while wall.elapsed() < Duration::from_secs(seconds) {
+        let started = Instant::now();
+        if started >= next_reports {
+            for name in ["agent-1", "agent-2", "agent-3"] {
+                plane.set_report(name, Some(Report::parse(&report).unwrap()));
+            }
+            next_reports += Duration::from_secs(5);
+        }
+        plane.decide_all();
+        busy += started.elapsed();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let wall = wall.elapsed();
+    println!(
+        "vantage points: {addresses} addresses × 3 agents' reports every 5 s, every address decided every second: \
+         {:.2} % of one core on the controller ({:.2} s over {:.1} s; target < 5 %); one report {} KiB of JSON",
+        100.0 * busy.as_secs_f64() / wall.as_secs_f64(),
+        busy.as_secs_f64(),
+        wall.as_secs_f64(),
+        report.len() / 1024
+    );
+    // An agent: the probing above, plus its report written every 5 s.
+    let started = Instant::now();
+    let rounds = 10;
+    for _ in 0..rounds {
+        let json = serde_json::to_string(&plane.own_report(None)).unwrap();
+        std::hint::black_box(json);
+    }
+    let per_report = started.elapsed() / rounds;
+    println!(
+        "agent: {addresses} addresses probed every 5 s and its report ({:.1} ms to make) written every 5 s: \
+         {:.2} % of one core (the probing as measured above)",
+        per_report.as_secs_f64() * 1e3,
+        100.0 * (probing + per_report.as_secs_f64() / 5.0)
+    );
     for mut child in children {
         drop(child.stdin.take());
         let _ = child.wait();
@@ -203,6 +302,7 @@ fn main() {
     // `cargo bench` passes --bench; nothing else is expected.
     runtime.block_on(async {
         failover().await;
+        failover_from(3).await;
         cpu(env("ADDRESSES", 10_000) as u32, env("CPU_SECONDS", 30)).await;
     });
 }

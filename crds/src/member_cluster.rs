@@ -63,9 +63,23 @@ pub struct MemberClusterSpec {
     /// reads `Ready=False` with reason `Cordoned`.
     #[serde(default)]
     pub cordoned: bool,
+    /// With `cordoned`: seconds over which the cluster's share of answers
+    /// is lowered to nothing instead of dropping it at once. `Weighted`
+    /// names: its weight falls in ten steps (90 %, 80 %, … 0 % of it, the
+    /// other clusters' weights scaled by 10 meanwhile); other policies
+    /// keep it whole until the time is up (caches holding its address
+    /// age out meanwhile). Counted from the cordon (the `Ready=False`
+    /// `Cordoned` condition's transition time). 0 (default): at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub drain_seconds: i32,
     /// How the controller probes the member's API server.
     #[serde(default)]
     pub health_check: HealthCheck,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 /// Reference to a Secret in the MemberCluster's own namespace.

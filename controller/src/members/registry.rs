@@ -107,6 +107,11 @@ impl Registry {
         *self.service_exports.lock().unwrap_or_else(|e| e.into_inner()) = Some(changed);
     }
 
+    /// The record queue (to requeue a record later).
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
     /// Every running member.
     pub fn members(&self) -> Vec<Arc<Member>> {
         self.members

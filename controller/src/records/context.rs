@@ -141,6 +141,15 @@ impl std::fmt::Debug for RecordContext {
 }
 
 impl RecordContext {
+    /// Queues `key` again after `delay` (a drain's next step).
+    pub fn requeue_after(&self, key: super::queue::RecordKey, delay: std::time::Duration) {
+        let queue = self.registry.queue().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            queue.push(key);
+        });
+    }
+
     pub(super) fn is_leader(&self) -> bool {
         *self.leader.borrow()
     }

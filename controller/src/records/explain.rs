@@ -403,7 +403,15 @@ pub fn explain(
         let in_answer = served.contains(&cluster);
         let member_facts = facts(&cluster, &namespace, &record_name, is_service);
         let down: Vec<&AddressHealth> = addresses.iter().filter(|a| a.state == "Down").collect();
-        let reason = if member.spec.cordoned {
+        let drain = super::health::drain_share(Some(member), jiff::Timestamp::now());
+        let reason = if let (true, Some((tenths, _))) = (member.spec.cordoned && in_answer, drain) {
+            format!(
+                "cordoned, draining over {} s (spec.drainSeconds): Weighted names give it {} % of its weight \
+                 now; other policies keep it until the drain ends",
+                member.spec.drain_seconds,
+                tenths * 10
+            )
+        } else if member.spec.cordoned {
             "cordoned (spec.cordoned): drained on purpose".to_owned()
         } else if in_answer && failing_open {
             "served because health would remove every cluster (whenAllUnhealthy: ServeLastKnown)".to_owned()

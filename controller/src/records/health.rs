@@ -77,6 +77,44 @@ pub(super) struct Selection<T> {
     pub probes: Vec<AddressHealth>,
     /// Load balancer host names resolved for the candidate shards.
     pub resolved: Resolved,
+    /// Cordoned clusters still served while they drain
+    /// (`spec.drainSeconds`): (cluster, tenths of its weight it keeps).
+    pub draining: Vec<(String, u32)>,
+    /// When the next drain step is due: reconcile again then.
+    pub requeue_after: Option<Duration>,
+}
+
+/// Steps a drain (`spec.drainSeconds`) lowers a cluster's weight in.
+pub(super) const DRAIN_STEPS: u32 = 10;
+
+/// Where a cordoned member with `spec.drainSeconds` is in its drain at
+/// `now`: the tenths of its weight it keeps (9 … 0) and the time to the
+/// next step; `None` when it has no drain or its drain is over. The drain
+/// counts from the `Ready=False` `Cordoned` condition's transition time
+/// (from `now` until the controller has written it).
+pub(super) fn drain_share(cluster: Option<&fedns_api::MemberCluster>, now: jiff::Timestamp) -> Option<(u32, Duration)> {
+    let cluster = cluster?;
+    let drain = u64::try_from(cluster.spec.drain_seconds).ok().filter(|d| *d > 0)?;
+    if !cluster.spec.cordoned {
+        return None;
+    }
+    let started = cluster
+        .status
+        .as_ref()
+        .and_then(|s| fedns_api::conditions::get(&s.conditions, fedns_api::conditions::READY))
+        .filter(|c| c.status == "False" && c.reason == fedns_api::conditions::CORDONED)
+        .map_or(now, |c| c.last_transition_time.0);
+    let elapsed_ms = u64::try_from(now.duration_since(started).as_millis().max(0)).unwrap_or(0);
+    let drain_ms = drain * 1000;
+    if elapsed_ms >= drain_ms {
+        return None;
+    }
+    let step = u32::try_from(elapsed_ms * u64::from(DRAIN_STEPS) / drain_ms).unwrap_or(DRAIN_STEPS - 1);
+    let next_ms = (u64::from(step) + 1) * drain_ms / u64::from(DRAIN_STEPS);
+    Some((
+        DRAIN_STEPS - 1 - step,
+        Duration::from_millis(next_ms.saturating_sub(elapsed_ms).max(1)),
+    ))
 }
 
 /// The check a record asks for, with its defaults filled in: `port`
@@ -140,6 +178,8 @@ pub(super) fn select<T: Shard>(
         all_unhealthy: false,
         probes: Vec::new(),
         resolved: Resolved::default(),
+        draining: Vec::new(),
+        requeue_after: None,
     };
     let mut removed_by_health = false;
     // Every cluster health may remove, unfiltered: what fail-open serves.
@@ -174,12 +214,27 @@ pub(super) fn select<T: Shard>(
             }
         }
     };
+    let now = jiff::Timestamp::now();
     for member in ctx.registry.members() {
+        let mut draining = false;
         if member.is_cordoned() {
-            keep_published(&member.name, &mut cache);
-            continue; // drained on purpose: never served, never failed open
+            let object = ctx
+                .clusters
+                .get(&kube::runtime::reflector::ObjectRef::new(&member.name).within(&ctx.namespace));
+            match drain_share(object.as_deref(), now) {
+                Some((tenths, next)) => {
+                    // Cordoned with drainSeconds: served at a falling share.
+                    selection.draining.push((member.name.clone(), tenths));
+                    selection.requeue_after = Some(selection.requeue_after.map_or(next, |r| r.min(next)));
+                    draining = true;
+                }
+                None => {
+                    keep_published(&member.name, &mut cache);
+                    continue; // drained on purpose: never served, never failed open
+                }
+            }
         }
-        if member.is_healthy() {
+        if member.is_healthy() || draining {
             if member.is_synced() {
                 match fresh(&member) {
                     Some(shard) if previous.contains(&shard) => {
@@ -392,5 +447,72 @@ mod tests {
         assert!(check_of(&reversed, 80, "x.example.com")
             .unwrap_err()
             .contains("ends before it starts"));
+    }
+}
+
+#[cfg(test)]
+mod drain_tests {
+    use super::*;
+
+    fn cordoned(drain_seconds: i32, since: Option<&str>) -> fedns_api::MemberCluster {
+        let mut cluster: fedns_api::MemberCluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "core.fedns.io/v1alpha1",
+            "kind": "MemberCluster",
+            "metadata": {"name": "east", "namespace": "fedns-system"},
+            "spec": {"apiEndpoint": "https://127.0.0.1:6443", "cordoned": true, "drainSeconds": drain_seconds},
+        }))
+        .unwrap();
+        if let Some(since) = since {
+            cluster.status = serde_json::from_value(serde_json::json!({"conditions": [{
+                "type": "Ready", "status": "False", "reason": "Cordoned", "message": "",
+                "lastTransitionTime": since,
+            }]}))
+            .unwrap();
+        }
+        cluster
+    }
+
+    #[test]
+    fn a_drain_lowers_the_share_in_ten_steps_then_ends() {
+        let start: jiff::Timestamp = "2026-11-25T20:00:00Z".parse().unwrap();
+        let cluster = cordoned(100, Some("2026-11-25T20:00:00Z"));
+        let at = |s: i64| drain_share(Some(&cluster), start + jiff::SignedDuration::from_secs(s));
+        assert_eq!(at(0), Some((9, Duration::from_secs(10))));
+        assert_eq!(at(5), Some((9, Duration::from_secs(5))));
+        assert_eq!(at(10), Some((8, Duration::from_secs(10))));
+        assert_eq!(at(95).map(|s| s.0), Some(0));
+        assert_eq!(at(100), None, "drained");
+        // Not cordoned, or no drain: nothing to drain.
+        let mut uncordoned = cluster.clone();
+        uncordoned.spec.cordoned = false;
+        assert_eq!(drain_share(Some(&uncordoned), start), None);
+        assert_eq!(drain_share(Some(&cordoned(0, None)), start), None);
+        // The cordon not yet in status: the drain starts now.
+        assert_eq!(
+            drain_share(Some(&cordoned(20, None)), start),
+            Some((9, Duration::from_secs(2)))
+        );
+    }
+
+    #[test]
+    fn weighted_routing_scales_while_a_cluster_drains() {
+        let routing: fedns_api::routing::Routing = serde_json::from_value(serde_json::json!({
+            "policy": "Weighted", "weights": {"east": 1, "us-west-2": 3}
+        }))
+        .unwrap();
+        let drained = super::super::routing::drained(&routing, &[("east".into(), 4)], &|_| None);
+        assert_eq!(drained.weights["east"], 4);
+        assert_eq!(drained.weights["us-west-2"], 30);
+        // A cluster weighted by its region drains by its own entry.
+        let by_region =
+            super::super::routing::drained(&routing, &[("west-a".into(), 5)], &|_| Some("us-west-2".into()));
+        assert_eq!((by_region.weights["west-a"], by_region.weights["us-west-2"]), (15, 30));
+        // Other policies are left alone.
+        let nearest: fedns_api::routing::Routing =
+            serde_json::from_value(serde_json::json!({"policy": "Nearest"})).unwrap();
+        assert_eq!(
+            super::super::routing::drained(&nearest, &[("east".into(), 4)], &|_| None),
+            nearest
+        );
     }
 }

@@ -72,7 +72,15 @@ pub(super) async fn reconcile_ingress(
             (s.cluster.clone(), region, s.load_balancer.clone())
         })
         .collect();
-    let routing = record.spec.routing.as_ref();
+    let drained = record.spec.routing.as_ref().map(|routing| {
+        super::routing::drained(routing, &selection.draining, &|cluster| {
+            regions.get(cluster).cloned().flatten()
+        })
+    });
+    if let Some(after) = selection.requeue_after {
+        ctx.requeue_after(RecordKey::Ingress(namespace.to_owned(), name.to_owned()), after);
+    }
+    let routing = drained.as_ref();
     let domains = ctx.domains_of(&record.spec.hosts);
     let domain_refs: Vec<&fedns_api::Domain> = domains.iter().map(|d| d.as_ref()).collect();
     problems.extend(ctx.routing_problems(routing, &domain_refs));

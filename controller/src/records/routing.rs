@@ -106,6 +106,29 @@ fn group_of(routing: &Routing, shard: &PolicyShard) -> usize {
         .unwrap_or(routing.priorities.len())
 }
 
+/// `routing` while clusters drain (`spec.drainSeconds`; `draining`:
+/// cluster and the tenths of its weight it keeps): for `Weighted`, every
+/// weight times 10 and each draining cluster's own weight times its
+/// tenths, so its share falls in steps and the others keep their ratios.
+/// Other policies are returned as they are (a draining cluster is served
+/// whole until its drain ends). `region_of` gives a cluster's region.
+pub fn drained(routing: &Routing, draining: &[(String, u32)], region_of: &dyn Fn(&str) -> Option<String>) -> Routing {
+    if routing.policy != RoutingPolicy::Weighted || draining.is_empty() {
+        return routing.clone();
+    }
+    let mut out = routing.clone();
+    let scale = i64::from(super::health::DRAIN_STEPS);
+    for weight in out.weights.values_mut() {
+        *weight = weight.saturating_mul(scale);
+    }
+    for (cluster, tenths) in draining {
+        let weight = weight_of(routing, cluster, region_of(cluster).as_deref());
+        out.weights
+            .insert(cluster.clone(), weight.saturating_mul(i64::from(*tenths)));
+    }
+    out
+}
+
 /// The weight of a cluster: its own entry, else its region's, else 0.
 pub fn weight_of(routing: &Routing, cluster: &str, region: Option<&str>) -> i64 {
     routing

@@ -111,6 +111,17 @@ pub(super) async fn reconcile_service(
     );
     let shards = selection.shards;
     let resolved = selection.resolved;
+    let routing = record.spec.routing.as_ref().map(|routing| {
+        super::routing::drained(routing, &selection.draining, &|cluster| {
+            shards
+                .iter()
+                .find(|s| s.cluster == cluster)
+                .and_then(|s| s.region.clone())
+        })
+    });
+    if let Some(after) = selection.requeue_after {
+        ctx.requeue_after(RecordKey::Service(namespace.to_owned(), name.to_owned()), after);
+    }
     let names_in = ServiceNames {
         service: &service_label,
         namespace,
@@ -118,7 +129,7 @@ pub(super) async fn reconcile_service(
         zone: &zone,
         dns_prefix: record.spec.dns_prefix.as_deref(),
         ttl: record.spec.record_ttl,
-        routing: record.spec.routing.as_ref(),
+        routing: routing.as_ref(),
     };
     problems.extend(ctx.routing_problems(record.spec.routing.as_ref(), &[&domain]));
     let mut endpoints = builder::service_endpoints(&names_in, &shards, &ctx.topology(), &resolved, &mut problems);

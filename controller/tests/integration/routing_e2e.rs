@@ -371,3 +371,133 @@ async fn policies_follow_clients_weights_and_health() {
     );
     federation.stop();
 }
+
+/// The Weighted answer of one query over UDP (hickory-proto), in-process
+/// so hundreds fit in a drain step.
+fn weighted_answer(port: u16, name: &str) -> Option<String> {
+    use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
+    use fedns_dnsserver::hickory_proto::rr::{Name, RecordType};
+    let mut message = Message::new(11, MessageType::Query, OpCode::Query);
+    message.add_query(Query::query(Name::from_ascii(format!("{name}.")).ok()?, RecordType::A));
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+    socket.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    socket.send_to(&message.to_vec().ok()?, ("127.0.0.1", port)).ok()?;
+    let mut buf = [0u8; 1500];
+    let (len, _) = socket.recv_from(&mut buf).ok()?;
+    let response = Message::from_vec(&buf[..len]).ok()?;
+    response.answers.first().map(|r| r.data.to_string())
+}
+
+/// The `aws/weight` of each cluster of `name` in DNSEndpoint `service-web`.
+async fn published_weights(endpoints: &Api<DNSEndpoint>, name: &str) -> std::collections::BTreeMap<String, i64> {
+    let Ok(endpoint) = endpoints.get("service-web").await else {
+        return Default::default();
+    };
+    endpoint
+        .spec
+        .endpoints
+        .iter()
+        .filter(|e| e.dns_name == name && e.record_type == fedns_api::RecordType::A)
+        .filter_map(|e| {
+            let weight = e.provider_specific.iter().find(|p| p.name == "aws/weight")?;
+            Some((e.set_identifier.clone(), weight.value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `cordon` with `drainSeconds` lowers a Weighted cluster's share in steps
+/// (issue 29): a (weight 1) and b (weight 3) share `web`; a is cordoned
+/// with drainSeconds 20. At each step seen, 300 answers follow the
+/// published weights (χ², 1 degree of freedom, p = 0.001: < 10.83), a's
+/// share falls step by step, and a is gone after the drain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cordon_with_drain_seconds_lowers_a_weighted_share_in_steps() {
+    let ProbedFederation {
+        responders: _responders,
+        federation,
+        dir,
+    } = probed_federation(
+        "drain",
+        2,
+        &[("a", "us-east-1"), ("b", "us-west-2"), ("c", "eu-west-1")],
+        member_yaml,
+        HOST_YAML,
+    )
+    .await;
+    let dns = free_port();
+    let _controller = spawn_controller(&dir, dns, free_port(), &["--udp-workers", "1"]);
+    let web = format!("web.{ZONE}");
+    becomes(dns, &web, &[], &["127.0.2.2"], "Weighted published").await;
+    let host = client_of(&federation.host).await;
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(host.clone(), "ns");
+    let members: Api<fedns_api::MemberCluster> = Api::namespaced(host.clone(), "fedns-system");
+    members
+        .patch(
+            "a",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"cordoned": true, "drainSeconds": 20}})),
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut steps: Vec<(i64, i64, usize, f64)> = Vec::new();
+    loop {
+        let before = published_weights(&endpoints, &web).await;
+        let (Some(&a), Some(&b)) = (before.get("a"), before.get("b")) else {
+            // a left: the drain is over.
+            if !steps.is_empty() && !before.contains_key("a") && started.elapsed() > Duration::from_secs(18) {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "a never drained: {before:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if a * 10 >= b * 10 / 3 || steps.iter().any(|s| s.0 == a) || a + b == 0 {
+            // Not draining yet (weights 1:3 unscaled), or this step is done.
+            assert!(started.elapsed() < Duration::from_secs(60), "no drain step: {before:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        let dns_port = dns;
+        let name = web.clone();
+        let answers: Vec<Option<String>> =
+            tokio::task::spawn_blocking(move || (0..300).map(|_| weighted_answer(dns_port, &name)).collect())
+                .await
+                .unwrap();
+        let after = published_weights(&endpoints, &web).await;
+        if after != before {
+            continue; // the step changed while sampling
+        }
+        let from_a = answers.iter().filter(|a| a.as_deref() == Some("127.0.2.1")).count();
+        let from_b = answers.iter().filter(|a| a.as_deref() == Some("127.0.2.2")).count();
+        let n = (from_a + from_b) as f64;
+        let expected_a = n * a as f64 / (a + b) as f64;
+        let expected_b = n - expected_a;
+        let chi2 = if a == 0 {
+            assert_eq!(from_a, 0, "weight 0: no answer from a");
+            0.0
+        } else {
+            (from_a as f64 - expected_a).powi(2) / expected_a + (from_b as f64 - expected_b).powi(2) / expected_b
+        };
+        println!(
+            "{:>5.1} s: weights a {a} b {b}: a answered {from_a} of {n} (expected {expected_a:.0}), χ² {chi2:.2}",
+            started.elapsed().as_secs_f64()
+        );
+        assert!(chi2 < 10.83, "answers do not follow weights {a}:{b}: χ² {chi2:.2}");
+        steps.push((a, b, from_a, chi2));
+    }
+    println!("{} drain steps observed in {:?}", steps.len(), started.elapsed());
+    assert!(steps.len() >= 5, "at least half of the ten steps seen: {steps:?}");
+    assert!(
+        steps.windows(2).all(|w| w[1].0 < w[0].0),
+        "a's weight only falls: {steps:?}"
+    );
+    // After the drain: b alone.
+    becomes(dns, &web, &[], &["127.0.2.2"], "after the drain").await;
+    for _ in 0..50 {
+        assert_eq!(weighted_answer(dns, &web).as_deref(), Some("127.0.2.2"));
+    }
+}

@@ -127,6 +127,7 @@ pub(crate) fn engine_member(
             region,
             zones,
             cordoned: false,
+            drain_seconds: 0,
             health_check: Default::default(),
         },
     );
