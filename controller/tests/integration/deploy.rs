@@ -426,3 +426,78 @@ fn member_discovery_kustomizations_apply_read_only() {
         let _ = std::fs::remove_dir_all(&home);
     }
 }
+
+/// deploy/agent (in a member): renders, applies server-side to a fresh
+/// emulated cluster and reads back as rendered; the agent runs `fedns
+/// agent` with no host credentials (no Secret, no volume); both Roles are
+/// namespaced and touch ConfigMaps only (least privilege: the agent's own
+/// target list and report, and what the controller's member credentials
+/// need for them).
+#[test]
+fn agent_kustomization_applies_with_configmap_roles_only() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = "deploy/agent";
+    let emulator = runtime.block_on(Emulator::start()).unwrap();
+    let home = std::env::temp_dir().join(format!(
+        "fedns-deploy-agent-{}-{}",
+        std::process::id(),
+        emulator.addr().port()
+    ));
+    std::fs::create_dir_all(&home).unwrap();
+    emulator.write_kubeconfig(&home.join("kubeconfig")).unwrap();
+    let rendered = String::from_utf8(run(&home, "kubectl", &["kustomize", dir]).stdout).unwrap();
+    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .collect();
+    let path = home.join("rendered.yaml");
+    std::fs::write(&path, &rendered).unwrap();
+    run(
+        &home,
+        "kubectl",
+        &["apply", "--server-side", "-f", path.to_str().unwrap()],
+    );
+    let got = kubectl_json(&home, &["get", "-f", path.to_str().unwrap(), "-o", "json"]);
+    let got: Vec<Value> = got["items"].as_array().cloned().unwrap_or_else(|| vec![got]);
+    let stored: BTreeMap<_, _> = got.iter().map(|o| (key(o), o)).collect();
+    for wanted in &objects {
+        let object = stored
+            .get(&key(wanted))
+            .unwrap_or_else(|| panic!("{dir}: {:?} not read back", key(wanted)));
+        let mut diffs = Vec::new();
+        differences("", object, wanted, &mut diffs);
+        assert!(diffs.is_empty(), "{dir}: stored differs:\n{}", diffs.join("\n"));
+    }
+    assert!(
+        !objects
+            .iter()
+            .any(|o| o["kind"] == "ClusterRole" || o["kind"] == "Secret"),
+        "{dir}: namespaced Roles only, no credentials"
+    );
+    let roles: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "Role").collect();
+    assert_eq!(roles.len(), 2, "the agent's Role and the controller's");
+    for role in roles {
+        for rule in role["rules"].as_array().unwrap() {
+            assert_eq!(rule["resources"], serde_json::json!(["configmaps"]), "{dir}: {rule}");
+            let verbs = rule["verbs"].to_string();
+            assert!(!verbs.contains("delete") && !verbs.contains("\"*\""), "{dir}: {rule}");
+        }
+    }
+    let deployment = stored
+        .get(&(
+            "Deployment".to_owned(),
+            "fedns-system".to_owned(),
+            "fedns-agent".to_owned(),
+        ))
+        .expect("the agent Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["args"][0], "agent");
+    assert!(pod["volumes"].is_null(), "no host kubeconfig mounted: {pod}");
+    println!("{dir}: {} objects applied and read back", objects.len());
+    drop(emulator);
+    let _ = std::fs::remove_dir_all(&home);
+}
