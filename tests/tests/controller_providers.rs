@@ -146,6 +146,7 @@ async fn publishes_to_every_provider_at_once() {
         workers: 4,
         rrl: Default::default(),
         probe_concurrency: 16,
+        vantage_namespace: None,
         sources: Default::default(),
     };
     let stop = Arc::new(Notify::new());

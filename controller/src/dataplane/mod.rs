@@ -707,7 +707,7 @@ fn tally<K>(
             down += usize::from(state == State::Down);
         }
     };
-    if !(own_impaired && !reports.is_empty()) {
+    if !own_impaired || reports.is_empty() {
         count(target.own);
     }
     for report in reports.values() {
