@@ -30,12 +30,25 @@ pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::pla
     fedns_providers::plan::desired::desired_zones(&[domain], &[endpoint])
 }
 
-/// A free TCP port on 127.0.0.1 right now.
+/// A free TCP port on 127.0.0.1 right now, below the kernel's ephemeral
+/// range (ip_local_port_range), so no port-0 bind (our DNS servers,
+/// clients) can be handed it between this check and its use.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let low = ephemeral_low.saturating_sub(12_000).max(10_000);
+    let span = u64::from(ephemeral_low.saturating_sub(low).max(1));
+    let seed = std::collections::hash_map::RandomState::new();
+    for attempt in 0..500u64 {
+        use std::hash::BuildHasher as _;
+        let port = low + u16::try_from(seed.hash_one((std::process::id(), attempt)) % span).unwrap_or(0);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port below the ephemeral range");
 }
 
 fn etcd_binary() -> PathBuf {

@@ -507,6 +507,13 @@ mod drain_tests {
         let by_region =
             super::super::routing::drained(&routing, &[("west-a".into(), 5)], &|_| Some("us-west-2".into()));
         assert_eq!((by_region.weights["west-a"], by_region.weights["us-west-2"]), (15, 30));
+        // Weights over 25: only the draining one changes (Route53's 255).
+        let heavy: fedns_api::routing::Routing = serde_json::from_value(serde_json::json!({
+            "policy": "Weighted", "weights": {"east": 100, "west": 200}
+        }))
+        .unwrap();
+        let drained = super::super::routing::drained(&heavy, &[("east".into(), 4)], &|_| None);
+        assert_eq!((drained.weights["east"], drained.weights["west"]), (40, 200));
         // Other policies are left alone.
         let nearest: fedns_api::routing::Routing =
             serde_json::from_value(serde_json::json!({"policy": "Nearest"})).unwrap();

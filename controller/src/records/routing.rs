@@ -109,7 +109,9 @@ fn group_of(routing: &Routing, shard: &PolicyShard) -> usize {
 /// `routing` while clusters drain (`spec.drainSeconds`; `draining`:
 /// cluster and the tenths of its weight it keeps): for `Weighted`, every
 /// weight times 10 and each draining cluster's own weight times its
-/// tenths, so its share falls in steps and the others keep their ratios.
+/// tenths, so its share falls in steps and the others keep their ratios
+/// (weights over 25 would pass Route53's 255: then only the draining
+/// cluster's weight changes, to its tenths rounded).
 /// Other policies are returned as they are (a draining cluster is served
 /// whole until its drain ends). `region_of` gives a cluster's region.
 pub fn drained(routing: &Routing, draining: &[(String, u32)], region_of: &dyn Fn(&str) -> Option<String>) -> Routing {
@@ -117,17 +119,34 @@ pub fn drained(routing: &Routing, draining: &[(String, u32)], region_of: &dyn Fn
         return routing.clone();
     }
     let mut out = routing.clone();
-    let scale = i64::from(super::health::DRAIN_STEPS);
-    for weight in out.weights.values_mut() {
-        *weight = weight.saturating_mul(scale);
+    let steps = i64::from(super::health::DRAIN_STEPS);
+    // Route53 takes weights up to 255: scale by 10 only while that holds;
+    // larger weights are fine-grained enough to take their tenths as they
+    // are (rounded).
+    let scale = routing
+        .weights
+        .values()
+        .max()
+        .copied()
+        .unwrap_or(0)
+        .saturating_mul(steps)
+        <= ROUTE53_MAX_WEIGHT;
+    if scale {
+        for weight in out.weights.values_mut() {
+            *weight = weight.saturating_mul(steps);
+        }
     }
     for (cluster, tenths) in draining {
         let weight = weight_of(routing, cluster, region_of(cluster).as_deref());
+        let kept = weight.saturating_mul(i64::from(*tenths));
         out.weights
-            .insert(cluster.clone(), weight.saturating_mul(i64::from(*tenths)));
+            .insert(cluster.clone(), if scale { kept } else { (kept + steps / 2) / steps });
     }
     out
 }
+
+/// The largest weight Route53 takes (`aws/weight`, 0..=255).
+const ROUTE53_MAX_WEIGHT: i64 = 255;
 
 /// The weight of a cluster: its own entry, else its region's, else 0.
 pub fn weight_of(routing: &Routing, cluster: &str, region: Option<&str>) -> i64 {
