@@ -7,7 +7,7 @@
 //! * Every second, the target list ([`vantage::TargetList`]) is written to
 //!   ConfigMap [`vantage::TARGETS_CONFIGMAP`] of each member whose copy
 //!   differs (server-side apply; an unreachable member is retried the next
-//!   second).
+//!   second), and to every member once a minute besides.
 //! * Each member's report ConfigMap [`vantage::REPORT_CONFIGMAP`] is
 //!   watched; a new report is handed to the prober at once
 //!   ([`DataPlane::set_report`]), which decides the targets again.
@@ -38,6 +38,9 @@ use crate::records::queue::RecordKey;
 
 /// How often targets are written and silence is checked.
 const TICK: Duration = Duration::from_secs(1);
+/// Every member's target list is written again this many ticks apart
+/// even when unchanged (a minute).
+const REWRITE_EVERY_TICKS: u64 = 60;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VantageLabel {
@@ -132,8 +135,14 @@ pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace
     let mut failing: HashMap<String, String> = HashMap::new();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks: u64 = 0;
     loop {
         tick.tick().await;
+        ticks += 1;
+        if ticks.is_multiple_of(REWRITE_EVERY_TICKS) {
+            // A target list deleted or edited by hand comes back.
+            written.clear();
+        }
         let members = registry.members();
         // Watches: one per member, restarted when the member reconnected.
         watches.retain(|name, watch| {

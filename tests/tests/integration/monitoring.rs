@@ -313,6 +313,9 @@ async fn dashboard_and_alerts_name_served_metrics() {
         "--provider=embedded".to_owned(),
         "--provider=coredns-etcd".to_owned(),
         format!("--etcd-endpoints={}", etcd.url()),
+        // Vantage points on: their metrics (FednsVantagePointSilent) are
+        // served from the controller's own vantage point at least.
+        "--vantage-namespace=fedns-system".to_owned(),
     ])
     .unwrap();
     let Command::Controller(args) = cli.command else {
