@@ -279,37 +279,61 @@ async fn write_targets(api: &Api<ConfigMap>, json: &str) -> Result<(), String> {
 /// Watches member `name`'s report ConfigMap and hands every version to
 /// `plane`; a report that cannot be read is logged and counts as none.
 async fn watch_reports(plane: DataPlane<RecordKey>, name: String, api: Api<ConfigMap>) {
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", vantage::REPORT_CONFIGMAP));
+    let mut last_error: Option<String> = None;
+    follow_config_map(api, vantage::REPORT_CONFIGMAP, vantage::REPORT_KEY, &name, |json| {
+        let Some(json) = json else {
+            plane.set_report(&name, None);
+            return;
+        };
+        match Report::parse(json) {
+            Ok(report) => {
+                last_error = None;
+                plane.set_report(&name, Some(report));
+            }
+            Err(e) => {
+                if last_error.as_ref() != Some(&e) {
+                    tracing::warn!(member = %name, error = %e, "the agent's report cannot be read; not counted");
+                }
+                last_error = Some(e);
+                plane.set_report(&name, None);
+            }
+        }
+    })
+    .await;
+}
+
+/// Follows ConfigMap `name` in `api` until the process ends, calling
+/// `on_change` with its data key `key` after every version (`""` when the
+/// key is missing) and with `None` when the ConfigMap is deleted. Watch
+/// errors are retried with kube-runtime's default backoff and logged once
+/// per distinct error, with `context` (the member or namespace).
+pub(crate) async fn follow_config_map(
+    api: Api<ConfigMap>,
+    name: &str,
+    key: &str,
+    context: &str,
+    mut on_change: impl FnMut(Option<&str>),
+) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = std::pin::pin!(watcher(api, config).default_backoff());
     let mut last_error: Option<String> = None;
     while let Some(event) = events.next().await {
         match event {
             Ok(watcher::Event::Apply(config_map) | watcher::Event::InitApply(config_map)) => {
-                let json = config_map
+                last_error = None;
+                let value = config_map
                     .data
                     .as_ref()
-                    .and_then(|d| d.get(vantage::REPORT_KEY))
+                    .and_then(|d| d.get(key))
                     .map_or("", String::as_str);
-                match Report::parse(json) {
-                    Ok(report) => {
-                        last_error = None;
-                        plane.set_report(&name, Some(report));
-                    }
-                    Err(e) => {
-                        if last_error.as_ref() != Some(&e) {
-                            tracing::warn!(member = %name, error = %e, "the agent's report cannot be read; not counted");
-                        }
-                        last_error = Some(e);
-                        plane.set_report(&name, None);
-                    }
-                }
+                on_change(Some(value));
             }
-            Ok(watcher::Event::Delete(_)) => plane.set_report(&name, None),
+            Ok(watcher::Event::Delete(_)) => on_change(None),
             Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
             Err(e) => {
                 let e = e.to_string();
                 if last_error.as_ref() != Some(&e) {
-                    tracing::debug!(member = %name, error = %e, "watching the agent's report; retrying");
+                    tracing::warn!(configmap = %name, at = %context, error = %e, "watching a ConfigMap; retrying");
                 }
                 last_error = Some(e);
             }

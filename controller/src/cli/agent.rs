@@ -16,10 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
-use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -117,48 +115,36 @@ impl Agent {
 /// Follows ConfigMap `fedns-probe-targets`: every version replaces what is
 /// probed; deleted, nothing is.
 async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, changed: Arc<Notify>) {
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", vantage::TARGETS_CONFIGMAP));
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
     let mut last_error: Option<String> = None;
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(watcher::Event::Apply(config_map) | watcher::Event::InitApply(config_map)) => {
-                let json = config_map
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(vantage::TARGETS_KEY))
-                    .map_or("", String::as_str);
-                match serde_json::from_str::<TargetList>(json) {
-                    Ok(list) => {
-                        tracing::info!(targets = list.targets.len(), "probe targets from the controller");
-                        plane.want(&0, list.targets.iter().map(|t| (t.address, t.check())));
-                        last_error = None;
-                    }
-                    Err(e) => {
-                        let e = format!("{}/{}: {e}", vantage::TARGETS_CONFIGMAP, vantage::TARGETS_KEY);
-                        if last_error.as_ref() != Some(&e) {
-                            tracing::warn!(error = %e, "cannot read the probe targets; keeping the last ones");
-                        }
-                        last_error = Some(e);
-                    }
+    let context = api.resource_url().to_owned();
+    crate::vantage::follow_config_map(
+        api,
+        vantage::TARGETS_CONFIGMAP,
+        vantage::TARGETS_KEY,
+        &context,
+        |json| {
+            match json.map(serde_json::from_str::<TargetList>) {
+                Some(Ok(list)) => {
+                    tracing::info!(targets = list.targets.len(), "probe targets from the controller");
+                    plane.want(&0, list.targets.iter().map(|t| (t.address, t.check())));
+                    last_error = None;
                 }
-                changed.notify_one();
-            }
-            Ok(watcher::Event::Delete(_)) => {
-                tracing::info!("the probe targets were deleted; probing nothing");
-                plane.forget(&0);
-                changed.notify_one();
-            }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
-            Err(e) => {
-                let e = e.to_string();
-                if last_error.as_ref() != Some(&e) {
-                    tracing::warn!(error = %e, "watching the probe targets; retrying");
+                Some(Err(e)) => {
+                    let e = format!("{}/{}: {e}", vantage::TARGETS_CONFIGMAP, vantage::TARGETS_KEY);
+                    if last_error.as_ref() != Some(&e) {
+                        tracing::warn!(error = %e, "cannot read the probe targets; keeping the last ones");
+                    }
+                    last_error = Some(e);
                 }
-                last_error = Some(e);
+                None => {
+                    tracing::info!("the probe targets were deleted; probing nothing");
+                    plane.forget(&0);
+                }
             }
-        }
-    }
+            changed.notify_one();
+        },
+    )
+    .await;
 }
 
 /// Writes the report at once after a change (at most every [`COALESCE`]),
