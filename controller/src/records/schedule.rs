@@ -19,7 +19,9 @@
 //! took 166 s instead of 110 s).
 //!
 //! A record is never reconciled twice at once: a change to a record in
-//! flight waits until that reconcile ends, then goes first.
+//! flight waits until that reconcile ends, then goes first; a full pass
+//! that reaches a record in flight reconciles it again after it ends
+//! (the reconcile in flight may have read the state before the pass's).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -67,13 +69,15 @@ impl Schedule {
     pub fn add_changes(&mut self, mut changes: Vec<(RecordKey, Instant)>) {
         changes.sort_by_key(|(_, since)| *since);
         for (key, since) in changes {
-            if let Some((first, _)) = self.held.get_mut(&key) {
+            let fresh_count = self.fresh_count();
+            if let Some((first, fresh)) = self.held.get_mut(&key) {
                 *first = (*first).min(since);
+                // Held for a pass, now changed itself: a change.
+                *fresh |= fresh_count < FRESH_MAX;
                 continue;
             }
             if self.running.contains(&key) {
-                let fresh = self.fresh_count() < FRESH_MAX;
-                self.held.insert(key, (since, fresh));
+                self.held.insert(key, (since, fresh_count < FRESH_MAX));
                 continue;
             }
             match self.waiting.get_mut(&key) {
@@ -143,8 +147,17 @@ impl Schedule {
 
     fn next_of_pass(&mut self) -> Option<Planned> {
         while let Some((key, since)) = self.pass.pop_front() {
-            if self.running.contains(&key) || self.waiting.contains_key(&key) || self.held.contains_key(&key) {
-                // Being reconciled, or about to be for a change: that covers it.
+            if self.waiting.contains_key(&key) || self.held.contains_key(&key) {
+                // About to be reconciled for a change: that reads the
+                // state this pass is for, so it covers it.
+                continue;
+            }
+            if self.running.contains(&key) {
+                // A reconcile in flight may have read the state before the
+                // one this pass is for (a member uncordoned while its
+                // record was being written cordoned): the record goes
+                // again when it ends, as bulk work.
+                self.held.insert(key, (since, false));
                 continue;
             }
             self.running.insert(key.clone());
@@ -288,6 +301,34 @@ mod tests {
         assert_eq!((again.key.clone(), again.fresh, again.since), (key(1), true, later));
         schedule.finished(&again.key);
         schedule.finished(&other.key);
+        assert!(drain(&mut schedule).is_empty());
+    }
+
+    /// The sandbox e2e caught this: a member uncordoned while its record
+    /// was being written cordoned stayed out until the next resync, since
+    /// the pass for the uncordon skipped the record in flight.
+    #[test]
+    fn a_pass_that_reaches_a_record_in_flight_reconciles_it_again_after_it_ends() {
+        let mut schedule = Schedule::default();
+        let early = Instant::now();
+        schedule.start_pass([key(1), key(2)], early);
+        let running = schedule.next().unwrap();
+        assert_eq!(running.key, key(1));
+        // The state changes (uncordon): a new pass while key 1 runs.
+        let later = early + std::time::Duration::from_millis(5);
+        schedule.start_pass([key(1), key(2)], later);
+        let other = schedule.next().unwrap();
+        assert_eq!(other.key, key(2), "not key 1 while it runs");
+        assert!(schedule.next().is_none());
+        schedule.finished(&other.key);
+        schedule.finished(&running.key);
+        let again = schedule.next().unwrap();
+        assert_eq!(
+            (again.key.clone(), again.fresh, again.since),
+            (key(1), false, later),
+            "key 1 again, for the new pass"
+        );
+        schedule.finished(&again.key);
         assert!(drain(&mut schedule).is_empty());
     }
 

@@ -461,6 +461,12 @@ async fn a_cordon_with_drain_seconds_lowers_a_weighted_share_in_steps() {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         }
+        // The DNSEndpoint is written before the server publishes it: give
+        // the publish time to land, so the sample is of this step only.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if published_weights(&endpoints, &web).await != before {
+            continue;
+        }
         let dns_port = dns;
         let name = web.clone();
         let answers: Vec<Option<String>> =
