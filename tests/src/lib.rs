@@ -40,11 +40,17 @@ pub fn free_port() -> u16 {
         .unwrap_or(32768);
     let low = ephemeral_low.saturating_sub(12_000).max(10_000);
     let span = u64::from(ephemeral_low.saturating_sub(low).max(1));
+    // Tests run in parallel threads: a port handed to one is never handed
+    // to another, even before it binds it.
+    static HANDED: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
     let seed = std::collections::hash_map::RandomState::new();
     for attempt in 0..500u64 {
         use std::hash::BuildHasher as _;
         let port = low + u16::try_from(seed.hash_one((std::process::id(), attempt)) % span).unwrap_or(0);
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if !handed.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed.insert(port);
             return port;
         }
     }

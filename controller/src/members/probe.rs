@@ -38,12 +38,17 @@ impl Registry {
         let mut ready = persisted_ready;
         let (mut successes, mut failures) = (0u32, 0u32);
         let mut version: Option<String> = cluster.status.as_ref().and_then(|s| s.kubernetes_version.clone());
+        let mut spec_changed = match member.upgrade() {
+            Some(member) => member.settings.subscribe(),
+            None => return,
+        };
         let mut last = (None::<Health>, None::<(Option<String>, Vec<String>)>, false);
         let mut last_write = Instant::now() - Duration::from_secs(3600);
         let mut was_leader = false;
         loop {
             let Some(member) = member.upgrade() else { return };
-            let settings = member.settings.borrow().clone();
+            // Seen here: a change after this wakes the sleep below.
+            let settings = spec_changed.borrow_and_update().clone();
             let started = Instant::now();
             let mut outcome = probe(&client, settings.timeout).await;
             self.metrics.observe_probe(&name, started.elapsed());
@@ -145,7 +150,12 @@ impl Registry {
             last = (Some(health), Some(topology), version.is_some());
             drop(member);
             let elapsed = started.elapsed();
-            tokio::time::sleep(settings.period.saturating_sub(elapsed)).await;
+            tokio::select! {
+                () = tokio::time::sleep(settings.period.saturating_sub(elapsed)) => {}
+                // A spec change (cordon, thresholds) shows in the Ready
+                // condition and its Event now, not a period later.
+                changed = spec_changed.changed() => if changed.is_err() { return },
+            }
         }
     }
 }

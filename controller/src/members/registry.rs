@@ -239,11 +239,22 @@ impl Registry {
             match existing {
                 Some(member) if member.fingerprint == fingerprint => {
                     let settings = Settings::from_spec(&cluster.spec);
+                    let mut records_see_it = false;
                     member.settings.send_if_modified(|s| {
                         let changed = *s != settings;
+                        records_see_it =
+                            s.cordoned != settings.cordoned || s.region != settings.region || s.zones != settings.zones;
                         *s = settings;
                         changed
                     });
+                    if records_see_it {
+                        // Records read cordoned, region and zones from
+                        // here: every record again now, not at the
+                        // prober's next health change (an uncordon that
+                        // came before the prober saw the cordon would
+                        // change no health and queue nothing).
+                        self.queue.push_all();
+                    }
                 }
                 _ => match connection.build().await {
                     Ok(client) => {

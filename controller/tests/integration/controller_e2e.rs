@@ -70,6 +70,11 @@ struct Setup {
 }
 
 async fn setup(extra_members: &[(&str, &str, &str, &[&str])]) -> Setup {
+    setup_with(extra_members, json!({})).await
+}
+
+/// As [`setup`], with `member_spec` merged into every MemberCluster's spec.
+async fn setup_with(extra_members: &[(&str, &str, &str, &[&str])], member_spec: serde_json::Value) -> Setup {
     let dir = temp_dir("controller");
     let mut names = vec!["east-a", "east-b", "west"];
     names.extend(extra_members.iter().map(|m| m.0));
@@ -85,7 +90,7 @@ async fn setup(extra_members: &[(&str, &str, &str, &[&str])]) -> Setup {
             .unwrap()
             .seed_yaml(name, &member_yaml(region, zone, ips))
             .unwrap();
-        federation.register(name, json!({})).unwrap();
+        federation.register(name, member_spec.clone()).unwrap();
     }
     federation.host.seed_yaml("host", HOST_YAML).unwrap();
     let dns_port = free_port();
@@ -118,6 +123,75 @@ fn table(endpoint: &DNSEndpoint) -> Vec<String> {
         .collect();
     rows.sort();
     rows
+}
+
+/// A cordon takes a member out at once whatever its probe period, and an
+/// uncordon right after brings it back at once: records are queued on the
+/// spec change itself. (They were queued only when the prober next saw a
+/// health change: an uncordon that came before the prober saw the cordon
+/// changed no health, queued nothing, and left the member out until the
+/// next resync; the sandbox e2e caught it under load.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cordon_and_uncordon_apply_at_once_with_a_long_probe_period() {
+    let s = setup_with(
+        &[],
+        json!({"healthCheck": {"periodSeconds": 60, "successThreshold": 1}}),
+    )
+    .await;
+    let port = s.dns_port;
+    eventually("every member answers", || dig(port, GLOBAL, "A", false).len() == 3).await;
+    let host = client_of(&s.federation.host).await;
+    let clusters: Api<MemberCluster> = Api::namespaced(host, "fedns-system");
+    let cordon = |value: bool| {
+        let clusters = clusters.clone();
+        async move {
+            clusters
+                .patch(
+                    "east-a",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"cordoned": value}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    for round in 1..=3 {
+        cordon(true).await;
+        let took = eventually("a cordoned member leaves", || {
+            dig(port, GLOBAL, "A", false) == ["198.51.100.10", "203.0.113.20"]
+        })
+        .await;
+        assert!(
+            took < Duration::from_secs(10),
+            "round {round}: a period is 60 s; took {took:?}"
+        );
+        // At once, before the prober could have seen the cordon.
+        cordon(false).await;
+        let took = eventually("an uncordoned member returns", || {
+            dig(port, GLOBAL, "A", false).len() == 3
+        })
+        .await;
+        assert!(
+            took < Duration::from_secs(10),
+            "round {round}: a period is 60 s; took {took:?}"
+        );
+    }
+    // The Ready condition follows the spec without waiting for a probe.
+    cordon(true).await;
+    let ready_reason = || async {
+        let cluster = clusters.get("east-a").await.unwrap();
+        let status = cluster.status.unwrap_or_default();
+        fedns_api::conditions::get(&status.conditions, "Ready").map(|c| c.reason.clone())
+    };
+    let started = std::time::Instant::now();
+    while ready_reason().await.as_deref() != Some("Cordoned") {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "Ready is not Cordoned 10 s after the cordon (a period is 60 s)"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("Ready=False Cordoned after {:?}", started.elapsed());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
