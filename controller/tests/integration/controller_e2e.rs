@@ -114,6 +114,18 @@ async fn setup_with(extra_members: &[(&str, &str, &str, &[&str])], member_spec: 
     }
 }
 
+/// Sets MemberCluster `name`'s `spec.cordoned`.
+async fn set_cordoned(clusters: &Api<MemberCluster>, name: &str, value: bool) {
+    clusters
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"cordoned": value}})),
+        )
+        .await
+        .unwrap();
+}
+
 fn table(endpoint: &DNSEndpoint) -> Vec<String> {
     let mut rows: Vec<String> = endpoint
         .spec
@@ -142,19 +154,7 @@ async fn cordon_and_uncordon_apply_at_once_with_a_long_probe_period() {
     eventually("every member answers", || dig(port, GLOBAL, "A", false).len() == 3).await;
     let host = client_of(&s.federation.host).await;
     let clusters: Api<MemberCluster> = Api::namespaced(host, "fedns-system");
-    let cordon = |value: bool| {
-        let clusters = clusters.clone();
-        async move {
-            clusters
-                .patch(
-                    "east-a",
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"cordoned": value}})),
-                )
-                .await
-                .unwrap();
-        }
-    };
+    let cordon = |value: bool| set_cordoned(&clusters, "east-a", value);
     for round in 1..=3 {
         cordon(true).await;
         let took = eventually("a cordoned member leaves", || {
@@ -357,19 +357,7 @@ async fn publishes_and_fails_over() {
     .await;
 
     // 4. Cordon and uncordon.
-    let cordon = |value: bool| {
-        let clusters = clusters.clone();
-        async move {
-            clusters
-                .patch(
-                    "east-a",
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"cordoned": value}})),
-                )
-                .await
-                .unwrap();
-        }
-    };
+    let cordon = |value: bool| set_cordoned(&clusters, "east-a", value);
     cordon(true).await;
     eventually("a cordoned cluster leaves", || {
         dig(port, GLOBAL, "A", false) == ["198.51.100.10", "203.0.113.20"]
