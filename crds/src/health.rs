@@ -344,20 +344,18 @@ mod quorum_tests {
     use super::*;
 
     #[test]
-    fn quorum_reads_names_and_numbers_and_decides() {
+    fn quorum_reads_names_and_numbers_and_decides() -> Result<(), serde_json::Error> {
         let read = |v: serde_json::Value| serde_json::from_value::<Quorum>(v);
-        assert_eq!(read(serde_json::json!("Majority")).unwrap(), Quorum::Majority);
-        assert_eq!(read(serde_json::json!("Any")).unwrap(), Quorum::Any);
-        assert_eq!(read(serde_json::json!("All")).unwrap(), Quorum::All);
-        assert_eq!(read(serde_json::json!(2)).unwrap(), Quorum::AtLeast(2));
-        assert_eq!(read(serde_json::json!("2")).unwrap(), Quorum::AtLeast(2));
-        assert!(read(serde_json::json!(0)).unwrap_err().to_string().contains("1..100"));
-        assert!(read(serde_json::json!("Most"))
-            .unwrap_err()
-            .to_string()
-            .contains("Majority"));
-        assert_eq!(serde_json::to_value(Quorum::AtLeast(3)).unwrap(), serde_json::json!(3));
-        assert_eq!(serde_json::to_value(Quorum::Any).unwrap(), serde_json::json!("Any"));
+        assert_eq!(read(serde_json::json!("Majority"))?, Quorum::Majority);
+        assert_eq!(read(serde_json::json!("Any"))?, Quorum::Any);
+        assert_eq!(read(serde_json::json!("All"))?, Quorum::All);
+        assert_eq!(read(serde_json::json!(2))?, Quorum::AtLeast(2));
+        assert_eq!(read(serde_json::json!("2"))?, Quorum::AtLeast(2));
+        let error = |v| read(v).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error(serde_json::json!(0)).contains("1..100"));
+        assert!(error(serde_json::json!("Most")).contains("Majority"));
+        assert_eq!(serde_json::to_value(Quorum::AtLeast(3))?, serde_json::json!(3));
+        assert_eq!(serde_json::to_value(Quorum::Any)?, serde_json::json!("Any"));
         // Three vantage points.
         assert!(!Quorum::Majority.is_down(1, 3) && Quorum::Majority.is_down(2, 3));
         assert!(!Quorum::Any.is_down(2, 3) && Quorum::Any.is_down(3, 3));
@@ -369,5 +367,6 @@ mod quorum_tests {
         for quorum in [Quorum::Majority, Quorum::Any, Quorum::All, Quorum::AtLeast(2)] {
             assert!(quorum.is_down(1, 1) && !quorum.is_down(0, 1));
         }
+        Ok(())
     }
 }

@@ -430,28 +430,30 @@ mod tests {
     }
 
     #[test]
-    fn reports_parse_and_tell_an_impaired_agent() {
+    fn reports_parse_and_tell_an_impaired_agent() -> Result<(), Box<dyn std::error::Error>> {
         let json = r#"{"reportedAt":"2026-11-25T20:00:00Z","targets":{
             "k1":{"address":"127.0.10.1","state":"Down","since":"2026-11-25T19:59:00Z","lastError":"refused"},
             "k2":{"address":"127.0.10.2","state":"Down","since":"2026-11-25T19:59:00Z"}}}"#;
-        let report = Report::parse(json).unwrap();
+        let report = Report::parse(json)?;
         assert!(report.impaired, "every address down");
         assert_eq!(report.votes.len(), 2);
-        let now: jiff::Timestamp = "2026-11-25T20:00:01.5Z".parse().unwrap();
+        let now: jiff::Timestamp = "2026-11-25T20:00:01.5Z".parse()?;
         assert!(report.is_fresh(Duration::from_secs(1), now));
         assert!(!report.is_fresh(Duration::from_secs(1), now + jiff::SignedDuration::from_secs(1)));
         let one_down = r#"{"reportedAt":"2026-11-25T20:00:00Z","targets":{
             "k1":{"address":"127.0.10.1","state":"Down","since":"x"},
             "k2":{"address":"127.0.10.2","state":"Up","since":"x"}}}"#;
-        assert!(!Report::parse(one_down).unwrap().impaired);
-        assert!(Report::parse("{").unwrap_err().contains(REPORT_KEY));
+        assert!(!Report::parse(one_down)?.impaired);
+        assert!(Report::parse("{").err().unwrap_or_default().contains(REPORT_KEY));
         assert!(Report::parse(r#"{"reportedAt":"yesterday","targets":{}}"#)
-            .unwrap_err()
+            .err()
+            .unwrap_or_default()
             .contains("reportedAt"));
+        Ok(())
     }
 
     #[test]
-    fn target_specs_round_trip_to_the_agents_check() {
+    fn target_specs_round_trip_to_the_agents_check() -> Result<(), Box<dyn std::error::Error>> {
         let check = Check {
             spec: ProbeSpec {
                 protocol: ProbeProtocol::Http,
@@ -469,14 +471,13 @@ mod tests {
             failback_delay: Duration::from_secs(9),
             quorum: Quorum::All,
         };
-        let address: IpAddr = "127.0.10.1".parse().unwrap();
+        let address: IpAddr = "127.0.10.1".parse()?;
         let spec = TargetSpec::of(address, &check);
         assert_eq!(spec.id, "HTTP 127.0.10.1 8080 /healthz www.example.com 5000ms");
         let json = serde_json::to_string(&TargetList {
             targets: vec![spec.clone()],
-        })
-        .unwrap();
-        let back: TargetList = serde_json::from_str(&json).unwrap();
+        })?;
+        let back: TargetList = serde_json::from_str(&json)?;
         let agent = back.targets[0].check();
         assert_eq!(agent.spec, check.spec);
         assert_eq!(
@@ -489,5 +490,6 @@ mod tests {
             report_key(&spec.id),
             report_key("HTTP 127.0.10.2 8080 /healthz www.example.com 5000ms")
         );
+        Ok(())
     }
 }

@@ -454,28 +454,28 @@ mod tests {
 mod drain_tests {
     use super::*;
 
-    fn cordoned(drain_seconds: i32, since: Option<&str>) -> fedns_api::MemberCluster {
+    type TestResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+    fn cordoned(drain_seconds: i32, since: Option<&str>) -> TestResult<fedns_api::MemberCluster> {
         let mut cluster: fedns_api::MemberCluster = serde_json::from_value(serde_json::json!({
             "apiVersion": "core.fedns.io/v1alpha1",
             "kind": "MemberCluster",
             "metadata": {"name": "east", "namespace": "fedns-system"},
             "spec": {"apiEndpoint": "https://127.0.0.1:6443", "cordoned": true, "drainSeconds": drain_seconds},
-        }))
-        .unwrap();
+        }))?;
         if let Some(since) = since {
             cluster.status = serde_json::from_value(serde_json::json!({"conditions": [{
                 "type": "Ready", "status": "False", "reason": "Cordoned", "message": "",
                 "lastTransitionTime": since,
-            }]}))
-            .unwrap();
+            }]}))?;
         }
-        cluster
+        Ok(cluster)
     }
 
     #[test]
-    fn a_drain_lowers_the_share_in_ten_steps_then_ends() {
-        let start: jiff::Timestamp = "2026-11-25T20:00:00Z".parse().unwrap();
-        let cluster = cordoned(100, Some("2026-11-25T20:00:00Z"));
+    fn a_drain_lowers_the_share_in_ten_steps_then_ends() -> TestResult<()> {
+        let start: jiff::Timestamp = "2026-11-25T20:00:00Z".parse()?;
+        let cluster = cordoned(100, Some("2026-11-25T20:00:00Z"))?;
         let at = |s: i64| drain_share(Some(&cluster), start + jiff::SignedDuration::from_secs(s));
         assert_eq!(at(0), Some((9, Duration::from_secs(10))));
         assert_eq!(at(5), Some((9, Duration::from_secs(5))));
@@ -486,20 +486,20 @@ mod drain_tests {
         let mut uncordoned = cluster.clone();
         uncordoned.spec.cordoned = false;
         assert_eq!(drain_share(Some(&uncordoned), start), None);
-        assert_eq!(drain_share(Some(&cordoned(0, None)), start), None);
+        assert_eq!(drain_share(Some(&cordoned(0, None)?), start), None);
         // The cordon not yet in status: the drain starts now.
         assert_eq!(
-            drain_share(Some(&cordoned(20, None)), start),
+            drain_share(Some(&cordoned(20, None)?), start),
             Some((9, Duration::from_secs(2)))
         );
+        Ok(())
     }
 
     #[test]
-    fn weighted_routing_scales_while_a_cluster_drains() {
+    fn weighted_routing_scales_while_a_cluster_drains() -> TestResult<()> {
         let routing: fedns_api::routing::Routing = serde_json::from_value(serde_json::json!({
             "policy": "Weighted", "weights": {"east": 1, "us-west-2": 3}
-        }))
-        .unwrap();
+        }))?;
         let drained = super::super::routing::drained(&routing, &[("east".into(), 4)], &|_| None);
         assert_eq!(drained.weights["east"], 4);
         assert_eq!(drained.weights["us-west-2"], 30);
@@ -510,16 +510,15 @@ mod drain_tests {
         // Weights over 25: only the draining one changes (Route53's 255).
         let heavy: fedns_api::routing::Routing = serde_json::from_value(serde_json::json!({
             "policy": "Weighted", "weights": {"east": 100, "west": 200}
-        }))
-        .unwrap();
+        }))?;
         let drained = super::super::routing::drained(&heavy, &[("east".into(), 4)], &|_| None);
         assert_eq!((drained.weights["east"], drained.weights["west"]), (40, 200));
         // Other policies are left alone.
-        let nearest: fedns_api::routing::Routing =
-            serde_json::from_value(serde_json::json!({"policy": "Nearest"})).unwrap();
+        let nearest: fedns_api::routing::Routing = serde_json::from_value(serde_json::json!({"policy": "Nearest"}))?;
         assert_eq!(
             super::super::routing::drained(&nearest, &[("east".into(), 4)], &|_| None),
             nearest
         );
+        Ok(())
     }
 }

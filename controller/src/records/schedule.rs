@@ -211,6 +211,14 @@ mod tests {
         RecordKey::Service("ns".into(), format!("svc{i}"))
     }
 
+    /// The next record, where the test expects one.
+    fn take(schedule: &mut Schedule) -> Planned {
+        match schedule.next() {
+            Some(planned) => planned,
+            None => panic!("the schedule gave no record where one was due"),
+        }
+    }
+
     /// Takes and finishes records until nothing is left; returns them.
     fn drain(schedule: &mut Schedule) -> Vec<Planned> {
         let mut out = Vec::new();
@@ -229,7 +237,7 @@ mod tests {
         schedule.add_changes((0..20_000).map(|i| (key(i), start)).collect());
         let mut first = Vec::new();
         for _ in 0..FRESH_MAX + 10 {
-            first.push(schedule.next().unwrap());
+            first.push(take(&mut schedule));
         }
         assert!(first[..FRESH_MAX].iter().all(|p| p.fresh));
         assert!(
@@ -239,7 +247,7 @@ mod tests {
         // A load balancer moves while the burst is worked off.
         let change = (key(1_000_000), Instant::now());
         schedule.add_changes(vec![change.clone()]);
-        let next = schedule.next().unwrap();
+        let next = take(&mut schedule);
         assert_eq!(next.key, change.0, "the change comes next");
         assert!(next.fresh);
         // Every record of the burst is still reconciled, once.
@@ -259,18 +267,18 @@ mod tests {
         let mut schedule = Schedule::default();
         let start = Instant::now();
         schedule.start_pass((0..20_000).map(key), start);
-        let first = schedule.next().unwrap();
+        let first = take(&mut schedule);
         assert!(!first.fresh);
         schedule.add_changes(vec![(key(7), Instant::now())]);
-        let next = schedule.next().unwrap();
+        let next = take(&mut schedule);
         assert!(next.fresh && next.key == key(7));
         // A backlog beside the pass: they alternate.
         schedule.add_changes((100_000..100_000 + FRESH_MAX + 4).map(|i| (key(i), start)).collect());
         for _ in 0..FRESH_MAX {
-            assert!(schedule.next().unwrap().fresh);
+            assert!(take(&mut schedule).fresh);
         }
         let bulk: Vec<bool> = (0..4)
-            .map(|_| matches!(schedule.next().unwrap().key, RecordKey::Service(_, ref n) if n.starts_with("svc1000")))
+            .map(|_| matches!(take(&mut schedule).key, RecordKey::Service(_, ref n) if n.starts_with("svc1000")))
             .collect();
         assert_eq!(
             bulk.iter().filter(|b| **b).count(),
@@ -287,17 +295,17 @@ mod tests {
         let mut schedule = Schedule::default();
         let early = Instant::now();
         schedule.add_changes(vec![(key(1), early)]);
-        let running = schedule.next().unwrap();
+        let running = take(&mut schedule);
         // It changes again while its reconcile runs; a pass covers it too.
         let later = early + std::time::Duration::from_millis(5);
         schedule.add_changes(vec![(key(1), later)]);
         schedule.start_pass([key(1), key(2)], later);
-        let other = schedule.next().unwrap();
+        let other = take(&mut schedule);
         assert_eq!(other.key, key(2), "not key 1 while it runs");
         assert!(schedule.next().is_none());
         // It ends: the held change goes next, fresh, timed from its change.
         schedule.finished(&running.key);
-        let again = schedule.next().unwrap();
+        let again = take(&mut schedule);
         assert_eq!((again.key.clone(), again.fresh, again.since), (key(1), true, later));
         schedule.finished(&again.key);
         schedule.finished(&other.key);
@@ -312,17 +320,17 @@ mod tests {
         let mut schedule = Schedule::default();
         let early = Instant::now();
         schedule.start_pass([key(1), key(2)], early);
-        let running = schedule.next().unwrap();
+        let running = take(&mut schedule);
         assert_eq!(running.key, key(1));
         // The state changes (uncordon): a new pass while key 1 runs.
         let later = early + std::time::Duration::from_millis(5);
         schedule.start_pass([key(1), key(2)], later);
-        let other = schedule.next().unwrap();
+        let other = take(&mut schedule);
         assert_eq!(other.key, key(2), "not key 1 while it runs");
         assert!(schedule.next().is_none());
         schedule.finished(&other.key);
         schedule.finished(&running.key);
-        let again = schedule.next().unwrap();
+        let again = take(&mut schedule);
         assert_eq!(
             (again.key.clone(), again.fresh, again.since),
             (key(1), false, later),
@@ -338,13 +346,13 @@ mod tests {
         let early = Instant::now();
         schedule.add_changes((0..200).map(|i| (key(i), early)).collect());
         for _ in 0..FRESH_MAX {
-            let planned = schedule.next().unwrap();
+            let planned = take(&mut schedule);
             schedule.finished(&planned.key);
         }
         // key(150) is in the backlog; it changes again.
         let later = early + std::time::Duration::from_millis(5);
         schedule.add_changes(vec![(key(150), later)]);
-        let planned = schedule.next().unwrap();
+        let planned = take(&mut schedule);
         assert_eq!(planned.key, key(150));
         assert!(planned.fresh);
         assert_eq!(planned.since, early, "latency counts from the first change");
