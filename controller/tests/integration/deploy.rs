@@ -346,29 +346,7 @@ fn member_discovery_kustomizations_apply_read_only() {
                 &["apply", "--server-side", "-f", "deploy/member-discovery/namespace.yaml"],
             );
         }
-        let rendered = String::from_utf8(run(&home, "kubectl", &["kustomize", dir]).stdout).unwrap();
-        let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
-            .map(|doc| Value::deserialize(doc).unwrap())
-            .filter(|v| !v.is_null())
-            .collect();
-        let path = home.join("rendered.yaml");
-        std::fs::write(&path, &rendered).unwrap();
-        run(
-            &home,
-            "kubectl",
-            &["apply", "--server-side", "-f", path.to_str().unwrap()],
-        );
-        let got = kubectl_json(&home, &["get", "-f", path.to_str().unwrap(), "-o", "json"]);
-        let got: Vec<Value> = got["items"].as_array().cloned().unwrap_or_else(|| vec![got]);
-        let stored: BTreeMap<_, _> = got.iter().map(|o| (key(o), o)).collect();
-        for wanted in &objects {
-            let object = stored
-                .get(&key(wanted))
-                .unwrap_or_else(|| panic!("{dir}: {:?} not read back", key(wanted)));
-            let mut diffs = Vec::new();
-            differences("", object, wanted, &mut diffs);
-            assert!(diffs.is_empty(), "{dir}: stored differs:\n{}", diffs.join("\n"));
-        }
+        let (objects, stored) = apply_and_read_back(&home, dir);
         let mut named = Vec::new();
         for role in objects.iter().filter(|o| o["kind"] == "ClusterRole") {
             for rule in role["rules"].as_array().unwrap() {
@@ -449,29 +427,7 @@ fn agent_kustomization_applies_with_configmap_roles_only() {
     ));
     std::fs::create_dir_all(&home).unwrap();
     emulator.write_kubeconfig(&home.join("kubeconfig")).unwrap();
-    let rendered = String::from_utf8(run(&home, "kubectl", &["kustomize", dir]).stdout).unwrap();
-    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .filter(|v| !v.is_null())
-        .collect();
-    let path = home.join("rendered.yaml");
-    std::fs::write(&path, &rendered).unwrap();
-    run(
-        &home,
-        "kubectl",
-        &["apply", "--server-side", "-f", path.to_str().unwrap()],
-    );
-    let got = kubectl_json(&home, &["get", "-f", path.to_str().unwrap(), "-o", "json"]);
-    let got: Vec<Value> = got["items"].as_array().cloned().unwrap_or_else(|| vec![got]);
-    let stored: BTreeMap<_, _> = got.iter().map(|o| (key(o), o)).collect();
-    for wanted in &objects {
-        let object = stored
-            .get(&key(wanted))
-            .unwrap_or_else(|| panic!("{dir}: {:?} not read back", key(wanted)));
-        let mut diffs = Vec::new();
-        differences("", object, wanted, &mut diffs);
-        assert!(diffs.is_empty(), "{dir}: stored differs:\n{}", diffs.join("\n"));
-    }
+    let (objects, stored) = apply_and_read_back(&home, dir);
     assert!(
         !objects
             .iter()
@@ -500,4 +456,34 @@ fn agent_kustomization_applies_with_configmap_roles_only() {
     println!("{dir}: {} objects applied and read back", objects.len());
     drop(emulator);
     let _ = std::fs::remove_dir_all(&home);
+}
+
+/// Renders kustomization `dir`, applies it server-side with the
+/// kubeconfig in `home`, and checks every object reads back as rendered;
+/// returns the rendered objects and the stored ones by [`key`].
+fn apply_and_read_back(home: &Path, dir: &str) -> (Vec<Value>, BTreeMap<(String, String, String), Value>) {
+    let rendered = String::from_utf8(run(home, "kubectl", &["kustomize", dir]).stdout).unwrap();
+    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .collect();
+    let path = home.join("rendered.yaml");
+    std::fs::write(&path, &rendered).unwrap();
+    run(
+        home,
+        "kubectl",
+        &["apply", "--server-side", "-f", path.to_str().unwrap()],
+    );
+    let got = kubectl_json(home, &["get", "-f", path.to_str().unwrap(), "-o", "json"]);
+    let got: Vec<Value> = got["items"].as_array().cloned().unwrap_or_else(|| vec![got]);
+    let stored: BTreeMap<_, _> = got.into_iter().map(|o| (key(&o), o)).collect();
+    for wanted in &objects {
+        let object = stored
+            .get(&key(wanted))
+            .unwrap_or_else(|| panic!("{dir}: {:?} not read back", key(wanted)));
+        let mut diffs = Vec::new();
+        differences("", object, wanted, &mut diffs);
+        assert!(diffs.is_empty(), "{dir}: stored differs:\n{}", diffs.join("\n"));
+    }
+    (objects, stored)
 }
