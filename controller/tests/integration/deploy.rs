@@ -458,10 +458,13 @@ fn agent_kustomization_applies_with_configmap_roles_only() {
     let _ = std::fs::remove_dir_all(&home);
 }
 
+/// Objects read back from an API server, by [`key`].
+type Stored = BTreeMap<(String, String, String), Value>;
+
 /// Renders kustomization `dir`, applies it server-side with the
 /// kubeconfig in `home`, and checks every object reads back as rendered;
 /// returns the rendered objects and the stored ones by [`key`].
-fn apply_and_read_back(home: &Path, dir: &str) -> (Vec<Value>, BTreeMap<(String, String, String), Value>) {
+fn apply_and_read_back(home: &Path, dir: &str) -> (Vec<Value>, Stored) {
     let rendered = String::from_utf8(run(home, "kubectl", &["kustomize", dir]).stdout).unwrap();
     let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
         .map(|doc| Value::deserialize(doc).unwrap())
