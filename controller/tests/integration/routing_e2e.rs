@@ -154,14 +154,12 @@ fn spread(port: u16, name: &str, n: usize) -> std::collections::BTreeMap<String,
     seen
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn policies_follow_clients_weights_and_health() {
-    let ProbedFederation {
-        responders,
-        federation,
-        dir,
-    } = probed_federation(
-        "routing",
+/// Members a (us-east-1), b (us-west-2) and c (eu-west-1) with probed
+/// load balancers, and a controller serving them (`tag` names the state
+/// dir); the controller's DNS port.
+async fn routed(tag: &str) -> (ProbedFederation, u16, Process) {
+    let probed = probed_federation(
+        tag,
         2,
         &[("a", "us-east-1"), ("b", "us-west-2"), ("c", "eu-west-1")],
         member_yaml,
@@ -169,7 +167,21 @@ async fn policies_follow_clients_weights_and_health() {
     )
     .await;
     let dns = free_port();
-    let _controller = spawn_controller(&dir, dns, free_port(), &["--udp-workers", "1"]);
+    let controller = spawn_controller(&probed.dir, dns, free_port(), &["--udp-workers", "1"]);
+    (probed, dns, controller)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_follow_clients_weights_and_health() {
+    let (
+        ProbedFederation {
+            responders,
+            federation,
+            dir,
+        },
+        dns,
+        _controller,
+    ) = routed("routing").await;
     let nginx = format!("nginx.{ZONE}");
     let web = format!("web.{ZONE}");
     let api = format!("api.{ZONE}");
@@ -412,20 +424,15 @@ async fn published_weights(endpoints: &Api<DNSEndpoint>, name: &str) -> std::col
 /// share falls step by step, and a is gone after the drain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cordon_with_drain_seconds_lowers_a_weighted_share_in_steps() {
-    let ProbedFederation {
-        responders: _responders,
-        federation,
-        dir,
-    } = probed_federation(
-        "drain",
-        2,
-        &[("a", "us-east-1"), ("b", "us-west-2"), ("c", "eu-west-1")],
-        member_yaml,
-        HOST_YAML,
-    )
-    .await;
-    let dns = free_port();
-    let _controller = spawn_controller(&dir, dns, free_port(), &["--udp-workers", "1"]);
+    let (
+        ProbedFederation {
+            responders: _responders,
+            federation,
+            ..
+        },
+        dns,
+        _controller,
+    ) = routed("drain").await;
     let web = format!("web.{ZONE}");
     becomes(dns, &web, &[], &["127.0.2.2"], "Weighted published").await;
     let host = client_of(&federation.host).await;
