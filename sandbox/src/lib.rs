@@ -92,6 +92,7 @@ mod cluster;
 mod cluster_proxy;
 mod emulator;
 mod faults;
+pub mod ports;
 mod resources;
 pub mod responder;
 mod schema;

@@ -7,7 +7,6 @@
 pub mod fault_proxy;
 pub mod moto;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,31 +29,10 @@ pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::pla
     fedns_providers::plan::desired::desired_zones(&[domain], &[endpoint])
 }
 
-/// A free TCP port on 127.0.0.1 right now, below the kernel's ephemeral
-/// range (ip_local_port_range), so no port-0 bind (our DNS servers,
-/// clients) can be handed it between this check and its use.
+/// A loopback port free for UDP and TCP, never handed to another test of
+/// this process ([`fedns_sandbox::ports::free_loopback_port`]).
 pub fn free_port() -> u16 {
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let low = ephemeral_low.saturating_sub(12_000).max(10_000);
-    let span = u64::from(ephemeral_low.saturating_sub(low).max(1));
-    // Tests run in parallel threads: a port handed to one is never handed
-    // to another, even before it binds it.
-    static HANDED: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
-    let seed = std::collections::hash_map::RandomState::new();
-    for attempt in 0..500u64 {
-        use std::hash::BuildHasher as _;
-        let port = low + u16::try_from(seed.hash_one((std::process::id(), attempt)) % span).unwrap_or(0);
-        if !handed.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            handed.insert(port);
-            return port;
-        }
-    }
-    panic!("no free port below the ephemeral range");
+    fedns_sandbox::ports::free_loopback_port().expect("a free loopback port")
 }
 
 fn etcd_binary() -> PathBuf {

@@ -143,34 +143,10 @@ pub fn zone_file(zone: &ZoneContent, serial: u32) -> String {
     out
 }
 
-/// A loopback port free for both UDP and TCP right now, for a server a
-/// test starts on a port it names (Knot, NSD, Unbound).
+/// A loopback port free for UDP and TCP, never handed to another test of
+/// this process ([`fedns_sandbox::ports::free_loopback_port`]).
 pub fn free_port() -> u16 {
-    // Below the kernel's ephemeral range (ip_local_port_range), so no
-    // port-0 bind in this process or another (our DNS servers, clients)
-    // can be handed the same port between this check and its use.
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32768);
-    let low = ephemeral_low.saturating_sub(12_000).max(10_000);
-    let span = u64::from(ephemeral_low.saturating_sub(low).max(1));
-    // Tests run in parallel threads: a port handed to one is never handed
-    // to another, even before it binds it.
-    static HANDED: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
-    let seed = std::collections::hash_map::RandomState::new();
-    for attempt in 0..500u64 {
-        use std::hash::BuildHasher as _;
-        let port = low + u16::try_from(seed.hash_one((std::process::id(), attempt)) % span).unwrap_or(0);
-        let udp = UdpSocket::bind(("127.0.0.1", port));
-        if !handed.contains(&port) && udp.is_ok() && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            handed.insert(port);
-            return port;
-        }
-    }
-    panic!("no free port below the ephemeral range");
+    fedns_sandbox::ports::free_loopback_port().expect("a free loopback port")
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
