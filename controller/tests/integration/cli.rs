@@ -305,6 +305,16 @@ fn dns_server_log(through_terminal: bool, no_color: Option<&str>) -> Vec<u8> {
             Err(_) => break,
         }
     }
+    // Under `script`, fedns is script's child in a session of its own:
+    // killing script alone would leave it running.
+    let pid = child.id();
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    for grandchild in children.split_whitespace() {
+        // The shell's builtin: no procps needed.
+        let _ = Command::new("sh")
+            .args(["-c", &format!("kill -KILL {grandchild}")])
+            .status();
+    }
     let _ = child.kill();
     let _ = child.wait();
     assert!(
