@@ -505,6 +505,13 @@ impl Collector for DnsMetrics {
                 None,
                 MetricType::Counter,
             )?)?;
+            ConstCounter::new(store.late_serial_records()).encode(encoder.encode_descriptor(
+                "fedns_dns_serial_records_late",
+                "Recorded zone serials (Domain status.serialRecord) that reached this replica only after \
+                 the instant every replica switches to them: it showed the previous serial meanwhile",
+                None,
+                MetricType::Counter,
+            )?)?;
             let t = store.transfer_counters();
             {
                 let mut family = encoder.encode_descriptor(

@@ -142,6 +142,7 @@ async fn publishes_to_every_provider_at_once() {
         geoip_db: None,
         leader_elect: false,
         resync_interval: 60,
+        serial_activation_delay: 1000,
         max_object_bytes: fedns_controller::records::object_size::DEFAULT_MAX_OBJECT_BYTES,
         workers: 4,
         rrl: Default::default(),

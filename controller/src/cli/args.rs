@@ -160,6 +160,14 @@ pub struct DnsServerArgs {
     /// Do not write DNSEndpoint/Domain status or Events (extra replicas).
     #[arg(long)]
     pub read_only: bool,
+    /// Milliseconds from recording a zone's next SOA serial
+    /// (`Domain.status.serialRecord`) to the instant every DNS server
+    /// replica shows it; only the replica that writes status reads it. Keep
+    /// it above the time a status write plus a watch event take to reach
+    /// every replica (a replica that learns a record later logs a warning
+    /// and counts it in fedns_dns_serial_records_late_total).
+    #[arg(long, value_name = "MILLISECONDS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub serial_activation_delay: u64,
     /// UDP worker threads per address (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub udp_workers: Option<usize>,
@@ -510,6 +518,14 @@ pub struct ControllerArgs {
     /// Seconds between full resyncs of every record and of external providers.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub resync_interval: u64,
+    /// Milliseconds from recording a zone's next SOA serial
+    /// (`Domain.status.serialRecord`) to the instant every DNS server
+    /// replica shows it; only the replica that writes status reads it. Keep
+    /// it above the time a status write plus a watch event take to reach
+    /// every replica (a replica that learns a record later logs a warning
+    /// and counts it in fedns_dns_serial_records_late_total).
+    #[arg(long, value_name = "MILLISECONDS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub serial_activation_delay: u64,
     /// Largest DNSEndpoint the controller writes, in bytes of JSON. A
     /// record whose DNSEndpoint would be larger is not written; the record
     /// gets Ready=False reason ObjectTooLarge and a Warning Event. Default:

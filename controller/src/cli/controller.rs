@@ -438,6 +438,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let source_config = SourceConfig {
         domain_namespace: Some(namespace.clone()),
         resync_interval: Duration::from_secs(args.resync_interval.max(1)),
+        serial_activation_delay: Duration::from_millis(args.serial_activation_delay),
         leader: Some(leader.clone()),
         domain_finalizer: true,
         endpoints: Some(SharedEndpoints {

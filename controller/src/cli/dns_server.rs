@@ -185,6 +185,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         let config = SourceConfig {
             domain_namespace: Some(args.namespace.clone()),
             write_status: !args.read_only,
+            serial_activation_delay: std::time::Duration::from_millis(args.serial_activation_delay),
             ..SourceConfig::default()
         };
         let sinks = Sinks {

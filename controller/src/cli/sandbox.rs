@@ -324,6 +324,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         geoip_db: None,
         leader_elect: false,
         resync_interval: 60,
+        serial_activation_delay: 1000,
         max_object_bytes: crate::records::object_size::DEFAULT_MAX_OBJECT_BYTES,
         workers: 8,
         probe_concurrency: 64,

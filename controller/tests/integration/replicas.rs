@@ -349,8 +349,19 @@ impl Replica {
 
     /// `fedns_dns_transfers_total{result}` since it started.
     async fn transfers(&self, result: &str) -> u64 {
+        self.counter(&format!("fedns_dns_transfers_total{{result=\"{result}\"}}"))
+            .await
+    }
+
+    /// `fedns_dns_serial_records_late_total` since it started: records
+    /// it learned only after their instant.
+    async fn late_records(&self) -> u64 {
+        self.counter("fedns_dns_serial_records_late_total").await
+    }
+
+    async fn counter(&self, series: &str) -> u64 {
         let (_, body) = http_get(&format!("http://127.0.0.1:{}/metrics", self.metrics)).await;
-        let wanted = format!("fedns_dns_transfers_total{{result=\"{result}\"}} ");
+        let wanted = format!("{series} ");
         body.lines()
             .find_map(|l| l.strip_prefix(&wanted)?.trim().parse().ok())
             .unwrap_or(0)
@@ -543,6 +554,21 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
         proxy.handed.load(Ordering::Relaxed)
     );
     let back = steps_back(&seen);
+    let mut late = Vec::new();
+    for replica in &replicas {
+        late.push(replica.late_records().await);
+    }
+    println!("records learned after their instant, per replica (since its last start): {late:?}");
+    if !back.is_empty() {
+        // Straight to standard error (not captured by the test harness),
+        // so it lands beside the replicas' logs and the FAILED line.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "replicas test: the serial went backwards at {back:?} (index, from, to); serials seen {distinct:?}; \
+             late records per replica since its last start {late:?}"
+        );
+    }
     assert!(back.is_empty(), "the serial went backwards: {back:?} (in {distinct:?})");
     assert!(distinct.len() >= 5, "too few serials to mean anything: {distinct:?}");
 
@@ -605,6 +631,163 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
     }
     host.stop();
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A record reaches a replica's DNS server as soon as its Domain watch
+/// delivers it, not after the publisher's pass in progress: with every
+/// API request slowed to 1.5 s, the status writer's pass that records a
+/// serial (1.5 s) goes on writing statuses (1.5 s more) past the record's
+/// instant (2.5 s); the writer must still switch at that instant, with
+/// the read-only replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_publisher_pass_does_not_delay_the_serial_switch() {
+    const ZONE: &str = "example.com.";
+    const DELAY_MS: u64 = 2_500;
+    let host = Emulator::start().await.unwrap();
+    let client = client_of(&host).await;
+    install_crds(&client, &["fedns-system", "ns"]).await;
+    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
+    domains
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "myfed"},
+                "spec": {"domain": "example.com", "nameServers": ["ns1.example.net"]},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
+    endpoints
+        .create(&PostParams::default(), &endpoint("app", "app.example.com", "10.0.0.1"))
+        .await
+        .unwrap();
+    let dir = temp_dir("replicas-slow-pass");
+    let kubeconfig = dir.join("host.yaml");
+    host.write_kubeconfig(&kubeconfig).unwrap();
+    let delay = DELAY_MS.to_string();
+    let base = [
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--serial-activation-delay",
+        &delay,
+    ];
+    let mut replicas = vec![Replica::new(&base, false), Replica::new(&base, true)];
+    for replica in &mut replicas {
+        replica.start();
+    }
+    let waiting = Instant::now();
+    let first = loop {
+        if let Some(recorded) = record_serial(&domains).await {
+            if agreed(&replicas, ZONE) == Some(recorded) {
+                break recorded;
+            }
+        }
+        assert!(
+            waiting.elapsed() < Duration::from_secs(30),
+            "no recorded serial served within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+
+    // Every API request from here on takes 1.5 s: the writer's pass
+    // records the serial (1.5 s), then writes statuses (1.5 s) while the
+    // record's instant passes.
+    host.set_latency(Duration::from_millis(1_500));
+    let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (samples, stop) = (samples.clone(), stop.clone());
+        let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let at = unix_ms();
+                let (writer, reader) = (soa_serial(addrs[0], ZONE), soa_serial(addrs[1], ZONE));
+                samples.lock().unwrap().push((at, writer, reader));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    endpoints
+        .patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"endpoints": [
+                {"dnsName": "app.example.com", "recordType": "A", "recordTTL": 30, "targets": ["10.0.0.2"]},
+            ]}})),
+        )
+        .await
+        .unwrap();
+    let changed = Instant::now();
+    let record = loop {
+        let domain = domains.get("myfed").await.unwrap();
+        if let Some(record) = domain.status.and_then(|s| s.serial_record) {
+            if u32::try_from(record.serial).ok() != Some(first) {
+                break record;
+            }
+        }
+        assert!(
+            changed.elapsed() < Duration::from_secs(30),
+            "no new serial recorded within 30 s"
+        );
+    };
+    let serial = u32::try_from(record.serial).unwrap();
+    let instant = u64::try_from(record.active_from_unix_ms).unwrap();
+    // Sample until 4 s past the instant (a pass ends ~0.5 s after it).
+    while unix_ms() < instant + 4_000 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    host.set_latency(Duration::ZERO);
+    let samples = samples.lock().unwrap().clone();
+    // 150 ms of grace: a sample started just before the instant.
+    let after: Vec<_> = samples.iter().filter(|(at, _, _)| *at >= instant + 150).collect();
+    let stale: Vec<_> = after
+        .iter()
+        .filter(|(_, writer, reader)| *writer != Some(serial) || *reader != Some(serial))
+        .collect();
+    let switched = |pick: fn(&Sample) -> Option<u32>| {
+        samples
+            .iter()
+            .find(|s| pick(s) == Some(serial))
+            .map(|s| s.0 as i64 - instant as i64)
+    };
+    println!(
+        "serial {first} -> {serial} due {DELAY_MS} ms after it was recorded; writer switched at {:?} ms, \
+         read-only replica at {:?} ms from the instant; {} samples after it, {} stale",
+        switched(|s| s.1),
+        switched(|s| s.2),
+        after.len(),
+        stale.len()
+    );
+    assert!(after.len() >= 20, "too few samples after the instant: {}", after.len());
+    assert!(
+        stale.is_empty(),
+        "after the instant a replica still showed another serial than {serial}: {:?}",
+        &stale[..stale.len().min(10)]
+    );
+    for replica in &replicas {
+        assert_eq!(replica.late_records().await, 0, "a replica counted a late record");
+    }
+    for replica in &mut replicas {
+        replica.stop();
+    }
+    host.stop();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// (Unix time in milliseconds, the writer's SOA serial, the read-only
+/// replica's).
+type Sample = (u64, Option<u32>, Option<u32>);
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

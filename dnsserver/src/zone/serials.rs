@@ -202,6 +202,54 @@ pub(crate) fn choose(
     d
 }
 
+/// A recorded serial this replica learned only after its instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LateRecord {
+    /// Lower-case fully qualified apex.
+    pub apex: String,
+    /// The record's serial.
+    pub serial: u32,
+    /// The serial this replica showed until now (0: none yet).
+    pub shown: u32,
+    /// How long after the record's `active_from_ms` it arrived, in
+    /// milliseconds.
+    pub late_ms: u64,
+}
+
+/// The records of `new` that are new since `old` (another serial), due
+/// already at `now_ms` and above the serial `shown` gives for their zone
+/// (None: the zone is not served here yet, as on a replica's start): the
+/// replica showed the previous serial after its instant, while replicas
+/// that had the record on time showed the new one.
+pub(crate) fn late_records(
+    old: &SerialMode,
+    new: &SerialMode,
+    shown: impl Fn(&str) -> Option<u32>,
+    now_ms: u64,
+) -> Vec<LateRecord> {
+    let SerialMode::Follow(new) = new else {
+        return Vec::new();
+    };
+    let known = |apex: &str| match old {
+        SerialMode::Follow(old) => old.get(apex).copied().flatten().map(|r| r.serial),
+        SerialMode::Assign => None,
+    };
+    new.iter()
+        .filter_map(|(apex, record)| {
+            let record = record.as_ref()?;
+            let shown = shown(apex)?;
+            let fresh = known(apex) != Some(record.serial);
+            let above = shown == 0 || serial_gt(record.serial, shown);
+            (fresh && above && record.due(now_ms) && now_ms > record.active_from_ms).then(|| LateRecord {
+                apex: apex.clone(),
+                serial: record.serial,
+                shown,
+                late_ms: now_ms - record.active_from_ms,
+            })
+        })
+        .collect()
+}
+
 /// The earliest `active_from_ms` after `now_ms` among `records` (when a
 /// replica must look again), if any.
 pub(crate) fn next_due<'a>(records: impl Iterator<Item = &'a RecordedSerial>, now_ms: u64) -> Option<u64> {
@@ -309,6 +357,34 @@ mod tests {
         let r = record(5, 0xB, 0, Some(u32::MAX));
         let d = choose(&follow(r), APEX, shown(0xA, u32::MAX, true), None, false, 0xB, (1, 1));
         assert_eq!((d.serial, d.confirmed), (5, true));
+    }
+
+    #[test]
+    fn records_learned_after_their_instant_are_late() {
+        let old = follow(record(10, 0xA, 1_000, Some(5)));
+        let new = follow(record(20, 0xB, 5_000, Some(10)));
+        let serving = |serial| move |_: &str| Some(serial);
+        // On time: not yet due.
+        assert!(late_records(&old, &new, serving(10), 4_999).is_empty());
+        // 250 ms after its instant, the zone still showing 10.
+        assert_eq!(
+            late_records(&old, &new, serving(10), 5_250),
+            vec![LateRecord {
+                apex: APEX.into(),
+                serial: 20,
+                shown: 10,
+                late_ms: 250
+            }]
+        );
+        // Known already (the same record again), the zone not served yet
+        // (a replica starting), or showing it already: not late.
+        assert!(late_records(&new, &new, serving(10), 5_250).is_empty());
+        assert!(late_records(&old, &new, |_: &str| None, 5_250).is_empty());
+        assert!(late_records(&old, &new, serving(20), 5_250).is_empty());
+        // A zone's first record, late: the zone showed 0.
+        let first = follow(record(20, 0xB, 5_000, Some(0)));
+        let nothing = SerialMode::Follow(BTreeMap::from([(APEX.to_owned(), None)]));
+        assert_eq!(late_records(&nothing, &first, serving(0), 6_000)[0].late_ms, 1_000);
     }
 
     #[test]

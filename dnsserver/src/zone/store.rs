@@ -12,7 +12,7 @@ use hickory_proto::rr::Name;
 
 use super::content::ZoneContent;
 use super::routing::RoutedName;
-use super::serials::{choose, next_due, Decision, RecordedSerial, SerialMode, Shown};
+use super::serials::{choose, late_records, next_due, Decision, RecordedSerial, SerialMode, Shown};
 use super::snapshot::{Snapshot, ZoneSummary};
 use super::tree::{record_hash, routed_hash, wire_key, OwnerChange, SkippedRecord, Tree, Unsupported};
 use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
@@ -295,6 +295,8 @@ pub struct ZoneStore {
     current: ArcSwap<Snapshot>,
     state: Mutex<StoreState>,
     updates: AtomicU64,
+    /// See [`ZoneStore::late_serial_records`].
+    late_serial_records: AtomicU64,
     /// How long the last snapshot build or update took, in nanoseconds.
     last_build_nanos: AtomicU64,
     /// Transfer-enabled zones by lower-cased apex: policy, current
@@ -351,6 +353,7 @@ impl Default for ZoneStore {
             current: ArcSwap::from_pointee(Snapshot::empty()),
             state: Mutex::new(StoreState::default()),
             updates: AtomicU64::new(0),
+            late_serial_records: AtomicU64::new(0),
             last_build_nanos: AtomicU64::new(0),
             transfers: Mutex::new(BTreeMap::new()),
             transfer_changes: tokio::sync::watch::Sender::new(0),
@@ -382,6 +385,12 @@ impl ZoneStore {
         self.updates.load(Ordering::Relaxed)
     }
 
+    /// Recorded serials that reached this store only after their instant
+    /// (see [`ZoneStore::set_serial_mode`]), since start.
+    pub fn late_serial_records(&self) -> u64 {
+        self.late_serial_records.load(Ordering::Relaxed)
+    }
+
     /// How long building the last published snapshot took, in seconds (0
     /// before the first): a full build for [`ZoneStore::publish`] (every
     /// zone is built in one snapshot, so with one zone this is that zone's
@@ -408,7 +417,9 @@ impl ZoneStore {
     /// served: a zone whose content has a due [`RecordedSerial`] is served
     /// with it (its transfers move to this version); see
     /// [`super::serials`]. Call again when the records change and at
-    /// [`ZoneStore::next_serial_due`].
+    /// [`ZoneStore::next_serial_due`]. A record new here that is due
+    /// already for a zone served with a lower serial arrived late: it is
+    /// logged (warning) and counted ([`ZoneStore::late_serial_records`]).
     ///
     /// Returns whether a new snapshot was swapped in.
     ///
@@ -421,9 +432,22 @@ impl ZoneStore {
     pub fn set_serial_mode(&self, mode: SerialMode) -> Result<bool, NeedsWholePublish> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let store_state = &mut *guard;
+        let (now, now_ms) = (unix_seconds(), unix_millis());
+        let shown = |apex: &str| store_state.zones.get(apex).map(|z| z.serial);
+        for late in late_records(&store_state.mode, &mode, shown, now_ms) {
+            self.late_serial_records.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                zone = %late.apex,
+                serial = late.serial,
+                shown = late.shown,
+                late_ms = late.late_ms,
+                "a recorded serial reached this replica after its instant: until now it answered with the \
+                 previous serial while replicas that had the record on time answered with the new one \
+                 (a slow API server or watch; the writer's activation delay is too short for it)"
+            );
+        }
         store_state.mode = mode;
         store_state.unversioned = self.unversioned(&store_state.policies);
-        let (now, now_ms) = (unix_seconds(), unix_millis());
         let current = self.current.load_full();
         let served: BTreeSet<String> = current.zones().iter().map(|z| normalise_apex(&z.apex)).collect();
         store_state.held.retain(|apex, _| served.contains(apex));

@@ -130,6 +130,28 @@ fn a_follower_serves_recorded_serials_from_their_instant() {
     assert_eq!(serial_answered(&store, "example.com."), 300);
 }
 
+/// A record that reaches a store only after its instant, for a zone it
+/// serves with an older serial, is counted once (a replica that showed the
+/// previous serial meanwhile); a store starting on a due record is not late.
+#[test]
+fn records_learned_after_their_instant_are_counted() {
+    let store = ZoneStore::new();
+    let _ = store.set_serial_mode(follow(100, 0xA, 0, None));
+    store.publish(vec![zone(&[("a.example.com.", "192.0.2.1")])]);
+    assert_eq!(serial_answered(&store, "example.com."), 100);
+    assert_eq!(store.late_serial_records(), 0, "a store starting on a due record");
+    let late = follow(200, 0xB, now_ms() - 500, Some(100));
+    store.set_serial_mode(late.clone()).unwrap();
+    assert_eq!(serial_answered(&store, "example.com."), 200);
+    assert_eq!(store.late_serial_records(), 1);
+    store.set_serial_mode(late).unwrap();
+    assert_eq!(store.late_serial_records(), 1, "the same record again");
+    store
+        .set_serial_mode(follow(300, 0xC, now_ms() + 60_000, Some(200)))
+        .unwrap();
+    assert_eq!(store.late_serial_records(), 1, "a record on time");
+}
+
 /// With a wildcard the store keeps no tree: taking a record needs a whole
 /// publish, which then serves it.
 #[test]

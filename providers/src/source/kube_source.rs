@@ -152,18 +152,36 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         None => {
             let changed = Arc::new(Notify::new());
             let (endpoints, endpoint_writer) = reflector::store();
-            spawn_reflector(endpoints_api, endpoint_writer, changed.clone(), "DNSEndpoint", |_| None);
+            spawn_reflector(
+                endpoints_api,
+                endpoint_writer,
+                changed.clone(),
+                "DNSEndpoint",
+                |_| None,
+                None,
+            );
             (endpoints, changed)
         }
     };
-    // A Domain's serial record wakes the publisher too: replicas serve it.
-    spawn_reflector(domains_api, domain_writer, changed.clone(), "Domain", |d: &Domain| {
-        serde_json::to_string(&serial_records::record_version(d)).ok()
-    });
+    // A Domain's serial record wakes the publisher too (the writer records
+    // the next one after it), and the serial follower at once.
+    let records_changed = Arc::new(Notify::new());
+    spawn_reflector(
+        domains_api,
+        domain_writer,
+        changed.clone(),
+        "Domain",
+        |d: &Domain| serde_json::to_string(&serial_records::record_version(d)).ok(),
+        Some(records_changed.clone()),
+    );
     if !super::ready::store_ready(&domains).await || !super::ready::store_ready(&endpoints).await {
         return;
     }
     tracing::info!("Domain and DNSEndpoint caches ready");
+    // Records reach the DNS server on their own task, never behind a pass.
+    let serials_need_publish = sinks.embedded.as_ref().map(|sink| {
+        serial_records::spawn_follower(domains.clone(), sink.store().clone(), records_changed, changed.clone())
+    });
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -206,7 +224,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             let (store, writer) = reflector::store();
             // Metadata only: labels are all the source needs.
             let api = Api::<PartialObjectMeta<Namespace>>::all(client.clone());
-            spawn_reflector(api, writer, changed.clone(), "Namespace", |_| None);
+            spawn_reflector(api, writer, changed.clone(), "Namespace", |_| None, None);
             namespaces = Some(store);
         }
         let labels: NamespaceLabels = match &namespaces {
@@ -238,14 +256,12 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         // Only the names whose DNSEndpoints changed are recomputed and
         // republished (everything when Domains or namespace labels changed).
         let domain_list: Vec<Domain> = domain_state.iter().map(|d| (**d).clone()).collect();
-        // The serials recorded for every replica, before anything is
-        // published: a zone is served with its record's serial only when
-        // its content is the one recorded.
-        let serials_need_publish = sinks.embedded.as_ref().is_some_and(|sink| {
-            sink.store()
-                .set_serial_mode(serial_records::recorded_serials(&domain_state))
-                .is_err()
-        });
+        // A store keeping no tree took the serials recorded for every
+        // replica only so far: this pass publishes whole (see
+        // `serial_records::spawn_follower`).
+        let serials_need_publish = serials_need_publish
+            .as_ref()
+            .is_some_and(|flag| flag.swap(false, std::sync::atomic::Ordering::SeqCst));
         let endpoint_list = endpoints.state();
         let pass_started = std::time::Instant::now();
         let update = zones.update(&domain_list, &endpoint_list, &labels);
@@ -449,7 +465,8 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         } else {
             config.resync_interval
         };
-        // A recorded serial coming due, for the DNS server to take.
+        // A recorded serial coming due: the writer records the next one
+        // (the serial follower applies it to the DNS server).
         let serial_due = sinks.embedded.as_ref().and_then(|sink| sink.store().next_serial_due());
         let until_due = serial_due.map_or(Duration::ZERO, |due| {
             let now = std::time::SystemTime::now()
@@ -466,7 +483,6 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 SyncMode::Changed
             }
             _ = tokio::time::sleep(until_due), if serial_due.is_some() => {
-                // On time: every replica switches at that instant.
                 debounce = Duration::ZERO;
                 SyncMode::Changed
             }
@@ -663,13 +679,15 @@ fn provider_problems(
 
 /// Watches `api` into `writer`, waking `changed` when an object's spec
 /// may have changed (see [`SpecChanges`]) or its `extra` (a part of its
-/// status that matters to the publisher) did.
+/// status that matters to the publisher) did, and `extra_changed` too
+/// when its `extra` did.
 fn spawn_reflector<K>(
     api: Api<K>,
     writer: reflector::store::Writer<K>,
     changed: Arc<Notify>,
     kind: &'static str,
     extra: fn(&K) -> Option<String>,
+    extra_changed: Option<Arc<Notify>>,
 ) where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
@@ -698,6 +716,9 @@ fn spawn_reflector<K>(
                         let value = extra(object);
                         if value.is_some() && extras.get(&key) != Some(&value) {
                             wake = true;
+                            if let Some(notify) = &extra_changed {
+                                notify.notify_one();
+                            }
                         }
                         extras.insert(key, value);
                     }

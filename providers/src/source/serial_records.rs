@@ -4,7 +4,8 @@
 //!
 //! Every replica (the controller's, `fedns dns-server`'s, read-only or
 //! not) serves a zone's serial only as recorded in its Domain's status:
-//! [`recorded_serials`] gives its DNS server the records, which serves a
+//! [`spawn_follower`] gives its DNS server the records
+//! ([`recorded_serials`]) as soon as its Domain cache has them, which serves a
 //! recorded serial once its own content has the recorded fingerprint and
 //! the record's `activeFromUnixMs` has come (see
 //! `fedns_dnsserver::SerialMode`). The writer ([`record_serials`]) records
@@ -19,14 +20,17 @@
 //! so a serial is never recorded for two contents.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use fedns_api::{Domain, SerialRecord};
 use fedns_dnsserver::{next_serial, serial_gt, RecordedSerial, SerialMode, ZoneStore};
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use serde_json::json;
+use tokio::sync::Notify;
 
 use crate::plan::desired::zone_apex;
 
@@ -66,6 +70,64 @@ pub fn recorded_serials(domains: &[Arc<Domain>]) -> SerialMode {
         }
     }
     SerialMode::Follow(recorded)
+}
+
+/// Applies the serials recorded in `domains` to `store` now, then on its
+/// own task whenever `records_changed` is notified (a Domain's record
+/// changed in the cache) and whenever a record comes due (transfers move
+/// to its version then).
+///
+/// A record must reach every replica's DNS server before its instant. The
+/// publisher's pass (status writes, provider syncs, Secret reads: API
+/// calls that can take seconds) is no place to wait for it: a record that
+/// arrived during a pass used to be applied only at the next, and a
+/// writer's own record only after the status writes of the pass that
+/// wrote it, so a slow pass let one replica show the previous serial
+/// after the others had switched.
+///
+/// Returns a flag set when the store keeps no tree to change serials in
+/// (zones with wildcards or zone cuts): the publisher then publishes whole
+/// (it is woken through `publisher`) and clears the flag.
+pub fn spawn_follower(
+    domains: Store<Domain>,
+    store: Arc<ZoneStore>,
+    records_changed: Arc<Notify>,
+    publisher: Arc<Notify>,
+) -> Arc<AtomicBool> {
+    let needs_whole = Arc::new(AtomicBool::new(false));
+    let apply = {
+        let needs_whole = needs_whole.clone();
+        move |store: &ZoneStore, domains: &Store<Domain>| {
+            if store.set_serial_mode(recorded_serials(&domains.state())).is_err() {
+                needs_whole.store(true, Ordering::SeqCst);
+                publisher.notify_one();
+            }
+        }
+    };
+    // Before the first publish: a zone is served with its record's serial
+    // only when its content is the one recorded.
+    apply(&store, &domains);
+    tokio::spawn(async move {
+        loop {
+            let until_due = store
+                .next_serial_due()
+                .map(|due| Duration::from_millis(due.saturating_sub(unix_millis())).max(Duration::from_millis(1)));
+            tokio::select! {
+                _ = records_changed.notified() => {}
+                _ = tokio::time::sleep(until_due.unwrap_or_default()), if until_due.is_some() => {}
+            }
+            // The store's lock is held through a whole publish (seconds at
+            // 1,000,000 shards): wait for it off the async workers.
+            let (store_ref, domains_ref, apply_ref) = (store.clone(), domains.clone(), apply.clone());
+            if tokio::task::spawn_blocking(move || apply_ref(&store_ref, &domains_ref))
+                .await
+                .is_err()
+            {
+                tracing::warn!("applying recorded serials panicked; trying again at the next record");
+            }
+        }
+    });
+    needs_whole
 }
 
 /// What of a Domain wakes the publisher when it changes besides its spec:
@@ -125,10 +187,20 @@ pub async fn record_serials(client: &Client, domains: &[Arc<Domain>], store: &Zo
             "metadata": {"resourceVersion": domain.resource_version()},
             "status": {"serial": serial, "serialRecord": new},
         });
+        let writing = std::time::Instant::now();
         match api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
+            Ok(_) if writing.elapsed() > delay / 2 => tracing::warn!(
+                domain = %format!("{namespace}/{name}"),
+                zone = %zone.apex,
+                serial,
+                took_ms = writing.elapsed().as_millis() as u64,
+                activation_delay_ms = delay.as_millis() as u64,
+                "recorded the zone's next serial, but the write took more than half the activation delay: \
+                 replicas may learn it after its instant and switch at different times"
+            ),
             Ok(_) => tracing::info!(
                 domain = %format!("{namespace}/{name}"),
                 zone = %zone.apex,
