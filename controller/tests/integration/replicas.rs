@@ -381,6 +381,72 @@ async fn record_serial(domains: &Api<Domain>) -> Option<u32> {
     u32::try_from(record.serial).ok()
 }
 
+/// A host cluster (emulator) with the Domain `myfed` for example.com
+/// (`spec.transfer` when given) and the DNSEndpoint `ns/app` for
+/// app.example.com, and its kubeconfig in `dir`.
+struct Host {
+    host: Emulator,
+    kubeconfig: PathBuf,
+    domains: Api<Domain>,
+    endpoints: Api<DNSEndpoint>,
+}
+
+impl Host {
+    async fn start(dir: &Path, transfer: Option<serde_json::Value>) -> Host {
+        let host = Emulator::start().await.unwrap();
+        let client = client_of(&host).await;
+        install_crds(&client, &["fedns-system", "ns"]).await;
+        let mut spec = json!({"domain": "example.com", "nameServers": ["ns1.example.net"]});
+        if let Some(transfer) = transfer {
+            spec["transfer"] = transfer;
+        }
+        let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
+        domains
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                    "metadata": {"name": "myfed"},
+                    "spec": spec,
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+        let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
+        endpoints
+            .create(&PostParams::default(), &endpoint("app", "app.example.com", "10.0.0.0"))
+            .await
+            .unwrap();
+        let kubeconfig = dir.join("host.yaml");
+        host.write_kubeconfig(&kubeconfig).unwrap();
+        Host {
+            host,
+            kubeconfig,
+            domains,
+            endpoints,
+        }
+    }
+}
+
+/// The first serial recorded for example.com, once `replicas` all serve
+/// it (30 s at most).
+async fn first_serial_served(domains: &Api<Domain>, replicas: &[Replica]) -> u32 {
+    let waiting = Instant::now();
+    loop {
+        if let Some(recorded) = record_serial(domains).await {
+            if agreed(replicas, "example.com.") == Some(recorded) {
+                return recorded;
+            }
+        }
+        assert!(
+            waiting.elapsed() < Duration::from_secs(30),
+            "no recorded serial served within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn endpoint(name: &str, dns_name: &str, target: &str) -> DNSEndpoint {
     serde_json::from_value(json!({
         "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
@@ -393,35 +459,15 @@ fn endpoint(name: &str, dns_name: &str, target: &str) -> DNSEndpoint {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
     const ZONE: &str = "example.com.";
-    let host = Emulator::start().await.unwrap();
-    let client = client_of(&host).await;
-    install_crds(&client, &["fedns-system", "ns"]).await;
     let knot_port = free_port();
-    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "nameServers": ["ns1.example.net"], "transfer": {
-                    "allow": ["127.0.0.0/8"],
-                    "notify": [format!("127.0.0.1:{knot_port}")],
-                }},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
-    endpoints
-        .create(&PostParams::default(), &endpoint("app", "app.example.com", "10.0.0.0"))
-        .await
-        .unwrap();
-
+    let transfer = json!({"allow": ["127.0.0.0/8"], "notify": [format!("127.0.0.1:{knot_port}")]});
     let dir = temp_dir("replicas");
-    let kubeconfig = dir.join("host.yaml");
-    host.write_kubeconfig(&kubeconfig).unwrap();
+    let Host {
+        host,
+        kubeconfig,
+        domains,
+        endpoints,
+    } = Host::start(&dir, Some(transfer)).await;
     let base = ["dns-server", "--kubeconfig", kubeconfig.to_str().unwrap()];
     // Replica 0 writes status (and so records serials); 1 and 2 only read.
     let mut replicas = vec![
@@ -435,18 +481,7 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
     // From the zone's first answer on (serial 0 until its first record).
     let poller = Poller::start(proxy.addr, ZONE);
     let waiting = Instant::now();
-    let first = loop {
-        if let Some(recorded) = record_serial(&domains).await {
-            if agreed(&replicas[..2], ZONE) == Some(recorded) {
-                break recorded;
-            }
-        }
-        assert!(
-            waiting.elapsed() < Duration::from_secs(30),
-            "no recorded serial served within 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let first = first_serial_served(&domains, &replicas[..2]).await;
     println!(
         "replicas 0 and 1 serve the recorded serial {first} after {:?}",
         waiting.elapsed()
@@ -643,30 +678,13 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
 async fn a_slow_publisher_pass_does_not_delay_the_serial_switch() {
     const ZONE: &str = "example.com.";
     const DELAY_MS: u64 = 2_500;
-    let host = Emulator::start().await.unwrap();
-    let client = client_of(&host).await;
-    install_crds(&client, &["fedns-system", "ns"]).await;
-    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "nameServers": ["ns1.example.net"]},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
-    endpoints
-        .create(&PostParams::default(), &endpoint("app", "app.example.com", "10.0.0.1"))
-        .await
-        .unwrap();
     let dir = temp_dir("replicas-slow-pass");
-    let kubeconfig = dir.join("host.yaml");
-    host.write_kubeconfig(&kubeconfig).unwrap();
+    let Host {
+        host,
+        kubeconfig,
+        domains,
+        endpoints,
+    } = Host::start(&dir, None).await;
     let delay = DELAY_MS.to_string();
     let base = [
         "dns-server",
@@ -679,19 +697,7 @@ async fn a_slow_publisher_pass_does_not_delay_the_serial_switch() {
     for replica in &mut replicas {
         replica.start();
     }
-    let waiting = Instant::now();
-    let first = loop {
-        if let Some(recorded) = record_serial(&domains).await {
-            if agreed(&replicas, ZONE) == Some(recorded) {
-                break recorded;
-            }
-        }
-        assert!(
-            waiting.elapsed() < Duration::from_secs(30),
-            "no recorded serial served within 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let first = first_serial_served(&domains, &replicas).await;
 
     // Every API request from here on takes 1.5 s: the writer's pass
     // records the serial (1.5 s), then writes statuses (1.5 s) while the
