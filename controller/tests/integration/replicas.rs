@@ -23,7 +23,7 @@ use fedns_api::{DNSEndpoint, Domain};
 use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
 use fedns_dnsserver::hickory_proto::rr::{Name, RData, RecordType};
 use fedns_dnsserver::serial_gt;
-use fedns_sandbox::Emulator;
+use fedns_sandbox::{Emulator, EmulatorConfig, PatchKind, Target};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -393,7 +393,11 @@ struct Host {
 
 impl Host {
     async fn start(dir: &Path, transfer: Option<serde_json::Value>) -> Host {
-        let host = Emulator::start().await.unwrap();
+        Host::start_with(dir, transfer, EmulatorConfig::default()).await
+    }
+
+    async fn start_with(dir: &Path, transfer: Option<serde_json::Value>, config: EmulatorConfig) -> Host {
+        let host = Emulator::start_with(config).await.unwrap();
         let client = client_of(&host).await;
         install_crds(&client, &["fedns-system", "ns"]).await;
         let mut spec = json!({"domain": "example.com", "nameServers": ["ns1.example.net"]});
@@ -782,6 +786,82 @@ async fn a_slow_publisher_pass_does_not_delay_the_serial_switch() {
     for replica in &mut replicas {
         replica.stop();
     }
+    host.stop();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A record written while a replica's watch was down, and found by the
+/// relist that follows (the emulator kept too little history to resume
+/// the watch: 410 Gone), reaches its DNS server without waiting for
+/// another change: a relist's objects reach the watch cache only at its
+/// end, and that end wakes the serial follower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_record_found_by_a_relist_is_served() {
+    const ZONE: &str = "example.com.";
+    let dir = temp_dir("replicas-relist");
+    let config = EmulatorConfig {
+        history_limit: 16,
+        ..EmulatorConfig::default()
+    };
+    let Host {
+        host,
+        kubeconfig,
+        domains,
+        ..
+    } = Host::start_with(&dir, None, config).await;
+    let base = ["dns-server", "--kubeconfig", kubeconfig.to_str().unwrap()];
+    // Read-only: the test writes the records, as a writer elsewhere would.
+    let mut replica = Replica::new(&base, true);
+    replica.start();
+    let record = |serial: u32| {
+        json!({"status": {"serialRecord": {
+            "serial": serial, "content": "0000000000000001", "activeFromUnixMs": 0, "previous": 0,
+        }}})
+    };
+    domains
+        .patch_status("myfed", &PatchParams::default(), &Patch::Merge(record(100)))
+        .await
+        .unwrap();
+    eventually("the replica serves the recorded serial 100", || {
+        replica.serial(ZONE) == Some(100)
+    })
+    .await;
+
+    // While the API server is away: a new record, then more writes than
+    // its history keeps.
+    host.stop();
+    let store = host.store();
+    let domain_info = store
+        .resource("multiclusterdns.fedns.io", "v1alpha1", "domains")
+        .unwrap();
+    store
+        .patch(
+            &domain_info,
+            Some("fedns-system"),
+            "myfed",
+            PatchKind::Merge,
+            record(200),
+            None,
+            Target::Status,
+        )
+        .unwrap();
+    let configmaps = store.resource("", "v1", "configmaps").unwrap();
+    for i in 0..40 {
+        store
+            .create(
+                &configmaps,
+                Some("ns"),
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("filler-{i}")}}),
+            )
+            .unwrap();
+    }
+    host.resume().await.unwrap();
+    let took = eventually("the replica serves serial 200 after the relist", || {
+        replica.serial(ZONE) == Some(200)
+    })
+    .await;
+    println!("the record written while the watch was down was served {took:?} after the API server came back");
+    replica.stop();
     host.stop();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -703,10 +703,15 @@ fn spawn_reflector<K>(
         // Not for status writes: the publisher's own after every publish.
         let mut specs = SpecChanges::default();
         let mut extras: std::collections::HashMap<String, Option<String>> = Default::default();
+        // A relist's objects reach the store only at its end (InitDone):
+        // what changed during it wakes again then, so no reader is left
+        // with the state from before the relist.
+        let mut relist_woke = (false, false);
         while let Some(item) = stream.next().await {
             match item {
                 Ok(event) => {
                     let mut wake = !matches!(specs.observe(&event), SpecChange::None);
+                    let mut extra_wake = false;
                     if let watcher::Event::Apply(object) | watcher::Event::InitApply(object) = &event {
                         let key = format!(
                             "{}/{}",
@@ -716,11 +721,26 @@ fn spawn_reflector<K>(
                         let value = extra(object);
                         if value.is_some() && extras.get(&key) != Some(&value) {
                             wake = true;
-                            if let Some(notify) = &extra_changed {
-                                notify.notify_one();
-                            }
+                            extra_wake = true;
                         }
                         extras.insert(key, value);
+                    }
+                    match &event {
+                        watcher::Event::Init => relist_woke = (false, false),
+                        watcher::Event::InitApply(_) => {
+                            relist_woke = (relist_woke.0 || wake, relist_woke.1 || extra_wake);
+                        }
+                        watcher::Event::InitDone => {
+                            wake |= relist_woke.0;
+                            extra_wake |= relist_woke.1;
+                            relist_woke = (false, false);
+                        }
+                        _ => {}
+                    }
+                    if extra_wake {
+                        if let Some(notify) = &extra_changed {
+                            notify.notify_one();
+                        }
                     }
                     if wake {
                         changed.notify_one();
