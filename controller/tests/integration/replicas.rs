@@ -34,6 +34,9 @@ struct RoundRobin {
     addr: SocketAddr,
     /// UDP queries and TCP connections handed on.
     handed: Arc<AtomicUsize>,
+    /// The backend (index) each UDP query went to, by DNS message ID (the
+    /// last query with that ID).
+    routes: Arc<Mutex<std::collections::HashMap<u16, usize>>>,
 }
 
 impl RoundRobin {
@@ -44,9 +47,10 @@ impl RoundRobin {
         let tcp = tokio::net::TcpListener::bind(addr).await.unwrap();
         let next = Arc::new(AtomicUsize::new(0));
         let handed = Arc::new(AtomicUsize::new(0));
+        let routes: Arc<Mutex<std::collections::HashMap<u16, usize>>> = Arc::default();
         let backends = Arc::new(backends);
         {
-            let (next, backends, handed) = (next.clone(), backends.clone(), handed.clone());
+            let (next, backends, handed, routes) = (next.clone(), backends.clone(), handed.clone(), routes.clone());
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 65_535];
                 loop {
@@ -54,7 +58,14 @@ impl RoundRobin {
                         return;
                     };
                     let query = buf[..len].to_vec();
-                    let backend = backends[next.fetch_add(1, Ordering::Relaxed) % backends.len()];
+                    let index = next.fetch_add(1, Ordering::Relaxed) % backends.len();
+                    let backend = backends[index];
+                    if len >= 2 {
+                        routes
+                            .lock()
+                            .unwrap()
+                            .insert(u16::from_be_bytes([query[0], query[1]]), index);
+                    }
                     handed.fetch_add(1, Ordering::Relaxed);
                     let front = udp.clone();
                     tokio::spawn(async move {
@@ -90,13 +101,18 @@ impl RoundRobin {
                 }
             });
         }
-        RoundRobin { addr, handed }
+        RoundRobin { addr, handed, routes }
     }
 }
 
 /// The SOA serial `addr` answers for `zone` over UDP (None: no answer, or
 /// not an authoritative one).
 fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
+    soa_serial_and_id(addr, zone).map(|(serial, _)| serial)
+}
+
+/// [`soa_serial`], with the query's message ID.
+fn soa_serial_and_id(addr: SocketAddr, zone: &str) -> Option<(u32, u16)> {
     let mut message = Message::new(rand_id(), MessageType::Query, OpCode::Query);
     message.add_query(Query::query(Name::from_ascii(zone).ok()?, RecordType::SOA));
     let packet = message.to_vec().ok()?;
@@ -110,7 +126,7 @@ fn soa_serial(addr: SocketAddr, zone: &str) -> Option<u32> {
         return None;
     }
     reply.answers.iter().find_map(|r| match &r.data {
-        RData::SOA(soa) => Some(soa.serial),
+        RData::SOA(soa) => Some((soa.serial, reply.metadata.id)),
         _ => None,
     })
 }
@@ -124,7 +140,8 @@ fn rand_id() -> u16 {
 /// resolver re-asking would; keeps every serial answered, in order.
 struct Poller {
     stop: Arc<AtomicBool>,
-    seen: Arc<Mutex<Vec<u32>>>,
+    /// (serial, message ID, Unix ms when answered), in order.
+    seen: Arc<Mutex<Vec<(u32, u16, u64)>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -136,8 +153,8 @@ impl Poller {
             let (stop, seen) = (stop.clone(), seen.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    if let Some(serial) = soa_serial(addr, zone) {
-                        seen.lock().unwrap().push(serial);
+                    if let Some((serial, id)) = soa_serial_and_id(addr, zone) {
+                        seen.lock().unwrap().push((serial, id, unix_ms()));
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -150,8 +167,8 @@ impl Poller {
         }
     }
 
-    /// Stops; every serial seen.
-    fn finish(mut self) -> Vec<u32> {
+    /// Stops; every answer: (serial, message ID, Unix ms).
+    fn finish(mut self) -> Vec<(u32, u16, u64)> {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             thread.join().unwrap();
@@ -472,7 +489,17 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
         domains,
         endpoints,
     } = Host::start(&dir, Some(transfer)).await;
-    let base = ["dns-server", "--kubeconfig", kubeconfig.to_str().unwrap()];
+    // Two seconds from a record to its instant (the default is one): the
+    // margin for a status write and a watch event on a loaded CI machine;
+    // `a_slow_publisher_pass_does_not_delay_the_serial_switch` tests that
+    // margin itself, and late records are counted and printed below.
+    let base = [
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--serial-activation-delay",
+        "2000",
+    ];
     // Replica 0 writes status (and so records serials); 1 and 2 only read.
     let mut replicas = vec![
         Replica::new(&base, false),
@@ -499,6 +526,7 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
 
     // 50 changes: a changed address, a new name, a name gone.
     let mut extras: Vec<String> = Vec::new();
+    let mut events: Vec<(&str, u64)> = Vec::new();
     let started = Instant::now();
     for change in 1..=50u32 {
         if change % 5 == 0 {
@@ -528,18 +556,23 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
         }
         match change {
             // Replica 2 starts late.
-            10 => replicas[2].start(),
+            10 => {
+                replicas[2].start();
+                events.push(("replica 2 starts", unix_ms()));
+            }
             // Replica 1 restarts.
             25 => {
                 replicas[1].stop();
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 replicas[1].start();
+                events.push(("replica 1 restarts", unix_ms()));
             }
             // The status writer restarts.
             40 => {
                 replicas[0].stop();
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 replicas[0].start();
+                events.push(("replica 0 restarts", unix_ms()));
             }
             _ => {}
         }
@@ -572,7 +605,8 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
     })
     .await;
     println!("Knot caught up {took:?} after the replicas");
-    let seen = poller.finish();
+    let answers = poller.finish();
+    let seen: Vec<u32> = answers.iter().map(|a| a.0).collect();
 
     // Knot's zone is the replicas' zone.
     let ours = axfr(replicas[1].addr, ZONE);
@@ -602,10 +636,25 @@ async fn replicas_serve_one_serial_and_one_history_through_a_round_robin() {
         // Straight to standard error (not captured by the test harness),
         // so it lands beside the replicas' logs and the FAILED line.
         use std::io::Write as _;
+        // Each step: the two answers' replica (index), serial and time
+        // (ms from the first answer), beside the restarts' times.
+        let start = answers.first().map_or(0, |a| a.2);
+        let routes = proxy.routes.lock().unwrap().clone();
+        let described: Vec<String> = back
+            .iter()
+            .map(|(i, _, _)| {
+                let one = |a: &(u32, u16, u64)| format!("replica {:?} {} at {} ms", routes.get(&a.1), a.0, a.2 - start);
+                format!("[{} -> {}]", one(&answers[i - 1]), one(&answers[*i]))
+            })
+            .collect();
+        let events: Vec<(&str, u64)> = events
+            .iter()
+            .map(|(what, at)| (*what, at.saturating_sub(start)))
+            .collect();
         let _ = writeln!(
             std::io::stderr(),
-            "replicas test: the serial went backwards at {back:?} (index, from, to); serials seen {distinct:?}; \
-             late records per replica since its last start {late:?}"
+            "replicas test FAILED: the serial went backwards: {described:?}; restarts (ms) {events:?}; \
+             serials seen {distinct:?}; late records per replica since its last start {late:?}"
         );
     }
     assert!(back.is_empty(), "the serial went backwards: {back:?} (in {distinct:?})");
