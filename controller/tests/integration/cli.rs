@@ -305,14 +305,22 @@ fn dns_server_log(through_terminal: bool, no_color: Option<&str>) -> Vec<u8> {
             Err(_) => break,
         }
     }
-    // Under `script`, fedns is script's child in a session of its own:
-    // killing script alone would leave it running.
-    let pid = child.id();
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    for grandchild in children.split_whitespace() {
+    // Under `script`, fedns runs below script (through a shell) in a
+    // session of its own: killing script alone would leave it running.
+    // Every descendant goes, found through /proc.
+    let mut descendants = Vec::new();
+    let mut parents = vec![child.id().to_string()];
+    while let Some(pid) = parents.pop() {
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        for pid in children.split_whitespace() {
+            descendants.push(pid.to_owned());
+            parents.push(pid.to_owned());
+        }
+    }
+    if !descendants.is_empty() {
         // The shell's builtin: no procps needed.
         let _ = Command::new("sh")
-            .args(["-c", &format!("kill -KILL {grandchild}")])
+            .args(["-c", &format!("kill -KILL {}", descendants.join(" "))])
             .status();
     }
     let _ = child.kill();
