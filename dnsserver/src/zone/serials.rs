@@ -21,7 +21,10 @@
 //! clocks' skew), never below a recorded serial shown, so clients asking
 //! several replicas in turn do not see the serial go backwards; a replica
 //! new to a zone shows what the others show (the record's previous serial
-//! until it is due; 0 for a zone nothing was recorded for yet).
+//! until it is due; 0 for a zone nothing was recorded for yet). A
+//! record's previous serial was due when the record was written (the
+//! writer replaces only due records), so a replica never shows less than
+//! it, whether or not it applied that serial's own switch in time.
 
 use std::collections::BTreeMap;
 
@@ -172,6 +175,20 @@ pub(crate) fn choose(
     let may_show = |d: &Decision, serial: u32| {
         !d.from_record || d.serial == 0 || serial == d.serial || serial_gt(serial, d.serial)
     };
+    // A record's previous serial was due when the record was written (the
+    // writer replaces only a due record), so every replica on time shows
+    // it or a later one. A replica that had it only as a pending switch
+    // (it started while it was pending, with other content) and learns the
+    // next record the moment it is written (at that instant, by the
+    // writer) would otherwise drop the switch and go on showing the serial
+    // before: one whole record behind the others until the next instant.
+    if let Some(previous) = record.and_then(|r| r.previous) {
+        if previous != 0 && previous != d.serial && may_show(&d, previous) {
+            d.serial = previous;
+            d.confirmed = false;
+            d.from_record = true;
+        }
+    }
     if let Some(h) = held.filter(|h| h.due(now_ms) && may_show(&d, h.serial)) {
         d.serial = h.serial;
         d.confirmed = true;
@@ -341,6 +358,45 @@ mod tests {
         let d = choose(&mode, APEX, shown(0xA, 10, false), None, false, 0xB, (1, 9_000));
         assert_eq!((d.serial, d.confirmed), (20, true));
         assert!(d.capture.is_some());
+    }
+
+    /// A replica that started while record 20 was pending (other content)
+    /// and learns record 30 (previous 20) the moment the writer writes it
+    /// at 20's instant, before its own switch to 20 was applied: it shows
+    /// 20 at once, not the 10 from before, with 30 pending.
+    #[test]
+    fn a_record_s_previous_serial_is_shown_at_least() {
+        let first = record(20, 0xB, 5_000, Some(10));
+        let d = choose(&follow(first), APEX, None, None, false, 0xC, (1, 4_000));
+        assert_eq!((d.serial, d.pending), (10, Some((20, 5_000))));
+        let next = record(30, 0xC, 7_000, Some(20));
+        let old = Some(Shown {
+            fingerprint: 0xC,
+            serial: 10,
+            confirmed: false,
+            from_record: true,
+        });
+        let d = choose(&follow(next), APEX, old, None, false, 0xC, (1, 5_001));
+        assert_eq!(
+            (d.serial, d.confirmed, d.pending, d.capture),
+            (20, false, Some((30, 7_000)), Some(next))
+        );
+        // Holding 20's version: it is activated (confirmed).
+        let d = choose(&follow(next), APEX, old, Some(&first), false, 0xC, (1, 5_001));
+        assert_eq!((d.serial, d.confirmed, d.activate_held), (20, true, true));
+        // Never below what is shown, and a first record's 0 is no serial.
+        let d = choose(&follow(next), APEX, shown(0xC, 25, true), None, false, 0xC, (1, 5_001));
+        assert_eq!(d.serial, 25);
+        let d = choose(
+            &follow(record(30, 0xC, 7_000, Some(0))),
+            APEX,
+            shown(0xC, 10, true),
+            None,
+            false,
+            0xC,
+            (1, 5_001),
+        );
+        assert_eq!(d.serial, 10);
     }
 
     #[test]

@@ -152,6 +152,35 @@ fn records_learned_after_their_instant_are_counted() {
     assert_eq!(store.late_serial_records(), 1, "a record on time");
 }
 
+/// A store that starts while a record is pending for other content shows
+/// the previous serial with a switch at the instant. When the writer's
+/// next record (its `previous` the pending one) arrives after that instant
+/// but before the store applied the switch (the writer records it at that
+/// very instant), the store shows the pending record's serial, not the one
+/// before: one whole record behind the other replicas, until the next
+/// instant, was the failure of the replicas test (issue 31).
+#[test]
+fn a_switch_not_yet_applied_survives_the_next_record() {
+    let store = ZoneStore::new();
+    let pending_until = now_ms() + 300;
+    let _ = store.set_serial_mode(follow(200, 0xB, pending_until, Some(100)));
+    store.publish(vec![zone(&[("a.example.com.", "192.0.2.1")])]);
+    assert_eq!(serial_answered(&store, "example.com."), 100, "before the instant");
+    std::thread::sleep(Duration::from_millis(pending_until.saturating_sub(now_ms()) + 20));
+    assert_eq!(serial_answered(&store, "example.com."), 200, "at the instant");
+    // The next record (not yet due) arrives before the store was told
+    // the first came due.
+    let content = store.serial_states()[0].content;
+    store
+        .set_serial_mode(follow(300, content, now_ms() + 60_000, Some(200)))
+        .unwrap();
+    assert_eq!(
+        serial_answered(&store, "example.com."),
+        200,
+        "the serial went back to the one before the first record"
+    );
+}
+
 /// With a wildcard the store keeps no tree: taking a record needs a whole
 /// publish, which then serves it.
 #[test]
