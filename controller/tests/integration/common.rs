@@ -32,6 +32,20 @@ pub async fn client_of(emulator: &Emulator) -> Client {
     Client::try_from(config).unwrap()
 }
 
+/// Creates the Domain `fedns-system/myfed` with `spec` (its JSON, as
+/// docs/crds.md gives it) and returns the Domain API of `fedns-system`.
+pub async fn create_myfed_domain(client: &Client, spec: serde_json::Value) -> Api<fedns_api::Domain> {
+    let domains: Api<fedns_api::Domain> = Api::namespaced(client.clone(), "fedns-system");
+    let domain = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+        "metadata": {"name": "myfed"},
+        "spec": spec,
+    }))
+    .unwrap();
+    domains.create(&PostParams::default(), &domain).await.unwrap();
+    domains
+}
+
 /// Installs the fedns CRDs and the namespaces given.
 pub async fn install_crds(client: &Client, namespaces: &[&str]) {
     use k8s_openapi::api::core::v1::Namespace;

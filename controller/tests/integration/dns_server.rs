@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::common::*;
-use fedns_api::{DNSEndpoint, Domain};
+use fedns_api::DNSEndpoint;
 use fedns_sandbox::Emulator;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -15,19 +15,11 @@ async fn serves_the_host_cluster_and_survives_its_outage() {
     let host = Emulator::start().await.unwrap();
     let client = client_of(&host).await;
     install_crds(&client, &["fedns-system", "ns"]).await;
-    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"]},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    let domains = create_myfed_domain(
+        &client,
+        json!({"domain": "example.com", "nameServers": ["ns1.example.com"]}),
+    )
+    .await;
     let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
     endpoints
         .create(
@@ -215,19 +207,7 @@ async fn a_name_has_one_owner_across_namespaces() {
     let host = Emulator::start().await.unwrap();
     let client = client_of(&host).await;
     install_crds(&client, &["fedns-system", "shop", "evil"]).await;
-    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com"},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    create_myfed_domain(&client, json!({"domain": "example.com"})).await;
     let web = "web.shop.myfed.svc.example.com";
     let shop: Api<DNSEndpoint> = Api::namespaced(client.clone(), "shop");
     let evil: Api<DNSEndpoint> = Api::namespaced(client.clone(), "evil");
@@ -531,22 +511,14 @@ async fn zone_transfer_keys_come_from_secrets() {
     let host = Emulator::start().await.unwrap();
     let client = client_of(&host).await;
     install_crds(&client, &["fedns-system"]).await;
-    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "transfer": {
-                    "allow": ["127.0.0.0/8"],
-                    "tsigKeys": [{"name": "xfr.example.com", "algorithm": "hmac-sha256", "secretRef": {"name": "xfr-key"}}],
-                }},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    let domains = create_myfed_domain(
+        &client,
+        json!({"domain": "example.com", "transfer": {
+            "allow": ["127.0.0.0/8"],
+            "tsigKeys": [{"name": "xfr.example.com", "algorithm": "hmac-sha256", "secretRef": {"name": "xfr-key"}}],
+        }}),
+    )
+    .await;
     let dir = temp_dir("transfer-secrets");
     let kubeconfig = dir.join("host.yaml");
     host.write_kubeconfig(&kubeconfig).unwrap();

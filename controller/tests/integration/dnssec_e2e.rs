@@ -75,19 +75,11 @@ async fn signed_host(
     for secret in secrets {
         secret_api.create(&PostParams::default(), &secret).await.unwrap();
     }
-    let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-    domains
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                "metadata": {"name": "myfed"},
-                "spec": {"domain": "example.com", "nameServers": ["ns1.example.com"], "dnssec": dnssec},
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    create_myfed_domain(
+        &client,
+        json!({"domain": "example.com", "nameServers": ["ns1.example.com"], "dnssec": dnssec}),
+    )
+    .await;
     let dnsendpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
     dnsendpoints
         .create(

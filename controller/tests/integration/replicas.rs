@@ -421,19 +421,7 @@ impl Host {
         if let Some(transfer) = transfer {
             spec["transfer"] = transfer;
         }
-        let domains: Api<Domain> = Api::namespaced(client.clone(), "fedns-system");
-        domains
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({
-                    "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
-                    "metadata": {"name": "myfed"},
-                    "spec": spec,
-                }))
-                .unwrap(),
-            )
-            .await
-            .unwrap();
+        let domains = create_myfed_domain(&client, spec).await;
         let endpoints: Api<DNSEndpoint> = Api::namespaced(client.clone(), "ns");
         endpoints
             .create(&PostParams::default(), &endpoint("app", "app.example.com", "10.0.0.0"))
