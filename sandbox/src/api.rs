@@ -310,7 +310,22 @@ async fn resource(
     route: Route,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
-    let store = &cluster.store;
+    let query = Query::parse(request.uri().query());
+    // `dryRun=All` (the only value the API accepts): the same path on a
+    // scratch copy of the cluster, so it refuses what a real write would.
+    let scratch;
+    let store = if request.method() != Method::GET && query.get("dryRun").is_some() {
+        if query.get("dryRun") != Some("All") {
+            return Err(ApiError::bad_request(format!(
+                "dryRun: Unsupported value: {:?}: supported values: \"All\"",
+                query.get("dryRun").unwrap_or_default()
+            )));
+        }
+        scratch = cluster.store.scratch();
+        &scratch
+    } else {
+        &cluster.store
+    };
     let info = store
         .resource(&route.group, &route.version, &route.plural)
         .ok_or_else(|| ApiError::no_route(request.uri().path()))?;
@@ -322,7 +337,6 @@ async fn resource(
         Some("status") if info.has_status => Target::Status,
         Some(other) => return Err(ApiError::no_route(&format!("{}/{other}", info.plural))),
     };
-    let query = Query::parse(request.uri().query());
     let namespace = route.namespace.clone();
     let ns = namespace.as_deref();
     let method = request.method().clone();
@@ -340,9 +354,6 @@ async fn resource(
         (Method::POST, None) => {
             let (content_type, bytes) = read_body(request).await?;
             let object = parse_body(&content_type, &bytes)?;
-            if query.get("dryRun").is_some() {
-                return Ok(json_response(StatusCode::CREATED, &object));
-            }
             Ok(json_response(StatusCode::CREATED, &store.create(&info, ns, object)?))
         }
         (Method::PUT, Some(name)) => {

@@ -2,8 +2,10 @@
 //! API server does: prune unknown fields, apply `default`s, then validate
 //! (types, enums, patterns, bounds) with field paths in the errors.
 //!
-//! Not done (see the crate docs): CEL rules (`x-kubernetes-validations`),
-//! `format` checks, list-type and map-type semantics.
+//! CEL rules (`x-kubernetes-validations`) are evaluated by [`crate::cel`]
+//! after the OpenAPI checks, with the old object on updates (transition
+//! rules). Not done (see the crate docs): `format` checks, list-type and
+//! map-type semantics.
 
 use serde_json::{Map, Value};
 
@@ -11,6 +13,7 @@ use serde_json::{Map, Value};
 pub struct CrdSchema {
     schema: Value,
     validator: jsonschema::Validator,
+    rules: crate::cel::CelRules,
 }
 
 impl std::fmt::Debug for CrdSchema {
@@ -24,15 +27,28 @@ impl CrdSchema {
     ///
     /// # Errors
     /// The schema is not a valid JSON schema once OpenAPI's `nullable` and
-    /// `x-kubernetes-int-or-string` are translated.
+    /// `x-kubernetes-int-or-string` are translated, or one of its CEL rules
+    /// does not compile or calls what the emulator cannot evaluate (each
+    /// such rule named, with its path under `openAPIV3Schema`).
     pub fn new(schema: Value) -> Result<Self, String> {
+        let rules = crate::cel::CelRules::compile(&schema).map_err(|errors| {
+            errors
+                .iter()
+                .map(|(path, message)| format!("openAPIV3Schema.{path}: {message}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
         let mut json_schema = schema.clone();
         translate(&mut json_schema);
         let validator = jsonschema::options()
             .should_validate_formats(false)
             .build(&json_schema)
             .map_err(|e| format!("openAPIV3Schema does not compile: {e}"))?;
-        Ok(CrdSchema { schema, validator })
+        Ok(CrdSchema {
+            schema,
+            validator,
+            rules,
+        })
     }
 
     /// Prunes unknown fields and applies defaults, in place. `apiVersion`,
@@ -45,10 +61,23 @@ impl CrdSchema {
     /// Validation failures as (field path, message), e.g.
     /// `("spec.recordTTL", "0 is less than the minimum of 1")`.
     pub fn validate(&self, object: &Value) -> Vec<(String, String)> {
-        self.validator
+        self.validate_update(object, None)
+    }
+
+    /// [`Self::validate`], then the CEL rules with `old` as `oldSelf` (the
+    /// stored object on an update; `None` on a create). CEL rules run only
+    /// when the OpenAPI checks pass, as the API server's validator does
+    /// not reach them for a value of the wrong shape.
+    pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
+        let errors: Vec<(String, String)> = self
+            .validator
             .iter_errors(object)
             .map(|e| (field_path(&e.instance_path().to_string()), e.to_string()))
-            .collect()
+            .collect();
+        if !errors.is_empty() {
+            return errors;
+        }
+        self.rules.validate(object, old)
     }
 }
 

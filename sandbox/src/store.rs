@@ -107,6 +107,7 @@ pub struct WatchStart {
 
 type Key = (String, String);
 
+#[derive(Clone)]
 struct Inner {
     registry: Registry,
     rv: u64,
@@ -199,6 +200,20 @@ impl Store {
             let _ = store.create(&info, None, json!({"metadata": {"name": ns}}));
         }
         store
+    }
+
+    /// A copy of this cluster that nothing watches, for `dryRun=All`: a
+    /// request runs against it through the same path as a real one
+    /// (admission, validation, defaulting, CRD registration), and what it
+    /// changes is dropped with the copy, as the real server's dry run
+    /// stops before storage.
+    pub fn scratch(&self) -> Arc<Store> {
+        let inner = self.lock().clone();
+        let (events, _) = broadcast::channel(16);
+        Arc::new(Store {
+            inner: Mutex::new(inner),
+            events,
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -299,10 +314,10 @@ impl Store {
         }
     }
 
-    fn validate_custom(info: &ResourceInfo, object: &mut Value) -> Result<(), ApiError> {
+    fn validate_custom(info: &ResourceInfo, object: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
         let Some(schema) = &info.schema else { return Ok(()) };
         schema.prune_and_default(object);
-        let errors = schema.validate(object);
+        let errors = schema.validate_update(object, old);
         if errors.is_empty() {
             Ok(())
         } else {
@@ -378,7 +393,7 @@ impl Store {
                 m.remove("status");
             }
         }
-        Self::validate_custom(info, &mut object)?;
+        Self::validate_custom(info, &mut object, None)?;
         self.builtin_create_hooks(&mut inner, info, &mut object)?;
         inner.rv += 1;
         set_meta(&mut object, "resourceVersion", json!(inner.rv.to_string()));
@@ -411,13 +426,7 @@ impl Store {
                 }
             }
             ("apiextensions.k8s.io", "customresourcedefinitions") => {
-                let added = inner.registry.register_crd(object).map_err(|e| {
-                    ApiError::invalid(
-                        "CustomResourceDefinition",
-                        &meta(object, "name").unwrap_or_default(),
-                        vec![("spec".into(), e)],
-                    )
-                })?;
+                let added = Self::admit_crd(inner, object)?;
                 let names = object.pointer("/spec/names").cloned().unwrap_or(json!({}));
                 let now = now_rfc3339();
                 object["status"] = json!({
@@ -432,6 +441,24 @@ impl Store {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Validates a CRD as the API server does (structural schema and the
+    /// rest of `validateCustomResourceDefinition`, [`crate::crd_validation`];
+    /// CEL rules compile, [`crate::cel`]) and serves its versions.
+    ///
+    /// # Errors
+    /// Invalid (422) with every field path the API server would name.
+    fn admit_crd(inner: &mut Inner, object: &Value) -> Result<Vec<ResourceInfo>, ApiError> {
+        let name = meta(object, "name").unwrap_or_default();
+        let errors = crate::crd_validation::validate_crd(object);
+        if !errors.is_empty() {
+            return Err(ApiError::invalid("CustomResourceDefinition", &name, errors));
+        }
+        inner
+            .registry
+            .register_crd(object)
+            .map_err(|e| ApiError::invalid("CustomResourceDefinition", &name, vec![("spec".into(), e)]))
     }
 
     /// GET one object.
@@ -677,7 +704,13 @@ impl Store {
         if info.group.is_empty() && info.plural == "secrets" {
             normalize_secret(&mut new);
         }
-        Self::validate_custom(info, &mut new)?;
+        Self::validate_custom(info, &mut new, Some(&old))?;
+        if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions" && target == Target::Main
+        {
+            // An updated CRD is checked like a new one, and its new schema
+            // is what its resources are validated with from now on.
+            Self::admit_crd(inner, &new)?;
+        }
         set_meta(&mut new, "resourceVersion", old["metadata"]["resourceVersion"].clone());
         if new == *old {
             return Ok(Self::with_version(info, &old)); // no-op: no new version
