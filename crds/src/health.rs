@@ -75,7 +75,8 @@ pub struct DataPlaneCheck {
     /// member that reported within 2 × `periodSeconds`) must see an
     /// address Down for it to be Down: `Majority` (default), `Any` (Down
     /// only when every one sees it down), `All` (Down when any one does),
-    /// or a number (at least that many; all of them when fewer report).
+    /// or a number 1..=100 (at least that many; all of them when fewer
+    /// report). Anything else is refused at admission.
     /// Without agents the controller alone decides, whatever this says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::quorum")]

@@ -19,14 +19,23 @@ pub(crate) fn base64(generator: &mut schemars::SchemaGenerator) -> schemars::Sch
 }
 
 /// `spec.healthCheck.quorum`: `Majority`, `Any`, `All` or a count of
-/// vantage points (Kubernetes' int-or-string, as `maxUnavailable`).
+/// vantage points 1..=100 (Kubernetes' int-or-string, as `maxUnavailable`).
+///
+/// A structural schema allows no `type` (nor any other keyword but a bare
+/// `type: integer` / `type: string` pair) inside the `anyOf` of an
+/// int-or-string node (apiextensions-apiserver `ValidateStructural`), and
+/// kube's schema rewriter strips even that pair's types, so there is no
+/// `anyOf`: the extension alone says "integer or string" and the
+/// constraints sit on the node itself: the API server's validator
+/// applies `minimum`/`maximum` only to an integer value and `pattern` only
+/// to a string value, so `0`, `101`, `"50%"` and `"lots"` are refused at
+/// admission. The controller validates again on read ([`crate::Quorum`]).
 pub(crate) fn quorum(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let _ = generator;
     schemars::json_schema!({
         "x-kubernetes-int-or-string": true,
-        "anyOf": [
-            { "type": "integer", "minimum": 1, "maximum": 100 },
-            { "type": "string", "enum": ["Majority", "Any", "All"] }
-        ]
+        "minimum": 1,
+        "maximum": 100,
+        "pattern": "^(Majority|Any|All)$"
     })
 }
