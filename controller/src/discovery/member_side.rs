@@ -69,6 +69,8 @@ pub fn start(
         providers: Vec::new(),
     };
     tokio::spawn(kube_source::run(host, source_config, sinks, tx).instrument(span.clone()));
-    tokio::spawn(replica::run(caches, member, config, sink, changed, saved, metrics).instrument(span.clone()));
+    tokio::spawn(
+        replica::run(caches, member, config, sink, changed, saved, metrics, rx.clone()).instrument(span.clone()),
+    );
     rx
 }

@@ -10,6 +10,14 @@
 //! federation state and keeps following local readiness; the host side is
 //! also saved to `--state-file` and read back at start, so a restart
 //! during a host outage answers too ([`super::state_file`]).
+//!
+//! No answer from a half-filled view: the first discovery zones are
+//! handed over only once the member's caches (Services, EndpointSlices,
+//! the Node) hold their first full list and the federation side is whole
+//! (the host caches listed and the publishing source's first publish
+//! done, or a saved state served). Before that a Service not yet listed
+//! would read as "no local Service" and be answered with a CNAME to a
+//! global name not yet published: a CNAME with no address.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,11 +35,12 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 use super::answer::{self, Decision, FederationView, Inputs, MemberView, RecordView};
 use super::metrics::DiscoveryMetrics;
 use super::state_file::{self, HostState};
+use fedns_providers::source::kube_source::SourceState;
 
 /// Settings of the member-side discovery task.
 #[derive(Debug, Clone)]
@@ -267,7 +276,9 @@ const STATE_WRITE_INTERVAL: Duration = Duration::from_secs(5);
 /// Runs the discovery task until the process ends. `host` watches are
 /// already started ([`watch_host`]); `changed` is the Notify they wake.
 /// `saved`, read from the state file, stands for the host until its
-/// caches are ready.
+/// caches are ready. `source` counts the publishing source's publishes:
+/// without a saved state, nothing is answered before its first one.
+#[allow(clippy::too_many_arguments)] // the task's whole wiring, passed once
 pub async fn run(
     host: HostCaches,
     member_client: Client,
@@ -276,8 +287,20 @@ pub async fn run(
     changed: Arc<Notify>,
     saved: Option<HostState>,
     metrics: DiscoveryMetrics,
+    mut source: watch::Receiver<SourceState>,
 ) {
     let member = watch_member(&member_client, &config, &changed);
+    let waiting = Instant::now();
+    let listed = futures::future::join3(store_ready(&member.services), store_ready(&member.slices), async {
+        // Without NODE_NAME no Node is watched: nothing to wait for.
+        config.node_name.is_none() || store_ready(&member.nodes).await
+    })
+    .await;
+    if listed != (true, true, true) {
+        tracing::error!(member = %config.member, "a member watch ended before its first list; discovery stops");
+        return;
+    }
+    tracing::info!(member = %config.member, elapsed_ms = waiting.elapsed().as_millis() as u64, "member caches ready (Services, EndpointSlices, Node)");
     let mut last: BTreeMap<String, Decision> = BTreeMap::new();
     let mut last_saved_hash = None;
     let mut last_write: Option<Instant> = None;
@@ -286,7 +309,10 @@ pub async fn run(
         .and_then(|s| s.member.as_ref().and_then(|m| m.region.clone()));
     let mut fallback = saved;
     loop {
-        let host_ready = host.ready.load(Ordering::Acquire);
+        // The federation side is whole once its caches are listed and the
+        // global names they hold are published (a CNAME fallback points
+        // at one of them).
+        let host_ready = host.ready.load(Ordering::Acquire) && source.borrow().publishes > 0;
         let state = if host_ready {
             let state = host_state(&host, &config.member);
             fallback = None;
@@ -366,8 +392,18 @@ pub async fn run(
                 }
             }
         }
-        // A change, or a look at the state file now and then.
-        let _ = tokio::time::timeout(STATE_WRITE_INTERVAL, changed.notified()).await;
+        // A change, a publish, or a look at the state file now and then.
+        let _ = tokio::time::timeout(STATE_WRITE_INTERVAL, async {
+            tokio::select! {
+                _ = changed.notified() => {}
+                // Only the first publish matters here (see `host_ready`);
+                // a closed channel must not make this loop spin.
+                r = source.changed(), if source.borrow().publishes == 0 => {
+                    if r.is_err() { std::future::pending::<()>().await }
+                }
+            }
+        })
+        .await;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

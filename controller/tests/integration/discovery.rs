@@ -322,6 +322,55 @@ async fn a_member_resolves_federated_services_local_first_through_dnsmasq_and_un
         .await;
     }
 
+    // A replica started while its member's API server is down has the
+    // federation's view but none of the member's Services: it must answer
+    // no discovery name (a CNAME fallback from that half-filled view would
+    // send local clients away, or to a name not yet published) until its
+    // member caches list; then the local answer, first time.
+    sandbox::control(&state_dir, "fail", "us-east-1").await.unwrap();
+    let late_port = free_port();
+    let listen = format!("127.0.0.1:{late_port}");
+    let host_kubeconfig = state_dir.join("host.kubeconfig");
+    let member_kubeconfig = state_dir.join("us-east-1.kubeconfig");
+    let late = spawn_fedns(&[
+        "dns-server",
+        "--member-cluster=us-east-1",
+        "--read-only",
+        "--kubeconfig",
+        host_kubeconfig.to_str().unwrap(),
+        "--member-kubeconfig",
+        member_kubeconfig.to_str().unwrap(),
+        "--listen",
+        &listen,
+        "--metrics-addr=127.0.0.1:0",
+    ]);
+    let mut seen = Vec::new();
+    let sampling = Instant::now();
+    while sampling.elapsed() < std::time::Duration::from_secs(4) {
+        let status = dig_status(late_port, NAME, "A");
+        if status == "NOERROR" {
+            seen.push(chain(late_port, NAME, "A"));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        seen.is_empty(),
+        "a replica without its member's Services answered {NAME}: {seen:?}"
+    );
+    sandbox::control(&state_dir, "recover", "us-east-1").await.unwrap();
+    let mut answers = Vec::new();
+    eventually("a late replica: the local answer once its member lists", || {
+        let got = chain(late_port, NAME, "A");
+        let local = got == [EAST_CLUSTER_IP];
+        if !got.is_empty() && !local {
+            answers.push(got);
+        }
+        local
+    })
+    .await;
+    assert!(answers.is_empty(), "answers before the local one: {answers:?}");
+    drop(late);
+
     // The host cluster (and with it the controller's view) goes away: the
     // replica answers from its last state and follows local readiness.
     running.federation.host.stop();
