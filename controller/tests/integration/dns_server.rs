@@ -575,3 +575,57 @@ fn base64_of(text: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
+
+/// A clean `dns-server --manifests` start says nothing is wrong: no WARN
+/// line (it once warned that the files' serial "reached this replica after
+/// its instant", 57 years late: a record with no instant is never late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_manifests_start_logs_no_warning() {
+    let dir = temp_dir("clean-start");
+    let file = dir.join("zone.yaml");
+    write(
+        &file,
+        r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com, nameServers: [ns1.example.com]}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: www, namespace: fedns-system}
+spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113.1]}]}
+"#,
+    );
+    let port = free_port();
+    let log = dir.join("dns-server.log");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args([
+            "dns-server",
+            "--manifests",
+            file.to_str().unwrap(),
+            "--udp-workers",
+            "1",
+            "--listen",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "info")
+        .stdout(std::fs::File::create(dir.join("stdout.log")).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let server = Process(child);
+    eventually("the manifests are served", || {
+        dig(port, "www.example.com", "A", false) == ["203.0.113.1"]
+    })
+    .await;
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap() + &std::fs::read_to_string(dir.join("stdout.log")).unwrap();
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        .collect();
+    assert!(warnings.is_empty(), "a clean start warned:\n{}", warnings.join("\n"));
+    assert!(text.contains("serving the files' serial"), "the log: {text}");
+    let _ = std::fs::remove_dir_all(dir);
+}

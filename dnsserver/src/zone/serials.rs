@@ -257,7 +257,11 @@ pub(crate) fn late_records(
             let shown = shown(apex)?;
             let fresh = known(apex) != Some(record.serial);
             let above = shown == 0 || serial_gt(record.serial, shown);
-            (fresh && above && record.due(now_ms) && now_ms > record.active_from_ms).then(|| LateRecord {
+            // An instant of 0 is no instant: such a record (the serials a
+            // `dns-server --manifests` reads from its files) applies at
+            // once by design, so it is never late.
+            let scheduled = record.active_from_ms > 0;
+            (fresh && above && scheduled && record.due(now_ms) && now_ms > record.active_from_ms).then(|| LateRecord {
                 apex: apex.clone(),
                 serial: record.serial,
                 shown,
@@ -441,6 +445,10 @@ mod tests {
         let first = follow(record(20, 0xB, 5_000, Some(0)));
         let nothing = SerialMode::Follow(BTreeMap::from([(APEX.to_owned(), None)]));
         assert_eq!(late_records(&nothing, &first, serving(0), 6_000)[0].late_ms, 1_000);
+        // A record with no instant (manifest files' serials, applied at
+        // once) is never late, however long after 1970 it arrives.
+        let unscheduled = follow(record(20, 0xB, 0, None));
+        assert!(late_records(&nothing, &unscheduled, serving(0), 1_795_675_520_281).is_empty());
     }
 
     #[test]
