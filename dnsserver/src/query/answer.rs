@@ -33,6 +33,8 @@ const TYPE_OPT: u16 = 41;
 const TYPE_CNAME: u16 = 5;
 /// TSIG RR type (RFC 8945).
 const TYPE_TSIG: u16 = 250;
+/// NXNAME meta-type (RFC 9824 §5).
+const TYPE_NXNAME: u16 = 128;
 /// EDNS option code of Client Subnet (RFC 7871 §6).
 const OPTION_ECS: u16 = 8;
 /// ECS address families (IANA Address Family Numbers).
@@ -266,7 +268,10 @@ pub(crate) fn answer_or_defer(
     if request.bad_ecs {
         return Ok(Some(error_response(packet, Some(&request), rcode::FORMERR, out)));
     }
-    if request.qtype == TYPE_OPT {
+    // OPT is no question; NXNAME is a meta-type that only NSEC type
+    // bitmaps carry, and RFC 9824 §3.5 has servers answer an explicit
+    // query for it with FORMERR (whatever the DO bit or denial mode).
+    if request.qtype == TYPE_OPT || request.qtype == TYPE_NXNAME {
         return Ok(Some(error_response(packet, Some(&request), rcode::FORMERR, out)));
     }
     if request.qclass != CLASS_IN && request.qclass != CLASS_ANY {
@@ -705,12 +710,12 @@ fn compact_denial(
     // root and a leading `*`.
     let wildcard = qname.starts_with(b"\x01*");
     let labels = request.labels.saturating_sub(1 + usize::from(wildcard)) as u8;
-    if qname.len() + 2 > MAX_NAME_WIRE {
-        // `\000.<qname>` would pass 255 octets (RFC 9824 §3.1 would need
-        // another successor); such names are not worth a second scheme.
+    let apex_len = keys.apex_wire_len;
+    let mut next = [0u8; MAX_NAME_WIRE];
+    let Some(next_len) = successor(qname, apex_len, &mut next) else {
         return error_response(packet, Some(request), rcode::SERVFAIL, out);
-    }
-    let next_len = 2 + qname.len();
+    };
+    let next = &next[..next_len];
     let rdata_len = next_len + keys.nxname_bitmap.len();
     let mut tbs = [0u8; NSEC_TBS_MAX];
     let mut at = 0;
@@ -731,8 +736,7 @@ fn compact_denial(
     put(&mut tbs, &CLASS_IN.to_be_bytes());
     put(&mut tbs, &ttl);
     put(&mut tbs, &rdlen);
-    put(&mut tbs, &[1, 0]);
-    put(&mut tbs, qname);
+    put(&mut tbs, next);
     put(&mut tbs, &keys.nxname_bitmap);
     let mut signature = [0u8; MAX_SIGNATURE];
     let signed = tbs.get(..at).and_then(|data| keys.sign(data, &mut signature));
@@ -753,8 +757,7 @@ fn compact_denial(
     out.extend_from_slice(&CLASS_IN.to_be_bytes());
     out.extend_from_slice(&ttl);
     out.extend_from_slice(&rdlen);
-    out.extend_from_slice(&[1, 0]);
-    out.extend_from_slice(qname);
+    out.extend_from_slice(next);
     out.extend_from_slice(&keys.nxname_bitmap);
     // Its RRSIG.
     out.extend_from_slice(&owner);
@@ -769,6 +772,63 @@ fn compact_denial(
     out.extend_from_slice(&signature[..sig_len]);
     out.extend_from_slice(soa_tail);
     finish(request, rcode, limits, 0, out)
+}
+
+/// Writes into `out` the immediate successor in canonical order (RFC 4034
+/// §6.1) of the lower-cased wire-format name `name`, among names of at
+/// most 255 octets, and returns its length: the next name of a
+/// compact-denial NSEC (RFC 9824 §3.1, the successor of RFC 4470 §3.1.2),
+/// derived as RFC 4471 §3.1.2 (absolute method) does:
+///
+/// 1. `\000.<name>` when it fits in 255 octets (every name but the
+///    longest: 254 and 255 octets);
+/// 2. else, with a first label shorter than 63 octets and a 254-octet
+///    name, a zero octet appended to the first label (no name lies in
+///    between: every name below `name` would pass 255 octets);
+/// 3. else the first label's last octet incremented, trailing 0xff
+///    octets dropped first, a label left empty removed and the next one
+///    incremented instead; an increment landing on an upper-case letter
+///    goes on past `Z` (canonical order compares letters in lower case).
+///
+/// `None` when the successor would leave the zone (the increments reach
+/// the apex, `apex_len` octets at the end of `name`) or `name` is malformed.
+fn successor(name: &[u8], apex_len: usize, out: &mut [u8; MAX_NAME_WIRE]) -> Option<usize> {
+    if name.len() + 2 <= MAX_NAME_WIRE {
+        out[0] = 1;
+        out[1] = 0;
+        out.get_mut(2..2 + name.len())?.copy_from_slice(name);
+        return Some(2 + name.len());
+    }
+    let first = *name.first()? as usize;
+    if first < 63 && name.len() < MAX_NAME_WIRE {
+        out[0] = first as u8 + 1;
+        out[1..=first].copy_from_slice(name.get(1..=first)?);
+        out[first + 1] = 0;
+        out.get_mut(first + 2..name.len() + 1)?
+            .copy_from_slice(name.get(first + 1..)?);
+        return Some(name.len() + 1);
+    }
+    // Increment: try the first label, then each next one above it.
+    let mut start = 0;
+    while name.len() - start > apex_len {
+        let len = *name.get(start)? as usize;
+        let label = name.get(start + 1..start + 1 + len)?;
+        let rest = name.get(start + 1 + len..)?;
+        let kept = label.iter().rposition(|&octet| octet != 0xff).map(|at| at + 1);
+        if let Some(kept) = kept {
+            out[0] = kept as u8;
+            out[1..=kept].copy_from_slice(&label[..kept]);
+            let last = &mut out[kept];
+            *last += 1;
+            if last.is_ascii_uppercase() {
+                *last = b'Z' + 1;
+            }
+            out.get_mut(kept + 1..kept + 1 + rest.len())?.copy_from_slice(rest);
+            return Some(kept + 1 + rest.len());
+        }
+        start += 1 + len;
+    }
+    None
 }
 
 /// A name of a signed zone denying by NSEC chain that does not exist,

@@ -18,6 +18,11 @@
 //! built and signed then; the last depends on the query name and is
 //! signed per query, on the stack (no heap allocation), as [`ZoneKeys::sign`]
 //! does. No chain of names exists in answers, so the zone cannot be walked.
+//!
+//! A zone denying by NSEC chain (`nsec_chain.rs`) has none of these NSECs:
+//! every denial, the one at the end of a CNAME chain and the NODATA of an
+//! owner name included, is made of the chain's links ([`Denied::Chain`]),
+//! so a validator never sees two NSEC RRsets at one owner.
 
 use hickory_proto::dnssec::rdata::{DNSSECRData, SigInput, NSEC, RRSIG};
 use hickory_proto::dnssec::TBS;
@@ -40,6 +45,9 @@ const INCEPTION_SKEW: u32 = 3600;
 pub(crate) struct ZoneKeys {
     pub config: DnssecConfig,
     pub apex: Name,
+    /// Octets of the apex in wire format (the query path's successor of a
+    /// long name stays inside the zone).
+    pub apex_wire_len: usize,
     /// RRSIG inception and expiration of signatures made for this
     /// snapshot (seconds since the epoch, RFC 4034 §3.1.5).
     pub inception: u32,
@@ -76,6 +84,7 @@ impl ZoneKeys {
         let mut keys = ZoneKeys {
             config: config.clone(),
             apex: apex.clone(),
+            apex_wire_len: super::tree::wire_key(apex).len(),
             inception,
             expiration,
             oldest_expiration: expiration,
@@ -174,12 +183,18 @@ impl ZoneKeys {
     }
 }
 
-/// What the tree knows of a name a negative answer is about.
+/// What the tree knows of a name a negative answer is about, or, in a
+/// zone denying by NSEC chain, the proof itself.
 pub(crate) enum Denied {
     /// The name exists with these types (none: an empty non-terminal).
     Exists(Vec<RecordType>),
     /// The name does not exist.
     Missing,
+    /// Links of the zone's NSEC chain (NSEC RRs, each followed by its
+    /// RRSIG RR) that prove the denial (RFC 4035 §3.1.3); `missing`: they
+    /// prove the name does not exist (NXDOMAIN, RFC 6604 §2 for the end of
+    /// a CNAME chain), else that it has no RRset of the type asked (NODATA).
+    Chain { links: Vec<Record>, missing: bool },
 }
 
 /// Adds signatures and denial records to resolutions; signatures are
@@ -253,6 +268,8 @@ impl Signer {
                 .chain([RecordType::RRSIG, RecordType::NSEC])
                 .collect(),
             Denied::Missing => vec![RecordType::RRSIG, RecordType::NSEC, TYPE_NXNAME],
+            // A chain-signed zone has no compact-denial NSEC.
+            Denied::Chain { .. } => return None,
         };
         Some(Record::from_rdata(
             owner.clone(),
@@ -263,9 +280,12 @@ impl Signer {
 
     /// `res` (the answer to `qname`) with an RRSIG after every RRset the
     /// zone is authoritative for (not a delegation's NS RRset, not glue),
-    /// and for negative answers and referrals the compact-denial NSEC of
-    /// the name denied (`denied` tells what the tree knows of a name).
-    /// A name that does not exist answers NOERROR (RFC 9824 §3.2).
+    /// and for negative answers and referrals the denial of the name
+    /// denied (`denied` tells what the tree knows of a name): the
+    /// compact-denial NSEC, where a name that does not exist answers
+    /// NOERROR (RFC 9824 §3.2); or the chain links `denied` gives, the
+    /// RCODE staying the resolution's (NXDOMAIN when the name does not
+    /// exist).
     ///
     /// With `soa_inline` false the zone's SOA RRset is left out and the
     /// second value says whether it was there: the query path appends
@@ -275,7 +295,7 @@ impl Signer {
         keys: &ZoneKeys,
         qname: &Name,
         res: &Resolution,
-        denied: &dyn Fn(&Name) -> Denied,
+        denied: &dyn Fn(&Name) -> Option<Denied>,
         soa_inline: bool,
     ) -> Option<(Resolution, bool)> {
         let mut out = Resolution {
@@ -319,7 +339,15 @@ impl Signer {
             None
         };
         if let Some(name) = denial {
-            let state = denied(&name);
+            let state = denied(&name)?;
+            if let Denied::Chain { links, missing } = state {
+                if missing {
+                    out.rcode = hickory_proto::op::ResponseCode::NXDomain;
+                }
+                // Before the SOA the query path appends.
+                out.authorities.extend(links);
+                return self.sign_additionals(keys, res, referral, out).map(|out| (out, soa));
+            }
             if matches!(state, Denied::Missing) {
                 out.rcode = hickory_proto::op::ResponseCode::NoError;
             }
@@ -329,13 +357,25 @@ impl Signer {
             out.authorities.push(nsec);
             out.authorities.push(rrsig);
         }
+        self.sign_additionals(keys, res, referral, out).map(|out| (out, soa))
+    }
+
+    /// `out` with the additional section of `res`, signed unless it is a
+    /// referral's glue.
+    fn sign_additionals(
+        &mut self,
+        keys: &ZoneKeys,
+        res: &Resolution,
+        referral: bool,
+        mut out: Resolution,
+    ) -> Option<Resolution> {
         for set in rrsets(&res.additionals) {
             out.additionals.extend_from_slice(set);
             if !referral {
                 out.additionals.push(self.rrsig(keys, set)?);
             }
         }
-        Some((out, soa))
+        Some(out)
     }
 }
 

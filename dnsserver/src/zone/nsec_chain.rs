@@ -19,11 +19,11 @@
 use std::sync::Arc;
 
 use hickory_proto::dnssec::rdata::{DNSSECRData, NSEC};
-use hickory_proto::rr::{RData, Record, RecordType};
-use hickory_proto::serialize::binary::{BinEncodable, BinEncoder, NameEncoding};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::serialize::binary::{BinDecodable, BinDecoder, BinEncodable, BinEncoder, NameEncoding};
 
-use super::dnssec::{Signer, ZoneKeys};
-use super::tree::{Node, Tree};
+use super::dnssec::{Denied, Signer, ZoneKeys};
+use super::tree::{wire_key, Node, Tree};
 
 /// Largest [`canonical_key`] of a name of at most 255 octets: two octets
 /// per label octet and one per label.
@@ -191,6 +191,59 @@ impl NsecChain {
         let after = self.links.partition_point(|l| l.key.as_ref() <= key);
         let index = after.checked_sub(1).unwrap_or(self.links.len().checked_sub(1)?);
         self.links.get(index).map(|l| l.rendered.as_ref())
+    }
+
+    /// The proof, from this chain of zone `zone` of `tree`, that the name
+    /// `name` (lower case, fully qualified) has no RRset of the type a
+    /// negative answer was asked for, or does not exist:
+    ///
+    /// * an owner name (or a delegation): its own link, whose bitmap
+    ///   lacks the type (RFC 4035 §3.1.3.1); an empty non-terminal: the
+    ///   link covering it, whose next name is below it;
+    /// * a name a wildcard answers for (NODATA): the link covering the
+    ///   name (no closer match) and the wildcard's own link (RFC 4035
+    ///   §3.1.3.4);
+    /// * a name that does not exist (NXDOMAIN): the link covering the name
+    ///   and the one covering the wildcard at its closest encloser, once
+    ///   when they are the same (RFC 4035 §3.1.3.2).
+    ///
+    /// Build-time only (it allocates); the query path's NXDOMAIN does the
+    /// same from bytes. `None` when a link cannot be found or read.
+    pub fn denial(&self, tree: &Tree, zone: usize, name: &Name) -> Option<Denied> {
+        let key = wire_key(name);
+        let mut scratch = [0u8; MAX_CANONICAL_KEY];
+        let len = canonical_key(&key, &mut scratch)?;
+        let covering = self.covering(&scratch[..len])?;
+        let mut links = vec![covering];
+        let mut missing = false;
+        if !tree.nodes.contains_key(&key) {
+            let encloser = tree.closest_encloser(name, zone);
+            missing = !encloser.wildcard_child;
+            // `*.<closest encloser>` past 255 octets cannot exist: no proof.
+            if let Ok(wildcard) = Name::from_ascii("*").and_then(|w| w.append_name(&encloser.name)) {
+                let len = canonical_key(&wire_key(&wildcard), &mut scratch)?;
+                let link = self.covering(&scratch[..len])?;
+                if !std::ptr::eq(link.as_ptr(), covering.as_ptr()) {
+                    links.push(link);
+                }
+            }
+        }
+        let mut records = Vec::with_capacity(2 * links.len());
+        for link in links {
+            let mut decoder = BinDecoder::new(link);
+            records.push(Record::read(&mut decoder).ok()?);
+            records.push(Record::read(&mut decoder).ok()?);
+        }
+        Some(Denied::Chain {
+            links: records,
+            missing,
+        })
+    }
+
+    /// Whether the link covering the name whose [`canonical_key`] is `key`
+    /// is the same in `self` and `other` (same NSEC, same signature).
+    pub fn same_cover(&self, other: &NsecChain, key: &[u8]) -> bool {
+        self.covering(key) == other.covering(key)
     }
 
     /// The earliest expiration of any signature in the chain.

@@ -176,7 +176,7 @@ impl Tree {
     }
 
     /// The deepest existing ancestor of `name` in `zone` (the apex at worst).
-    fn closest_encloser(&self, name: &Name, zone: usize) -> &Node {
+    pub(crate) fn closest_encloser(&self, name: &Name, zone: usize) -> &Node {
         let apex_labels = self.zones[zone].apex.num_labels();
         let mut current = name.clone();
         while current.num_labels() > apex_labels {

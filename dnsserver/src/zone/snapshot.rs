@@ -16,7 +16,7 @@ use rustc_hash::FxBuildHasher;
 
 use super::content::ZoneContent;
 use super::dnssec::{Denied, Signer, ZoneKeys};
-use super::nsec_chain::NsecChain;
+use super::nsec_chain::{canonical_key, NsecChain, MAX_CANONICAL_KEY};
 use super::render::{record_without_owner, render};
 use super::resolve::Override;
 use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
@@ -382,23 +382,24 @@ impl Snapshot {
         let bits = chunk_bits(tree.nodes.len());
         let mut chunks: Vec<Chunk> = (0..1usize << bits).map(|_| Chunk::default()).collect();
         let mut needs_tree = false;
-        let chains: Vec<Option<Arc<NsecChain>>>;
+        // The chains first: negative answers of chain-signed zones carry links.
+        let mut signer = Signer::new();
+        let chains: Vec<Option<Arc<NsecChain>>> = (0..zones.len())
+            .map(|i| nsec_chain(&tree, i, &zones[i], &mut signer, None))
+            .collect();
+        let mut zones = zones;
+        attach_chains(&mut zones, chains);
         let versions = {
-            let mut renderer = Renderer::new(&tree, &zones);
+            let mut renderer = Renderer::new(&tree, &zones, signer);
             for (key, node) in &tree.nodes {
                 needs_tree |= node.cut.is_some() || node.wildcard_child;
                 let hash = hash_key(key);
                 renderer.render_into(&mut chunks[chunk_index(hash, bits)], key, node, hash);
             }
             let mut signer = renderer.signer.borrow_mut();
-            chains = (0..zones.len())
-                .map(|i| nsec_chain(&tree, i, &zones[i], &mut signer, None))
-                .collect();
             // Transfers carry the signatures the answers carry.
             sign_versions(&zones, &tree, versions, &mut signer)
         };
-        let mut zones = zones;
-        attach_chains(&mut zones, chains);
         let mut snapshot = Snapshot {
             chunks: chunks
                 .into_iter()
@@ -450,6 +451,35 @@ impl Snapshot {
                 zone_answers(zone, clients, unix_now(), oldest)
             })
             .collect();
+        // The chains first: negative answers of chain-signed zones carry
+        // links, so the names whose links changed are dirty too.
+        let mut signer = Signer::new();
+        let chains: Vec<Option<Arc<NsecChain>>> = (0..zones.len())
+            .map(|i| {
+                let old = self.zones.get(i).filter(|old| {
+                    let same_keys = match (&old.dnssec, &zones[i].dnssec) {
+                        (Some(a), Some(b)) => a.config == b.config,
+                        _ => false,
+                    };
+                    same_keys && old.nsec_chain.is_some()
+                });
+                let old_chain = old.and_then(|o| o.nsec_chain.as_deref());
+                let apex = &tree.zones[i].apex_key;
+                let touched = dirty.iter().any(|key| key.ends_with(apex));
+                match (old.and_then(|o| o.nsec_chain.clone()), touched) {
+                    (Some(chain), false) => Some(chain),
+                    _ => nsec_chain(tree, i, &zones[i], &mut signer, old_chain),
+                }
+            })
+            .collect();
+        let mut zones = zones;
+        attach_chains(&mut zones, chains);
+        let mut dirty = dirty.clone();
+        for (i, zone) in zones.iter().enumerate() {
+            let old = self.zones.get(i).and_then(|z| z.nsec_chain.as_deref());
+            chain_dependents(tree, i, old, zone.nsec_chain.as_deref(), &mut dirty);
+        }
+        let dirty = &dirty;
         let mut by_chunk: rustc_hash::FxHashMap<usize, Vec<(&[u8], u64)>> = rustc_hash::FxHashMap::default();
         for key in dirty {
             let hash = hash_key(key);
@@ -465,30 +495,8 @@ impl Snapshot {
         } else {
             self.chunks.clone()
         };
-        let chains: Vec<Option<Arc<NsecChain>>>;
         {
-            let mut renderer = Renderer::new(tree, &zones);
-            chains = {
-                let mut signer = renderer.signer.borrow_mut();
-                (0..zones.len())
-                    .map(|i| {
-                        let old = self.zones.get(i).filter(|old| {
-                            let same_keys = match (&old.dnssec, &zones[i].dnssec) {
-                                (Some(a), Some(b)) => a.config == b.config,
-                                _ => false,
-                            };
-                            same_keys && old.nsec_chain.is_some()
-                        });
-                        let old_chain = old.and_then(|o| o.nsec_chain.as_deref());
-                        let apex = &tree.zones[i].apex_key;
-                        let touched = dirty.iter().any(|key| key.ends_with(apex));
-                        match (old.and_then(|o| o.nsec_chain.clone()), touched) {
-                            (Some(chain), false) => Some(chain),
-                            _ => nsec_chain(tree, i, &zones[i], &mut signer, old_chain),
-                        }
-                    })
-                    .collect()
-            };
+            let mut renderer = Renderer::new(tree, &zones, signer);
             let rebuilt: Vec<usize> = if split {
                 (0..1usize << bits).collect()
             } else {
@@ -536,8 +544,6 @@ impl Snapshot {
                 }
             }
         }
-        let mut zones = zones;
-        attach_chains(&mut zones, chains);
         let mut snapshot = Snapshot {
             chunks,
             chunk_bits: bits,
@@ -835,7 +841,7 @@ impl Snapshot {
         let Some(keys) = keys else {
             return render(qname, qtype, &resolution);
         };
-        let denied = |name: &Name| denied_at(tree, name, None);
+        let denied = |name: &Name| denial(tree, &self.zones, name, None);
         let (signed, _) = Signer::new().sign_resolution(keys, &lower, &resolution, &denied, true)?;
         render(qname, qtype, &signed)
     }
@@ -944,6 +950,52 @@ fn nsec_chain(
         tracing::warn!(zone = %keys.apex, "cannot sign the NSEC chain; denying with compact denial");
     }
     chain.map(Arc::new)
+}
+
+/// Adds to `dirty` the names of zone `zone` of `tree` whose stored
+/// answers carry a link of the zone's NSEC chain that differs between the
+/// `old` and `new` chains, and (transitively) the names whose answers go
+/// through them: an owner's or empty non-terminal's NODATA carries the
+/// link covering it; a CNAME, NS, MX or SRV target that does not exist is
+/// denied by the links covering it and its closest encloser's wildcard.
+/// Every name of the zone when only one of the chains exists.
+fn chain_dependents(
+    tree: &Tree,
+    zone: usize,
+    old: Option<&NsecChain>,
+    new: Option<&NsecChain>,
+    dirty: &mut rustc_hash::FxHashSet<Box<[u8]>>,
+) {
+    let (old, new) = match (old, new) {
+        (None, None) => return,
+        (Some(old), Some(new)) if std::ptr::eq(old, new) => return,
+        (Some(old), Some(new)) => (old, new),
+        _ => {
+            dirty.extend(
+                tree.nodes
+                    .iter()
+                    .filter(|(_, n)| n.zone == zone)
+                    .map(|(k, _)| k.clone()),
+            );
+            return;
+        }
+    };
+    let mut scratch = [0u8; MAX_CANONICAL_KEY];
+    let mut changed =
+        |wire: &[u8]| canonical_key(wire, &mut scratch).is_some_and(|len| !new.same_cover(old, &scratch[..len]));
+    let mut found: Vec<Box<[u8]>> = Vec::new();
+    for (key, node) in &tree.nodes {
+        if node.zone == zone && !dirty.contains(key) && changed(key) {
+            found.push(key.clone());
+        }
+    }
+    for (target, owners) in tree.missing_targets(zone) {
+        let wildcard = tree.wildcard_of_encloser(target, zone);
+        if changed(target) || wildcard.as_deref().is_some_and(&mut changed) {
+            found.extend(owners.iter().cloned());
+        }
+    }
+    tree.with_referrers(found, dirty);
 }
 
 /// Gives each zone its chain ([`Snapshot::resign_due`] counts the links'
@@ -1161,13 +1213,14 @@ struct Renderer<'a> {
 }
 
 impl<'a> Renderer<'a> {
-    fn new(tree: &'a Tree, zones: &'a [ZoneAnswers]) -> Self {
+    /// A renderer signing with `signer` (and its cached signatures).
+    fn new(tree: &'a Tree, zones: &'a [ZoneAnswers], signer: Signer) -> Self {
         Renderer {
             tree,
             zones,
             query_types: tree.query_types(),
             routes: rustc_hash::FxHashMap::default(),
-            signer: std::cell::RefCell::new(Signer::new()),
+            signer: std::cell::RefCell::new(signer),
         }
     }
 
@@ -1187,13 +1240,14 @@ impl<'a> Renderer<'a> {
         };
         let touched: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
         let signer = &self.signer;
+        let zones = self.zones;
         let render_type = |qtype: RecordType, variant: Override<'_>, keys: Option<&ZoneKeys>| -> Option<Rendered> {
             let (resolution, routed) = tree.resolve_routed(&node.name, qtype, variant)?;
             if touched.get().is_none() {
                 touched.set(routed);
             }
             if let Some(keys) = keys {
-                let denied = |name: &Name| denied_at(tree, name, variant);
+                let denied = |name: &Name| denial(tree, zones, name, variant);
                 let (signed, soa_last) =
                     signer
                         .borrow_mut()
@@ -1469,6 +1523,19 @@ fn merge_sets<'a>(sets: impl Iterator<Item = &'a VariantSets>) -> VariantSets {
         set.rdatas.sort_by_text();
     }
     out
+}
+
+/// The denial of `name` in a negative answer or referral: from the NSEC
+/// chain of its zone when the zone denies by chain (`None` when the
+/// chain has no proof: the answer is not signed rather than given a
+/// compact-denial NSEC), else what a compact-denial NSEC needs.
+fn denial(tree: &Tree, zones: &[ZoneAnswers], name: &Name, variant: Override<'_>) -> Option<Denied> {
+    let lower = super::tree::fqdn(name.to_lowercase());
+    let zone = tree.zone_for(&lower);
+    match zone.and_then(|i| zones.get(i)?.nsec_chain.as_deref()) {
+        Some(chain) => chain.denial(tree, zone?, &lower),
+        None => Some(denied_at(tree, name, variant)),
+    }
 }
 
 /// What the tree holds at `name` for a compact-denial NSEC: its types

@@ -28,6 +28,23 @@ pub(crate) fn wire_key(name: &Name) -> Key {
     key.into_boxed_slice()
 }
 
+/// The name whose [`wire_key`] is `key`; `None` for a malformed key.
+pub(crate) fn name_of_key(key: &[u8]) -> Option<Name> {
+    let mut labels: Vec<&[u8]> = Vec::new();
+    let mut at = 0;
+    loop {
+        let len = *key.get(at)? as usize;
+        if len == 0 {
+            break;
+        }
+        labels.push(key.get(at + 1..at + 1 + len)?);
+        at += 1 + len;
+    }
+    let mut name = Name::from_labels(labels).ok()?;
+    name.set_fqdn(true);
+    Some(name)
+}
+
 /// One RRset: shared TTL (RFC 2181 §5.2) and its RDATA.
 #[derive(Debug, Clone)]
 pub(crate) struct RRset {
@@ -905,6 +922,39 @@ impl Tree {
             if let Some(node) = self.nodes.get_mut(&key) {
                 node.wildcard_child = true;
             }
+        }
+    }
+
+    /// The targets (CNAME, NS, MX, SRV names) of zone `zone` that are not
+    /// names of the tree, each with the owners naming it.
+    pub fn missing_targets(&self, zone: usize) -> impl Iterator<Item = (&Key, &Vec<Key>)> + '_ {
+        self.referrers.iter().filter(move |(target, _)| {
+            !self.nodes.contains_key(*target) && name_of_key(target).is_some_and(|n| self.zone_for(&n) == Some(zone))
+        })
+    }
+
+    /// The key of `*.<closest encloser>` of the name whose key is `key`
+    /// in zone `zone`; `None` when it would pass 255 octets.
+    pub fn wildcard_of_encloser(&self, key: &[u8], zone: usize) -> Option<Key> {
+        let name = name_of_key(key)?;
+        let encloser = self.closest_encloser(&name, zone);
+        let wildcard = Name::from_ascii("*").ok()?.append_name(&encloser.name).ok()?;
+        Some(wire_key(&wildcard))
+    }
+
+    /// Adds `keys` to `dirty` with, transitively, every owner whose CNAME,
+    /// NS, MX or SRV names one of them (their answers go through it).
+    pub fn with_referrers(&self, keys: Vec<Key>, dirty: &mut FxHashSet<Key>) {
+        let mut queue = keys;
+        while let Some(key) = queue.pop() {
+            if let Some(owners) = self.referrers.get(&key) {
+                for owner in owners {
+                    if !dirty.contains(owner) {
+                        queue.push(owner.clone());
+                    }
+                }
+            }
+            dirty.insert(key);
         }
     }
 

@@ -1505,3 +1505,314 @@ async fn nsec_chain_follows_incremental_publishing() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// example.com signed with a new ECDSA P-256 CSK denying by `denial`,
+/// with CNAMEs whose chains end in every kind of answer: `dangling` at a
+/// name of the zone that does not exist, `chain` at an owner without the
+/// type asked (NODATA), `*.wc` at an owner (a wildcard CNAME), `*.wcd` at
+/// a name that does not exist; a wildcard `*.wn` with only TXT (wildcard
+/// NODATA) and an empty non-terminal `ent` above `deep.ent`.
+fn cname_zone(denial: DenialOfExistence) -> (ZoneContent, DnssecKey) {
+    let (mut zone, key) = two_name_zone(denial);
+    for (owner, rtype, data) in [
+        ("dangling", RecordType::CNAME, "gone.example.com."),
+        ("chain", RecordType::CNAME, "a.example.com."),
+        ("*.wc", RecordType::CNAME, "a.example.com."),
+        ("*.wcd", RecordType::CNAME, "gone2.example.com."),
+        ("*.wn", RecordType::TXT, "wildcard"),
+        ("deep.ent", RecordType::A, "192.0.2.9"),
+    ] {
+        zone.records.push(Record::from_rdata(
+            name(&format!("{owner}.example.com.")),
+            30,
+            rdata(rtype, data),
+        ));
+    }
+    (zone, key)
+}
+
+/// Asks Unbound `qname qtype` until it answers `status` with AD (a secure
+/// answer), within a 30-second deadline; prints the time it took.
+fn unbound_secure(unbound: &Unbound, qname: &str, qtype: &str, status: &str) {
+    let started = std::time::Instant::now();
+    let deadline = std::time::Duration::from_secs(30);
+    loop {
+        let (got, ad, text) = unbound.dig(qname, qtype);
+        if got == status && ad {
+            println!(
+                "Unbound {qname} {qtype}: {status} with AD after {:?}",
+                started.elapsed()
+            );
+            return;
+        }
+        if started.elapsed() > deadline {
+            panic!(
+                "Unbound {qname} {qtype}: want {status} with AD within {deadline:?}, got {got} (AD {ad}) after {:?}:\n{text}",
+                started.elapsed()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The NSEC records of a DO answer from `addr`, as text, with its RCODE.
+fn nsecs_of(addr: SocketAddr, qname: &str, qtype: RecordType) -> (ResponseCode, Vec<String>) {
+    let message = query_udp(addr, &simple_query(qname, qtype, Some((1232, true)))).unwrap();
+    let nsecs = message
+        .authorities
+        .iter()
+        .filter(|r| r.record_type() == RecordType::NSEC)
+        .map(ToString::to_string)
+        .collect();
+    (message.metadata.response_code, nsecs)
+}
+
+/// Questions of [`cname_zone`] with the RCODE Unbound must answer them
+/// with (AD) in each denial mode: (name, type, NSEC chain, compact).
+const CNAME_CHECKS: [(&str, &str, &str, &str); 12] = [
+    ("dangling.example.com", "A", "NXDOMAIN", "NOERROR"),
+    ("gone.example.com", "A", "NXDOMAIN", "NOERROR"),
+    ("chain.example.com", "AAAA", "NOERROR", "NOERROR"),
+    ("chain.example.com", "A", "NOERROR", "NOERROR"),
+    ("a.example.com", "AAAA", "NOERROR", "NOERROR"),
+    ("host.wc.example.com", "A", "NOERROR", "NOERROR"),
+    ("host.wc.example.com", "AAAA", "NOERROR", "NOERROR"),
+    ("host.wcd.example.com", "A", "NXDOMAIN", "NOERROR"),
+    ("host.wn.example.com", "A", "NOERROR", "NOERROR"),
+    ("host.wn.example.com", "TXT", "NOERROR", "NOERROR"),
+    ("ent.example.com", "A", "NOERROR", "NOERROR"),
+    ("dangling.example.com", "TXT", "NXDOMAIN", "NOERROR"),
+];
+
+/// `denial: NSEC`: every denial is made of chain links, the one at the
+/// end of a CNAME chain included (RFC 4035 §3.1.3): a CNAME to a name that
+/// does not exist is NXDOMAIN with the NSECs covering the target and its
+/// wildcard (RFC 6604 §2), NODATA carries the owner's own link, wildcard
+/// NODATA the covering and the wildcard's links. No compact-denial NSEC
+/// (`\000.<name>`) ever appears, and no owner has two NSEC RRsets.
+/// Unbound validates every answer as secure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nsec_chain_denies_after_cnames() {
+    let dir = temp_dir("dnssec-nsec-cname");
+    let (zone, key) = cname_zone(DenialOfExistence::Nsec);
+    let (_server, addr, _store) = serve(zone).await;
+    let mut nsec_by_owner: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for (qname, qtype, status, _) in CNAME_CHECKS {
+        let rtype: RecordType = qtype.parse().unwrap();
+        let (rcode, nsecs) = nsecs_of(addr, &format!("{qname}."), rtype);
+        let want = if status == "NXDOMAIN" {
+            ResponseCode::NXDomain
+        } else {
+            ResponseCode::NoError
+        };
+        assert_eq!(rcode, want, "{qname} {qtype}: {nsecs:?}");
+        for nsec in nsecs {
+            assert!(
+                !nsec.contains("\\000"),
+                "{qname} {qtype}: a compact-denial NSEC: {nsec}"
+            );
+            let owner = nsec.split_whitespace().next().unwrap().to_owned();
+            nsec_by_owner.entry(owner).or_default().insert(nsec);
+        }
+        let message = query_udp(addr, &simple_query(&format!("{qname}."), rtype, Some((1232, true)))).unwrap();
+        assert!(verify_all(&message, &key) > 0, "{qname} {qtype}: signed");
+    }
+    for (owner, sets) in &nsec_by_owner {
+        assert_eq!(sets.len(), 1, "one NSEC RRset at {owner}: {sets:?}");
+    }
+    let unbound = Unbound::start(&dir, addr, &key);
+    let started = std::time::Instant::now();
+    for (qname, qtype, status, _) in CNAME_CHECKS {
+        unbound_secure(&unbound, qname, qtype, status);
+    }
+    println!(
+        "NSEC chain after CNAMEs: {} answers secure in {:?}",
+        CNAME_CHECKS.len(),
+        started.elapsed()
+    );
+    drop(unbound);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Compact denial (RFC 9824): the same CNAME chains, wildcard CNAMEs and
+/// wildcard NODATA; a name that does not exist is NOERROR with its
+/// compact-denial NSEC, at the end of a CNAME chain too. Unbound
+/// validates every answer as secure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_denial_after_cnames() {
+    let dir = temp_dir("dnssec-compact-cname");
+    let (zone, key) = cname_zone(DenialOfExistence::default());
+    let (_server, addr, _store) = serve(zone).await;
+    let unbound = Unbound::start(&dir, addr, &key);
+    let started = std::time::Instant::now();
+    for (qname, qtype, _, status) in CNAME_CHECKS {
+        unbound_secure(&unbound, qname, qtype, status);
+    }
+    println!(
+        "compact denial after CNAMEs: {} answers secure in {:?}",
+        CNAME_CHECKS.len(),
+        started.elapsed()
+    );
+    drop(unbound);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// RFC 9824 §3.5: an explicit query for the NXNAME meta-type gets FORMERR
+/// (the question echoed, no records), in compact mode with and without
+/// DO and in NSEC mode, for a name that exists and one that does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nxname_query_is_formerr() {
+    for denial in [DenialOfExistence::default(), DenialOfExistence::Nsec] {
+        let (zone, _key) = two_name_zone(denial);
+        let (_server, addr, _store) = serve(zone).await;
+        for qname in ["a.example.com.", "missing.example.com.", "example.com."] {
+            for edns in [Some((1232, true)), Some((1232, false)), None] {
+                let response = query_udp(addr, &simple_query(qname, RecordType::Unknown(128), edns)).unwrap();
+                assert_eq!(
+                    response.metadata.response_code,
+                    ResponseCode::FormErr,
+                    "{denial:?} {qname} NXNAME {edns:?}: {response:?}"
+                );
+                assert_eq!(response.queries.len(), 1, "question echoed");
+                assert!(response.answers.is_empty() && response.authorities.is_empty());
+            }
+        }
+    }
+}
+
+/// A name of `len` octets in wire format (254 or 255) under example.com,
+/// its first label `first` octets long (the others 63), all `a`.
+fn long_name(len: usize, first: usize) -> String {
+    let mut labels = vec!["a".repeat(first)];
+    let mut used = 1 + first + 13; // + example.com's 13 octets
+    while used < len {
+        let label = (len - used - 1).min(63);
+        labels.push("a".repeat(label));
+        used += 1 + label;
+    }
+    assert_eq!(used, len, "{labels:?}");
+    format!("{}.example.com.", labels.join("."))
+}
+
+/// Compact denial of the longest names (254 and 255 octets), for which
+/// `\000.<qname>` would pass 255 octets: the NSEC's next name is the
+/// name's immediate successor among names that can exist (RFC 4471
+/// §3.1.2: a zero octet appended to the first label, or its last octet
+/// incremented). The signature verifies and Unbound finds the answer
+/// secure. In NSEC mode the chain denies them (NXDOMAIN, secure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn longest_names_are_denied_securely() {
+    let cases = [
+        (long_name(254, 48), format!("{}\\000.", "a".repeat(48))),
+        (long_name(255, 49), format!("{}b.", "a".repeat(48))),
+        (long_name(254, 63), format!("{}b.", "a".repeat(62))),
+    ];
+    for denial in [DenialOfExistence::default(), DenialOfExistence::Nsec] {
+        let dir = temp_dir("dnssec-long");
+        let (zone, key) = two_name_zone(denial);
+        let (_server, addr, _store) = serve(zone).await;
+        let compact = denial == DenialOfExistence::default();
+        for (qname, next_start) in &cases {
+            let message = query_udp(addr, &simple_query(qname, RecordType::A, Some((1232, true)))).unwrap();
+            let want = if compact {
+                ResponseCode::NoError
+            } else {
+                ResponseCode::NXDomain
+            };
+            assert_eq!(message.metadata.response_code, want, "{denial:?} {qname}: {message:?}");
+            let nsecs: Vec<String> = message
+                .authorities
+                .iter()
+                .filter(|r| r.record_type() == RecordType::NSEC)
+                .map(ToString::to_string)
+                .collect();
+            assert!(!nsecs.is_empty(), "{qname}: {message:?}");
+            if compact {
+                assert!(
+                    nsecs[0].contains(&format!("NSEC {next_start}")),
+                    "{qname}: next name: {nsecs:?}"
+                );
+            }
+            assert_eq!(
+                verify_all(&message, &key),
+                1 + nsecs.len(),
+                "{qname}: every RRSIG verifies"
+            );
+        }
+        let unbound = Unbound::start(&dir, addr, &key);
+        let status = if compact { "NOERROR" } else { "NXDOMAIN" };
+        for (qname, _) in &cases {
+            unbound_secure(&unbound, qname.trim_end_matches('.'), "A", status);
+        }
+        drop(unbound);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+/// `denial: NSEC` and incremental publishing: answers built earlier that
+/// carry a link (an owner's NODATA, the NXDOMAIN at the end of a CNAME
+/// chain) carry the new link once a name is added next to it, never the
+/// old one (which would deny the new name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nsec_chain_negative_answers_follow_incremental_publishing() {
+    let apex = name("example.com.");
+    let (mut zone, key) = two_name_zone(DenialOfExistence::Nsec);
+    zone.records.push(Record::from_rdata(
+        name("dangling.example.com."),
+        30,
+        rdata(RecordType::CNAME, "gone.example.com."),
+    ));
+    let (_server, addr, store) = serve(zone).await;
+    let nodata = nsecs_of(addr, "a.example.com.", RecordType::AAAA);
+    assert_eq!(nodata.1.len(), 1, "{nodata:?}");
+    assert!(nodata.1[0].contains("NSEC b.example.com."), "{nodata:?}");
+    let dangling = nsecs_of(addr, "dangling.example.com.", RecordType::A);
+    assert_eq!(dangling.0, ResponseCode::NXDomain, "{dangling:?}");
+    assert!(
+        dangling
+            .1
+            .iter()
+            .any(|n| n.starts_with("dangling.example.com.") && n.contains("NSEC example.com.")),
+        "gone sorts after dangling, the last name: {dangling:?}"
+    );
+    let added = |owner: &str| {
+        (
+            name(owner),
+            vec![Record::from_rdata(name(owner), 30, rdata(RecordType::A, "192.0.2.7"))],
+        )
+    };
+    store
+        .publish_changes(vec![fedns_dnsserver::ZoneChanges {
+            apex: apex.clone(),
+            names: vec![added("aa.example.com."), added("gonf.example.com.")],
+            routed: Vec::new(),
+        }])
+        .expect("applied incrementally");
+    let nodata = nsecs_of(addr, "a.example.com.", RecordType::AAAA);
+    assert!(nodata.1[0].contains("NSEC aa.example.com."), "the new link: {nodata:?}");
+    let dangling = nsecs_of(addr, "dangling.example.com.", RecordType::A);
+    assert!(
+        dangling
+            .1
+            .iter()
+            .any(|n| n.starts_with("dangling.example.com.") && n.contains("NSEC gonf.example.com.")),
+        "the new covering link: {dangling:?}"
+    );
+    for (qname, qtype) in [
+        ("a.example.com.", RecordType::AAAA),
+        ("dangling.example.com.", RecordType::A),
+    ] {
+        let message = query_udp(addr, &simple_query(qname, qtype, Some((1232, true)))).unwrap();
+        let rrsigs = message
+            .authorities
+            .iter()
+            .filter(|r| r.record_type() == RecordType::RRSIG)
+            .count();
+        assert_eq!(
+            verify_all(&message, &key),
+            rrsigs + message.answers.len() / 2,
+            "{qname}: {message:?}"
+        );
+    }
+}
