@@ -119,6 +119,7 @@ async fn publishes_to_every_provider_at_once() {
         namespace: "fedns-system".into(),
         provider: vec![Provider::Embedded, Provider::CorednsEtcd, Provider::Route53],
         owner_id: "fedns".into(),
+        txt_wildcard_replacement: None,
         etcd: EtcdArgs {
             endpoints: vec![etcd.url()],
             prefix: "/skydns".into(),

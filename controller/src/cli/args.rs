@@ -487,6 +487,15 @@ pub struct ControllerArgs {
     /// provider; records of other owners are never changed.
     #[arg(long, value_name = "ID", default_value = "fedns")]
     pub owner_id: String,
+    /// The label that stands for `*` in the ownership records of wildcard
+    /// records in Route53 and Google Cloud DNS, as external-dns's flag of
+    /// the same name (`wildcard`: `a-wildcard.apps.example.com` for
+    /// `*.apps.example.com`); give both tools the same value so each reads
+    /// the other's. Unset: the asterisk stays (`a-*.apps.example.com`),
+    /// which Route53 takes and Cloud DNS refuses, so wildcard records are
+    /// not published to Cloud DNS.
+    #[arg(long, value_name = "LABEL", value_parser = wildcard_replacement)]
+    pub txt_wildcard_replacement: Option<String>,
     /// coredns-etcd settings.
     #[command(flatten)]
     pub etcd: EtcdArgs,
@@ -915,6 +924,20 @@ pub struct JoinArgs {
     /// The member's cluster domain (with --discovery-server).
     #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
     pub cluster_domain: String,
+}
+
+/// A `--txt-wildcard-replacement`: one DNS label (letters, digits, `-`,
+/// `_`), lower-cased as external-dns does.
+fn wildcard_replacement(value: &str) -> Result<String, String> {
+    let valid = (1..=50).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if valid {
+        Ok(value.to_ascii_lowercase())
+    } else {
+        Err("one DNS label of letters, digits, '-' or '_' (at most 50 characters), like wildcard".into())
+    }
 }
 
 #[cfg(test)]

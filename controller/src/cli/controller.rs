@@ -418,6 +418,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         sinks.providers.push(Arc::new(Route53::new(
             Route53Config {
                 owner_id: args.owner_id.clone(),
+                txt_wildcard_replacement: args.txt_wildcard_replacement.clone().unwrap_or_default(),
                 zone_ids: route53.zone_ids.clone(),
                 endpoint: route53.endpoint.clone(),
                 region: route53.region.clone(),
@@ -877,6 +878,7 @@ fn clouddns_config(args: &ControllerArgs) -> CloudDnsConfig {
     let size = google.batch_change_size.max(1);
     CloudDnsConfig {
         owner_id: args.owner_id.clone(),
+        txt_wildcard_replacement: args.txt_wildcard_replacement.clone().unwrap_or_default(),
         project: google.project.clone(),
         zones: google.zones.clone(),
         visibility: google.zone_visibility.map(|v| match v {

@@ -304,6 +304,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         namespace: NAMESPACE.into(),
         provider: vec![Provider::Embedded],
         owner_id: "fedns".into(),
+        txt_wildcard_replacement: None,
         etcd: crate::cli::EtcdArgs {
             endpoints: Vec::new(),
             prefix: "/skydns".into(),

@@ -73,6 +73,10 @@ pub const REGISTRY_TTL: u32 = 300;
 pub struct CloudDnsConfig {
     /// Owner id written into registry records.
     pub owner_id: String,
+    /// external-dns's `--txt-wildcard-replacement`: the first label of a
+    /// wildcard's registry record name in place of `*` (empty: none, and
+    /// wildcards are refused, as Cloud DNS refuses `a-*.…`).
+    pub txt_wildcard_replacement: String,
     /// Project holding the managed zones; None: the metadata server's.
     pub project: Option<String>,
     /// Managed zones to use, by name; empty: find each Domain's zone by
@@ -107,6 +111,7 @@ impl Default for CloudDnsConfig {
     fn default() -> Self {
         CloudDnsConfig {
             owner_id: "fedns".into(),
+            txt_wildcard_replacement: String::new(),
             project: None,
             zones: Vec::new(),
             visibility: None,
@@ -131,7 +136,8 @@ pub type ZonePlan = planner::ZonePlan<Unit>;
 pub struct GoogleCloudDns {
     config: CloudDnsConfig,
     client: tokio::sync::Mutex<Option<Client>>,
-    zones: std::sync::Mutex<BTreeMap<String, String>>,
+    /// Managed zone of each apex: (name, public?).
+    zones: std::sync::Mutex<BTreeMap<String, (String, bool)>>,
     limit: Arc<RateLimit>,
     applied: AppliedCache,
     metrics: ProviderMetrics,
@@ -231,7 +237,7 @@ impl GoogleCloudDns {
         Ok(client)
     }
 
-    fn zone_cache(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
+    fn zone_cache(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (String, bool)>> {
         self.zones.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -242,21 +248,24 @@ impl GoogleCloudDns {
             .is_none_or(|v| zone.visibility.as_deref().unwrap_or("public") == v)
     }
 
-    /// The managed zone (by name) serving `apex`; None when there is none
-    /// (of those given with `--google-zone`, if any).
-    async fn zone_name(&self, client: &Client, apex: &str) -> Result<Option<String>, String> {
-        if let Some(name) = self.zone_cache().get(apex) {
-            return Ok(Some(name.clone()));
+    /// The managed zone serving `apex`, by name, and whether it is public;
+    /// None when there is none (of those given with `--google-zone`, if
+    /// any).
+    async fn zone_name(&self, client: &Client, apex: &str) -> Result<Option<(String, bool)>, String> {
+        if let Some(found) = self.zone_cache().get(apex) {
+            return Ok(Some(found.clone()));
         }
+        // Cloud DNS leaves `visibility` out for public zones (its default).
+        let public = |zone: &api::ManagedZone| zone.visibility.as_deref().unwrap_or("public") == "public";
         let found = if self.config.zones.is_empty() {
             let zones = client
                 .zones_named(&records::encode_name(apex))
                 .await
                 .map_err(|e| format!("listing managed zones named {apex}: {e}"))?;
-            let names: Vec<String> = zones
+            let names: Vec<(String, bool)> = zones
                 .iter()
                 .filter(|z| records::decode_name(&z.dns_name) == apex && self.visible(z))
-                .map(|z| z.name.clone())
+                .map(|z| (z.name.clone(), public(z)))
                 .collect();
             match names.as_slice() {
                 [] => None,
@@ -265,7 +274,7 @@ impl GoogleCloudDns {
                     return Err(format!(
                     "{} managed zones are named {apex} ({}); choose one with --google-zone or --google-zone-visibility",
                     names.len(),
-                    names.join(", ")
+                    names.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
                 ))
                 }
             }
@@ -277,21 +286,27 @@ impl GoogleCloudDns {
                     .await
                     .map_err(|e| format!("reading managed zone {name} (--google-zone): {e}"))?;
                 if records::decode_name(&zone.dns_name) == apex && self.visible(&zone) {
-                    found = Some(zone.name);
+                    found = Some((zone.name.clone(), public(&zone)));
                     break;
                 }
             }
             found
         };
-        if let Some(name) = &found {
-            self.zone_cache().insert(apex.to_owned(), name.clone());
+        if let Some(zone) = &found {
+            self.zone_cache().insert(apex.to_owned(), zone.clone());
         }
         Ok(found)
     }
 
-    /// Plans one zone: `held` is every record set Cloud DNS holds in it.
-    pub fn plan_zone(&self, apex: &str, desired: &[DesiredRRset], held: &[RecordSet]) -> ZonePlan {
-        plan_zone(&self.config.owner_id, apex, desired, held)
+    /// Plans one zone: `held` is every record set Cloud DNS holds in it;
+    /// `public` tells a public managed zone from a private one.
+    pub fn plan_zone(&self, apex: &str, public: bool, desired: &[DesiredRRset], held: &[RecordSet]) -> ZonePlan {
+        let zone = ZoneSettings {
+            owner: &self.config.owner_id,
+            txt_wildcard_replacement: &self.config.txt_wildcard_replacement,
+            public,
+        };
+        plan_zone_in(&zone, apex, desired, held)
     }
 
     /// Applies `units` in changes; refused changes are halved down to
@@ -359,7 +374,7 @@ impl GoogleCloudDns {
         desired: &[DesiredRRset],
         report: &mut SyncReport,
     ) -> Result<(), String> {
-        let Some(zone) = self.zone_name(client, apex).await? else {
+        let Some((zone, public)) = self.zone_name(client, apex).await? else {
             if desired.is_empty() {
                 return Ok(());
             }
@@ -378,7 +393,7 @@ impl GoogleCloudDns {
                 }
                 format!("listing record sets of managed zone {zone}: {e}")
             })?;
-            let plan = self.plan_zone(apex, desired, &held);
+            let plan = self.plan_zone(apex, public, desired, &held);
             self.metrics.records_owned(NAME, apex, plan.owned);
             let mut findings = SyncReport {
                 conflicts: plan.conflicts,
@@ -457,10 +472,10 @@ impl Provider for GoogleCloudDns {
 
 /// The registry record set for a desired RRset, as external-dns's TXT
 /// registry writes it for Google: one quoted string at the affixed name.
-fn registry_record_set(owner: &str, rrset: &DesiredRRset) -> RecordSet {
+fn registry_record_set(owner: &str, ownership: &Ownership<RecordSet>, rrset: &DesiredRRset) -> RecordSet {
     let resource = rrset.sources.iter().next().map(|s| registry::resource_of(s));
     RecordSet {
-        name: records::encode_name(&registry::txt_name(&rrset.name, rrset.record_type)),
+        name: records::encode_name(&ownership.txt_name(&rrset.name, rrset.record_type)),
         rtype: "TXT".into(),
         ttl: REGISTRY_TTL,
         rrdatas: vec![crate::plan::txt::presentation(&[registry::txt_value(
@@ -483,10 +498,36 @@ fn registry_owner(set: &RecordSet) -> Option<String> {
         .flatten()
 }
 
-/// The plan for one zone (see [`GoogleCloudDns::plan_zone`]).
+/// What planning a zone depends on besides its contents.
+struct ZoneSettings<'a> {
+    /// fedns's owner id.
+    owner: &'a str,
+    /// `--txt-wildcard-replacement` (empty: none).
+    txt_wildcard_replacement: &'a str,
+    /// A public managed zone (a `primaryBackup` policy there needs a health
+    /// check)?
+    public: bool,
+}
+
+/// The plan for one zone of a private managed zone with no wildcard
+/// replacement (the planning tests' default).
+#[cfg(test)]
 fn plan_zone(owner: &str, apex: &str, desired: &[DesiredRRset], held: &[RecordSet]) -> ZonePlan {
+    let zone = ZoneSettings {
+        owner,
+        txt_wildcard_replacement: "",
+        public: false,
+    };
+    plan_zone_in(&zone, apex, desired, held)
+}
+
+/// The plan for one zone (see [`GoogleCloudDns::plan_zone`]).
+fn plan_zone_in(zone: &ZoneSettings<'_>, apex: &str, desired: &[DesiredRRset], held: &[RecordSet]) -> ZonePlan {
+    let owner = zone.owner;
     let mut out = ZonePlan::default();
-    let mut ownership: Ownership<RecordSet> = Ownership::default();
+    // Cloud DNS refuses `*` inside a label (an asterisk only as a whole
+    // first label).
+    let mut ownership: Ownership<RecordSet> = Ownership::new(zone.txt_wildcard_replacement, false);
     let mut plain: Vec<&RecordSet> = Vec::new();
     for set in held {
         match registry_owner(set) {
@@ -537,7 +578,7 @@ fn plan_zone(owner: &str, apex: &str, desired: &[DesiredRRset], held: &[RecordSe
             set_identifier: String::new(),
             ..rrset.clone()
         };
-        match records::routing_policy(rrset) {
+        match records::routing_policy(rrset, zone.public) {
             Ok(Some(policy)) => {
                 plain.targets = vec![records::policy_target(rrset.record_type, &policy)];
                 policies.insert((rrset.name.clone(), rrset.record_type), policy);
@@ -582,7 +623,7 @@ fn plan_zone(owner: &str, apex: &str, desired: &[DesiredRRset], held: &[RecordSe
                     unit.deletions.push((*held).clone());
                 }
                 unit.additions.push(records::record_set(&d, policies.get(&key)));
-                let registry = registry_record_set(owner, &d);
+                let registry = registry_record_set(owner, &ownership, &d);
                 match ours(&d.name, d.record_type) {
                     Some(txt) if txt.rrdatas == registry.rrdatas && txt.ttl == registry.ttl => {}
                     Some(txt) => {

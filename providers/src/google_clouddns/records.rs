@@ -10,7 +10,9 @@
 //!   the cluster's addresses as `rrdatas`;
 //! * `Nearest` → `geo`: one item per Google Cloud region (`location`, e.g.
 //!   `europe-west1`) with its clusters' addresses, when every cluster's
-//!   region is one; Cloud DNS answers from the item nearest the client;
+//!   region is one ([`is_gcp_region`]: in the vendored list `regions.txt`;
+//!   Cloud DNS refuses any other location); Cloud DNS answers from the item
+//!   nearest the client;
 //! * `Failover` → `primaryBackup`: the `PRIMARY` clusters' addresses as
 //!   `primaryTargets.externalEndpoints`, the `SECONDARY` ones as
 //!   `backupGeoTargets` items by Google Cloud region (when a backup
@@ -19,16 +21,20 @@
 //!   DNS answers to every client, located in the first Google Cloud
 //!   region among the clusters, else [`DEFAULT_BACKUP_LOCATION`]),
 //!   `trickleTraffic` 0,
-//!   and `healthCheck` from providerSpecific `google/health-check` when
-//!   given (public zones need one); only for A/AAAA with both tiers.
+//!   and `healthCheck` from providerSpecific `google/health-check`
+//!   ([`health_check_url`]); only for A/AAAA with both tiers, and in a
+//!   public zone only with a health check (Cloud DNS health-checks external
+//!   endpoints there only through one).
 //!
 //! Anything else is published as `All` (every cluster's addresses as
 //! `rrdatas`) and reported `PolicyDowngraded`.
 //!
 //! The planner compares a routed record set by one pseudo-target,
 //! `routingPolicy=<canonical JSON>` ([`policy_target`]): `kind` fields
-//! dropped, numbers and rrdatas canonical, items sorted; so a policy
-//! Cloud DNS echoes with other spelling or order is not a change.
+//! dropped, fields at their default value dropped (Cloud DNS's JSON omits
+//! `weight: 0`, `trickleTraffic: 0`, `enableFencing: false`, empty lists),
+//! numbers and rrdatas canonical, items sorted; so a policy Cloud DNS
+//! echoes with other spelling or order is not a change.
 
 use fedns_api::{RecordType, RoutingPolicy};
 use serde_json::{json, Value};
@@ -42,8 +48,64 @@ use super::api::RecordSet;
 pub const POLICY_PREFIX: &str = "routingPolicy=";
 
 /// providerSpecific property naming the Cloud DNS health check of a
-/// `primaryBackup` policy (`projects/<p>/global/healthChecks/<name>`).
+/// `primaryBackup` policy: the full URL Cloud DNS takes,
+/// `https://www.googleapis.com/compute/v1/projects/<project>/global/healthChecks/<name>`
+/// (or `…/regions/<region>/healthChecks/<name>`), or the same without the
+/// `https://www.googleapis.com/compute/v1/` root, which fedns expands
+/// ([`health_check_url`]).
 pub const HEALTH_CHECK: &str = "google/health-check";
+
+/// Root of the health check URLs Cloud DNS takes in `healthCheck`
+/// (<https://cloud.google.com/dns/docs/reference/rest/v1/resourceRecordSets>:
+/// "the fully qualified URL of the HealthCheck").
+pub const COMPUTE_ROOT: &str = "https://www.googleapis.com/compute/v1/";
+
+/// The full health check URL for a `google/health-check` value: the full
+/// form as is, the short `projects/…` form expanded.
+///
+/// # Errors
+/// Anything else, in one line saying which forms are accepted.
+pub fn health_check_url(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    let path = value.strip_prefix(COMPUTE_ROOT).unwrap_or(value);
+    let parts: Vec<&str> = path.split('/').collect();
+    let valid = match parts.as_slice() {
+        ["projects", project, "global", "healthChecks", name] => valid_project(project) && valid_resource_name(name),
+        ["projects", project, "regions", region, "healthChecks", name] => {
+            valid_project(project) && is_gcp_region(region) && valid_resource_name(name)
+        }
+        _ => false,
+    };
+    if valid {
+        Ok(format!("{COMPUTE_ROOT}{path}"))
+    } else {
+        Err(format!(
+            "providerSpecific {HEALTH_CHECK} {value:?} is not a Compute Engine health check: Cloud DNS takes {COMPUTE_ROOT}projects/PROJECT/global/healthChecks/NAME or {COMPUTE_ROOT}projects/PROJECT/regions/REGION/healthChecks/NAME (or either without {COMPUTE_ROOT})"
+        ))
+    }
+}
+
+/// A project id (6 to 30 of lower-case letters, digits and `-`, starting
+/// with a letter), optionally domain-scoped (`example.com:my-project`).
+fn valid_project(project: &str) -> bool {
+    let id = project.rsplit_once(':').map_or(project, |(_, id)| id);
+    (6..=30).contains(&id.len())
+        && id.starts_with(|c: char| c.is_ascii_lowercase())
+        && !id.ends_with('-')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// A Compute Engine resource name (RFC 1035 label: `[a-z]([-a-z0-9]*[a-z0-9])?`).
+fn valid_resource_name(name: &str) -> bool {
+    (1..=63).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
 
 /// Location of the single backup item of a `primaryBackup` policy whose
 /// clusters have no Google Cloud region (a geo policy with one item
@@ -81,33 +143,25 @@ fn backup_items(
         .collect()
 }
 
-/// Multi-region areas a Google Cloud region name starts with
-/// (<https://cloud.google.com/compute/docs/regions-zones>).
-const GCP_AREAS: [&str; 10] = [
-    "africa",
-    "asia",
-    "australia",
-    "europe",
-    "me",
-    "northamerica",
-    "southamerica",
-    "us",
-    "mx",
-    "il",
-];
+/// The Google Cloud regions, vendored with their source and date in the
+/// file's header: Cloud DNS takes only these as routing policy locations,
+/// and a name merely shaped like one (`europe-west5`) is refused.
+pub const REGIONS_FILE: &str = include_str!("regions.txt");
 
-/// Is `region` spelled as a Google Cloud region (`us-central1`,
-/// `europe-west12`, `northamerica-northeast2`)? AWS regions
-/// (`us-east-1`) and free-form names are not.
+/// The regions of [`REGIONS_FILE`].
+pub fn gcp_regions() -> impl Iterator<Item = &'static str> {
+    REGIONS_FILE
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or_default().trim())
+        .filter(|line| !line.is_empty())
+}
+
+/// Is `region` a Google Cloud region ([`REGIONS_FILE`]), so a location
+/// Cloud DNS routing policies take? AWS regions (`us-east-1`), free-form
+/// names and names shaped like a region that is none (`europe-west5`) are
+/// not.
 pub fn is_gcp_region(region: &str) -> bool {
-    let Some((area, rest)) = region.split_once('-') else {
-        return false;
-    };
-    let digits = rest.trim_start_matches(|c: char| c.is_ascii_lowercase());
-    GCP_AREAS.contains(&area)
-        && digits.len() < rest.len()
-        && !digits.is_empty()
-        && digits.chars().all(|c| c.is_ascii_digit())
+    gcp_regions().any(|r| r == region)
 }
 
 /// A Cloud DNS name in fedns's form: lower case, no trailing dot.
@@ -127,13 +181,32 @@ pub fn policy_target(record_type: RecordType, policy: &Value) -> String {
     out
 }
 
-/// Writes `value` canonically: objects with sorted keys and no `kind`,
-/// numbers as f64 (`1` and `1.0` alike), `rrdatas` and
-/// `externalEndpoints` canonical and sorted, `items` sorted.
+/// Is `value` what Cloud DNS's JSON leaves out (a proto3 field at its
+/// default: 0, false, "", an empty list, null)?
+fn is_default(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(_) => false,
+    }
+}
+
+/// Writes `value` canonically: objects with sorted keys, without `kind`
+/// and without fields at their default value ([`is_default`]), numbers as
+/// f64 (`1` and `1.0` alike), `rrdatas` and `externalEndpoints` canonical
+/// and sorted, `items` sorted (Cloud DNS answers by location or weight,
+/// never by an item's position).
 fn canonical_json(record_type: RecordType, value: &Value, key: &str, out: &mut String) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().filter(|k| k.as_str() != "kind").collect();
+            let mut keys: Vec<&String> = map
+                .iter()
+                .filter(|(k, v)| k.as_str() != "kind" && !is_default(v))
+                .map(|(k, _)| k)
+                .collect();
             keys.sort();
             out.push('{');
             for (i, k) in keys.iter().enumerate() {
@@ -185,13 +258,14 @@ pub fn current_of(held: &RecordSet) -> Option<(RecordType, Vec<String>)> {
     Some((record_type, targets))
 }
 
-/// The routing policy for a desired RRset: None when it has none (or
-/// `All`); Err(why) when Cloud DNS cannot express it (published as `All`,
-/// reported `PolicyDowngraded`).
+/// The routing policy for a desired RRset in a public (`public`) or
+/// private managed zone: None when it has none (or `All`); Err(why) when
+/// Cloud DNS cannot express it (published as `All`, reported
+/// `PolicyDowngraded`).
 ///
 /// # Errors
 /// See the module documentation for what each policy needs.
-pub fn routing_policy(rrset: &DesiredRRset) -> Result<Option<Value>, String> {
+pub fn routing_policy(rrset: &DesiredRRset, public: bool) -> Result<Option<Value>, String> {
     let Some(routing) = rrset.routing.as_ref().filter(|r| r.policy != RoutingPolicy::All) else {
         return Ok(None);
     };
@@ -206,7 +280,9 @@ pub fn routing_policy(rrset: &DesiredRRset) -> Result<Option<Value>, String> {
                     return Err(format!(
                         "Cloud DNS {what} needs a Google Cloud region (like europe-west1) for every cluster; {} has {}",
                         m.set_identifier,
-                        other.map_or("none".to_owned(), |r| format!("region {r}"))
+                        other.map_or("none".to_owned(), |r| format!(
+                            "region {r}, which is not a Google Cloud region"
+                        ))
                     ))
                 }
             }
@@ -262,8 +338,14 @@ pub fn routing_policy(rrset: &DesiredRRset) -> Result<Option<Value>, String> {
                 .chain(all.iter().flat_map(|m| m.provider_specific.iter()))
                 .find(|(k, _)| k == HEALTH_CHECK)
                 .map(|(_, v)| v.clone());
-            if let Some(check) = health_check {
-                policy["healthCheck"] = Value::String(check);
+            match health_check {
+                Some(check) => policy["healthCheck"] = Value::String(health_check_url(&check)?),
+                None if public => {
+                    return Err(format!(
+                        "Cloud DNS primaryBackup in a public zone needs a health check for its external endpoints; set providerSpecific {HEALTH_CHECK} on the DNSEndpoint ({COMPUTE_ROOT}projects/PROJECT/global/healthChecks/NAME)"
+                    ))
+                }
+                None => {}
             }
             Ok(Some(policy))
         }

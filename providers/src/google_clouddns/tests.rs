@@ -214,7 +214,7 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
         &[("a", "weight=3", "192.0.2.1"), ("b", "weight=1", "192.0.2.2")],
     );
     assert_eq!(
-        records::routing_policy(&weighted).unwrap().unwrap(),
+        records::routing_policy(&weighted, false).unwrap().unwrap(),
         json!({"wrr": {"items": [
             {"weight": 3.0, "rrdatas": ["192.0.2.1"]},
             {"weight": 1.0, "rrdatas": ["192.0.2.2"]},
@@ -230,7 +230,7 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
         ],
     );
     assert_eq!(
-        records::routing_policy(&nearest).unwrap().unwrap(),
+        records::routing_policy(&nearest, false).unwrap().unwrap(),
         json!({"geo": {"enableFencing": false, "items": [
             {"location": "europe-west1", "rrdatas": ["192.0.2.1", "192.0.2.3"]},
             {"location": "us-central1", "rrdatas": ["192.0.2.2"]},
@@ -245,7 +245,7 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
         ],
     );
     assert_eq!(
-        records::routing_policy(&failover).unwrap().unwrap(),
+        records::routing_policy(&failover, false).unwrap().unwrap(),
         json!({"primaryBackup": {
             "primaryTargets": {"externalEndpoints": ["192.0.2.1"]},
             "backupGeoTargets": {"items": [{"location": "europe-west4", "rrdatas": ["192.0.2.2"]}]},
@@ -263,7 +263,7 @@ fn clouddns_routing_policies_are_native_or_downgraded() {
         ],
     );
     assert_eq!(
-        records::routing_policy(&plain_failover).unwrap().unwrap()["primaryBackup"]["backupGeoTargets"],
+        records::routing_policy(&plain_failover, false).unwrap().unwrap()["primaryBackup"]["backupGeoTargets"],
         json!({"items": [{"location": records::DEFAULT_BACKUP_LOCATION, "rrdatas": ["192.0.2.2", "192.0.2.3"]}]})
     );
     // AWS regions, and one tier only: downgraded, published as All.
@@ -401,4 +401,219 @@ fn clouddns_region_names_and_apex_records() {
     );
     assert!(plan.units.is_empty());
     assert!(plan.rejected[0].2.contains("outside the zone"));
+}
+
+/// A record set as Cloud DNS echoes it: `kind` fields added, fields at
+/// their default value left out (`weight: 0`, `trickleTraffic: 0`,
+/// `enableFencing: false`), items in another order.
+fn as_google_echoes(set: &RecordSet) -> RecordSet {
+    fn strip(value: &Value) -> Option<Value> {
+        match value {
+            Value::Null => None,
+            Value::Bool(false) => None,
+            Value::Number(n) if n.as_f64() == Some(0.0) => None,
+            Value::Array(items) if items.is_empty() => None,
+            Value::Array(items) => Some(Value::Array(items.iter().rev().filter_map(strip).collect())),
+            Value::Object(map) => {
+                let mut out: serde_json::Map<String, Value> = map
+                    .iter()
+                    .filter_map(|(k, v)| strip(v).map(|v| (k.clone(), v)))
+                    .collect();
+                out.insert("kind".into(), json!("dns#rRSetRoutingPolicy"));
+                Some(Value::Object(out))
+            }
+            other => Some(other.clone()),
+        }
+    }
+    RecordSet {
+        routing_policy: set.routing_policy.as_ref().and_then(strip),
+        ..set.clone()
+    }
+}
+
+fn zone_settings(public: bool, replacement: &str) -> ZoneSettings<'_> {
+    ZoneSettings {
+        owner: "fedns",
+        txt_wildcard_replacement: replacement,
+        public,
+    }
+}
+
+#[test]
+fn clouddns_unchanged_routing_policies_make_no_changes_over_ten_resyncs() {
+    let desired = vec![
+        routed(
+            "w.example.com",
+            RoutingPolicy::Weighted,
+            &[("a", "weight=0", "192.0.2.1"), ("b", "weight=2", "192.0.2.2")],
+        ),
+        routed(
+            "n.example.com",
+            RoutingPolicy::Nearest,
+            &[
+                ("a", "region=europe-west1", "192.0.2.1"),
+                ("b", "region=us-central1", "192.0.2.2"),
+            ],
+        ),
+        routed(
+            "f.example.com",
+            RoutingPolicy::Failover,
+            &[
+                ("a", "failover=PRIMARY,region=us-east1", "192.0.2.1"),
+                ("b", "failover=SECONDARY,region=europe-west4", "192.0.2.2"),
+                ("c", "failover=SECONDARY,region=asia-east1", "192.0.2.3"),
+            ],
+        ),
+    ];
+    let mut zone = apex();
+    let first = plan_zone("fedns", "example.com", &desired, &zone);
+    assert_eq!(first.units.len(), 3, "{:?}", summary(&first));
+    for unit in &first.units {
+        zone.extend(unit.additions.iter().map(as_google_echoes));
+    }
+    assert!(zone.iter().any(|s| s
+        .routing_policy
+        .as_ref()
+        .is_some_and(|p| p["wrr"]["items"][1].get("weight").is_none())));
+    for resync in 0..10 {
+        let plan = plan_zone("fedns", "example.com", &desired, &zone);
+        assert!(plan.units.is_empty(), "resync {resync}: {:?}", summary(&plan));
+    }
+}
+
+#[test]
+fn clouddns_wildcards_use_the_wildcard_replacement_or_are_refused() {
+    let desired = vec![want("*.wild.example.com", RecordType::A, &["192.0.2.1"])];
+    // No replacement: `a-*.wild.example.com.` is no Cloud DNS name.
+    let plan = plan_zone("fedns", "example.com", &desired, &apex());
+    assert!(plan.units.is_empty(), "{:?}", summary(&plan));
+    assert!(
+        plan.rejected[0].2.contains("--txt-wildcard-replacement"),
+        "{:?}",
+        plan.rejected
+    );
+
+    let settings = zone_settings(true, "wildcard");
+    let plan = plan_zone_in(&settings, "example.com", &desired, &apex());
+    assert_eq!(
+        summary(&plan),
+        [
+            ("add", "A".into(), "*.wild.example.com.".into()),
+            ("add", "TXT".into(), "a-wildcard.wild.example.com.".into()),
+        ]
+    );
+    // Read back, the registry record owns the wildcard: nothing to do, and
+    // the registry record is not taken for an orphan.
+    let mut zone = apex();
+    zone.extend(plan.units[0].additions.iter().cloned());
+    let again = plan_zone_in(&settings, "example.com", &desired, &zone);
+    assert!(again.units.is_empty(), "{:?}", summary(&again));
+    assert_eq!(again.owned, 1);
+    // Gone from the desired state: both deleted.
+    let gone = plan_zone_in(&settings, "example.com", &[], &zone);
+    assert_eq!(summary(&gone).len(), 2, "{:?}", summary(&gone));
+
+    // A 60-octet first label: its AAAA's registry record would have a
+    // 65-octet label; refused, the A (62) published.
+    let long = format!("{}.example.com", "l".repeat(60));
+    let plan = plan_zone(
+        "fedns",
+        "example.com",
+        &[
+            want(&long, RecordType::A, &["192.0.2.1"]),
+            want(&long, RecordType::AAAA, &["2001:db8::1"]),
+        ],
+        &apex(),
+    );
+    assert_eq!(plan.units.len(), 1);
+    assert_eq!(plan.rejected.len(), 1);
+    assert_eq!(plan.rejected[0].1, RecordType::AAAA);
+    assert!(plan.rejected[0].2.contains("over the 63"), "{:?}", plan.rejected);
+}
+
+#[test]
+fn clouddns_health_checks_are_full_urls_and_public_failover_needs_one() {
+    let failover = |check: Option<&str>| {
+        let mut rrset = routed(
+            "f.example.com",
+            RoutingPolicy::Failover,
+            &[
+                ("a", "failover=PRIMARY,region=us-east1", "192.0.2.1"),
+                ("b", "failover=SECONDARY,region=europe-west4", "192.0.2.2"),
+            ],
+        );
+        if let Some(check) = check {
+            rrset.provider_specific = vec![(records::HEALTH_CHECK.into(), check.into())];
+        }
+        rrset
+    };
+    let full = "https://www.googleapis.com/compute/v1/projects/my-project/global/healthChecks/web";
+    // The short form is expanded; the full and regional forms kept.
+    for (given, sent) in [
+        ("projects/my-project/global/healthChecks/web", full),
+        (full, full),
+        (
+            "projects/my-project/regions/europe-west4/healthChecks/web",
+            "https://www.googleapis.com/compute/v1/projects/my-project/regions/europe-west4/healthChecks/web",
+        ),
+    ] {
+        let policy = records::routing_policy(&failover(Some(given)), true).unwrap().unwrap();
+        assert_eq!(policy["healthCheck"], sent, "{given}");
+    }
+    // Not a health check: downgraded, saying which forms are accepted.
+    for bad in [
+        "web",
+        "projects/my-project/healthChecks/web",
+        "https://compute.googleapis.com/compute/v1/projects/my-project/global/healthChecks/web",
+        "projects/my-project/regions/europe-west5/healthChecks/web",
+    ] {
+        let why = records::routing_policy(&failover(Some(bad)), false).unwrap_err();
+        assert!(why.contains("global/healthChecks/NAME"), "{bad}: {why}");
+    }
+    // No health check: a private zone takes the policy, a public one not.
+    assert!(records::routing_policy(&failover(None), false).unwrap().is_some());
+    let plan = plan_zone_in(&zone_settings(true, ""), "example.com", &[failover(None)], &apex());
+    assert_eq!(plan.downgraded.len(), 1);
+    assert!(
+        plan.downgraded[0].2.contains(records::HEALTH_CHECK),
+        "{:?}",
+        plan.downgraded
+    );
+    assert!(plan.units[0].additions[0].routing_policy.is_none());
+    assert_eq!(plan.units[0].additions[0].rrdatas, ["192.0.2.1", "192.0.2.2"]);
+    let plan = plan_zone_in(
+        &zone_settings(true, ""),
+        "example.com",
+        &[failover(Some(full))],
+        &apex(),
+    );
+    assert!(plan.downgraded.is_empty(), "{:?}", plan.downgraded);
+}
+
+#[test]
+fn clouddns_locations_that_are_not_google_cloud_regions_are_downgraded() {
+    assert!(records::gcp_regions().count() >= 40);
+    assert!(records::is_gcp_region("europe-west4"));
+    // Shaped like a region, but there is no such region.
+    for missing in ["europe-west5", "us-central9", "asia-south7"] {
+        assert!(!records::is_gcp_region(missing), "{missing}");
+    }
+    let nearest = routed(
+        "n.example.com",
+        RoutingPolicy::Nearest,
+        &[
+            ("a", "region=europe-west5", "192.0.2.1"),
+            ("b", "region=us-central1", "192.0.2.2"),
+        ],
+    );
+    let plan = plan_zone("fedns", "example.com", &[nearest], &apex());
+    assert_eq!(plan.downgraded.len(), 1);
+    assert!(
+        plan.downgraded[0]
+            .2
+            .contains("europe-west5, which is not a Google Cloud region"),
+        "{:?}",
+        plan.downgraded
+    );
+    assert!(plan.units[0].additions[0].routing_policy.is_none());
 }

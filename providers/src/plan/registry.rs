@@ -13,7 +13,30 @@
 //!   `heritage=external-dns,external-dns/owner=<owner id>,external-dns/resource=<kind>/<namespace>/<name>`;
 //! * external-dns's legacy format (the TXT at the record's own name, for
 //!   every type) is read, never written: a legacy record of another owner
-//!   still keeps fedns off that name.
+//!   still keeps fedns off that name;
+//! * a wildcard's first label `*` is replaced by `--txt-wildcard-replacement`
+//!   when one is given (`*.apps.example.com` → `a-wildcard.apps.example.com`
+//!   with `wildcard`), as external-dns's `AffixNameMapper.ToTXTName` does;
+//!   reading, a registry record whose first label (after the type) is the
+//!   replacement stands for the wildcard. Without one, the asterisk stays
+//!   (`a-*.apps.example.com`): a valid name in Route53 (an ordinary octet
+//!   there), refused by Cloud DNS, which allows `*` only as a whole first
+//!   label, so there a wildcard is refused at plan time naming the flag;
+//! * an ownership record name with a label over 63 octets (a 60-octet
+//!   first label plus `aaaa-`) or over 253 octets is no DNS name:
+//!   external-dns then writes no ownership record at all
+//!   (`endpoint.NewEndpoint` returns nil for a label over 63 and
+//!   `generateTXTRecordWithFilter` skips it), leaving the record unowned;
+//!   fedns refuses the RRset at plan time instead, reported on its
+//!   DNSEndpoint, since a record it cannot own it could never update or
+//!   delete.
+//!
+//! external-dns source read for these rules: kubernetes-sigs/external-dns
+//! v0.22.0-12-g2bf1bf8af (commit 2bf1bf8af2b70f23579f9147c1f7e9394f7f83d5),
+//! `registry/mapper/mapper.go` (`ToTXTName`, `ToEndpointName`),
+//! `registry/txt/registry.go` (`wildcardReplacement` in `Records`,
+//! `generateTXTRecordWithFilter`) and `endpoint/endpoint.go`
+//! (`NewEndpointWithTTL`, the 63-octet label check).
 
 use std::collections::BTreeMap;
 
@@ -29,10 +52,55 @@ const OWNER_LABEL: &str = "external-dns/owner";
 /// Label holding the source object.
 const RESOURCE_LABEL: &str = "external-dns/resource";
 
+/// Longest label of a DNS name, in octets (RFC 1035 §2.3.4).
+pub const MAX_LABEL: usize = 63;
+/// Longest DNS name in presentation form without the final dot, in octets
+/// (RFC 1035 §2.3.4: 255 on the wire).
+pub const MAX_NAME: usize = 253;
+
 /// Owner name of the registry TXT RRset for the `record_type` RRset at
-/// `name` (normalised: lower case, no trailing dot).
-pub fn txt_name(name: &str, record_type: RecordType) -> String {
-    format!("{}-{name}", record_type.to_string().to_ascii_lowercase())
+/// `name` (normalised: lower case, no trailing dot); a leading `*` label
+/// becomes `wildcard_replacement` when that is not empty (external-dns's
+/// `--txt-wildcard-replacement`).
+pub fn txt_name(name: &str, record_type: RecordType, wildcard_replacement: &str) -> String {
+    let (first, rest) = match name.split_once('.') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (name, None),
+    };
+    let first = if first == "*" && !wildcard_replacement.is_empty() {
+        wildcard_replacement
+    } else {
+        first
+    };
+    let t = record_type.to_string().to_ascii_lowercase();
+    match rest {
+        Some(rest) => format!("{t}-{first}.{rest}"),
+        None => format!("{t}-{first}"),
+    }
+}
+
+/// Why the registry record name `txt_name` cannot be written, if it cannot:
+/// a label over 63 octets, a name over 253, or (when `asterisk_in_labels`
+/// is false, as in Cloud DNS) an asterisk inside a label.
+pub fn txt_name_problem(txt_name: &str, asterisk_in_labels: bool) -> Option<String> {
+    if let Some(label) = txt_name.split('.').find(|l| l.len() > MAX_LABEL) {
+        return Some(format!(
+            "its ownership record name {txt_name} has a label of {} octets ({label}), over the {MAX_LABEL} DNS allows; shorten the first label of the name (external-dns writes no ownership record for such a name)",
+            label.len()
+        ));
+    }
+    if txt_name.len() > MAX_NAME {
+        return Some(format!(
+            "its ownership record name {txt_name} is {} octets long, over the {MAX_NAME} DNS allows; shorten the name",
+            txt_name.len()
+        ));
+    }
+    if !asterisk_in_labels && txt_name.contains('*') {
+        return Some(format!(
+            "its ownership record name {txt_name} is not a valid name here (an asterisk is allowed only as a whole leftmost label); start fedns with --txt-wildcard-replacement (external-dns's flag, for example --txt-wildcard-replacement=wildcard) so the ownership records of wildcards replace the asterisk"
+        ));
+    }
+    None
 }
 
 /// The registry value for an RRset owned by `owner` and made from
@@ -65,17 +133,32 @@ pub fn parse_value(text: &str) -> Option<(String, Option<String>)> {
 }
 
 /// What a registry record at `txt_name` may stand for: the new-format
-/// (name, type) it names, if its first label has a type prefix, and always
-/// the legacy reading (the name itself, any type).
-pub fn covered(txt_name: &str) -> (Option<(String, RecordType)>, String) {
+/// (name, type) it names, if its first label has a type prefix (a first
+/// label equal to a non-empty `wildcard_replacement` standing for `*`, as
+/// external-dns reads it), and always the legacy reading (the name itself,
+/// any type).
+pub fn covered(txt_name: &str, wildcard_replacement: &str) -> (Option<(String, RecordType)>, String) {
     let typed = RecordType::ALL.iter().find_map(|t| {
         let prefix = format!("{}-", t.to_string().to_ascii_lowercase());
         txt_name
             .strip_prefix(&prefix)
             .filter(|rest| !rest.is_empty() && !rest.starts_with('.'))
-            .map(|rest| (rest.to_owned(), *t))
+            .map(|rest| (unreplaced(rest, wildcard_replacement), *t))
     });
     (typed, txt_name.to_owned())
+}
+
+/// `name` with a first label equal to `wildcard_replacement` (not empty)
+/// turned back into `*`.
+fn unreplaced(name: &str, wildcard_replacement: &str) -> String {
+    if wildcard_replacement.is_empty() {
+        return name.to_owned();
+    }
+    match name.split_once('.') {
+        Some((first, rest)) if first == wildcard_replacement => format!("*.{rest}"),
+        None if name == wildcard_replacement => "*".to_owned(),
+        _ => name.to_owned(),
+    }
 }
 
 /// The resource label for a DNSEndpoint `namespace/name`, as external-dns's
@@ -96,14 +179,35 @@ pub struct Ownership<T> {
     pub typed: BTreeMap<(String, RecordType, String), (String, T)>,
     /// Legacy registry records of other owners: name → owner.
     pub legacy: BTreeMap<String, String>,
+    /// `--txt-wildcard-replacement` (empty: none).
+    pub wildcard_replacement: String,
+    /// Does the provider take `*` inside a label as an ordinary octet
+    /// (Route53), or refuse it (Cloud DNS)?
+    pub asterisk_in_labels: bool,
 }
 
 impl<T> Default for Ownership<T> {
     fn default() -> Self {
+        Ownership::new("", true)
+    }
+}
+
+impl<T> Ownership<T> {
+    /// No registry records yet, for a provider that names wildcards'
+    /// registry records with `wildcard_replacement` (empty: none) and does
+    /// (`asterisk_in_labels`) or does not accept `*` inside a label.
+    pub fn new(wildcard_replacement: &str, asterisk_in_labels: bool) -> Self {
         Ownership {
             typed: BTreeMap::new(),
             legacy: BTreeMap::new(),
+            wildcard_replacement: wildcard_replacement.to_ascii_lowercase(),
+            asterisk_in_labels,
         }
+    }
+
+    /// The registry record name for the `record_type` RRset at `name`.
+    pub fn txt_name(&self, name: &str, record_type: RecordType) -> String {
+        txt_name(name, record_type, &self.wildcard_replacement)
     }
 }
 
@@ -112,7 +216,7 @@ impl<T: Clone> Ownership<T> {
     /// `record_owner`; `our_owner` is fedns's owner id, whose registry
     /// records are always new-format and never read as legacy claims.
     pub fn claim(&mut self, txt_name: &str, set_identifier: &str, record_owner: String, held: T, our_owner: &str) {
-        let (typed, legacy) = covered(txt_name);
+        let (typed, legacy) = covered(txt_name, &self.wildcard_replacement);
         if let Some((name, record_type)) = typed {
             self.typed.insert(
                 (name, record_type, set_identifier.to_owned()),
@@ -138,9 +242,27 @@ impl<T: Clone> Ownership<T> {
     /// zone (records at the apex: reported in `plan.rejected`), nor when a
     /// legacy registry record of another owner claims its name
     /// (external-dns reads it as owning every type there and would delete
-    /// ours: `plan.conflicts`).
+    /// ours: `plan.conflicts`), nor when its registry record name is no
+    /// valid name there ([`txt_name_problem`]) or would be the one of the
+    /// wildcard beside it (a first label equal to the wildcard
+    /// replacement): both in `plan.rejected`.
     pub fn admit<U>(&self, rrset: &DesiredRRset, apex: &str, provider: &str, plan: &mut ZonePlan<U>) -> bool {
-        let txt_name = txt_name(&rrset.name, rrset.record_type);
+        let txt_name = self.txt_name(&rrset.name, rrset.record_type);
+        let mut reject = |why: String| {
+            plan.rejected.push((rrset.name.clone(), rrset.record_type, why));
+            false
+        };
+        if let Some(why) = txt_name_problem(&txt_name, self.asterisk_in_labels) {
+            return reject(format!("{why}; not published to {provider}"));
+        }
+        let first = rrset.name.split('.').next().unwrap_or_default();
+        if !self.wildcard_replacement.is_empty() && first == self.wildcard_replacement {
+            return reject(format!(
+                "its ownership record {txt_name} would also be the one of the wildcard *.{} (--txt-wildcard-replacement={}); not published to {provider}",
+                rrset.name.split_once('.').map_or("", |(_, rest)| rest),
+                self.wildcard_replacement
+            ));
+        }
         if !txt_name.ends_with(&format!(".{apex}")) {
             plan.rejected.push((
                 rrset.name.clone(),
@@ -182,9 +304,9 @@ mod tests {
 
     #[test]
     fn names_and_values_in_external_dns_format() {
-        assert_eq!(txt_name("nginx.example.com", RecordType::A), "a-nginx.example.com");
+        assert_eq!(txt_name("nginx.example.com", RecordType::A, ""), "a-nginx.example.com");
         assert_eq!(
-            txt_name("*.apps.example.com", RecordType::AAAA),
+            txt_name("*.apps.example.com", RecordType::AAAA, ""),
             "aaaa-*.apps.example.com"
         );
         assert_eq!(
@@ -198,13 +320,109 @@ mod tests {
         assert_eq!(parse_value("v=spf1 -all"), None);
         assert_eq!(parse_value(""), None);
         assert_eq!(
-            covered("cname-www.example.com"),
+            covered("cname-www.example.com", ""),
             (
                 Some(("www.example.com".into(), RecordType::CNAME)),
                 "cname-www.example.com".into()
             )
         );
-        assert_eq!(covered("www.example.com"), (None, "www.example.com".into()));
-        assert_eq!(covered("a-.example.com").0, None);
+        assert_eq!(covered("www.example.com", ""), (None, "www.example.com".into()));
+        assert_eq!(covered("a-.example.com", "").0, None);
+    }
+
+    fn desired(name: &str, record_type: RecordType) -> DesiredRRset {
+        DesiredRRset {
+            name: name.into(),
+            record_type,
+            ttl: 60,
+            targets: vec!["192.0.2.1".into()],
+            provider_specific: vec![],
+            sources: Default::default(),
+            routing: None,
+            set_identifier: String::new(),
+        }
+    }
+
+    /// external-dns's `--txt-wildcard-replacement`: the registry record of
+    /// `*.wild.example.com` is `a-wildcard.wild.example.com`, and reading
+    /// it back claims the wildcard (`AffixNameMapper.ToTXTName` and
+    /// `TXTRegistry.Records`).
+    #[test]
+    fn wildcard_registry_names_use_the_replacement_both_ways() {
+        assert_eq!(
+            txt_name("*.wild.example.com", RecordType::A, "wildcard"),
+            "a-wildcard.wild.example.com"
+        );
+        assert_eq!(
+            txt_name("web.wild.example.com", RecordType::A, "wildcard"),
+            "a-web.wild.example.com"
+        );
+        assert_eq!(
+            covered("a-wildcard.wild.example.com", "wildcard").0,
+            Some(("*.wild.example.com".into(), RecordType::A))
+        );
+        let mut ownership: Ownership<()> = Ownership::new("wildcard", false);
+        ownership.claim("a-wildcard.wild.example.com", "", "team-a".into(), (), "fedns");
+        assert_eq!(
+            ownership.owner("*.wild.example.com", RecordType::A, ""),
+            Some("team-a".into())
+        );
+
+        let mut plan: ZonePlan<()> = ZonePlan::default();
+        let with = Ownership::<()>::new("wildcard", false);
+        assert!(with.admit(
+            &desired("*.wild.example.com", RecordType::A),
+            "example.com",
+            "Cloud DNS",
+            &mut plan
+        ));
+        // The literal name would share the wildcard's registry record.
+        assert!(!with.admit(
+            &desired("wildcard.wild.example.com", RecordType::A),
+            "example.com",
+            "Cloud DNS",
+            &mut plan
+        ));
+        assert!(
+            plan.rejected[0].2.contains("also be the one of the wildcard"),
+            "{:?}",
+            plan.rejected
+        );
+    }
+
+    #[test]
+    fn registry_names_that_are_no_valid_names_are_refused_at_plan_time() {
+        // Without a replacement, Cloud DNS cannot hold `a-*.…`: refused,
+        // naming the flag; Route53 takes the asterisk as an octet.
+        let mut plan: ZonePlan<()> = ZonePlan::default();
+        let clouddns = Ownership::<()>::new("", false);
+        assert!(!clouddns.admit(
+            &desired("*.wild.example.com", RecordType::A),
+            "example.com",
+            "Cloud DNS",
+            &mut plan
+        ));
+        assert!(
+            plan.rejected[0].2.contains("--txt-wildcard-replacement"),
+            "{:?}",
+            plan.rejected
+        );
+        let route53 = Ownership::<()>::new("", true);
+        assert!(route53.admit(
+            &desired("*.wild.example.com", RecordType::A),
+            "example.com",
+            "Route53",
+            &mut plan
+        ));
+
+        // A 60-octet first label: `a-` fits (62), `aaaa-` does not (65).
+        let long = format!("{}.example.com", "l".repeat(60));
+        let mut plan: ZonePlan<()> = ZonePlan::default();
+        assert!(route53.admit(&desired(&long, RecordType::A), "example.com", "Route53", &mut plan));
+        assert!(!route53.admit(&desired(&long, RecordType::AAAA), "example.com", "Route53", &mut plan));
+        assert!(!clouddns.admit(&desired(&long, RecordType::AAAA), "example.com", "Cloud DNS", &mut plan));
+        assert_eq!(plan.rejected.len(), 2);
+        assert!(plan.rejected[0].2.contains("65 octets"), "{:?}", plan.rejected);
+        assert_eq!(txt_name_problem(&txt_name(&long, RecordType::A, ""), false), None);
     }
 }

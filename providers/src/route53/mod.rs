@@ -65,6 +65,11 @@ const ALIAS_REGISTRY_TTL: u32 = 300;
 pub struct Route53Config {
     /// Owner id written into registry records.
     pub owner_id: String,
+    /// external-dns's `--txt-wildcard-replacement`: the first label of a
+    /// wildcard's registry record name in place of `*` (empty: none; the
+    /// registry record is then `a-*.…`, which Route53 takes with the
+    /// asterisk as an ordinary octet, as external-dns writes it there).
+    pub txt_wildcard_replacement: String,
     /// Hosted zones to use, by id (`Z…`); empty: find each Domain's zone by
     /// name.
     pub zone_ids: Vec<String>,
@@ -94,6 +99,7 @@ impl Default for Route53Config {
     fn default() -> Self {
         Route53Config {
             owner_id: "fedns".into(),
+            txt_wildcard_replacement: String::new(),
             zone_ids: Vec::new(),
             endpoint: None,
             region: None,
@@ -362,7 +368,14 @@ impl Route53 {
         desired: &[DesiredRRset],
         held: &[ResourceRecordSet],
     ) -> ZonePlan {
-        plan_zone(&self.config.owner_id, apex, zone_id, desired, held)
+        plan_zone_with(
+            &self.config.owner_id,
+            &self.config.txt_wildcard_replacement,
+            apex,
+            zone_id,
+            desired,
+            held,
+        )
     }
 
     /// Sends one change request.
@@ -543,10 +556,26 @@ impl Provider for Route53 {
     }
 }
 
-/// The plan for one zone (see [`Route53::plan_zone`]).
+/// The plan for one zone with no wildcard replacement (the planning
+/// tests' default).
+#[cfg(test)]
 fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], held: &[ResourceRecordSet]) -> ZonePlan {
+    plan_zone_with(owner, "", apex, zone_id, desired, held)
+}
+
+/// The plan for one zone (see [`Route53::plan_zone`]); registry records of
+/// wildcards are named with `txt_wildcard_replacement` (empty: none).
+fn plan_zone_with(
+    owner: &str,
+    txt_wildcard_replacement: &str,
+    apex: &str,
+    zone_id: &str,
+    desired: &[DesiredRRset],
+    held: &[ResourceRecordSet],
+) -> ZonePlan {
     let mut out = ZonePlan::default();
-    let mut ownership: Ownership<Held> = Ownership::default();
+    // Route53 takes `*` inside a label as an ordinary octet (`\052`).
+    let mut ownership: Ownership<Held> = Ownership::new(txt_wildcard_replacement, true);
     let mut records: Vec<Held> = Vec::new();
     for raw in held {
         let held = records::decode(raw);
@@ -672,7 +701,7 @@ fn plan_zone(owner: &str, apex: &str, zone_id: &str, desired: &[DesiredRRset], h
                 .and_then(|record| {
                     Ok(vec![
                         change_of(action, record)?,
-                        change_of(ChangeAction::Upsert, registry_rrset(owner, &d)?)?,
+                        change_of(ChangeAction::Upsert, registry_rrset(owner, &ownership, &d)?)?,
                     ])
                 });
                 touched.insert(key);
@@ -721,11 +750,11 @@ fn change_of(action: ChangeAction, rrset: ResourceRecordSet) -> Result<Change, S
 /// TXT registry writes it (the registry endpoint copies `SetIdentifier`
 /// and `ProviderSpecific`), so external-dns reads fedns's ownership the
 /// same way.
-fn registry_rrset(owner: &str, rrset: &DesiredRRset) -> Result<ResourceRecordSet, String> {
+fn registry_rrset(owner: &str, ownership: &Ownership<Held>, rrset: &DesiredRRset) -> Result<ResourceRecordSet, String> {
     let resource = rrset.sources.iter().next().map(|s| registry::resource_of(s));
     let ttl = if rrset.ttl == 0 { ALIAS_REGISTRY_TTL } else { rrset.ttl };
     records::build_routed_rrset(
-        &registry::txt_name(&rrset.name, rrset.record_type),
+        &ownership.txt_name(&rrset.name, rrset.record_type),
         RecordType::TXT,
         ttl,
         &[registry::txt_value(owner, resource.as_deref())],

@@ -22,6 +22,69 @@ const ROUTED_TYPES: &[&str] = &[
 /// Largest TTL accepted (a signed 32-bit number of seconds).
 pub const MAX_TTL: i64 = i32::MAX as i64;
 
+/// The Google Cloud regions, the only locations Cloud DNS takes in a
+/// routing policy ("The geo-location granularity is a GCP region"): the
+/// list fedns's provider vendors, with its source and date in its header.
+const REGIONS_FILE: &str = include_str!("../../../providers/src/google_clouddns/regions.txt");
+
+/// Is `location` a Google Cloud region?
+pub fn is_region(location: &str) -> bool {
+    REGIONS_FILE
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or_default().trim())
+        .any(|region| !region.is_empty() && region == location)
+}
+
+/// Root of the health check URLs `healthCheck` takes: "the fully qualified
+/// URL of the HealthCheck"
+/// (<https://cloud.google.com/dns/docs/reference/rest/v1/resourceRecordSets>).
+pub const HEALTH_CHECK_ROOT: &str = "https://www.googleapis.com/compute/v1/projects/";
+
+/// Is `url` a health check URL, global
+/// (`…/projects/P/global/healthChecks/N`) or regional
+/// (`…/projects/P/regions/R/healthChecks/N`)? A short `projects/…` path is
+/// not.
+pub fn valid_health_check(url: &str) -> bool {
+    let Some(path) = url.strip_prefix(HEALTH_CHECK_ROOT) else {
+        return false;
+    };
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.' || b == b':')
+    };
+    match path.split('/').collect::<Vec<_>>().as_slice() {
+        [project, "global", "healthChecks", name] => word(project) && word(name),
+        [project, "regions", region, "healthChecks", name] => word(project) && is_region(region) && word(name),
+        _ => false,
+    }
+}
+
+/// A routing policy as Cloud DNS stores and returns it: fields at their
+/// default value left out (proto3 JSON: `weight: 0`, `trickleTraffic: 0`,
+/// `enableFencing: false`, empty lists, nulls), so what a client sent with
+/// them and what it reads back without them are the same policy.
+pub fn without_defaults(value: &Value) -> Option<Value> {
+    match value {
+        Value::Null | Value::Bool(false) => None,
+        Value::Number(n) if n.as_f64() == Some(0.0) => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::Array(items) if items.is_empty() => None,
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .map(|v| without_defaults(v).unwrap_or_else(|| json!({})))
+                .collect(),
+        )),
+        Value::Object(map) => Some(Value::Object(
+            map.iter()
+                .filter_map(|(k, v)| without_defaults(v).map(|v| (k.clone(), v)))
+                .collect(),
+        )),
+        other => Some(other.clone()),
+    }
+}
+
 /// One resource record set, as stored and as sent on the wire.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordSet {
@@ -33,8 +96,9 @@ pub struct RecordSet {
     pub ttl: u32,
     /// Record data in presentation format (empty when `routing_policy` is set).
     pub rrdatas: Vec<String>,
-    /// The `routingPolicy` object exactly as given (`wrr`, `geo` or
-    /// `primaryBackup`), when the record set is policy-routed.
+    /// The `routingPolicy` object as given (`wrr`, `geo` or
+    /// `primaryBackup`) less fields at their default value
+    /// ([`without_defaults`]), when the record set is policy-routed.
     pub routing_policy: Option<Value>,
 }
 
@@ -95,7 +159,8 @@ impl RecordSet {
 
     /// Whether `other` is the same record set for a deletion's
     /// precondition: name, type, TTL, the same rrdatas in any order, and an
-    /// equal routing policy (`kind` fields ignored).
+    /// equal routing policy (`kind` fields ignored; both have their default
+    /// values left out when parsed).
     pub fn matches_exactly(&self, other: &RecordSet) -> bool {
         let mut mine = self.rrdatas.clone();
         let mut theirs = other.rrdatas.clone();
@@ -225,10 +290,16 @@ pub fn parse(value: &Value, field: &str, zone_dns_name: &str) -> Result<RecordSe
             ))
         }
     };
-    let routing_policy = match object.get("routingPolicy") {
+    let given_policy = match object.get("routingPolicy") {
         None | Some(Value::Null) => None,
         Some(policy) => Some(policy.clone()),
     };
+    if let Some(policy) = &given_policy {
+        check_policy(&rtype, policy, &format!("{field}.routingPolicy"))?;
+    }
+    let routing_policy = given_policy
+        .as_ref()
+        .map(|p| without_defaults(p).unwrap_or_else(|| json!({})));
     if routing_policy.is_some() && !rrdatas.is_empty() {
         return Err(GoogleError::invalid(format!(
             "The resource record set '{field}' is invalid because it specifies both rrdatas and a routing policy."
@@ -241,14 +312,11 @@ pub fn parse(value: &Value, field: &str, zone_dns_name: &str) -> Result<RecordSe
         rrdatas,
         routing_policy,
     };
-    match &set.routing_policy {
-        None => {
-            if set.rrdatas.is_empty() {
-                return Err(GoogleError::required(&format!("{field}.rrdata")));
-            }
-            check_rrdatas(&set.rtype, &set.rrdatas, &format!("{field}.rrdata"))?;
+    if set.routing_policy.is_none() {
+        if set.rrdatas.is_empty() {
+            return Err(GoogleError::required(&format!("{field}.rrdata")));
         }
-        Some(policy) => check_policy(&set.rtype, policy, &format!("{field}.routingPolicy"))?,
+        check_rrdatas(&set.rtype, &set.rrdatas, &format!("{field}.rrdata"))?;
     }
     Ok(set)
 }
@@ -445,6 +513,14 @@ fn check_policy(rtype: &str, policy: &Value, field: &str) -> Result<(), GoogleEr
             )));
         }
     }
+    if let Some(check) = object.get("healthCheck").filter(|v| !v.is_null()) {
+        if !check.as_str().is_some_and(valid_health_check) {
+            return Err(GoogleError::invalid_value(
+                &format!("{field}.healthCheck"),
+                check.as_str().map_or(check.to_string(), str::to_owned).as_str(),
+            ));
+        }
+    }
     match kinds[0] {
         "wrr" => check_items(rtype, &object["wrr"], &format!("{field}.wrr"), "weight"),
         "geo" => check_items(rtype, &object["geo"], &format!("{field}.geo"), "location"),
@@ -490,6 +566,28 @@ fn check_policy(rtype: &str, policy: &Value, field: &str) -> Result<(), GoogleEr
     }
 }
 
+/// In a public zone Cloud DNS health-checks external endpoints only
+/// through a health check: a `primaryBackup` policy with
+/// `primaryTargets.externalEndpoints` and no `healthCheck` is refused.
+///
+/// # Errors
+/// 400 `invalid` naming `{field}.routingPolicy.healthCheck`.
+pub fn check_public_policy(set: &RecordSet, field: &str) -> Result<(), GoogleError> {
+    let Some(policy) = &set.routing_policy else {
+        return Ok(());
+    };
+    let external = policy
+        .pointer("/primaryBackup/primaryTargets/externalEndpoints")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if external && policy.get("healthCheck").is_none_or(Value::is_null) {
+        return Err(GoogleError::invalid(format!(
+            "Invalid value for '{field}.routingPolicy.healthCheck': a routing policy with external endpoints in a public zone needs a health check."
+        )));
+    }
+    Ok(())
+}
+
 /// A wrr or geo policy: non-empty `items`, each with its key (`weight` ≥ 0
 /// or a distinct non-empty `location`) and valid rrdatas (or health-checked
 /// targets).
@@ -510,10 +608,9 @@ fn check_items(rtype: &str, policy: &Value, field: &str, key: &str) -> Result<()
     let mut locations = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let item_field = format!("{field}.items[{i}]");
-        let value = item
-            .get(key)
-            .ok_or_else(|| GoogleError::required(&format!("{item_field}.{key}")))?;
         if key == "weight" {
+            // A weight left out is 0, as Cloud DNS itself returns it.
+            let value = item.get(key).cloned().unwrap_or(json!(0));
             if !value.as_f64().is_some_and(|w| w >= 0.0 && w.is_finite()) {
                 return Err(GoogleError::invalid_value(
                     &format!("{item_field}.weight"),
@@ -521,10 +618,15 @@ fn check_items(rtype: &str, policy: &Value, field: &str, key: &str) -> Result<()
                 ));
             }
         } else {
-            let Some(location) = value.as_str().filter(|l| !l.is_empty()) else {
+            let value = item
+                .get(key)
+                .ok_or_else(|| GoogleError::required(&format!("{item_field}.{key}")))?;
+            // Only Google Cloud regions are locations: `europe-west5`,
+            // shaped like one, is refused.
+            let Some(location) = value.as_str().filter(|l| is_region(l)) else {
                 return Err(GoogleError::invalid_value(
                     &format!("{item_field}.location"),
-                    &value.to_string(),
+                    value.as_str().map_or(value.to_string(), str::to_owned).as_str(),
                 ));
             };
             if locations.contains(&location) {

@@ -285,6 +285,11 @@ pub fn apply_change(zone: &mut Zone, body: &Value, quota: &Quota) -> Result<Chan
             &zone.dns_name,
         )?);
     }
+    if zone.visibility == Visibility::Public {
+        for (i, set) in additions.iter().enumerate() {
+            records::check_public_policy(set, &format!("entity.change.additions[{i}]"))?;
+        }
+    }
     let mut deletions = Vec::with_capacity(deletion_values.len());
     for (i, value) in deletion_values.iter().enumerate() {
         deletions.push(records::parse(

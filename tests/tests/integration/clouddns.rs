@@ -106,7 +106,9 @@ async fn clouddns_round_trips_every_record_type_beside_other_owners() {
         routed("w.example.com", "west", "203.0.113.2", json!([{"name": "aws/weight", "value": "3"}])),
         routed("n.example.com", "east", "203.0.113.1", json!([{"name": "fedns/nearest-region", "value": "us-east1"}])),
         routed("n.example.com", "eu", "203.0.113.3", json!([{"name": "fedns/nearest-region", "value": "europe-west1"}])),
-        routed("f.example.com", "east", "203.0.113.1", json!([{"name": "aws/failover", "value": "PRIMARY"}])),
+        // A public zone's primaryBackup needs a health check (the short
+        // form is expanded to its URL).
+        routed("f.example.com", "east", "203.0.113.1", json!([{"name": "aws/failover", "value": "PRIMARY"}, {"name": "google/health-check", "value": "projects/fedns-test/global/healthChecks/hc"}])),
         routed("f.example.com", "west", "203.0.113.2", json!([{"name": "aws/failover", "value": "SECONDARY"}])),
         routed("lab.example.com", "east", "203.0.113.1", json!([{"name": "fedns/nearest-region", "value": "us-east1"}])),
         routed("lab.example.com", "lab", "203.0.113.9", json!([{"name": "fedns/nearest-region", "value": "basement"}])),
@@ -145,6 +147,10 @@ async fn clouddns_round_trips_every_record_type_beside_other_owners() {
     assert_eq!(geo["geo"]["items"][0]["location"], "europe-west1");
     assert_eq!(geo["geo"]["items"][1]["rrdatas"], json!(["203.0.113.1"]));
     let pb = policy("f.example.com.");
+    assert_eq!(
+        pb["healthCheck"],
+        "https://www.googleapis.com/compute/v1/projects/fedns-test/global/healthChecks/hc"
+    );
     assert_eq!(
         pb["primaryBackup"]["primaryTargets"]["externalEndpoints"],
         json!(["203.0.113.1"])
