@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Queries per second of fedns's embedded DNS server against Knot DNS and
-# NSD (issue 31: NSD was the fastest open-source authoritative per core in
-# earlier measurements here, so the ratio against the strongest peer is
-# printed too).
+# NSD (NSD was the fastest open-source authoritative per core in earlier
+# measurements here, so the ratio against the strongest peer is printed
+# too).
 #
 # All three serve the same 10,000-name zone, each pinned to CPU 0 with one
 # UDP worker; dnsperf runs pinned to CPU 1 (90 % existing names, 10 %
@@ -19,7 +19,7 @@
 # what to compare. Server CPU is summed over the server's processes and
 # threads (NSD serves from child processes).
 #
-# Then (issue 31) scaling across cores: UDP saturation for $SCALE_DURATION s
+# Then scaling across cores: UDP saturation for $SCALE_DURATION s
 # with 1 and 2 workers (and the machine's CPU count less one where it has
 # more than 3 CPUs) for each server, pinned to CPUs 0..W-1, dnsperf on the
 # next CPU: queries/s, answers per core of server CPU and the scaling ratio
@@ -27,10 +27,10 @@
 # shares the servers' CPUs (said in the output): queries/s then understate
 # the scaling and answers per core is the figure to compare.
 #
-# fedns runs with response rate limiting enabled but not triggered (issue
-# 15: the limiter's cost is in the figures).
+# fedns runs with response rate limiting enabled but not triggered, so
+# the limiter's cost is in the figures.
 #
-# Then (issue 13) traffic policies: the same fedns invocation twice, on a
+# Then traffic policies: the same fedns invocation twice, on a
 # zone where half the names are under Weighted or Nearest (3 clusters each,
 # a client table on the Domain) and on the same zone without policies,
 # with EDNS Client Subnet on half the queries (two dnsperf clients at once,
@@ -38,7 +38,7 @@
 # and the ratios policy/policy-free (target >= 0.9), over REPEAT alternating
 # rounds (median).
 #
-# Then (issue 30) DNSSEC: the same zone signed (ECDSAP256SHA256, a CSK)
+# Then DNSSEC: the same zone signed (ECDSAP256SHA256, a CSK)
 # with each denial of existence (compact denial, which signs the answer
 # for a missing name per query, and an NSEC chain, signed ahead) against
 # the same zone unsigned, DO on every query (dnsperf -D), UDP saturation

@@ -9,7 +9,7 @@
 //!    of one core). The responders run in child processes so their CPU is
 //!    not counted.
 //!
-//! 3. Vantage points (issue 29): the failover of 1. with three agents
+//! 3. Vantage points: the failover of 1. with three agents
 //!    (probers from 127.0.42.1-3, their reports handed to the controller's
 //!    prober as JSON every 100 ms, as the member watch does) and the
 //!    default quorum (Majority of four); the controller's CPU for taking

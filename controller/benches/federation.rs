@@ -345,8 +345,8 @@ const RESYNC_INTERVAL: Duration = Duration::from_secs(60);
 
 /// `changes` load balancer changes of one Service in member `m0`, each
 /// timed until the embedded server answers the new address: sorted.
-/// The changes are spread over 1.2 resync intervals (issue 32: some land
-/// during a full pass of every record and during member health passes),
+/// The changes are spread over 1.2 resync intervals, so that some land
+/// during a full pass of every record and during member health passes,
 /// and each is split where the controller's metrics allow: member change →
 /// DNSEndpoint written (member watch, record queue, reconcile, write) and
 /// the rest (the publisher's watch, the plan, the zone update); the

@@ -6,11 +6,12 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`cli`] | the clap types and one module per subcommand (`controller`, `dns-server`, `crds`, `join`, `sandbox`); each wires the parts below together and runs them |
+//! | [`cli`] | the clap types and one module per subcommand (`controller`, `dns-server`, `crds`, `join`, `sandbox`, `explain`, `discovery-config`, `agent`); each wires the parts below together and runs them |
 //! | [`members`] | the member registry: per MemberCluster a client, watches of its Services, EndpointSlices, Ingresses and Nodes, a health prober, and the MemberCluster status |
 //! | [`records`] | the ServiceDNSRecord and IngressDNSRecord reconcilers, the DNSEndpoint builder, the work queue, the load balancer host name resolver |
 //! | [`dataplane`] | data-plane probes of the load balancer addresses, vantage point quorum, failover/failback delays |
 //! | [`vantage`] | the controller's side of the `fedns agent`s: target lists to the members, their reports back |
+//! | [`discovery`] | the member-side replica: discovery zones for pods inside a member (`fedns dns-server --member-cluster`) |
 //! | [`metrics`], [`http`] | the controller's metrics; `/metrics`, `/healthz`, `/readyz` |
 //! | [`kube_client`], [`logging`] | a host-cluster client from a kubeconfig; tracing setup |
 //! | [`federation`] | an emulated federation on loopback, for `fedns sandbox` and the tests |

@@ -1,4 +1,4 @@
-//! The controller's side of vantage points (issue 29): tells the `fedns
+//! The controller's side of vantage points: tells the `fedns
 //! agent` in each member what to probe and takes its reports, over the
 //! member connection the controller already has. No new network path, and
 //! no host credentials in the members: the agent reads and writes

@@ -1,4 +1,4 @@
-//! Issue 18 item 4: how long one changed name takes to reach the served
+//! How long one changed name takes to reach the served
 //! snapshot, full publish against `ZoneStore::publish_changes`, in a zone
 //! shaped like tests/tests/integration/large_zone.rs (a global, a region
 //! and a zone name per Service; 200,001 names by default). Prints figures,

@@ -1,6 +1,6 @@
-//! The layering of `fedns-dnsserver` and `fedns-providers` (issue #25):
-//! no import circle between files, and each folder depends only on the
-//! folders below it.
+//! The layering of `fedns-dnsserver` and `fedns-providers` (described in
+//! docs/architecture.md): no import circle between files, and each folder
+//! depends only on the folders below it.
 //!
 //! The check reads the sources as text, the way a reader follows them:
 //! every `crate::…`, `super::…` and `self::…` path (in `use` trees and

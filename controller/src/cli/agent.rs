@@ -1,4 +1,4 @@
-//! `fedns agent`: a vantage point inside a member cluster (issue 29).
+//! `fedns agent`: a vantage point inside a member cluster.
 //!
 //! It learns what to probe from ConfigMap `fedns-probe-targets` in its
 //! namespace (the controller writes it over its member connection), probes

@@ -1,6 +1,6 @@
 //! `fedns discovery-config CLUSTER`: prints the forwarding a member's
-//! cluster DNS needs so its pods resolve `nginx.ns.myfed` (DESIGN.md
-//! "Discovery inside member clusters"). `fedns join --discovery-server`
+//! cluster DNS needs so its pods resolve `nginx.ns.myfed`
+//! (docs/discovery.md). `fedns join --discovery-server`
 //! prints the same for the member it registers.
 
 use anyhow::Context;

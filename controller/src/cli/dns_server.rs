@@ -1,5 +1,5 @@
 //! `fedns dns-server`: the embedded DNS server alone, fed by the publishing
-//! pipeline's source (DESIGN.md "Publishing: embedded").
+//! pipeline's source (docs/providers.md, "The embedded DNS server").
 
 use anyhow::Context;
 use std::collections::BTreeMap;

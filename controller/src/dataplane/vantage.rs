@@ -1,4 +1,4 @@
-//! Vantage points: health decided from several places (issue 29).
+//! Vantage points: health decided from several places.
 //!
 //! The controller probes every load balancer address itself (one vantage
 //! point). A `fedns agent` in a member cluster probes the same addresses

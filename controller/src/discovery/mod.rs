@@ -1,5 +1,5 @@
-//! Cross-cluster service discovery inside the member clusters (DESIGN.md
-//! "Discovery inside member clusters", issue 26): a pod resolving
+//! Cross-cluster service discovery inside the member clusters
+//! (docs/discovery.md): a pod resolving
 //! `nginx.ns.myfed` (through its search path,
 //! `nginx.ns.myfed.svc.cluster.local`) gets its own cluster's Service when
 //! that has a ready endpoint, else a CNAME chain to the nearest healthy

@@ -1,6 +1,6 @@
 //! Compact caches of a member's Services and Ingresses: per object only
-//! what the reconcilers and `/debug/explain` read (issue 18: at most
-//! 2 KiB per shard). A kube reflector's store keeps whole objects (their
+//! what the reconcilers and `/debug/explain` read, so that the controller
+//! holds at most 2 KiB per shard. A kube reflector's store keeps whole objects (their
 //! metadata and spec alone are about 2 KiB even with the unread fields
 //! dropped); these keep namespace → name → facts, tens of bytes plus the
 //! load balancer addresses.

@@ -142,7 +142,7 @@ impl Member {
     }
 }
 
-/// Effective region and zones (DESIGN.md: spec override, else
+/// Effective region and zones (the spec's override, else
 /// `topology.kubernetes.io/*` Node labels, else the legacy
 /// `failure-domain.beta.kubernetes.io/*`).
 pub fn effective_topology(

@@ -1,7 +1,8 @@
 //! The member registry: one [`Member`] per member cluster (a MemberCluster,
-//! or a Karmada or kubefed cluster: `sources/`), started with its
-//! kube client (`client.rs`), its reflectors (`watch.rs`) and its health
-//! prober (`probe.rs`); and the MemberCluster status and Events.
+//! or a cluster of an engine's or fleet tool's registry: `sources/`),
+//! started with its kube client (`client.rs`), its reflectors (`watch.rs`)
+//! and its health prober (`probe.rs`); and the MemberCluster status and
+//! Events.
 //!
 //! A member's connection (endpoint, CA, credentials) is fingerprinted; a
 //! changed spec or Secret rebuilds the client and its watches. Anything

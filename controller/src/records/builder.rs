@@ -1,5 +1,5 @@
 //! The DNSEndpoint builder: from a record's healthy shards to the
-//! global, region and zone names of DESIGN.md ("Names and failover").
+//! global, region and zone names (docs/crds.md lists them).
 //!
 //! For Service `S` in namespace `N`, Domain `F` with zone `D`, prefix
 //! `P = S.N.F.svc` (`externalName` replaces `S`):

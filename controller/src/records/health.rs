@@ -1,8 +1,9 @@
 //! Which clusters of a record are served: control-plane health, data-plane
-//! probes, static stability and fail-open, in that order (issue "health
-//! that watches the traffic path"). Shared by both reconcilers.
+//! probes, static stability and fail-open, in that order, so that health
+//! follows the traffic path. Shared by both reconcilers.
 //!
-//! * A cordoned member is never served.
+//! * A cordoned member is not served (with `spec.drainSeconds`, once its
+//!   drain is over: `drain_share`).
 //! * A member whose API server answers gives its fresh shard (or, while its
 //!   caches are still listing, its previous one).
 //! * A member whose API server is unreachable keeps its last-known shard
@@ -200,7 +201,7 @@ pub(super) fn select<T: Shard>(
     };
     // The cache keeps only shards `status.dns` (`previous`) does not hold
     // as they are: a published shard is read from there, and a restart
-    // reads it from there too (about 170 octets a shard, issue 18). A
+    // reads it from there too (about 170 octets a shard). A
     // member that may leave `status.dns` (cordoned, unreachable) has its
     // published shard copied in first, so it can come back on it.
     let keep_published = |name: &str, cache: &mut super::context::LastShards| {

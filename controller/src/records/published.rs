@@ -5,7 +5,7 @@
 //! the host's record cache holds one typed `ClusterDNS` per shard of the
 //! federation: about 380 octets each (every string and vector a separate
 //! allocation), the largest per-shard cost of the controller at 100,000
-//! shards (issue 18). The reflectors move it out of each object as it
+//! shards. The reflectors move it out of each object as it
 //! arrives (see [`PublishedShards::take`]) and keep it here as compact JSON,
 //! about 100 octets a shard. The reconcilers read it back to compare
 //! before writing and as the last-known set after a restart.

@@ -1,5 +1,5 @@
 //! Which record a free worker reconciles next, so a change is never
-//! queued behind bulk work (issue 32).
+//! queued behind bulk work.
 //!
 //! Three kinds of work wait here:
 //! * **fresh changes**: keys queued one by one (a load balancer that

@@ -16,7 +16,7 @@ use super::{ingress, service};
 
 /// A fresh change whose record was written this long after the change
 /// was seen is logged (info) with where the time went: waiting for a
-/// worker, or its own reconcile (issue 32).
+/// worker, or its own reconcile.
 const SLOW_CHANGE: Duration = Duration::from_millis(1000);
 /// Slow changes are logged at most this often (the count of those in
 /// between is in the next line).

@@ -1,4 +1,4 @@
-//! Cross-cluster service discovery from inside a member (issue 26),
+//! Cross-cluster service discovery from inside a member,
 //! through real cluster DNS software started here on loopback: dnsmasq
 //! as the member's cluster DNS with kube-dns's stub mechanism
 //! (`--server=/myfed.svc.cluster.local/IP#PORT`), Unbound with a

@@ -363,7 +363,7 @@ spec: {endpoints: [{dnsName: team-b.example.com, recordType: A, targets: [203.0.
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// TXT targets (issue 17): a quoted target is presentation form, so the
+/// TXT targets: a quoted target is presentation form, so the
 /// embedded server answers `"v=spf1 ..."` without the quotes inside the
 /// data, and a DKIM value in two quoted strings keeps both strings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -440,7 +440,7 @@ fn dig_axfr(port: u16, zone: &str, key: &str, source: &str) -> String {
 
 const TSIG_SECRET: &str = "8d5SuWbmNUB0+k4cZ7lbqqeIOg3e1ARWaa0N+e+lMEo=";
 
-/// Issue 15: `spec.transfer` with `--manifests` and `--tsig-key-file`: a
+/// Zone transfers: `spec.transfer` with `--manifests` and `--tsig-key-file`: a
 /// signed AXFR from an allowed address gets the zone, signed (dig checks
 /// it); unsigned, from elsewhere or with another secret it does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -503,7 +503,7 @@ spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Issue 15: the TSIG key comes from a Secret in the Domain's namespace;
+/// Zone transfers: the TSIG key comes from a Secret in the Domain's namespace;
 /// without the Secret, transfers stay off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zone_transfer_keys_come_from_secrets() {

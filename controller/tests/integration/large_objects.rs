@@ -1,4 +1,4 @@
-//! Issue 18 item 5: a DNSEndpoint over the object size limit is never sent.
+//! A DNSEndpoint over the object size limit is never sent.
 //! `fedns controller --max-object-bytes` set low, one member, two
 //! Services: `nginx` (one address) fits, `huge` (300 addresses) does not.
 //! `huge` gets Ready=False reason ObjectTooLarge and a Warning Event, its

@@ -1,4 +1,4 @@
-//! Issue 31: every `fedns dns-server` replica of a Domain serves the same
+//! Every `fedns dns-server` replica of a Domain serves the same
 //! SOA serial for the same content and answers an IXFR from any serial
 //! another replica served.
 //!

@@ -431,8 +431,8 @@ async fn published_weights(endpoints: &Api<DNSEndpoint>, name: &str) -> std::col
         .collect()
 }
 
-/// `cordon` with `drainSeconds` lowers a Weighted cluster's share in steps
-/// (issue 29): a (weight 1) and b (weight 3) share `web`; a is cordoned
+/// `cordon` with `drainSeconds` lowers a Weighted cluster's share in steps:
+/// a (weight 1) and b (weight 3) share `web`; a is cordoned
 /// with drainSeconds 20. At each step seen, 300 answers follow the
 /// published weights (χ², 1 degree of freedom, p = 0.001: < 10.83), a's
 /// share falls step by step, and a is gone after the drain.

@@ -963,7 +963,7 @@ async fn nginx_probes(host: &kube::Client) -> Vec<fedns_api::AddressHealth> {
         .unwrap_or_default()
 }
 
-/// Health from several vantage points (issue 29), as the README tours it:
+/// Health from several vantage points, as the README tours it:
 /// each member runs an agent; `isolate us-west-2` cuts only the
 /// controller's path to its load balancer, so it stays (three of four
 /// vantage points reach it) and explain shows the disagreement;

@@ -1,4 +1,4 @@
-//! Vantage points at the prober (issue 29): a controller prober and agent
+//! Vantage points at the prober: a controller prober and agent
 //! probers, each probing from its own loopback source address, against
 //! real responders that refuse some of them; the agents' reports are handed
 //! to the controller's prober as the controller's member watch does.

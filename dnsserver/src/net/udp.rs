@@ -1,7 +1,7 @@
 //! The UDP worker loop: up to [`BATCH`] requests per `recvmmsg(2)` and
 //! their responses in one `sendmmsg(2)`, so a busy worker pays two system
-//! calls per batch instead of two per query (DESIGN.md: "batch socket
-//! calls where it helps"). Buffers are allocated once per worker.
+//! calls per batch instead of two per query. Buffers are allocated once
+//! per worker.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::UdpSocket;

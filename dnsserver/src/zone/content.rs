@@ -64,8 +64,7 @@ pub struct ZoneContent {
     /// The region of a client neither EDNS Client Subnet, nor
     /// `client_regions`, nor the GeoIP database places (None: such a
     /// client gets a `Nearest` name's every-region variant). A member-side
-    /// replica sets its member's region here (DESIGN.md "Discovery inside
-    /// member clusters").
+    /// replica sets its member's region here (docs/discovery.md).
     pub default_client_region: Option<String>,
     /// Follow a CNAME chain that leaves this zone into the other zones the
     /// server serves, so the answer holds the whole chain and the final

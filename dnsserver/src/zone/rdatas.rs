@@ -5,7 +5,8 @@
 //! record of every zone. hickory's `RData` enum takes about 180 octets
 //! whatever the type (its largest variants hold two names inline), while
 //! nearly every record fedns publishes is an A or AAAA record: those are
-//! kept as bare addresses, 4 or 16 octets each (issue 18: memory per shard).
+//! kept as bare addresses, 4 or 16 octets each, to keep small the memory
+//! each published Service costs.
 
 use std::borrow::Cow;
 use std::net::{Ipv4Addr, Ipv6Addr};

@@ -715,7 +715,7 @@ impl ZoneStore {
     /// one part only), until it returns `None`. Only the part in hand and
     /// the tree being built are held: a whole publish of 1,000,000 shards
     /// held every record as a hickory `Record`, about 1 GiB, beside the
-    /// served snapshot (issue 18). The result, serials included, is what
+    /// served snapshot. The result, serials included, is what
     /// [`ZoneStore::publish`] of the same records gives.
     ///
     /// Returns `None`, having published nothing, when a part cannot be

@@ -1148,7 +1148,8 @@ fn routed_node(
 }
 
 /// RFC 1034 §3.6.2 / RFC 2181 §10.1: a CNAME owner has no other data,
-/// and one CNAME only. Other data wins (A/AAAA beat CNAME, DESIGN.md).
+/// and one CNAME only. Other data wins (A/AAAA beat CNAME, as the
+/// desired zones already decide in `fedns-providers`).
 fn enforce_cname_exclusivity(name: &Name, rrsets: &mut RRsets) -> Option<SkippedRecord> {
     if !rrsets.contains_key(&RecordType::CNAME) {
         return None;

@@ -947,7 +947,7 @@ fn axfr_serial(text: &str) -> u32 {
     soa.split_whitespace().nth(6).unwrap().parse().unwrap()
 }
 
-/// A signed zone following recorded serials (issue 31): when a pending
+/// A signed zone following recorded serials (`SerialMode::Follow`): when a pending
 /// serial comes due (no publish in between), negative answers and SOA
 /// answers show it with an SOA RRSIG that validates for it (signed when
 /// the serial was set, not on the query path); transfers, before and

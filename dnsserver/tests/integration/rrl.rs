@@ -1,4 +1,4 @@
-//! Response rate limiting (issue 15, item 4): a UDP flood from 127.0.0.2
+//! Response rate limiting: a UDP flood from 127.0.0.2
 //! is held to the configured rate (±10 %) per second, every second
 //! limited response slips out truncated; other names asked from
 //! 127.0.0.3 and the flooded name asked from another /24 get every answer,

@@ -1,4 +1,5 @@
-//! A store following recorded serials (`SerialMode::Follow`, issue 31):
+//! A store following recorded serials (`SerialMode::Follow`, so that every
+//! DNS server replica of a Domain serves one serial for one content):
 //! a zone's serial is the one recorded for its content, answers switch to a
 //! new one at the record's instant without another publish, and transfers
 //! move only to versions built from the recorded content.
@@ -158,7 +159,8 @@ fn records_learned_after_their_instant_are_counted() {
 /// but before the store applied the switch (the writer records it at that
 /// very instant), the store shows the pending record's serial, not the one
 /// before: one whole record behind the other replicas, until the next
-/// instant, was the failure of the replicas test (issue 31).
+/// instant, was how the replicas test
+/// (controller/tests/integration/replicas.rs) once failed.
 #[test]
 fn a_switch_not_yet_applied_survives_the_next_record() {
     let store = ZoneStore::new();

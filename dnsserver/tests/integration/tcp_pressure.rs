@@ -3,8 +3,8 @@
 //! 127.0.0.3, the server listens on 127.0.0.1 (Linux routes all of
 //! 127.0.0.0/8 to the loopback interface).
 //!
-//! Times are printed; the only timing asserts are the issue's "an answer
-//! within 1 s" and generous windows around the idle timeouts.
+//! Times are printed; the only timing asserts are the requirement "an
+//! answer within 1 s" and generous windows around the idle timeouts.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
@@ -20,7 +20,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 const FLOOD_SOURCE: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 const CLIENT_SOURCE: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 3);
-/// The issue's figure: more idle connections than the default cap (1,024).
+/// More idle connections than the default cap (1,024).
 const FLOOD_CONNECTIONS: usize = 1_100;
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit. Fails the test, with
@@ -315,7 +315,7 @@ fn wait_for(metrics: &DnsMetrics, what: &str, ready: impl Fn(&TcpStats) -> bool)
     }
 }
 
-/// The issue's scenario, default cap (1,024) and idle timeout (10 s): 1,100
+/// The scenario: default cap (1,024) and idle timeout (10 s): 1,100
 /// idle connections from 127.0.0.2 that reconnect whenever closed. The
 /// per-client limit is lifted so the cap itself is what is under test (a
 /// flood spread over many addresses gets there the same way). For 30 s a

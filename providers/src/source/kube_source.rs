@@ -531,7 +531,7 @@ const RECORD_RETRY: Duration = Duration::from_secs(1);
 const STATUS_WRITES_IN_FLIGHT: usize = 16;
 
 /// The longest a pass spends starting DNSEndpoint status writes; the rest
-/// go in the next passes (issue 32: at 1,000,000 shards the status writes
+/// go in the next passes (measured at 1,000,000 shards: the status writes
 /// after a cold start took 14–17 s in one pass, and a change that came
 /// meanwhile was published only after them).
 const STATUS_BUDGET: Duration = Duration::from_millis(250);

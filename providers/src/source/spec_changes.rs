@@ -6,7 +6,7 @@
 //! resourceVersion where the API server keeps none), deletion state or
 //! finalizers. The publisher writes each Domain's status (its serial) and
 //! each DNSEndpoint's conditions after every publish; waking for those
-//! writes cost every change a second pass (issue 18: at 100,000 shards,
+//! writes cost every change a second pass (measured at 100,000 shards:
 //! seconds of requeued records; later, a change waiting behind that pass).
 
 use std::collections::{HashMap, HashSet};

@@ -390,7 +390,7 @@ async fn transactions_apply_nothing_after_a_concurrent_change() {
     assert_eq!(k2[0].value, b"y");
 }
 
-/// TXT (issue 17): the plugin keeps one text per key, so fedns writes the
+/// TXT: the plugin keeps one text per key, so fedns writes the
 /// strings joined, without quotes; CNAME-only names written by an older
 /// release under a sub-key move to the name's own key; a second sync
 /// writes nothing.

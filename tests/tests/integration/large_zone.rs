@@ -1,4 +1,4 @@
-//! Issue 18 item 5: one zone with 200,000 names publishes. Domain and
+//! One zone with 200,000 names publishes. Domain and
 //! DNSEndpoint objects (the shape the controller writes: global, region and
 //! zone names of 50,000 Services) go through the desired-zone computation,
 //! the embedded sink's snapshot build and a DNS server on loopback, which

@@ -75,7 +75,7 @@ fn dashboard_queries() -> Vec<(String, String)> {
             queries.push((format!("variable {}", variable["name"]), query.to_owned()));
         }
     }
-    // What the issue asks of the dashboard.
+    // What the dashboard must show at least.
     for wanted in [
         "fedns_member_clusters",
         "fedns_dns_queries_total",

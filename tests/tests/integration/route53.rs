@@ -376,7 +376,7 @@ async fn hosted_zones_are_found_by_name_or_given_by_id() {
     assert_eq!(values(&admin, &first, "www.example.com", "A").await, ["192.0.2.1"]);
 }
 
-/// TXT targets (issue 17): a quoted target is presentation form and goes to
+/// TXT targets: a quoted target is presentation form and goes to
 /// Route53 exactly as external-dns writes it; an unquoted one is one string
 /// (split at 255 octets); a second sync changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

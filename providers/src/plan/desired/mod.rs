@@ -1,6 +1,6 @@
 //! Desired record sets: Domains and DNSEndpoints turned into zones.
 //!
-//! Rules (DESIGN.md "Names and failover", "Publishing"):
+//! Rules:
 //! * each Domain is one zone; a DNSEndpoint's `dnsName` goes to the Domain
 //!   with the longest apex containing it; names outside every Domain are
 //!   reported and skipped;
