@@ -435,8 +435,8 @@ impl Engine {
     }
 
     /// The engine's cluster CRD (schema: any fields kept, status
-    /// subresource) and the namespace of its Secrets.
-    fn crd_yaml(self) -> String {
+    /// subresource) and the namespace of its Secrets, as YAML documents.
+    pub fn crd_yaml(self) -> String {
         match self {
             Engine::Karmada => KARMADA_CRD.to_owned(),
             Engine::Kubefed => KUBEFED_CRD.to_owned(),

@@ -348,3 +348,56 @@ async fn the_quorum_is_checked_at_admission() {
         }
     }
 }
+
+/// The CRDs the emulator serves for the propagation engines' inventories
+/// (`fedns sandbox --engine`, the member-source tests) are CRDs a real API
+/// server accepts too: a server-side dry run of each engine's documents
+/// against the emulator (which applies kube-apiserver's CRD rules) and,
+/// when given, the real server.
+// Multi-threaded: kubectl runs synchronously here while the emulator
+// serves it from the same runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_engine_crd_the_emulator_serves_is_accepted() {
+    use fedns_controller::federation::Engine;
+    let dir = crate::common::temp_dir("engine-crds");
+    let emulator = Emulator::start().await.expect("emulator");
+    let mut kubeconfigs = vec![("emulator".to_owned(), dir.join("emulator.kubeconfig"))];
+    emulator.write_kubeconfig(&kubeconfigs[0].1).expect("a kubeconfig");
+    if let Ok(path) = std::env::var(REAL_KUBECONFIG) {
+        kubeconfigs.push((format!("real API server ({path})"), PathBuf::from(path)));
+    }
+    let engines = [
+        Engine::Karmada,
+        Engine::Kubefed,
+        Engine::Clusternet,
+        Engine::Capi,
+        Engine::Argocd,
+        Engine::Clusterprofile,
+    ];
+    for engine in engines {
+        let file = dir.join(format!("{}.yaml", engine.as_str()));
+        std::fs::write(&file, engine.crd_yaml()).expect("the engine's YAML is written");
+        for (server, kubeconfig) in &kubeconfigs {
+            let out = std::process::Command::new("kubectl")
+                .args(["apply", "--server-side", "--dry-run=server", "-f"])
+                .arg(&file)
+                .env("KUBECONFIG", kubeconfig)
+                .env("HOME", &dir)
+                .output()
+                .expect("kubectl (./scripts/test.sh installs it)");
+            assert!(
+                out.status.success(),
+                "{server}: {}'s CRDs refused:\n{}{}",
+                engine.as_str(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    println!(
+        "{} engines' CRDs admitted by {} server(s)",
+        engines.len(),
+        kubeconfigs.len()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
