@@ -258,7 +258,7 @@ impl Federation {
 ///   Secret (keys `token`, `ca.crt`, `apiserver-advertise-url`) and a
 ///   `ManagedCluster` (`spec.clusterId` [`clusternet_id`], label
 ///   `clusters.clusternet.io/cluster-id`, status `readyz`/`livez`/`healthz`
-///   true and `apiserverURL`);
+///   true, the agent's `Ready=True` condition and `apiserverURL`);
 /// - Cluster API: in namespace [`CAPI_NAMESPACE`], the Secret
 ///   `<name>-kubeconfig` (key `value`: a token kubeconfig) and a `Cluster`
 ///   (`controlPlaneEndpoint`, condition `Available=True`);
@@ -292,7 +292,13 @@ pub fn inventory_objects(
                     "metadata": {"name": name, "namespace": namespace,
                         "labels": {"clusters.clusternet.io/cluster-id": id, "clusters.clusternet.io/cluster-name": name}},
                     "spec": {"clusterId": id, "clusterType": "EdgeCluster", "syncMode": "Dual"},
-                    "status": {"apiserverURL": url, "readyz": true, "livez": true, "healthz": true, "useSocket": false}}),
+                    // As clusternet-agent posts it (clusternet/clusternet
+                    // 19245baa35587e3f5d8a02511915c85744b3d606,
+                    // pkg/controllers/clusters/clusterstatus/clusterstatus_controller.go).
+                    "status": {"apiserverURL": url, "readyz": true, "livez": true, "healthz": true, "useSocket": false,
+                        "lastObservedTime": "2026-01-01T00:00:00Z", "heartbeatFrequencySeconds": 60,
+                        "conditions": [{"type": "Ready", "status": "True", "reason": "ManagedClusterReady",
+                            "message": "managed cluster is ready.", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
             ]
         }
         Engine::Capi => {

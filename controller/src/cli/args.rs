@@ -625,8 +625,10 @@ pub struct InventoryArgs {
     /// Label selector of the ManagedClusters that are members.
     #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub clusternet_selector: String,
-    /// Reach every Clusternet child through the hub's socket proxy, not
-    /// only those with `status.useSocket`.
+    /// Reach Clusternet children only through the hub: those with
+    /// `status.useSocket` through its socket proxy; a child without a
+    /// tunnel is reported unreachable (the hub does not proxy it) instead
+    /// of being dialled directly.
     #[arg(long)]
     pub clusternet_through_hub: bool,
     /// Kubeconfig of the Cluster API management cluster.

@@ -117,7 +117,7 @@ pub(super) async fn start(
             });
         }
         MemberSource::Argocd => {
-            let (_, client) = inventory_client(inv.argocd_kubeconfig.as_deref(), host, "Argo CD").await?;
+            let (config, client) = inventory_client(inv.argocd_kubeconfig.as_deref(), host, "Argo CD").await?;
             let mut selector = format!("{}={}", argocd::SECRET_TYPE_LABEL, argocd::SECRET_TYPE_CLUSTER);
             if !inv.argocd_selector.trim().is_empty() {
                 selector = format!("{selector},{}", inv.argocd_selector.trim());
@@ -131,6 +131,8 @@ pub(super) async fn start(
             sources.argocd = Some(argocd::ArgocdInputs {
                 secrets: secrets.store,
                 recorder: Recorder::new(client, reporter(identity)),
+                // Argo CD's own cluster (its in-cluster entry) is the one holding its Secrets.
+                in_cluster: Some(config),
             });
         }
         MemberSource::Clusterprofile => {
@@ -151,8 +153,12 @@ pub(super) async fn start(
                 .clusterprofile_secret_namespace
                 .clone()
                 .unwrap_or_else(|| args.namespace.clone());
+            // The secretreader plugin reads its Secrets in the consumer's
+            // own cluster (in-cluster config or KUBECONFIG,
+            // cluster-inventory-api plugins/secretreader), not the hub's.
+            let (_, consumer) = inventory_client(None, host, "ClusterProfile consumer (secretreader)").await?;
             let secrets = reflect_selected(
-                Api::<Secret>::namespaced(client.clone(), &secret_namespace),
+                Api::<Secret>::namespaced(consumer, &secret_namespace),
                 watcher::Config::default(),
                 slim_secret(&["token"]),
                 move |_| n2(),

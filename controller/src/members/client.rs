@@ -33,11 +33,26 @@ pub(crate) struct Connection {
     pub(crate) tls_server_name: Option<String>,
     /// A whole kubeconfig (its current context), instead of the above.
     pub(crate) kubeconfig: Option<String>,
-    /// HTTP or SOCKS5 proxy to reach the API server through (Karmada `spec.proxyURL`).
+    /// HTTP(S) or SOCKS5 proxy to reach the API server through (Karmada
+    /// and kubefed `spec.proxyURL`, Argo CD `proxyUrl`).
     pub(crate) proxy_url: Option<String>,
-    /// Reach the member through another API server instead: its client
-    /// configuration with `cluster_url` already pointing at the proxy path
-    /// (Karmada pull mode: `/apis/cluster.karmada.io/v1alpha1/clusters/NAME/proxy`).
+    /// Headers sent to an HTTP(S) proxy on its `CONNECT` request, each
+    /// name with its values (Karmada `spec.proxyHeader`); a fleet's
+    /// egress proxy may require them (a tenant, its own credentials).
+    /// Requests inside the tunnel do not carry them.
+    pub(crate) proxy_headers: Vec<(String, Vec<String>)>,
+    /// User name and password (HTTP basic authentication; Argo CD `username`/`password`).
+    pub(crate) basic_auth: Option<(String, String)>,
+    /// A credential plugin run as client-go runs it (kube-rs's exec
+    /// authenticator: `KUBERNETES_EXEC_INFO`, its `cluster` when
+    /// `provideClusterInfo` is set, the token cached until its
+    /// `expirationTimestamp`); its `cluster` already filled in.
+    pub(crate) exec: Option<kube::config::ExecConfig>,
+    /// A client configuration used as it is, instead of the fields above:
+    /// another API server's proxy path (Karmada pull mode:
+    /// `/apis/cluster.karmada.io/v1alpha1/clusters/NAME/proxy`; Clusternet),
+    /// or the configuration fedns itself was started with (Argo CD's
+    /// in-cluster entry).
     pub(crate) through: Option<Config>,
 }
 
@@ -62,8 +77,33 @@ impl Connection {
         self.tls_server_name.hash(&mut hasher);
         self.kubeconfig.hash(&mut hasher);
         self.proxy_url.hash(&mut hasher);
+        self.proxy_headers.hash(&mut hasher);
+        self.basic_auth.hash(&mut hasher);
+        if let Some(exec) = &self.exec {
+            // `cluster` is not serialized with the rest.
+            serde_json::to_string(exec).unwrap_or_default().hash(&mut hasher);
+            serde_json::to_string(&exec.cluster)
+                .unwrap_or_default()
+                .hash(&mut hasher);
+        }
         if let Some(through) = &self.through {
             through.cluster_url.to_string().hash(&mut hasher);
+            // A token or password put into it (Argo CD's in-cluster entry) rotates.
+            use secrecy::ExposeSecret;
+            through
+                .auth_info
+                .token
+                .as_ref()
+                .map(|t| t.expose_secret().to_owned())
+                .hash(&mut hasher);
+            through.auth_info.username.hash(&mut hasher);
+            through
+                .auth_info
+                .password
+                .as_ref()
+                .map(|p| p.expose_secret().to_owned())
+                .hash(&mut hasher);
+            through.proxy_url.as_ref().map(ToString::to_string).hash(&mut hasher);
             // Impersonation extras carry a member's token through a proxy (Clusternet).
             through.auth_info.impersonate.hash(&mut hasher);
             let mut extra: Vec<_> = through.auth_info.impersonate_user_extra.iter().flatten().collect();
@@ -143,6 +183,11 @@ impl Connection {
             if let Some(token) = &self.token {
                 config.auth_info.token = Some(secrecy::SecretString::from(token.clone()));
             }
+            if let Some((user, password)) = &self.basic_auth {
+                config.auth_info.username = Some(user.clone());
+                config.auth_info.password = Some(secrecy::SecretString::from(password.clone()));
+            }
+            config.auth_info.exec = self.exec.clone();
             if let Some((cert, key)) = &self.client_identity {
                 let b64 = |pem: &[u8]| base64::engine::general_purpose::STANDARD.encode(pem);
                 config.auth_info.client_certificate_data = Some(b64(cert));
@@ -161,7 +206,104 @@ impl Connection {
         // Probes need each failure as it happens; watches have their own backoff.
         config.default_retry = false;
         config.connect_timeout = Some(Duration::from_secs(5));
+        let headers = proxy_connect_headers(&self.proxy_headers)?;
+        let tunnelled = config
+            .proxy_url
+            .as_ref()
+            .is_some_and(|p| matches!(p.scheme_str(), Some("http" | "https")));
+        if config.auth_info.exec.is_some() {
+            // kube-rs runs the plugin while it builds the client, and
+            // waits for it: not on a runtime worker.
+            return tokio::task::spawn_blocking(move || {
+                if tunnelled && !headers.is_empty() {
+                    client_with_connect_headers(config, headers)
+                } else {
+                    Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+                }
+            })
+            .await
+            .map_err(|e| format!("cannot build a client: {e}"))?;
+        }
+        if tunnelled && !headers.is_empty() {
+            return client_with_connect_headers(config, headers);
+        }
+        // Headers for a SOCKS5 proxy have nowhere to go (Karmada sets
+        // them only as an HTTP transport's CONNECT headers).
         Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+    }
+}
+
+/// `headers` (name, values) as the header map of a CONNECT request.
+fn proxy_connect_headers(headers: &[(String, Vec<String>)]) -> Result<http::HeaderMap, String> {
+    let mut map = http::HeaderMap::new();
+    for (name, values) in headers {
+        let header = http::HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| format!("proxy header name {name:?} is not a valid HTTP header name"))?;
+        for value in values {
+            let value = http::HeaderValue::from_str(value.trim())
+                .map_err(|_| format!("proxy header {name}: value {value:?} is not a valid HTTP header value"))?;
+            map.append(header.clone(), value);
+        }
+    }
+    Ok(map)
+}
+
+/// A client whose HTTP(S) proxy tunnels carry `headers` on `CONNECT`.
+/// kube-rs's own client builder sends only the proxy URL's user
+/// information there, so this assembles the same stack from kube-rs's
+/// parts (its TLS connector, its base-URI and extra-header layers) around
+/// hyper-util's proxy tunnel, which takes extra CONNECT headers. Only
+/// static credentials go with it (a token, a user and password: what
+/// Karmada's Secrets hold), sent as an `Authorization` header.
+fn client_with_connect_headers(mut config: Config, headers: http::HeaderMap) -> Result<Client, String> {
+    use hyper_util::client::legacy::connect::{proxy::Tunnel, HttpConnector};
+    use kube::client::{ClientBuilder, ConfigExt};
+    use secrecy::ExposeSecret;
+
+    let auth = std::mem::take(&mut config.auth_info);
+    if auth.exec.is_some() || auth.auth_provider.is_some() || auth.token_file.is_some() {
+        return Err("proxy headers go only with a bearer token or a user name and password".into());
+    }
+    let authorization = match (&auth.token, &auth.username, &auth.password) {
+        (Some(token), _, _) => Some(format!("Bearer {}", token.expose_secret())),
+        (None, Some(user), Some(password)) => Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{}", password.expose_secret()))
+        )),
+        _ => None,
+    };
+    if let Some(value) = authorization {
+        let mut value =
+            http::HeaderValue::from_str(&value).map_err(|_| "the credentials are not a valid HTTP header value")?;
+        value.set_sensitive(true);
+        config.headers.push((http::header::AUTHORIZATION, value));
+    }
+    // Client certificates stay: TLS with the member, inside the tunnel.
+    config.auth_info.client_certificate_data = auth.client_certificate_data;
+    config.auth_info.client_key_data = auth.client_key_data;
+
+    let err = |e: kube::Error| format!("cannot build a client: {e}");
+    let proxy = config.proxy_url.clone().ok_or("no proxy URL")?;
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    tcp.set_connect_timeout(config.connect_timeout);
+    // The same stack over either tunnel (plain or TLS to the proxy).
+    macro_rules! over {
+        ($tunnel:expr) => {{
+            let connector = config.rustls_https_connector_with_connector($tunnel).map_err(err)?;
+            let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build::<_, kube::client::Body>(connector);
+            Ok(ClientBuilder::new(http, config.default_namespace.clone())
+                .with_layer(&config.extra_headers_layer().map_err(err)?)
+                .with_layer(&config.base_uri_layer())
+                .build())
+        }};
+    }
+    if proxy.scheme_str() == Some("https") {
+        let to_proxy = config.rustls_https_connector_with_connector(tcp).map_err(err)?;
+        over!(Tunnel::new(proxy, to_proxy).with_headers(headers))
+    } else {
+        over!(Tunnel::new(proxy, tcp).with_headers(headers))
     }
 }
 
@@ -210,6 +352,22 @@ mod tests {
         identity.client_identity = Some((b"cert".to_vec(), b"key".to_vec()));
         let mut server_name = connection();
         server_name.tls_server_name = Some("kubernetes".into());
+        let mut proxy_headers = connection();
+        proxy_headers.proxy_headers = vec![("X-Tenant".into(), vec!["a".into()])];
+        let mut basic = connection();
+        basic.basic_auth = Some(("u".into(), "p".into()));
+        let exec = |arg: &str| {
+            let mut c = connection();
+            c.exec = Some(kube::config::ExecConfig {
+                command: Some("plugin".into()),
+                cluster: Some(kube::config::ExecAuthCluster {
+                    server: Some(arg.into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+            c.fingerprint()
+        };
         let through = |token: &str| {
             let mut config = Config::new("https://127.0.0.1:6443/proxy".parse().unwrap());
             config.auth_info.impersonate_user_extra =
@@ -224,6 +382,10 @@ mod tests {
             base,
             identity.fingerprint(),
             server_name.fingerprint(),
+            proxy_headers.fingerprint(),
+            basic.fingerprint(),
+            exec("https://a"),
+            exec("https://b"),
             through("a"),
             through("b"),
         ];

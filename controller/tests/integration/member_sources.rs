@@ -847,3 +847,206 @@ spec: {type: LoadBalancer, ports: [{port: 80}]}
     );
     federation.stop();
 }
+
+/// A proxy's routes: listed address to real address, filled once members exist.
+type Routes = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>;
+
+/// What a [`recording_proxy`] was asked: each CONNECT's target and its
+/// headers (lower-case name, value).
+#[derive(Default)]
+struct Forwarded {
+    connects: Vec<(String, Vec<(String, String)>)>,
+}
+
+/// A loopback HTTP CONNECT proxy standing for a fleet's egress proxy: it
+/// records every CONNECT, refuses (407) one without `required` (a header
+/// name and value) when given, and forwards a tunnel for a target in
+/// `routes` to its real address; other targets are dialled as they are.
+/// A member listed under an address nobody listens on is reachable only
+/// through it.
+async fn recording_proxy(
+    routes: Routes,
+    required: Option<(&'static str, &'static str)>,
+) -> (String, std::sync::Arc<std::sync::Mutex<Forwarded>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let forwarded = std::sync::Arc::new(std::sync::Mutex::new(Forwarded::default()));
+    let record = forwarded.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            let (record, routes) = (record.clone(), routes.clone());
+            tokio::spawn(async move {
+                // The request head, up to its blank line (nothing follows a CONNECT's head).
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read_exact(&mut byte).await.is_err() || head.len() > 16 * 1024 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let mut lines = head.split("\r\n");
+                let request_line = lines.next().unwrap_or_default().to_owned();
+                let headers: Vec<(String, String)> = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                    .collect();
+                let mut parts = request_line.split_whitespace();
+                let (method, target) = (
+                    parts.next().unwrap_or_default(),
+                    parts.next().unwrap_or_default().to_owned(),
+                );
+                record.lock().unwrap().connects.push((target.clone(), headers.clone()));
+                let allowed = required.is_none_or(|(name, value)| {
+                    headers
+                        .iter()
+                        .any(|(n, v)| n == &name.to_ascii_lowercase() && v == value)
+                });
+                if method != "CONNECT" || !allowed {
+                    let status = if allowed {
+                        "405 Method Not Allowed"
+                    } else {
+                        "407 Proxy Authentication Required"
+                    };
+                    let _ = client
+                        .write_all(format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n").as_bytes())
+                        .await;
+                    return;
+                }
+                let address = routes.lock().unwrap().get(&target).cloned().unwrap_or(target);
+                let Ok(mut server) = tokio::net::TcpStream::connect(&address).await else {
+                    let _ = client
+                        .write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n")
+                        .await;
+                    return;
+                };
+                if client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .is_ok()
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    (url, forwarded)
+}
+
+/// `127.0.0.1:PORT` where nothing listens, routed by the proxy to `member`.
+fn proxied_only(member: &fedns_sandbox::Emulator) -> (String, String) {
+    let listed = format!("127.0.0.1:{}", free_port());
+    let real = member
+        .url()
+        .trim_start_matches("https://")
+        .trim_end_matches('/')
+        .to_owned();
+    (listed, real)
+}
+
+/// kubefed's `spec.proxyURL` (kubernetes-sigs/kubefed
+/// 16fb853905f930eff43ef16e24f479f60b6eaa9b,
+/// `pkg/apis/core/v1beta1/kubefedcluster_types.go`; the member client
+/// takes it as its transport's proxy in `pkg/controller/util/cluster_util.go`):
+/// b is listed at an address only the proxy reaches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubefed_proxy_url_is_the_only_way_to_a_member() {
+    // The proxy starts first (its URL goes into b); b's route is added once b exists.
+    let routes = Routes::default();
+    let (proxy_url, forwarded) = recording_proxy(routes.clone(), None).await;
+    let (listed_tx, listed_rx) = std::sync::mpsc::channel();
+    let s = setup(Engine::Kubefed, &[], |f| {
+        let (listed, real) = proxied_only(f.member("b").unwrap());
+        routes.lock().unwrap().insert(listed.clone(), real);
+        listed_tx.send(listed.clone()).unwrap();
+        f.register_engine(Engine::Kubefed, "a", json!({})).unwrap();
+        f.register_engine(
+            Engine::Kubefed,
+            "b",
+            json!({"apiEndpoint": format!("https://{listed}"), "proxyURL": proxy_url}),
+        )
+        .unwrap();
+        f.register_engine(Engine::Kubefed, "c", json!({})).unwrap();
+    })
+    .await;
+    let listed = listed_rx.recv().unwrap();
+    wait_global(
+        &s,
+        "b published through its proxyURL",
+        "203.0.113.1,203.0.113.2,203.0.113.3",
+    )
+    .await;
+    let connects = forwarded.lock().unwrap().connects.clone();
+    assert!(
+        connects.iter().any(|(target, _)| target == &listed),
+        "no CONNECT to b's listed address: {connects:?}"
+    );
+    assert!(
+        connects.iter().all(|(target, _)| target == &listed),
+        "only b goes through the proxy: {connects:?}"
+    );
+    s.federation.stop();
+}
+
+/// Karmada's `spec.proxyHeader` (karmada-io/karmada
+/// f8fdd02df3760fd9521624f284877fa84e7be6ef, `pkg/apis/cluster/v1alpha1/types.go`):
+/// sent on the CONNECT to `spec.proxyURL`, a value with commas as several
+/// values (`pkg/util/round_trippers.go`, used by `pkg/util/membercluster_client.go`).
+/// The proxy refuses a tunnel without its credentials header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn karmada_proxy_header_goes_to_the_proxy() {
+    let routes = Routes::default();
+    let (proxy_url, forwarded) =
+        recording_proxy(routes.clone(), Some(("Proxy-Authorization", "Basic ZmVkbnM6czNjcmV0"))).await;
+    let (listed_tx, listed_rx) = std::sync::mpsc::channel();
+    let s = setup(Engine::Karmada, &[], |f| {
+        let (listed, real) = proxied_only(f.member("b").unwrap());
+        routes.lock().unwrap().insert(listed.clone(), real);
+        listed_tx.send(listed.clone()).unwrap();
+        f.register_engine(Engine::Karmada, "a", json!({})).unwrap();
+        f.register_engine(
+            Engine::Karmada,
+            "b",
+            json!({"apiEndpoint": format!("https://{listed}"), "proxyURL": proxy_url,
+                "proxyHeader": {"Proxy-Authorization": "Basic ZmVkbnM6czNjcmV0", "X-Fleet-Tenant": "blue,green"}}),
+        )
+        .unwrap();
+        f.register_engine(Engine::Karmada, "c", json!({})).unwrap();
+    })
+    .await;
+    let listed = listed_rx.recv().unwrap();
+    wait_global(
+        &s,
+        "b published through its proxy with the proxy's headers",
+        "203.0.113.1,203.0.113.2,203.0.113.3",
+    )
+    .await;
+    let connects = forwarded.lock().unwrap().connects.clone();
+    let (_, headers) = connects
+        .iter()
+        .find(|(target, _)| target == &listed)
+        .unwrap_or_else(|| panic!("no CONNECT to b's listed address: {connects:?}"));
+    let values = |name: &str| -> Vec<&str> {
+        headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    assert_eq!(
+        values("proxy-authorization"),
+        vec!["Basic ZmVkbnM6czNjcmV0"],
+        "{headers:?}"
+    );
+    assert_eq!(values("x-fleet-tenant"), vec!["blue", "green"], "{headers:?}");
+    assert!(
+        values("authorization").is_empty(),
+        "the member's token stays inside the tunnel: {headers:?}"
+    );
+    s.federation.stop();
+}

@@ -104,13 +104,20 @@ async fn published_and_malformed_reported(s: &Setup, a_row: &str, object: &str, 
 }
 
 /// The inventory's own readiness of `name` set to not ready (`status`
-/// merged into the object's status) is reported, not obeyed.
-async fn not_ready_is_reported_not_obeyed(s: &Setup, api: &Api<DynamicObject>, name: &str, status: serde_json::Value) {
+/// merged into the object's status) is reported (`fedns_member_engine_ready`
+/// `gauge`: 0 False, -1 Unknown), not obeyed.
+async fn not_ready_is_reported_not_obeyed(
+    s: &Setup,
+    api: &Api<DynamicObject>,
+    name: &str,
+    status: serde_json::Value,
+    gauge: i64,
+) {
     merge_status(api, name, status).await;
     let source = s.engine.as_str();
     wait_metric(
         s,
-        &format!(r#"fedns_member_engine_ready{{cluster="{name}",source="{source}"}} 0"#),
+        &format!(r#"fedns_member_engine_ready{{cluster="{name}",source="{source}"}} {gauge}"#),
     )
     .await;
     let text = metrics(s).await;
@@ -204,12 +211,44 @@ async fn clusternet_managed_clusters_are_members() {
     let listed = nodes(config).await.unwrap();
     assert!(!listed.items.is_empty(), "b's Nodes through the socket proxy");
     println!("socket proxy path checked in {:?}", started.elapsed());
-    not_ready_is_reported_not_obeyed(&s, &managed_clusters(&s.host, "a"), "a", json!({"readyz": false})).await;
+    // The hub's view of a silent agent (clusternet/clusternet
+    // 19245baa35587e3f5d8a02511915c85744b3d606,
+    // pkg/controllers/clusters/clusterlifecycle/clusterlifecycle_controller.go:
+    // Ready=Unknown, the probes reset).
+    not_ready_is_reported_not_obeyed(
+        &s,
+        &managed_clusters(&s.host, "a"),
+        "a",
+        json!({"readyz": false, "livez": false, "healthz": false, "conditions": [{"type": "Ready",
+            "status": "Unknown", "reason": "ClusterStatusUnknown",
+            "message": "Clusternet agent stopped posting cluster status.",
+            "lastTransitionTime": "2026-01-01T00:10:00Z"}]}),
+        -1,
+    )
+    .await;
     // Rotation of the socket child's token (carried through the hub).
     let secrets: Api<Secret> = Api::namespaced(s.host.clone(), "clusternet-b");
     token_rotation(&s, &secrets, "child-cluster-deployer", "b", "203.0.113.1,203.0.113.3").await;
     unreachable_member_leaves_and_returns(&s, "c", "203.0.113.1,203.0.113.2", ALL).await;
     removed(&s, managed_clusters(&s.host, "a"), "a", "203.0.113.2,203.0.113.3").await;
+    s.federation.stop();
+}
+
+/// `--clusternet-through-hub`: the hub proxies only children whose agent
+/// keeps a tunnel (`status.useSocket`); a child without one is reported
+/// unreachable by design, the others are reached through the hub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusternet_through_the_hub_only_children_with_a_tunnel() {
+    let s = setup(Engine::Clusternet, &["--clusternet-through-hub"], |f| {
+        let socket = json!({"status": {"useSocket": true}});
+        f.register_engine(Engine::Clusternet, "a", json!({})).unwrap();
+        f.register_engine(Engine::Clusternet, "b", socket.clone()).unwrap();
+        f.register_engine(Engine::Clusternet, "c", socket).unwrap();
+    })
+    .await;
+    wait_global(&s, "b and c through the hub", "203.0.113.2,203.0.113.3").await;
+    wait_event(&s.host, "a", "unreachable by design: status.useSocket is false").await;
+    wait_metric(&s, r#"fedns_member_ready{cluster="a",source="clusternet"} 0"#).await;
     s.federation.stop();
 }
 
@@ -243,8 +282,9 @@ async fn capi_clusters_are_members() {
         &s,
         &capi_clusters(&host),
         "b",
-        json!({"conditions": [{"type": "Available", "status": "False", "reason": "RemoteConnectionProbeFailed",
-            "message": "probe failed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+        json!({"conditions": [{"type": "Available", "status": "False", "reason": "NotAvailable",
+            "message": "* RemoteConnectionProbe: Remote connection probe failed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+        0,
     )
     .await;
 
@@ -286,9 +326,9 @@ async fn capi_clusters_are_members() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn argocd_cluster_secrets_are_members() {
-    // c with a credential plugin config, which fedns does not run; a
+    // c with EKS's awsAuthConfig, which fedns does not support; a
     // repository Secret beside the clusters (not a member).
-    let exec = json!({"stringData": {"config": {"execProviderConfig": {"command": "argocd-k8s-auth", "apiVersion": "client.authentication.k8s.io/v1beta1"}}}});
+    let exec = json!({"stringData": {"config": {"awsAuthConfig": {"clusterName": "c", "roleARN": "arn:aws:iam::123456789012:role/fedns"}}}});
     let s = setup(Engine::Argocd, &["--auto-records"], |f| {
         let labels = json!({"metadata": {"labels": {"topology.kubernetes.io/region": "ap", "topology.kubernetes.io/zone": "ap-1"}}});
         f.register_engine(Engine::Argocd, "a", labels).unwrap();
@@ -305,7 +345,7 @@ async fn argocd_cluster_secrets_are_members() {
     let host = s.host.clone();
     wait_global(&s, "a and b published", "203.0.113.1,203.0.113.2").await;
     wait_row(&s, "nginx.ns.myfed.svc.ap-1.ap.example.com A 203.0.113.1").await;
-    wait_event(&host, "cluster-c", "config.execProviderConfig is not supported").await;
+    wait_event(&host, "cluster-c", "config.awsAuthConfig is not supported").await;
     wait_metric(&s, r#"fedns_member_ready{cluster="c",source="argocd"} 0"#).await;
     assert!(
         !metrics(&s).await.contains(r#"cluster="x""#),
@@ -376,7 +416,7 @@ async fn cluster_profiles_are_members() {
     std::fs::write(
         &providers,
         json!({"providers": [{"name": "script", "execConfig": {
-            "apiVersion": "client.authentication.k8s.io/v1", "command": script}}]})
+            "apiVersion": "client.authentication.k8s.io/v1", "command": script, "provideClusterInfo": true}}]})
         .to_string(),
     )
     .unwrap();
@@ -395,6 +435,11 @@ async fn cluster_profiles_are_members() {
         let objects = inventory_objects(Engine::Clusterprofile, "c", c, &json!({}));
         let mut provider = objects[1]["status"]["accessProviders"][0].clone();
         provider["name"] = json!("script");
+        // c's profile offers secretreader first, with no Secret for it:
+        // the consumer's order (the file's "script") decides, as in the
+        // access library (cluster-inventory-api pkg/access/config.go).
+        let mut unusable = objects[1]["status"]["accessProviders"][0].clone();
+        unusable["cluster"]["extensions"][0]["extension"]["clusterName"] = json!("no-such-secret");
         // Malformed: a profile whose only access provider fedns does not know.
         register_three(
             f,
@@ -404,7 +449,7 @@ async fn cluster_profiles_are_members() {
                     {"name": "topology.kubernetes.io/region", "value": "sa"},
                     {"name": "topology.kubernetes.io/zone", "value": "sa-1"}]}}),
                 json!({}),
-                json!({"status": {"accessProviders": [provider]}}),
+                json!({"status": {"accessProviders": [unusable, provider]}}),
             ],
             "apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\nmetadata: {name: kubelogin-only, namespace: fleet}\nspec: {clusterManager: {name: x}}\nstatus: {accessProviders: [{name: kubelogin, cluster: {server: 'https://127.0.0.1:1'}}]}\n",
         );
@@ -416,7 +461,7 @@ async fn cluster_profiles_are_members() {
         "nginx.ns.myfed.svc.sa-1.sa.example.com A 203.0.113.1",
         "kubelogin-only",
         "kubelogin-only",
-        "has no provider fedns knows (it has: kubelogin; fedns knows: secretreader, script)",
+        "has no provider fedns knows (it has: kubelogin; fedns knows: script, secretreader)",
     )
     .await;
     not_ready_is_reported_not_obeyed(
@@ -425,6 +470,7 @@ async fn cluster_profiles_are_members() {
         "c",
         json!({"conditions": [{"type": "ControlPlaneHealthy", "status": "False", "reason": "Unhealthy",
             "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+        0,
     )
     .await;
     // Rotation of the secretreader's token.
@@ -436,7 +482,8 @@ async fn cluster_profiles_are_members() {
     merge_status(
         &cluster_profiles(&host),
         "c",
-        json!({"accessProviders": [{"name": "secretreader", "cluster": {"server": "https://127.0.0.1:1"}}]}),
+        json!({"accessProviders": [{"name": "script", "cluster": {"server": "https://127.0.0.1:1",
+            "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {"clusterName": "c"}}]}}]}),
     )
     .await;
     wait_global(&s, "c out with an unreachable server", "203.0.113.1,203.0.113.2").await;
@@ -483,5 +530,128 @@ async fn two_inventories_at_once_and_a_name_both_claim() {
         .unwrap();
     wait_global(&s, "b handed to Argo CD (c's address)", "203.0.113.1,203.0.113.3").await;
     wait_metric(&s, r#"fedns_member_ready{cluster="b",source="argocd"} 1"#).await;
+    s.federation.stop();
+}
+
+/// Argo CD's cluster Secrets as upstream writes and reads them
+/// (argoproj/argo-cd 37ee0097cf851bc2dd7665fc081bbce61a7e836e:
+/// `util/db/cluster.go` `SecretToCluster`, `Cluster.RawRestConfig` in
+/// `pkg/apis/application/v1alpha1/types.go`): b and c reached only with a
+/// credential plugin (`execProviderConfig`, v1beta1 for b, v1 with
+/// `provideClusterInfo` for c), a script logging its calls; and the
+/// in-cluster entry, a Secret with only `server`, reached with fedns's
+/// own kubeconfig (the host).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn argocd_exec_plugins_and_the_in_cluster_entry() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("argocd-exec");
+    let plugin = dir.join("plugin.sh");
+    // The first token expires 65 s after the plugin's first run: kube-rs
+    // renews 60 s early, so it is stale after 5 s; later ones last an hour.
+    std::fs::write(
+        &plugin,
+        format!(
+            r#"#!/bin/sh
+dir={dir}
+now=$(date +%s)
+echo "$now $KUBERNETES_EXEC_INFO" >> "$dir/calls-$1.log"
+[ -f "$dir/first-$1" ] || echo "$now" > "$dir/first-$1"
+first=$(cat "$dir/first-$1")
+if [ "$now" -lt $((first + 5)) ]; then exp=$((first + 65)); else exp=$((now + 3600)); fi
+version=$(printf '%s' "$KUBERNETES_EXEC_INFO" | sed -n 's/.*"apiVersion":"\([^"]*\)".*/\1/p')
+printf '{{"apiVersion":"%s","kind":"ExecCredential","status":{{"token":"%s","expirationTimestamp":"%s"}}}}' "$version" "$MEMBER_TOKEN" "$(date -u -d "@$exp" +%Y-%m-%dT%H:%M:%SZ)"
+"#,
+            dir = dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plugin_path = plugin.to_str().unwrap().to_owned();
+    let s = setup(Engine::Argocd, &[], |f| {
+        f.register_engine(Engine::Argocd, "a", json!({})).unwrap();
+        for (name, version, cluster_info) in [
+            ("b", "client.authentication.k8s.io/v1beta1", false),
+            ("c", "client.authentication.k8s.io/v1", true),
+        ] {
+            let token = f.member(name).unwrap().token().to_owned();
+            let exec = json!({"command": plugin_path, "args": [name], "env": {"MEMBER_TOKEN": token},
+                "apiVersion": version, "provideClusterInfo": cluster_info, "config": {"clusterName": name}});
+            f.register_engine(
+                Engine::Argocd,
+                name,
+                json!({"stringData": {"config": {"bearerToken": "", "execProviderConfig": exec}}}),
+            )
+            .unwrap();
+        }
+        f.host
+            .seed_yaml(
+                "in-cluster",
+                "apiVersion: v1\nkind: Secret\nmetadata: {name: argocd-in-cluster, namespace: argocd, labels: {argocd.argoproj.io/secret-type: cluster}}\nstringData: {server: 'https://kubernetes.default.svc'}\n",
+            )
+            .unwrap();
+    })
+    .await;
+    let started = std::time::Instant::now();
+    wait_global(&s, "b and c through their plugin's token", ALL).await;
+    wait_metric(
+        &s,
+        r#"fedns_member_ready{cluster="argocd-in-cluster",source="argocd"} 1"#,
+    )
+    .await;
+    let calls = |name: &str| std::fs::read_to_string(dir.join(format!("calls-{name}.log"))).unwrap_or_default();
+    let (b, c) = (calls("b"), calls("c"));
+    assert!(
+        b.contains(r#""apiVersion":"client.authentication.k8s.io/v1beta1""#),
+        "{b}"
+    );
+    assert!(
+        b.contains(r#""kind":"ExecCredential""#) && !b.contains(r#""cluster""#),
+        "{b}"
+    );
+    let c_url = s.federation.member("c").unwrap().url();
+    for needle in [
+        r#""apiVersion":"client.authentication.k8s.io/v1""#.to_owned(),
+        format!(r#""server":"{}""#, c_url.trim_end_matches('/')),
+        r#""config":{"clusterName":"c"}"#.to_owned(),
+        r#""interactive":false"#.to_owned(),
+    ] {
+        assert!(c.contains(&needle), "no {needle} in c's KUBERNETES_EXEC_INFO: {c}");
+    }
+    // Re-run once the first token is stale (its expirationTimestamp), then
+    // cached: no more runs while it is valid, b and c staying published.
+    let first: u64 = std::fs::read_to_string(dir.join("first-c"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    loop {
+        let renewed = calls("c")
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+            .any(|t| t >= first + 5);
+        if renewed {
+            println!(
+                "c's plugin run again after its token expired: after {:?}",
+                started.elapsed()
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no run after expiry: {}",
+            calls("c")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let runs = calls("c").lines().count();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        calls("c").lines().count(),
+        runs,
+        "the token was not cached: {}",
+        calls("c")
+    );
+    wait_global(&s, "b and c still published", ALL).await;
     s.federation.stop();
 }

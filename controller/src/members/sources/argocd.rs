@@ -3,15 +3,32 @@
 //! keys `name`, `server` and `config` (Argo CD's declarative setup,
 //! `docs/operator-manual/declarative-setup.md`, "Clusters"). `config` is
 //! the JSON of Argo CD's `ClusterConfig` (`pkg/apis/application/v1alpha1/types.go`).
+//! What is accepted and how a cluster is reached follow Argo CD
+//! (argoproj/argo-cd `util/db/cluster.go` `SecretToCluster`, and
+//! `Cluster.RawRestConfig` in `pkg/apis/application/v1alpha1/types.go`):
 //!
-//! Credentials read from `config`: `bearerToken`; `tlsClientConfig`
-//! (`caData`, `certData`/`keyData` client certificates, `insecure`,
-//! `serverName`), `proxyUrl`. Not supported, reported on the Secret:
-//! `execProviderConfig` (fedns does not run a command a Secret names:
-//! whoever can write a Secret in Argo CD's namespace would choose it),
-//! `awsAuthConfig` (needs a cloud's IAM) and `username`/`password`.
+//! - `name` and `config` may be missing: the member is then named by the
+//!   Secret, and the config is empty. Only a `config` that is not JSON is
+//!   an error. `server` loses trailing slashes.
+//! - `https://kubernetes.default.svc` is Argo CD's own cluster, reached
+//!   with the configuration fedns was started with for the Argo CD
+//!   inventory (its `--argocd-kubeconfig`, else fedns's kubeconfig, else
+//!   the pod's service account), with `bearerToken` or
+//!   `username`/`password` in place of its credentials when set.
+//! - Other servers: `execProviderConfig` (a credential plugin, run as
+//!   client-go runs it, never interactively), else `bearerToken`,
+//!   `username`/`password` and `tlsClientConfig` (`caData`,
+//!   `certData`/`keyData`, `insecure`, `serverName`), or none; `proxyUrl`
+//!   for every cluster. A plugin is run as Argo CD's controller runs it:
+//!   whoever can write cluster Secrets in Argo CD's namespace chooses the
+//!   commands both run.
+//! - `awsAuthConfig` (Argo CD runs `argocd-k8s-auth aws`, signing an STS
+//!   request with the pod's AWS identity) is not supported and is
+//!   reported on the Secret; an `execProviderConfig` running
+//!   `aws eks get-token` reaches the same clusters.
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use kube::config::{ExecAuthCluster, ExecConfig, ExecInteractiveMode};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;
@@ -24,14 +41,20 @@ use crate::members::client::{secret_value, Connection};
 pub const SECRET_TYPE_LABEL: &str = "argocd.argoproj.io/secret-type";
 /// Value of [`SECRET_TYPE_LABEL`] on cluster Secrets.
 pub const SECRET_TYPE_CLUSTER: &str = "cluster";
+/// The server address Argo CD reads as its own cluster
+/// (`KubernetesInternalAPIServerAddr`).
+pub const IN_CLUSTER_SERVER: &str = "https://kubernetes.default.svc";
 
 /// Argo CD's `ClusterConfig` (the fields fedns reads or reports).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterConfig {
-    /// Basic-auth user (not supported).
+    /// Basic-auth user.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub username: String,
+    /// Basic-auth password.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub password: String,
     /// Bearer token.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub bearer_token: String,
@@ -41,12 +64,39 @@ pub struct ClusterConfig {
     /// AWS IAM authentication (not supported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aws_auth_config: Option<serde_json::Value>,
-    /// Credential plugin (not supported).
+    /// Credential plugin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exec_provider_config: Option<serde_json::Value>,
+    pub exec_provider_config: Option<ExecProviderConfig>,
     /// Proxy URL between Argo CD (here fedns) and the cluster.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub proxy_url: String,
+}
+
+/// Argo CD's `ExecProviderConfig`: a client-go credential plugin.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecProviderConfig {
+    /// Command to run.
+    #[serde(default)]
+    pub command: String,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment variables added to fedns's own.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// `client.authentication.k8s.io/v1` or `v1beta1`: the ExecCredential version exchanged.
+    #[serde(default)]
+    pub api_version: String,
+    /// Shown when the command cannot be run.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub install_hint: String,
+    /// Pass the cluster (server, CA, `config`) in `KUBERNETES_EXEC_INFO`.
+    #[serde(default)]
+    pub provide_cluster_info: bool,
+    /// Cluster-specific data for the plugin (`spec.cluster.config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
 }
 
 /// Argo CD's `TLSClientConfig`; the `*Data` fields are Go `[]byte`,
@@ -78,6 +128,10 @@ pub struct ArgocdInputs {
     pub secrets: Store<Secret>,
     /// Events on the Secrets.
     pub recorder: Recorder,
+    /// The client configuration of the cluster holding the Secrets, which
+    /// reaches the in-cluster entry ([`IN_CLUSTER_SERVER`]); `None`: that
+    /// entry is reported as unreachable.
+    pub in_cluster: Option<kube::Config>,
 }
 
 impl Inventory for ArgocdInputs {
@@ -92,16 +146,19 @@ impl Inventory for ArgocdInputs {
             .into_iter()
             .filter(|s| s.labels().get(SECRET_TYPE_LABEL).map(String::as_str) == Some(SECRET_TYPE_CLUSTER))
             .collect();
-        each_translated(clusters, &self.recorder, |s| translate(s, namespace))
+        each_translated(clusters, &self.recorder, |s| {
+            translate(s, self.in_cluster.as_ref(), namespace)
+        })
     }
 }
 
 /// How an Argo CD cluster Secret becomes a member, named by its key `name`
-/// (the Secret's name when that key is missing, with an error). Region and
+/// (the Secret's name when that key is missing or empty). Region and
 /// zone from the Secret's labels `topology.kubernetes.io/region` and
 /// `topology.kubernetes.io/zone` (Argo CD's cluster labels), else the
 /// member's Nodes. Argo CD keeps no readiness in the Secret: none is seeded.
-pub(crate) fn translate(secret: &Secret, namespace: &str) -> Translated {
+/// `in_cluster` reaches [`IN_CLUSTER_SERVER`].
+pub(crate) fn translate(secret: &Secret, in_cluster: Option<&kube::Config>, namespace: &str) -> Translated {
     let text = |key: &str| {
         secret_value(secret, key)
             .and_then(|v| String::from_utf8(v).ok())
@@ -109,41 +166,44 @@ pub(crate) fn translate(secret: &Secret, namespace: &str) -> Translated {
             .filter(|v| !v.is_empty())
     };
     let name = text("name").unwrap_or_else(|| secret.name_any());
-    let server = text("server").unwrap_or_default();
+    let server = text("server").unwrap_or_default().trim_end_matches('/').to_owned();
     let (region, zones) = topology_from_labels(secret.labels());
     Translated {
         member: engine_member(&name, namespace, "argocd", &server, region, zones, None),
-        connection: connection(secret, text("name").is_some(), &server, text("config")),
+        connection: connection(secret, &server, text("config"), in_cluster),
         engine_ready: None,
     }
 }
 
-fn connection(secret: &Secret, named: bool, server: &str, config: Option<String>) -> Result<Connection, String> {
+fn connection(
+    secret: &Secret,
+    server: &str,
+    config: Option<String>,
+    in_cluster: Option<&kube::Config>,
+) -> Result<Connection, String> {
     let id = format!(
         "Secret {}/{}",
         secret.namespace().unwrap_or_default(),
         secret.name_any()
     );
-    if !named {
-        return Err(format!("{id} has no key name"));
-    }
     if server.is_empty() {
         return Err(format!("{id} has no key server"));
     }
-    let config = config.ok_or_else(|| format!("{id} has no key config"))?;
-    let config: ClusterConfig = serde_json::from_str(&config)
-        .map_err(|e| format!("{id} key config is not Argo CD's ClusterConfig JSON: {e}"))?;
-    if config.exec_provider_config.is_some() {
-        return Err(format!(
-            "{id}: config.execProviderConfig is not supported (fedns runs no credential plugins); give the cluster a bearerToken or tlsClientConfig.certData/keyData"
-        ));
-    }
-    if config.aws_auth_config.is_some() {
-        return Err(format!(
-            "{id}: config.awsAuthConfig is not supported (it needs AWS IAM, which fedns does not use); give the cluster a bearerToken or tlsClientConfig.certData/keyData"
-        ));
+    let config: ClusterConfig = match config {
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|e| format!("{id} key config is not Argo CD's ClusterConfig JSON: {e}"))?,
+        None => ClusterConfig::default(),
+    };
+    let proxy_url = Some(config.proxy_url.trim().to_owned()).filter(|p| !p.is_empty());
+    if server == IN_CLUSTER_SERVER {
+        return in_cluster_connection(&id, &config, proxy_url, in_cluster);
     }
     let tls = &config.tls_client_config;
+    let ca_pem = if tls.ca_data.is_empty() {
+        None
+    } else {
+        Some(base64_field(&tls.ca_data, "config.tlsClientConfig.caData")?)
+    };
     let identity = match (tls.cert_data.is_empty(), tls.key_data.is_empty()) {
         (true, true) => None,
         (false, false) => Some((
@@ -152,32 +212,115 @@ fn connection(secret: &Secret, named: bool, server: &str, config: Option<String>
         )),
         _ => return Err(format!("{id}: config.tlsClientConfig needs both certData and keyData")),
     };
-    let token = Some(config.bearer_token.trim().to_owned()).filter(|t| !t.is_empty());
-    if token.is_none() && identity.is_none() {
-        let basic = if config.username.is_empty() {
-            ""
-        } else {
-            " (username/password is not supported)"
-        };
-        return Err(format!(
-            "{id}: config has neither bearerToken nor tlsClientConfig.certData/keyData{basic}"
-        ));
-    }
-    let ca_pem = if tls.ca_data.is_empty() {
-        None
-    } else {
-        Some(base64_field(&tls.ca_data, "config.tlsClientConfig.caData")?)
-    };
-    Ok(Connection {
+    let mut connection = Connection {
         api_endpoint: server.to_owned(),
         ca_pem,
         ca_origin: format!("{id} config.tlsClientConfig.caData"),
         insecure: tls.insecure,
-        token,
         client_identity: identity,
         tls_server_name: Some(tls.server_name.clone()).filter(|n| !n.is_empty()),
-        proxy_url: Some(config.proxy_url.clone()).filter(|p| !p.is_empty()),
+        proxy_url,
         ..Connection::default()
+    };
+    // Argo CD's order: AWS, then a plugin, then static credentials; the
+    // first two ignore bearerToken and username/password.
+    if config.aws_auth_config.is_some() {
+        return Err(format!(
+            "{id}: config.awsAuthConfig is not supported (Argo CD signs an STS request with its pod's AWS identity); give the cluster an execProviderConfig running `aws eks get-token`, a bearerToken or tlsClientConfig.certData/keyData"
+        ));
+    }
+    if let Some(exec) = &config.exec_provider_config {
+        connection.exec = Some(exec_config(&id, exec, &connection)?);
+        return Ok(connection);
+    }
+    connection.token = Some(config.bearer_token.trim().to_owned()).filter(|t| !t.is_empty());
+    if !config.username.is_empty() || !config.password.is_empty() {
+        connection.basic_auth = Some((config.username.clone(), config.password.clone()));
+    }
+    Ok(connection)
+}
+
+/// Argo CD's own cluster: fedns's configuration for the cluster holding
+/// the Secrets, its credentials replaced by the Secret's `bearerToken`
+/// or `username`/`password` when either is set (Argo CD overrides the
+/// in-cluster credentials the same way; the Secret's TLS settings and
+/// plugins are not read for it).
+fn in_cluster_connection(
+    id: &str,
+    config: &ClusterConfig,
+    proxy_url: Option<String>,
+    in_cluster: Option<&kube::Config>,
+) -> Result<Connection, String> {
+    let mut through = in_cluster.cloned().ok_or_else(|| {
+        format!("{id}: {IN_CLUSTER_SERVER} is Argo CD's own cluster, and fedns has no configuration for it")
+    })?;
+    let token = config.bearer_token.trim();
+    if !token.is_empty() || !config.username.is_empty() || !config.password.is_empty() {
+        through.auth_info = kube::config::AuthInfo::default();
+        if !token.is_empty() {
+            through.auth_info.token = Some(secrecy::SecretString::from(token.to_owned()));
+        }
+        if !config.username.is_empty() || !config.password.is_empty() {
+            through.auth_info.username = Some(config.username.clone());
+            through.auth_info.password = Some(secrecy::SecretString::from(config.password.clone()));
+        }
+    }
+    if let Some(proxy) = &proxy_url {
+        through.proxy_url = Some(
+            proxy
+                .parse()
+                .map_err(|e| format!("{id}: config.proxyUrl {proxy:?} is not a URL: {e}"))?,
+        );
+    }
+    Ok(Connection {
+        api_endpoint: IN_CLUSTER_SERVER.to_owned(),
+        through: Some(through),
+        ..Connection::default()
+    })
+}
+
+/// Argo CD's `execProviderConfig` as kube-rs's exec configuration, never
+/// interactive (as Argo CD sets it), with the cluster's server, CA, TLS
+/// name, proxy and `config` when `provideClusterInfo` is set.
+fn exec_config(id: &str, exec: &ExecProviderConfig, connection: &Connection) -> Result<ExecConfig, String> {
+    if exec.command.trim().is_empty() {
+        return Err(format!("{id}: config.execProviderConfig.command is empty"));
+    }
+    // client-go refuses any other ExecCredential version (v1alpha1 is gone).
+    const VERSIONS: [&str; 2] = [
+        "client.authentication.k8s.io/v1",
+        "client.authentication.k8s.io/v1beta1",
+    ];
+    if !VERSIONS.contains(&exec.api_version.as_str()) {
+        return Err(format!(
+            "{id}: config.execProviderConfig.apiVersion {:?} is not one of {}",
+            exec.api_version,
+            VERSIONS.join(", ")
+        ));
+    }
+    let env = exec
+        .env
+        .iter()
+        .map(|(name, value)| [("name".to_owned(), name.clone()), ("value".to_owned(), value.clone())].into())
+        .collect();
+    let cluster = exec.provide_cluster_info.then(|| ExecAuthCluster {
+        server: Some(connection.api_endpoint.clone()),
+        insecure_skip_tls_verify: Some(connection.insecure).filter(|i| *i),
+        certificate_authority_data: connection.ca_pem.clone(),
+        proxy_url: connection.proxy_url.clone(),
+        tls_server_name: connection.tls_server_name.clone(),
+        config: exec.config.clone(),
+    });
+    Ok(ExecConfig {
+        api_version: Some(exec.api_version.clone()),
+        command: Some(exec.command.clone()),
+        args: Some(exec.args.clone()).filter(|a| !a.is_empty()),
+        env: Some(env).filter(|e: &Vec<_>| !e.is_empty()),
+        install_hint: Some(exec.install_hint.clone()).filter(|h| !h.is_empty()),
+        interactive_mode: Some(ExecInteractiveMode::Never),
+        provide_cluster_info: exec.provide_cluster_info,
+        cluster,
+        ..ExecConfig::default()
     })
 }
 
@@ -201,7 +344,8 @@ mod tests {
         let config = json!({"bearerToken": "tok", "tlsClientConfig": {"insecure": false, "caData": "LS0tLS0=",
             "serverName": "kubernetes", "certData": "Y2VydA==", "keyData": "a2V5"}, "proxyUrl": "http://127.0.0.1:3128"});
         let t = translate(
-            &secret(json!({"name": "w1", "server": "https://127.0.0.1:6443", "config": config.to_string()})),
+            &secret(json!({"name": "w1", "server": "https://127.0.0.1:6443/", "config": config.to_string()})),
+            None,
             "fedns-system",
         );
         assert_eq!(t.member.metadata.name.as_deref(), Some("w1"));
@@ -209,6 +353,10 @@ mod tests {
         assert_eq!(t.member.spec.zones, vec!["us-1"]);
         assert!(t.engine_ready.is_none());
         let c = t.connection.unwrap();
+        assert_eq!(
+            c.api_endpoint, "https://127.0.0.1:6443",
+            "trailing slash dropped, as Argo CD does"
+        );
         assert_eq!(c.token.as_deref(), Some("tok"));
         assert_eq!(c.ca_pem.as_deref(), Some(&b"-----"[..]));
         assert_eq!(c.client_identity, Some((b"cert".to_vec(), b"key".to_vec())));
@@ -216,22 +364,116 @@ mod tests {
         assert_eq!(c.proxy_url.as_deref(), Some("http://127.0.0.1:3128"));
     }
 
+    /// Shapes Argo CD's `SecretToCluster` (argoproj/argo-cd
+    /// 37ee0097cf851bc2dd7665fc081bbce61a7e836e, `util/db/cluster.go`)
+    /// accepts: no `name` (named by the Secret), no `config` (no
+    /// credentials), user name and password.
+    #[test]
+    fn a_secret_without_name_or_config_is_accepted_as_argo_cd_does() {
+        let t = translate(&secret(json!({"server": "https://127.0.0.1:6443"})), None, "ns");
+        assert_eq!(
+            t.member.metadata.name.as_deref(),
+            Some("cluster-w1"),
+            "named by the Secret"
+        );
+        let c = t.connection.unwrap();
+        assert_eq!(c.api_endpoint, "https://127.0.0.1:6443");
+        assert!(c.token.is_none() && c.client_identity.is_none() && c.exec.is_none());
+        let basic = json!({"username": "u", "password": "p"}).to_string();
+        let c = translate(
+            &secret(json!({"server": "https://127.0.0.1:6443", "config": basic})),
+            None,
+            "ns",
+        )
+        .connection
+        .unwrap();
+        assert_eq!(c.basic_auth, Some(("u".to_owned(), "p".to_owned())));
+    }
+
+    #[test]
+    fn the_in_cluster_entry_is_fedns_own_configuration() {
+        let own = kube::Config::new("https://127.0.0.1:7443".parse().unwrap());
+        // As Argo CD writes its in-cluster Secret: no credentials.
+        let t = translate(
+            &secret(
+                json!({"name": "in-cluster", "server": "https://kubernetes.default.svc/",
+                "config": "{\"tlsClientConfig\":{\"insecure\":false}}"}),
+            ),
+            Some(&own),
+            "ns",
+        );
+        let through = t.connection.unwrap().through.unwrap();
+        assert_eq!(through.cluster_url.to_string(), "https://127.0.0.1:7443/");
+        assert!(through.auth_info.token.is_none());
+        // A bearer token replaces the configuration's credentials.
+        let c = translate(
+            &secret(json!({"server": IN_CLUSTER_SERVER, "config": "{\"bearerToken\":\"sa\"}"})),
+            Some(&own),
+            "ns",
+        )
+        .connection
+        .unwrap();
+        use secrecy::ExposeSecret;
+        let token = c.through.as_ref().unwrap().auth_info.token.as_ref().unwrap();
+        assert_eq!(token.expose_secret(), "sa");
+        let err = translate(&secret(json!({"server": IN_CLUSTER_SERVER})), None, "ns")
+            .connection
+            .unwrap_err();
+        assert!(err.contains("Argo CD's own cluster"), "{err}");
+    }
+
+    /// `execProviderConfig` as Argo CD's `RawRestConfig` passes it to
+    /// client-go (argoproj/argo-cd 37ee0097cf851bc2dd7665fc081bbce61a7e836e,
+    /// `pkg/apis/application/v1alpha1/types.go`): never interactive, the
+    /// cluster's info with `config` when `provideClusterInfo` is set; a
+    /// bearer token beside it is not used.
+    #[test]
+    fn an_exec_provider_config_runs_as_client_go_would() {
+        let config = json!({"bearerToken": "ignored", "tlsClientConfig": {"caData": "LS0tLS0=", "serverName": "kubernetes"},
+            "execProviderConfig": {"command": "argocd-k8s-auth", "args": ["gcp"], "env": {"A": "1"},
+                "apiVersion": "client.authentication.k8s.io/v1beta1", "provideClusterInfo": true,
+                "config": {"clusterName": "w1"}}});
+        let c = translate(
+            &secret(json!({"name": "w1", "server": "https://127.0.0.1:6443", "config": config.to_string()})),
+            None,
+            "ns",
+        )
+        .connection
+        .unwrap();
+        assert!(c.token.is_none(), "Argo CD does not use bearerToken with a plugin");
+        let exec = c.exec.unwrap();
+        assert_eq!(exec.command.as_deref(), Some("argocd-k8s-auth"));
+        assert_eq!(exec.args, Some(vec!["gcp".to_owned()]));
+        assert_eq!(
+            exec.api_version.as_deref(),
+            Some("client.authentication.k8s.io/v1beta1")
+        );
+        assert_eq!(exec.interactive_mode, Some(ExecInteractiveMode::Never));
+        assert_eq!(exec.env.unwrap()[0]["name"], "A");
+        let cluster = exec.cluster.unwrap();
+        assert_eq!(cluster.server.as_deref(), Some("https://127.0.0.1:6443"));
+        assert_eq!(cluster.certificate_authority_data.as_deref(), Some(&b"-----"[..]));
+        assert_eq!(cluster.tls_server_name.as_deref(), Some("kubernetes"));
+        assert_eq!(cluster.config, Some(json!({"clusterName": "w1"})));
+    }
+
     #[test]
     fn unsupported_and_malformed_configs_are_clear_errors() {
-        let err = |data: serde_json::Value| translate(&secret(data), "ns").connection.unwrap_err();
+        let err = |data: serde_json::Value| translate(&secret(data), None, "ns").connection.unwrap_err();
         let server = "https://127.0.0.1:6443";
-        let exec = json!({"execProviderConfig": {"command": "argocd-k8s-auth", "apiVersion": "client.authentication.k8s.io/v1beta1"}});
-        assert!(err(json!({"name": "w1", "server": server, "config": exec.to_string()}))
-            .contains("execProviderConfig is not supported"));
         let aws = json!({"awsAuthConfig": {"clusterName": "prod", "roleARN": "arn:aws:iam::1:role/x"}});
         assert!(err(json!({"name": "w1", "server": server, "config": aws.to_string()}))
             .contains("awsAuthConfig is not supported"));
+        let old =
+            json!({"execProviderConfig": {"command": "x", "apiVersion": "client.authentication.k8s.io/v1alpha1"}});
+        assert!(err(json!({"name": "w1", "server": server, "config": old.to_string()}))
+            .contains("apiVersion \"client.authentication.k8s.io/v1alpha1\" is not one of"));
+        let no_command = json!({"execProviderConfig": {"apiVersion": "client.authentication.k8s.io/v1"}});
+        assert!(
+            err(json!({"name": "w1", "server": server, "config": no_command.to_string()})).contains("command is empty")
+        );
         assert!(err(json!({"name": "w1", "server": server, "config": "{not json"}))
             .contains("key config is not Argo CD's ClusterConfig JSON"));
-        assert!(
-            err(json!({"name": "w1", "server": server, "config": "{\"username\": \"u\", \"password\": \"p\"}"}))
-                .contains("username/password is not supported")
-        );
         assert!(err(
             json!({"name": "w1", "server": server, "config": "{\"tlsClientConfig\": {\"certData\": \"Y2VydA==\"}}"})
         )
@@ -239,12 +481,5 @@ mod tests {
         assert!(err(json!({"name": "w1", "server": server, "config": "{\"bearerToken\": \"t\", \"tlsClientConfig\": {\"caData\": \"%%\"}}"}))
             .contains("caData is not base64"));
         assert!(err(json!({"name": "w1", "config": "{}"})).ends_with("has no key server"));
-        let t = translate(&secret(json!({"server": server})), "ns");
-        assert_eq!(
-            t.member.metadata.name.as_deref(),
-            Some("cluster-w1"),
-            "named by the Secret"
-        );
-        assert_eq!(t.connection.unwrap_err(), "Secret argocd/cluster-w1 has no key name");
     }
 }

@@ -55,14 +55,19 @@ pub struct ApiEndpoint {
 /// Cluster API's `Cluster.status` (the fields fedns reads).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ClusterStatus {
-    /// Conditions: `Available` (v1beta2), or `Ready` (v1beta1, still
-    /// written by older Cluster API versions).
+    /// Conditions (`metav1.Condition`); `Available` is the Cluster's
+    /// readiness. v1beta2 has no `Ready` here: the old v1beta1 conditions
+    /// are served under `status.deprecated.v1beta1.conditions`.
     #[serde(default, deserialize_with = "lenient")]
     pub conditions: Vec<InventoryCondition>,
     /// `Pending`, `Provisioning`, `Provisioned`, `Deleting`, `Failed`, `Unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub phase: Option<String>,
 }
+
+/// The v1beta2 Cluster's readiness condition (`ClusterAvailableCondition`,
+/// `api/core/v1beta2/cluster_types.go`).
+pub const AVAILABLE_CONDITION: &str = "Available";
 
 /// Suffix of the kubeconfig Secret Cluster API writes per cluster.
 pub const KUBECONFIG_SUFFIX: &str = "-kubeconfig";
@@ -97,14 +102,15 @@ impl Inventory for CapiInputs {
 
 /// How a Cluster API `Cluster` becomes a member: region and zones from its
 /// labels `topology.kubernetes.io/region` and `topology.kubernetes.io/zone`
-/// (else the member's Nodes); `Available` (else `Ready`) seeds its state.
+/// (else the member's Nodes); the v1beta2 `Available` condition seeds its
+/// state (a Cluster that has none yet seeds nothing).
 pub(crate) fn translate(cluster: &Cluster, secrets: &Store<Secret>, namespace: &str) -> Translated {
     let name = cluster.name_any();
     let (region, zones) = topology_from_labels(cluster.labels());
     let ready = cluster
         .status
         .as_ref()
-        .and_then(|s| ready_from_conditions(&s.conditions, &["Available", "Ready"]));
+        .and_then(|s| ready_from_conditions(&s.conditions, &[AVAILABLE_CONDITION]));
     let connection = connection(cluster, secrets);
     let endpoint = match (&connection, &cluster.spec.control_plane_endpoint) {
         (Ok(c), _) => c.api_endpoint.clone(),
@@ -158,8 +164,7 @@ mod tests {
         let c = cluster(
             json!({REGION_LABEL: "eu", ZONE_LABEL: "eu-1"}),
             json!({"phase": "Provisioned", "conditions": [{"type": "Available", "status": "False",
-                "reason": "NotAvailable", "message": "RemoteConnectionProbe failed"},
-                {"type": "Ready", "status": "True"}]}),
+                "reason": "NotAvailable", "message": "RemoteConnectionProbe failed"}]}),
         );
         let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "fedns-system");
         let connection = t.connection.unwrap();
@@ -169,17 +174,39 @@ mod tests {
         assert_eq!(t.member.spec.zones, vec!["eu-1"]);
         assert_eq!(
             t.engine_ready.unwrap().summary(),
-            "False (NotAvailable): RemoteConnectionProbe failed",
-            "v1beta2 Available before v1beta1 Ready"
+            "False (NotAvailable): RemoteConnectionProbe failed"
         );
     }
 
+    /// v1beta2 serves the v1beta1 `Ready` only under
+    /// `status.deprecated.v1beta1.conditions`, never beside `Available`: a
+    /// Cluster shaped as Cluster API writes it (kubernetes-sigs/cluster-api
+    /// ae7ff047db499ac3858ade268ba38db8c9f128bb, `api/core/v1beta2/cluster_types.go`
+    /// `ClusterStatus.Deprecated`, condition types in the same file) is read
+    /// by `Available`, and without one (not computed yet) seeds nothing.
     #[test]
-    fn an_older_ready_condition_without_reason_is_read() {
-        let c = cluster(json!({}), json!({"conditions": [{"type": "Ready", "status": "True"}]}));
+    fn available_is_read_and_the_deprecated_ready_is_not() {
+        let deprecated = json!({"v1beta1": {"conditions": [{"type": "Ready", "status": "True",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        let c = cluster(
+            json!({}),
+            json!({"phase": "Provisioned", "deprecated": deprecated, "conditions": [
+                {"type": "RemoteConnectionProbe", "status": "False", "reason": "ProbeFailed",
+                    "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                {"type": "Available", "status": "False", "reason": "NotAvailable",
+                    "message": "* RemoteConnectionProbe: Remote connection probe failed",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+        );
         let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "ns");
-        assert_eq!(t.engine_ready.unwrap().summary(), "True");
+        assert_eq!(
+            t.engine_ready.unwrap().summary(),
+            "False (NotAvailable): * RemoteConnectionProbe: Remote connection probe failed"
+        );
         assert_eq!(t.member.spec.region, None, "no label: the member's Nodes give it");
+        let c = cluster(json!({}), json!({"phase": "Provisioning", "deprecated": deprecated}));
+        assert!(translate(&c, &secret(json!({"value": KUBECONFIG})), "ns")
+            .engine_ready
+            .is_none());
     }
 
     #[test]

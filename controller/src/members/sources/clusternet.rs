@@ -7,13 +7,23 @@
 //! Credentials: clusternet-agent stores the child's deployer credentials
 //! in the parent, the Secret `child-cluster-deployer` in the cluster's
 //! namespace (`pkg/known/constant.go`), keys `token`, `ca.crt` and
-//! `apiserver-advertise-url`. A cluster with `status.useSocket` (the child
-//! dialled the hub; its API server is not reachable from the parent), or
-//! every cluster with `--clusternet-through-hub`, is reached through the
-//! hub's socket proxy, `/apis/proxies.clusternet.io/v1alpha1/sockets/<clusterId>/proxy/direct`
-//! on the parent's API server with fedns's parent credentials, the
-//! child's token passed as Clusternet expects it (impersonating user
-//! `clusternet` with extra `clusternet-token`, `pkg/utils/kubeconfig.go`).
+//! `apiserver-advertise-url`. They are used as Clusternet's own deployer
+//! uses them (`GetChildClusterConfig`, `pkg/utils/kubeconfig.go`): a child
+//! with `status.useSocket` (its agent keeps a tunnel to the hub; its API
+//! server is not reachable from the parent) is reached through the hub's
+//! socket proxy, `/apis/proxies.clusternet.io/v1alpha1/sockets/<clusterId>/proxy/direct`
+//! on the parent's API server with fedns's parent credentials, the child's
+//! token passed as Clusternet expects it (impersonating user `clusternet`
+//! with extra `clusternet-token`); any other child directly, at the
+//! Secret's URL with its token and CA. The hub proxies only children with
+//! a tunnel (`pkg/hub/exchanger/exchanger.go` dials through the agent's
+//! session), so with `--clusternet-through-hub` (fedns has no route to the
+//! children) a child without one is reported unreachable by design.
+//!
+//! Readiness is the ManagedCluster's `Ready` condition, as Clusternet reads
+//! it: the agent sets it from its probes (`(livez && readyz) || healthz`,
+//! `pkg/controllers/clusters/clusterstatus`), the hub sets it `Unknown`
+//! when the agent stops reporting (`pkg/controllers/clusters/clusterlifecycle`).
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
@@ -22,7 +32,8 @@ use kube::{CustomResource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    each_translated, engine_member, lenient, topology_from_labels, EngineReady, Inventory, MemberSource, Translated,
+    each_translated, engine_member, lenient, ready_from_conditions, topology_from_labels, Inventory,
+    InventoryCondition, MemberSource, Translated,
 };
 use crate::members::client::{secret_value, token_text, Connection};
 
@@ -66,7 +77,13 @@ pub struct ManagedClusterStatus {
     /// The child is reached through the agent's websocket (hub socket proxy).
     #[serde(default, deserialize_with = "lenient")]
     pub use_socket: bool,
+    /// Conditions: `Ready` (agent or hub), `ClusterInit`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub conditions: Vec<InventoryCondition>,
 }
+
+/// The ManagedCluster's readiness condition (`clusterapi.ClusterReady`).
+pub const READY_CONDITION: &str = "Ready";
 
 /// The Secret clusternet-agent writes per child in the parent.
 pub const CHILD_SECRET: &str = "child-cluster-deployer";
@@ -74,6 +91,9 @@ pub const CHILD_SECRET: &str = "child-cluster-deployer";
 pub const URL_KEY: &str = "apiserver-advertise-url";
 /// Label with the child's UUID on its objects in the parent.
 pub const CLUSTER_ID_LABEL: &str = "clusters.clusternet.io/cluster-id";
+
+/// Why a child without a tunnel is not a member with `--clusternet-through-hub`.
+pub const NO_TUNNEL: &str = "unreachable by design: status.useSocket is false, so clusternet-hub has no tunnel to this child and does not proxy it; fedns would dial it directly (child-cluster-deployer's apiserver-advertise-url), which --clusternet-through-hub rules out";
 
 /// The hub's socket proxy path for child `cluster_id`, after the parent's URL.
 pub fn proxy_path(cluster_id: &str) -> String {
@@ -90,7 +110,8 @@ pub struct ClusternetInputs {
     pub secrets: Store<Secret>,
     /// Client configuration of the parent's API server.
     pub config: kube::Config,
-    /// Reach every child through the hub's proxy, not only `useSocket` ones.
+    /// fedns has no route to the children: only those with a tunnel
+    /// (`useSocket`) are reached, through the hub; the others are reported.
     pub through_hub: bool,
     /// Events on ManagedClusters.
     pub recorder: Recorder,
@@ -109,16 +130,15 @@ impl Inventory for ClusternetInputs {
 /// How a `ManagedCluster` becomes a member, named by the object: region and
 /// zone from its labels `topology.kubernetes.io/region` and
 /// `topology.kubernetes.io/zone` (clusternet-agent's `--cluster-labels`),
-/// else the member's Nodes; `status.readyz` (with `livez`, `healthz` in the
-/// message) seeds its state once the agent has reported.
+/// else the member's Nodes; the `Ready` condition seeds its state once
+/// the agent or the hub has set it.
 pub(crate) fn translate(cluster: &ManagedCluster, inputs: &ClusternetInputs, namespace: &str) -> Translated {
     let name = cluster.name_any();
     let (region, zones) = topology_from_labels(cluster.labels());
-    let ready = cluster.status.as_ref().map(|s| EngineReady {
-        status: if s.readyz { "True" } else { "False" }.into(),
-        reason: if s.readyz { "Readyz" } else { "NotReadyz" }.into(),
-        message: format!("readyz={} livez={} healthz={}", s.readyz, s.livez, s.healthz),
-    });
+    let ready = cluster
+        .status
+        .as_ref()
+        .and_then(|s| ready_from_conditions(&s.conditions, &[READY_CONDITION]));
     let connection = connection(cluster, inputs);
     let endpoint = match &connection {
         Ok(c) => c.api_endpoint.clone(),
@@ -136,6 +156,10 @@ pub(crate) fn translate(cluster: &ManagedCluster, inputs: &ClusternetInputs, nam
 }
 
 fn connection(cluster: &ManagedCluster, inputs: &ClusternetInputs) -> Result<Connection, String> {
+    let use_socket = cluster.status.as_ref().is_some_and(|s| s.use_socket);
+    if !use_socket && inputs.through_hub {
+        return Err(NO_TUNNEL.to_owned());
+    }
     let ns = cluster.namespace().unwrap_or_default();
     let secret = inputs
         .secrets
@@ -146,8 +170,7 @@ fn connection(cluster: &ManagedCluster, inputs: &ClusternetInputs) -> Result<Con
     let token = token_text(
         secret_value(&secret, "token").ok_or_else(|| format!("Secret {ns}/{CHILD_SECRET} has no key token"))?,
     )?;
-    let use_socket = cluster.status.as_ref().is_some_and(|s| s.use_socket);
-    if use_socket || inputs.through_hub {
+    if use_socket {
         let id = cluster.spec.cluster_id.trim();
         if id.is_empty() {
             return Err("spec.clusterId is empty (the hub's socket proxy needs it)".into());
@@ -231,12 +254,21 @@ mod tests {
         .unwrap()
     }
 
+    /// The agent's `Ready` condition of a healthy child (`getCondition`).
+    const AGENT_READY: fn() -> serde_json::Value = || {
+        json!({"type": "Ready", "status": "True", "reason": "ManagedClusterReady",
+            "message": "managed cluster is ready.", "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    };
+
     const SECRET: fn() -> serde_json::Value =
         || json!({"token": "tok", "ca.crt": "-----", URL_KEY: "https://127.0.0.1:7443"});
 
     #[tokio::test]
     async fn a_child_with_stored_credentials_is_reached_directly() {
-        let c = cluster(json!({"readyz": true, "livez": true, "healthz": true, "apiserverURL": "https://10.0.0.9"}));
+        let c = cluster(
+            json!({"readyz": true, "livez": true, "healthz": true, "apiserverURL": "https://10.0.0.9",
+            "conditions": [AGENT_READY()]}),
+        );
         let t = translate(&c, &inputs(SECRET(), false), "fedns-system");
         let connection = t.connection.unwrap();
         assert_eq!(
@@ -254,7 +286,7 @@ mod tests {
     #[tokio::test]
     async fn a_socket_child_goes_through_the_hub_proxy_with_its_token() {
         let c = cluster(json!({"useSocket": true, "readyz": false, "livez": true}));
-        for (c, through_hub) in [(c, false), (cluster(json!({})), true)] {
+        for (c, through_hub) in [(c.clone(), false), (c, true)] {
             let t = translate(&c, &inputs(SECRET(), through_hub), "ns");
             let through = t.connection.unwrap().through.unwrap();
             assert_eq!(
@@ -267,15 +299,71 @@ mod tests {
                 vec!["tok".to_owned()]
             );
         }
-        let t = translate(
-            &cluster(json!({"useSocket": true, "livez": true})),
-            &inputs(SECRET(), false),
-            "ns",
+    }
+
+    /// A child without a tunnel, with `--clusternet-through-hub`: the hub
+    /// would not proxy it (`pkg/hub/exchanger/exchanger.go` redials through
+    /// the agent's session), so it is reported unreachable by design, not
+    /// dialled through the hub to fail there.
+    #[tokio::test]
+    async fn a_child_without_a_tunnel_is_not_sent_through_the_hub() {
+        let c = cluster(
+            json!({"useSocket": false, "readyz": true, "livez": true, "healthz": true,
+            "apiserverURL": "https://127.0.0.1:7443", "conditions": [AGENT_READY()]}),
         );
+        let t = translate(&c, &inputs(SECRET(), true), "ns");
+        assert_eq!(t.connection.unwrap_err(), NO_TUNNEL);
+        assert_eq!(t.member.spec.api_endpoint, "https://127.0.0.1:7443");
+        let direct = translate(&c, &inputs(SECRET(), false), "ns").connection.unwrap();
+        assert!(direct.through.is_none(), "without the flag: dialled directly");
+    }
+
+    /// Readiness is the `Ready` condition, as the agent and the hub write it
+    /// (clusternet/clusternet 19245baa35587e3f5d8a02511915c85744b3d606:
+    /// the agent's `getCondition` in
+    /// `pkg/controllers/clusters/clusterstatus/clusterstatus_controller.go`,
+    /// the hub's `generateClusterReadyCondition` and `updateClusterConditions`
+    /// in `pkg/controllers/clusters/clusterlifecycle/clusterlifecycle_controller.go`,
+    /// its test data in `clusterlifecycle_controller_test.go`).
+    #[tokio::test]
+    async fn readiness_is_the_ready_condition_as_clusternet_writes_it() {
+        let ready = |status: serde_json::Value| {
+            translate(&cluster(status), &inputs(SECRET(), false), "ns")
+                .engine_ready
+                .map(|r| r.summary())
+        };
+        // The agent: ready from healthz alone, `(livez && readyz) || healthz`.
         assert_eq!(
-            t.engine_ready.unwrap().summary(),
-            "False (NotReadyz): readyz=false livez=true healthz=false"
+            ready(json!({"healthz": true, "livez": true, "readyz": false, "conditions": [AGENT_READY()]})).as_deref(),
+            Some("True")
         );
+        // The hub, the agent silent past the grace period: Unknown, the
+        // probes it last posted still in the status until the hub writes.
+        let stopped = json!({"type": "Ready", "status": "Unknown", "reason": "ClusterStatusUnknown",
+            "message": "Clusternet agent stopped posting cluster status.",
+            "lastTransitionTime": "2026-01-01T00:10:00Z"});
+        let unknown = "Unknown (ClusterStatusUnknown): Clusternet agent stopped posting cluster status.";
+        for probes in [json!(true), json!(false)] {
+            assert_eq!(
+                ready(json!({"healthz": probes, "livez": probes, "readyz": probes,
+                    "lastObservedTime": "2026-01-01T00:00:00Z", "heartbeatFrequencySeconds": 60,
+                    "conditions": [stopped.clone()]}))
+                .as_deref(),
+                Some(unknown)
+            );
+        }
+        // The agent's own NotReady.
+        assert_eq!(
+            ready(
+                json!({"healthz": false, "livez": true, "readyz": false, "conditions": [{"type": "Ready",
+                "status": "False", "reason": "ManagedClusterNotReady", "message": "managed cluster is not ready.",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
+            )
+            .as_deref(),
+            Some("False (ManagedClusterNotReady): managed cluster is not ready.")
+        );
+        // No condition yet (a new cluster): nothing seeded.
+        assert_eq!(ready(json!({"readyz": true, "livez": true})), None);
     }
 
     #[test]

@@ -9,15 +9,19 @@
 //! kubeconfig `cluster` (server, CA, TLS server name, proxy URL,
 //! extensions); the consumer maps provider names to exec plugins in a
 //! provider file (`pkg/access/config.go`: `{"providers": [{"name",
-//! "execConfig"}]}`, `--clusterprofile-provider-file`). fedns uses the
-//! first access provider of the profile that it knows: one of the
-//! provider file's, run as an exec credential plugin with the cluster's
-//! info (`provideClusterInfo`: the `client.authentication.k8s.io/exec`
-//! extension is passed as `config`), or `secretreader`, whose contract
-//! (`plugins/secretreader` in that repository) fedns implements itself
-//! unless the file names it: the bearer token is key `token` of the Secret
-//! `<consumer namespace>/<clusterName>`, `clusterName` from that extension,
-//! else the profile's name. The extensions adding exec arguments or
+//! "execConfig"}]}`, `--clusterprofile-provider-file`). The provider is
+//! chosen as that library chooses it: the first of the consumer's
+//! providers, in the file's order, that the profile offers (the profile's
+//! own order does not matter). fedns adds one provider after the file's:
+//! `secretreader`, whose contract (`plugins/secretreader` in that
+//! repository) it implements itself unless the file names it: the bearer
+//! token is key `token` of the Secret `<consumer namespace>/<clusterName>`
+//! in the consumer's own cluster (fedns's host, where the plugin would
+//! run), `clusterName` from the cluster's `client.authentication.k8s.io/exec`
+//! extension, required as the plugin requires it. A provider of the file
+//! runs as an exec credential plugin, never interactive, given the
+//! cluster's info (that extension passed as `config`) when its
+//! `provideClusterInfo` is set. The extensions adding exec arguments or
 //! environment (`clusterprofiles.multicluster.x-k8s.io/exec/additional-*`)
 //! are not applied.
 
@@ -184,7 +188,8 @@ impl ProviderFile {
 pub struct ClusterProfileInputs {
     /// `ClusterProfile` objects.
     pub profiles: Store<ClusterProfile>,
-    /// Secrets of the consumer namespace (only key `token` is kept).
+    /// Secrets of the consumer namespace in the consumer's own cluster,
+    /// fedns's host (only key `token` is kept).
     pub secrets: Store<Secret>,
     /// The consumer namespace.
     pub secret_namespace: String,
@@ -230,14 +235,9 @@ pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs,
         None => label_zones,
     };
     let ready = ready_from_conditions(&status.conditions, &["ControlPlaneHealthy"]);
-    let known = |name: &str| name == SECRETREADER || inputs.exec_providers.providers.iter().any(|p| p.name == name);
-    let provider = status
-        .access_providers
-        .iter()
-        .chain(&status.credential_providers)
-        .find(|p| known(&p.name));
+    let provider = chosen_provider(&status, &inputs.exec_providers);
     let connection = match provider {
-        Some(p) => connection(&name, p, inputs),
+        Some(p) => connection(p, inputs),
         None => Err(format!(
             "status.accessProviders has no provider fedns knows (it has: {}; fedns knows: {})",
             status
@@ -247,10 +247,7 @@ pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs,
                 .map(|p| p.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            std::iter::once(SECRETREADER)
-                .chain(inputs.exec_providers.providers.iter().map(|p| p.name.as_str()))
-                .collect::<Vec<_>>()
-                .join(", ")
+            consumer_order(&inputs.exec_providers).join(", ")
         )),
     };
     let endpoint = provider.map(|p| p.cluster.server.clone()).unwrap_or_default();
@@ -269,7 +266,35 @@ pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs,
     }
 }
 
-fn connection(name: &str, provider: &AccessProvider, inputs: &ClusterProfileInputs) -> Result<Connection, String> {
+/// The provider names the consumer uses, in its order of preference: the
+/// provider file's, then fedns's built-in `secretreader` unless the file
+/// names it (the file's own `secretreader` is run as its plugin).
+fn consumer_order(file: &ProviderFile) -> Vec<&str> {
+    let mut order: Vec<&str> = file.providers.iter().map(|p| p.name.as_str()).collect();
+    if !order.contains(&SECRETREADER) {
+        order.push(SECRETREADER);
+    }
+    order
+}
+
+/// The access provider of `status` the consumer uses, chosen as the
+/// access library does (`getClusterAccessorFromClusterProfile` in
+/// `pkg/access/config.go` of kubernetes-sigs/cluster-inventory-api): the
+/// profile's providers by name, `credentialProviders` first and
+/// `accessProviders` replacing one of the same name; then the first name
+/// of the consumer's order the profile offers. The profile's own order
+/// does not matter: the consumer decides which credentials it trusts.
+fn chosen_provider<'a>(status: &'a ClusterProfileStatus, file: &ProviderFile) -> Option<&'a AccessProvider> {
+    let mut offered: std::collections::BTreeMap<&str, &AccessProvider> = Default::default();
+    for p in status.credential_providers.iter().chain(&status.access_providers) {
+        offered.insert(p.name.as_str(), p);
+    }
+    consumer_order(file)
+        .into_iter()
+        .find_map(|name| offered.get(name).copied())
+}
+
+fn connection(provider: &AccessProvider, inputs: &ClusterProfileInputs) -> Result<Connection, String> {
     let cluster = &provider.cluster;
     if cluster.server.trim().is_empty() {
         return Err(format!("access provider {}: cluster.server is empty", provider.name));
@@ -277,6 +302,9 @@ fn connection(name: &str, provider: &AccessProvider, inputs: &ClusterProfileInpu
     if let Some(exec) = inputs.exec_providers.providers.iter().find(|p| p.name == provider.name) {
         return exec_connection(cluster, exec);
     }
+    // The secretreader plugin (plugins/secretreader/cmd/plugin/main.go)
+    // needs `clusterName` in the cluster's exec extension and has no
+    // fallback: the profile's name is not the Secret's.
     let cluster_name = cluster
         .extensions
         .iter()
@@ -284,13 +312,17 @@ fn connection(name: &str, provider: &AccessProvider, inputs: &ClusterProfileInpu
         .and_then(|e| e.extension.get("clusterName"))
         .and_then(|n| n.as_str())
         .filter(|n| !n.is_empty())
-        .unwrap_or(name);
+        .ok_or_else(|| {
+            format!("access provider {SECRETREADER}: no clusterName in the cluster's extension {EXEC_EXTENSION} (it names the Secret holding the token)")
+        })?;
     let ns = &inputs.secret_namespace;
     let secret = inputs
         .secrets
         .get(&ObjectRef::new(cluster_name).within(ns))
         .ok_or_else(|| format!("Secret {ns}/{cluster_name} (the {SECRETREADER} provider's token) not found"))?;
-    let token = secret_value(&secret, "token").ok_or_else(|| format!("Secret {ns}/{cluster_name} has no key token"))?;
+    let token = secret_value(&secret, "token")
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("Secret {ns}/{cluster_name} has no key token"))?;
     let ca_pem = if cluster.certificate_authority_data.is_empty() {
         None
     } else {
@@ -312,15 +344,15 @@ fn connection(name: &str, provider: &AccessProvider, inputs: &ClusterProfileInpu
 }
 
 /// A kubeconfig of the access provider's cluster whose user runs the
-/// provider's exec plugin with the cluster's info (kube-rs runs it as
-/// client-go would, and again when the credential expires).
+/// provider's exec plugin (kube-rs runs it as client-go would, and again
+/// when the credential expires), with the cluster's info when the file's
+/// `execConfig.provideClusterInfo` asks for it.
 fn exec_connection(cluster: &KubeconfigCluster, exec: &ExecProvider) -> Result<Connection, String> {
     let mut exec_config = exec.exec_config.clone();
     if let Some(config) = exec_config.as_object_mut() {
-        config.insert("provideClusterInfo".into(), serde_json::Value::Bool(true));
-        config
-            .entry("interactiveMode")
-            .or_insert_with(|| serde_json::Value::String("Never".into()));
+        // As the access library builds it: never interactive (a controller
+        // has no terminal); `provideClusterInfo` as the file says.
+        config.insert("interactiveMode".into(), serde_json::Value::String("Never".into()));
     }
     let kubeconfig = serde_json::json!({
         "apiVersion": "v1",
@@ -402,13 +434,53 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn older_credential_providers_and_the_profile_name() {
-        let p = profile(json!({"credentialProviders": [provider(SECRETREADER, json!([]))]}));
-        let i = inputs(&[json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
+    async fn older_credential_providers_are_read() {
+        let p = profile(json!({"credentialProviders": [provider(SECRETREADER,
+            json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "spoke-1"}}]))]}));
+        let i =
+            inputs(&[json!({"metadata": {"name": "spoke-1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
         let t = translate(&p, &i, "ns");
         assert!(t.connection.is_ok());
         assert_eq!(t.member.spec.region.as_deref(), Some("label-region"));
         assert!(t.engine_ready.is_none());
+    }
+
+    /// The consumer's order decides, not the profile's (`pkg/access/config.go`
+    /// `getClusterAccessorFromClusterProfile`): a profile offering
+    /// `secretreader` first, with no Secret for it, is reached through the
+    /// provider the operator configured. Status shaped as the cluster
+    /// inventory API documents it (kubernetes-sigs/cluster-inventory-api
+    /// 8375ac21498c5d46948b9e0bd19d4bbb8cc2b219,
+    /// `plugins/secretreader/cmd/plugin/README.md`; the order as
+    /// `pkg/access/config_test.go` checks it).
+    #[tokio::test]
+    async fn the_consumer_provider_order_decides_not_the_profile_order() {
+        let mut i = inputs(&[]);
+        i.exec_providers = serde_json::from_value(json!({"providers": [{"name": "kubelogin",
+            "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin"}}]}))
+        .unwrap();
+        let p = profile(json!({"accessProviders": [
+            provider(SECRETREADER, json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "spoke-1"}}])),
+            provider("kubelogin", json!([]))]}));
+        let c = translate(&p, &i, "ns").connection.unwrap();
+        assert!(c.kubeconfig.unwrap().contains("command: kubelogin"));
+
+        // The same name in both lists: accessProviders replaces the older one.
+        let p = profile(json!({
+            "credentialProviders": [{"name": "kubelogin", "cluster": {"server": "https://127.0.0.1:1"}}],
+            "accessProviders": [provider("kubelogin", json!([]))]}));
+        assert_eq!(
+            translate(&p, &i, "ns").connection.unwrap().api_endpoint,
+            "https://127.0.0.1:6443"
+        );
+
+        // Neither the file's nor secretreader offered: no provider, the
+        // consumer's order in the message.
+        let p = profile(json!({"accessProviders": [provider("other", json!([]))]}));
+        assert_eq!(
+            translate(&p, &i, "ns").connection.unwrap_err(),
+            "status.accessProviders has no provider fedns knows (it has: other; fedns knows: kubelogin, secretreader)"
+        );
     }
 
     #[tokio::test]
@@ -422,16 +494,21 @@ mod tests {
             err(json!({"accessProviders": [provider("kubelogin", json!([]))]}), &[]),
             "status.accessProviders has no provider fedns knows (it has: kubelogin; fedns knows: secretreader)"
         );
+        // secretreader needs clusterName (the plugin has no fallback to the
+        // profile's name, plugins/secretreader/cmd/plugin/main.go).
+        let p1_secret = [json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})];
         assert_eq!(
-            err(json!({"accessProviders": [provider(SECRETREADER, json!([]))]}), &[]),
+            err(json!({"accessProviders": [provider(SECRETREADER, json!([]))]}), &p1_secret),
+            "access provider secretreader: no clusterName in the cluster's extension client.authentication.k8s.io/exec (it names the Secret holding the token)"
+        );
+        let named = json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "p1"}}]);
+        assert_eq!(
+            err(json!({"accessProviders": [provider(SECRETREADER, named.clone())]}), &[]),
             "Secret fedns-system/p1 (the secretreader provider's token) not found"
         );
-        let no_token = [json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {}})];
+        let no_token = [json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {"token": ""}})];
         assert_eq!(
-            err(
-                json!({"accessProviders": [provider(SECRETREADER, json!([]))]}),
-                &no_token
-            ),
+            err(json!({"accessProviders": [provider(SECRETREADER, named)]}), &no_token),
             "Secret fedns-system/p1 has no key token"
         );
         assert!(err(
@@ -445,7 +522,8 @@ mod tests {
     async fn an_exec_provider_of_the_file_runs_with_the_cluster_info() {
         let mut i = inputs(&[]);
         i.exec_providers = serde_json::from_value(json!({"providers": [{"name": "kubelogin",
-            "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin", "args": ["get-token"]}}]}))
+            "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin", "args": ["get-token"],
+                "provideClusterInfo": true, "interactiveMode": "Always"}}]}))
         .unwrap();
         let p = profile(json!({"accessProviders": [provider("other", json!([])),
             provider("kubelogin", json!([{"name": EXEC_EXTENSION, "extension": {"audience": "spoke"}}])),
@@ -463,6 +541,7 @@ mod tests {
             .unwrap();
         assert_eq!(exec.command.as_deref(), Some("kubelogin"));
         assert!(exec.provide_cluster_info, "{text}");
+        assert_eq!(exec.interactive_mode, Some(kube::config::ExecInteractiveMode::Never));
         let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
         assert_eq!(cluster.certificate_authority_data.as_deref(), Some("LS0tLS0="));
         assert_eq!(

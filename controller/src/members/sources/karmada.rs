@@ -40,6 +40,10 @@ pub struct ClusterSpec {
     /// Proxy (http, https or socks5 URL) between the control plane and the member.
     #[serde(default, rename = "proxyURL")]
     pub proxy_url: String,
+    /// Headers the proxy requires, sent on `CONNECT`; a value holding
+    /// commas is several values (Karmada's `ParseProxyHeaders`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub proxy_header: std::collections::BTreeMap<String, String>,
     /// Region of the member.
     #[serde(default)]
     pub region: String,
@@ -172,8 +176,23 @@ fn connection(
         insecure: spec.insecure_skip_tls_verification,
         token: Some(token_text(token)?),
         proxy_url: Some(spec.proxy_url.clone()).filter(|p| !p.is_empty()),
+        proxy_headers: proxy_headers(spec),
         ..Connection::default()
     })
+}
+
+/// `spec.proxyHeader` as CONNECT headers, only with a `spec.proxyURL`,
+/// each value split at commas: as Karmada's member client does
+/// (`pkg/util/membercluster_client.go` sets them, through
+/// `pkg/util/round_trippers.go`, as the transport's `ProxyConnectHeader`).
+fn proxy_headers(spec: &ClusterSpec) -> Vec<(String, Vec<String>)> {
+    if spec.proxy_url.is_empty() {
+        return Vec::new();
+    }
+    spec.proxy_header
+        .iter()
+        .map(|(name, values)| (name.clone(), values.split(',').map(str::to_owned).collect()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -214,6 +233,7 @@ mod tests {
         let c = cluster(json!({"syncMode": "Push", "apiEndpoint": "10.0.0.1:6443",
             "secretRef": {"namespace": SECRET, "name": "member1"},
             "insecureSkipTLSVerification": true, "proxyURL": "socks5://127.0.0.1:1080",
+            "proxyHeader": {"Proxy-Authorization": "Basic dTpw", "X-Tenant": "a,b"},
             "region": "eu", "zone": "eu-1"}));
         let t = translate(&c, &store, &karmada(), "fedns-system");
         let connection = t.connection.unwrap();
@@ -221,6 +241,13 @@ mod tests {
         assert_eq!(connection.ca_pem.as_deref(), Some(&b"-----"[..]));
         assert!(connection.insecure);
         assert_eq!(connection.proxy_url.as_deref(), Some("socks5://127.0.0.1:1080"));
+        assert_eq!(
+            connection.proxy_headers,
+            vec![
+                ("Proxy-Authorization".to_owned(), vec!["Basic dTpw".to_owned()]),
+                ("X-Tenant".to_owned(), vec!["a".to_owned(), "b".to_owned()]),
+            ]
+        );
         assert!(connection.through.is_none());
         assert_eq!(t.member.spec.region.as_deref(), Some("eu"));
         assert_eq!(

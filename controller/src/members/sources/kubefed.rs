@@ -37,6 +37,9 @@ pub struct KubeFedClusterSpec {
     /// TLS checks to skip: `*`, `SubjectName`, `ValidityPeriod`.
     #[serde(default, rename = "disabledTLSValidations", skip_serializing_if = "Vec::is_empty")]
     pub disabled_tls_validations: Vec<String>,
+    /// Proxy (http, https or socks5 URL) between the control plane and the member.
+    #[serde(default, rename = "proxyURL", skip_serializing_if = "String::is_empty")]
+    pub proxy_url: String,
 }
 
 /// kubefed's `LocalSecretReference`: a name in the same namespace.
@@ -137,6 +140,8 @@ fn connection(cluster: &KubeFedCluster, secrets: &Store<Secret>) -> Result<Conne
         ca_origin: "spec.caBundle".into(),
         insecure,
         token: Some(token_text(token)?),
+        // kubefed sets it as the transport's proxy (`pkg/controller/util/cluster_util.go`).
+        proxy_url: Some(spec.proxy_url.trim().to_owned()).filter(|p| !p.is_empty()),
         ..Connection::default()
     })
 }
@@ -172,7 +177,8 @@ mod tests {
     fn reads_endpoint_ca_token_tls_and_status_topology() {
         let c = cluster(
             json!({"apiEndpoint": "https://10.0.0.2:6443", "caBundle": "LS0tLS0=",
-                "secretRef": {"name": "c1-token"}, "disabledTLSValidations": ["SubjectName"]}),
+                "secretRef": {"name": "c1-token"}, "disabledTLSValidations": ["SubjectName"],
+                "proxyURL": "http://127.0.0.1:3128"}),
             json!({"region": "us", "zones": ["us-1"], "conditions": [{"type": "Ready", "status": "True",
                 "lastProbeTime": "2026-01-01T00:00:00Z"}]}),
         );
@@ -181,6 +187,7 @@ mod tests {
         assert_eq!(connection.token.as_deref(), Some("token"));
         assert_eq!(connection.ca_pem.as_deref(), Some(&b"-----"[..]));
         assert!(connection.insecure, "any disabled validation turns verification off");
+        assert_eq!(connection.proxy_url.as_deref(), Some("http://127.0.0.1:3128"));
         assert_eq!(t.member.spec.region.as_deref(), Some("us"));
         assert_eq!(t.member.spec.zones, vec!["us-1"]);
         assert_eq!(t.engine_ready.unwrap().summary(), "True");
