@@ -20,7 +20,8 @@
 # are shuffled by libtest's own `--shuffle` (an unstable libtest option,
 # enabled for the test binaries only through RUSTC_BOOTSTRAP=1 at run
 # time; the code under test is built as usual); each run prints its seed,
-# and `SOAK_SEED=N` repeats an order.
+# and `SOAK_SEED=N` repeats an order. It ends with the ten slowest tests
+# (libtest's --report-time, the longest of the runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,7 +87,7 @@ for run in $(seq 1 "$runs"); do
   while IFS=$'\t' read -r exe dir; do
     name=$(basename "$exe")
     result="$out/run$run-$name.log"
-    args=(-Z unstable-options --shuffle --shuffle-seed "$seed")
+    args=(-Z unstable-options --shuffle --shuffle-seed "$seed" --report-time)
     [ -n "$filter" ] && args+=("$filter")
     t0=$(date +%s)
     set +e
@@ -96,6 +97,8 @@ for run in $(seq 1 "$runs"); do
     set -e
     summary=$(grep -E '^test result:' "$result" | tail -1 || true)
     printf '   %-45s %4ss  %s\n' "$name" "$(( $(date +%s) - t0 ))" "${summary:-exit $rc}" >&2
+    # Per-test times (libtest's --report-time: "test NAME ... ok <1.234s>").
+    sed -n 's/^test \(.*\) \.\.\. [a-zA-Z]* <\([0-9.]*\)s>$/\2\t\1/p' "$result" >>"$out/times.tsv"
     if [ "$rc" -eq 0 ] && [ "$keep" -eq 0 ]; then rm -f "$result"; fi
   done <"$out/binaries.tsv"
 done
@@ -119,6 +122,19 @@ for path in sorted(glob.glob(os.path.join(out, "run*-*.log"))):
         failed[os.path.basename(path)] = failed.get(os.path.basename(path), 0) + 1
         first.setdefault(os.path.basename(path), (path, text.splitlines()[-5:]))
 print(f"\nsoak: {runs} runs in {elapsed} s")
+slowest = {}
+times_path = os.path.join(out, "times.tsv")
+if os.path.exists(times_path):
+    for line in open(times_path):
+        seconds, _, name = line.rstrip("\n").partition("\t")
+        try:
+            slowest[name] = max(slowest.get(name, 0.0), float(seconds))
+        except ValueError:
+            pass
+if slowest:
+    print("slowest tests (longest of the runs):")
+    for name, seconds in sorted(slowest.items(), key=lambda kv: -kv[1])[:10]:
+        print(f"  {seconds:8.1f} s  {name}")
 if not failed:
     print("soak: every test passed in every run")
     sys.exit(0)
