@@ -102,6 +102,9 @@ fn parse_resource_path(group: &str, version: &str, rest: &[&str]) -> Option<Rout
 
 /// Handles one request.
 pub async fn handle(cluster: Arc<Cluster>, request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    cluster
+        .requests
+        .record(request.method().as_str(), request.uri().path(), request.uri().query());
     if cluster.faults.before_request().await {
         return Ok(error_response(&ApiError::unavailable(
             "injected fault: the server is unavailable",

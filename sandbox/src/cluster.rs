@@ -10,6 +10,7 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 
 use crate::faults::Faults;
+use crate::request_log::RequestLog;
 use crate::store::Store;
 
 /// Response body: a whole JSON document or a watch stream.
@@ -33,4 +34,6 @@ pub struct Cluster {
     pub bookmark_interval: Duration,
     /// The Kubernetes version reported by `/version`.
     pub version: (u32, u32),
+    /// Requests received, while recording.
+    pub requests: RequestLog,
 }

@@ -19,6 +19,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::api::{self, Cluster};
 use crate::faults::Faults;
+use crate::request_log::{LoggedRequest, RequestLog};
 use crate::store::Store;
 use crate::tls;
 
@@ -136,6 +137,7 @@ impl Emulator {
             server_address: format!("127.0.0.1:{port}"),
             bookmark_interval: config.bookmark_interval,
             version: config.version,
+            requests: RequestLog::default(),
         });
         let emulator = Emulator {
             cluster,
@@ -306,6 +308,17 @@ impl Emulator {
             .faults
             .latency_us
             .store(latency.as_micros().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    /// Starts (`true`) or stops and clears (`false`) logging the requests
+    /// this emulator receives; off at start.
+    pub fn record_requests(&self, on: bool) {
+        self.cluster.requests.set_recording(on);
+    }
+
+    /// The requests received while recording, oldest first.
+    pub fn requests(&self) -> Vec<LoggedRequest> {
+        self.cluster.requests.snapshot()
     }
 
     /// Ends every open watch stream now (clients must resume).

@@ -60,6 +60,9 @@
 //! * Faults per instance: [`Emulator::stop`] / [`Emulator::resume`] (same
 //!   port and data), [`Emulator::set_hang`], [`Emulator::set_error_rate`]
 //!   (503s), [`Emulator::set_latency`], [`Emulator::drop_watches`].
+//! * An opt-in log of the requests received ([`Emulator::record_requests`],
+//!   [`Emulator::requests`]: method, path, query), for tests asserting what
+//!   a client asked for.
 //! * Karmada's cluster proxy (`/apis/cluster.karmada.io/v1alpha1/clusters/NAME/proxy/...`)
 //!   when a `clusters.cluster.karmada.io` CRD is registered: requests go to
 //!   the member named by that Cluster object, with its Secret's token.
@@ -107,6 +110,7 @@ pub mod crd_validation;
 mod emulator;
 mod faults;
 pub mod ports;
+pub mod request_log;
 mod resources;
 pub mod responder;
 mod schema;

@@ -7,12 +7,17 @@
 //! retried while the other sources work.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::events::Recorder;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::ResourceExt;
 
 use super::controller::{keep_secret_keys, reflect_selected, reporter};
 use crate::cli::ControllerArgs;
@@ -59,6 +64,64 @@ fn slim_secret(keys: &'static [&'static str]) -> impl FnMut(&mut Secret) + Send 
     move |secret: &mut Secret| keep_secret_keys(secret, keys)
 }
 
+/// Keeps one watch per Cluster API Cluster in `clusters` on its
+/// kubeconfig Secret alone (see [`capi`] for why not by label), waking
+/// `notify` on every change of one.
+async fn keep_kubeconfig_watches(
+    clusters: Store<capi::Cluster>,
+    secrets: capi::KubeconfigSecrets,
+    clusters_changed: Arc<tokio::sync::Notify>,
+    client: kube::Client,
+    notify: impl Fn() + Clone + Send + 'static,
+) {
+    loop {
+        clusters_changed.notified().await;
+        let wanted = clusters
+            .state()
+            .iter()
+            .map(|c| (c.namespace().unwrap_or_default(), c.name_any()))
+            .collect::<Vec<_>>();
+        secrets.sync(wanted, |namespace, name| {
+            watch_kubeconfig(Api::namespaced(client.clone(), namespace), name, notify.clone())
+        });
+    }
+}
+
+/// A watch of the Secret `name` alone (field selector on its name), only
+/// key `value` kept.
+fn watch_kubeconfig(api: Api<Secret>, name: &str, notify: impl Fn() + Send + 'static) -> capi::KubeconfigWatch {
+    let (store, writer) = reflector::store();
+    let listed = Arc::new(AtomicBool::new(false));
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let (name, done) = (name.to_owned(), listed.clone());
+    let task = tokio::spawn(async move {
+        let stream = reflector::reflector(
+            writer,
+            watcher::watcher(api, config).modify(slim_secret(&[capi::KUBECONFIG_KEY])),
+        )
+        .default_backoff();
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+                Ok(watcher::Event::InitDone) => {
+                    done.store(true, Ordering::Relaxed);
+                    notify();
+                }
+                Ok(_) => notify(),
+                Err(e) => {
+                    tracing::warn!(secret = %name, error = %e, "Cluster API kubeconfig Secret watch failed; retrying")
+                }
+            }
+        }
+    });
+    capi::KubeconfigWatch {
+        store,
+        listed,
+        task: Some(task.abort_handle()),
+    }
+}
+
 /// Starts the caches of `source` (an inventory source) into `sources`.
 /// `namespace` is the controller namespace; `notify` wakes the registry.
 pub(super) async fn start(
@@ -96,23 +159,32 @@ pub(super) async fn start(
         }
         MemberSource::Capi => {
             let (_, client) = inventory_client(inv.capi_kubeconfig.as_deref(), host, "Cluster API").await?;
-            let (n1, n2) = (notify.clone(), notify);
             let namespace = inv.capi_namespace.as_deref();
+            // Each change of the Clusters wakes the task keeping one
+            // kubeconfig Secret watch per Cluster (a Notify keeps a wake-up
+            // sent before the task waits).
+            let clusters_changed = Arc::new(tokio::sync::Notify::new());
+            let (n1, changed) = (notify.clone(), clusters_changed.clone());
             let clusters = reflect_selected(
                 api_in::<capi::Cluster>(&client, namespace),
                 selected(&inv.capi_selector),
                 |o: &mut capi::Cluster| o.metadata.managed_fields = None,
-                move |_| n1(),
+                move |_| {
+                    changed.notify_one();
+                    n1();
+                },
             );
-            let secrets = reflect_selected(
-                api_in::<Secret>(&client, namespace),
-                watcher::Config::default().labels(capi::CLUSTER_NAME_LABEL),
-                slim_secret(&[capi::KUBECONFIG_KEY]),
-                move |_| n2(),
-            );
+            let secrets = capi::KubeconfigSecrets::default();
+            tokio::spawn(keep_kubeconfig_watches(
+                clusters.store.clone(),
+                secrets.clone(),
+                clusters_changed,
+                client.clone(),
+                notify,
+            ));
             sources.capi = Some(capi::CapiInputs {
                 clusters: clusters.store,
-                secrets: secrets.store,
+                secrets,
                 recorder: Recorder::new(client, reporter(identity)),
             });
         }

@@ -255,6 +255,8 @@ async fn clusternet_through_the_hub_only_children_with_a_tunnel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capi_clusters_are_members() {
     let s = setup(Engine::Capi, &["--capi-namespace", CAPI_NAMESPACE], |f| {
+        f.host.record_requests(true);
+        seed_capi_key_secrets(f, &["a", "b", "c", "broken"]);
         // Malformed: a kubeconfig Secret that is not a kubeconfig.
         register_three(
             f,
@@ -264,7 +266,7 @@ async fn capi_clusters_are_members() {
                 json!({}),
                 json!({}),
             ],
-            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\nstringData: {value: 'clusters: [oops'}\n",
+            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\ntype: cluster.x-k8s.io/secret\nstringData: {value: 'clusters: [oops'}\n",
         );
     })
     .await;
@@ -321,7 +323,57 @@ async fn capi_clusters_are_members() {
     .await;
     wait_global(&s, "c out without its kubeconfig", "203.0.113.1,203.0.113.2").await;
     removed(&s, capi_clusters(&host), "a", "203.0.113.2").await;
+    only_kubeconfig_secrets_requested(&s.federation.host);
     s.federation.stop();
+}
+
+/// Seeds beside each of `clusters` the other Secrets Cluster API writes
+/// for it, with the kubeconfig's label and type (kubernetes-sigs/cluster-api
+/// ae7ff047db499ac3858ade268ba38db8c9f128bb, `util/secret/certificates.go`
+/// `AsSecret`; purposes in `util/secret/consts.go`): private keys fedns
+/// must never read.
+fn seed_capi_key_secrets(f: &fedns_controller::federation::Federation, clusters: &[&str]) {
+    for cluster in clusters {
+        for purpose in ["ca", "etcd", "sa", "proxy"] {
+            let yaml = format!(
+                "apiVersion: v1\nkind: Secret\ntype: cluster.x-k8s.io/secret\nmetadata: {{name: {cluster}-{purpose}, namespace: {CAPI_NAMESPACE}, labels: {{cluster.x-k8s.io/cluster-name: {cluster}}}}}\nstringData: {{tls.crt: not-a-cert, tls.key: not-a-key}}\n"
+            );
+            f.host.seed_yaml(&format!("{cluster}-{purpose}"), &yaml).unwrap();
+        }
+    }
+}
+
+/// Every request the host received for Secrets of the Clusters' namespace
+/// (or of all namespaces) named one kubeconfig Secret (in its path or by a
+/// `metadata.name=<cluster>-kubeconfig` field selector); there were some.
+/// (fedns's own namespace holds other Secrets it reads.)
+fn only_kubeconfig_secrets_requested(host: &fedns_sandbox::Emulator) {
+    let requests = host.requests();
+    let in_fleet = format!("/api/v1/namespaces/{CAPI_NAMESPACE}/secrets");
+    let secrets: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/api/v1/secrets") || r.path.starts_with(&in_fleet))
+        .collect();
+    let watched = secrets
+        .iter()
+        .filter(|r| r.param("watch").as_deref() == Some("true"))
+        .count();
+    assert!(watched > 0, "no Secret watch at all in {requests:?}");
+    for r in secrets {
+        let (_, name) = r.path.rsplit_once('/').unwrap();
+        let by_name = name.ends_with("-kubeconfig");
+        let selected = r
+            .param("fieldSelector")
+            .and_then(|f| f.strip_prefix("metadata.name=").map(str::to_owned))
+            .is_some_and(|n| n.ends_with("-kubeconfig") && !n.contains(','));
+        assert!(
+            by_name || selected,
+            "{} {}?{} requests Secrets other than a kubeconfig",
+            r.method,
+            r.path,
+            r.query
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,20 @@
 //! certificates or tokens, whatever it holds. The Secret is watched, so a
 //! rotated kubeconfig (Cluster API renews it before its certificate
 //! expires) is used within seconds.
+//!
+//! Only that Secret is ever requested: one watch per Cluster, by name
+//! (field selector `metadata.name=<cluster>-kubeconfig`), started and
+//! stopped as Clusters come and go ([`KubeconfigSecrets`]). Cluster API
+//! writes the cluster's CA, etcd, service-account and front-proxy keys
+//! beside it with the same `cluster.x-k8s.io/cluster-name` label and the
+//! same type (kubernetes-sigs/cluster-api
+//! ae7ff047db499ac3858ade268ba38db8c9f128bb, `util/secret/certificates.go`
+//! `AsSecret`, `util/kubeconfig/kubeconfig.go` `GenerateSecretWithOwner`),
+//! so a watch by label would bring those private keys to fedns too.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::runtime::events::Recorder;
@@ -75,6 +89,86 @@ pub const KUBECONFIG_SUFFIX: &str = "-kubeconfig";
 pub const KUBECONFIG_KEY: &str = "value";
 /// Label Cluster API puts on the Secrets of a cluster (the kubeconfig Secret too).
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+/// Type of the Secrets Cluster API writes (`ClusterSecretType`,
+/// `api/core/v1beta2/common_types.go`); a kubeconfig Secret of another
+/// type was not written by Cluster API and is not used.
+pub const SECRET_TYPE: &str = "cluster.x-k8s.io/secret";
+
+/// The name of `cluster`'s kubeconfig Secret.
+pub fn kubeconfig_secret_name(cluster: &str) -> String {
+    format!("{cluster}{KUBECONFIG_SUFFIX}")
+}
+
+/// One Cluster's kubeconfig Secret watch: its cache, whether it has
+/// listed yet, and its task (aborted when the Cluster goes).
+pub struct KubeconfigWatch {
+    /// The watch's cache (at most the one Secret).
+    pub store: Store<Secret>,
+    /// Set once the watch has listed: before, "not found" would be a guess.
+    pub listed: Arc<AtomicBool>,
+    /// The watch's task, if any (none in unit tests).
+    pub task: Option<tokio::task::AbortHandle>,
+}
+
+impl Drop for KubeconfigWatch {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// The kubeconfig Secret of each Cluster (namespace, name), each from its
+/// own watch by name, so that the cluster's other Secrets are never read.
+#[derive(Clone, Default)]
+pub struct KubeconfigSecrets(Arc<Mutex<BTreeMap<(String, String), KubeconfigWatch>>>);
+
+/// What is known of a Cluster's kubeconfig Secret.
+enum Lookup {
+    NotWatched,
+    NotListed,
+    Missing,
+    Found(Arc<Secret>),
+}
+
+impl KubeconfigSecrets {
+    /// Keeps the watches of `clusters` (namespace, name), stopping the
+    /// others and starting the missing ones with `start(namespace, secret name)`.
+    pub fn sync(
+        &self,
+        clusters: impl IntoIterator<Item = (String, String)>,
+        mut start: impl FnMut(&str, &str) -> KubeconfigWatch,
+    ) {
+        let wanted: BTreeSet<(String, String)> = clusters.into_iter().collect();
+        let mut watches = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        watches.retain(|key, _| wanted.contains(key));
+        for (namespace, cluster) in wanted {
+            if !watches.contains_key(&(namespace.clone(), cluster.clone())) {
+                let watch = start(&namespace, &kubeconfig_secret_name(&cluster));
+                watches.insert((namespace, cluster), watch);
+            }
+        }
+    }
+
+    /// The Clusters (namespace, name) watched, in order.
+    pub fn watched(&self) -> Vec<(String, String)> {
+        let watches = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        watches.keys().cloned().collect()
+    }
+
+    fn lookup(&self, namespace: &str, cluster: &str) -> Lookup {
+        let watches = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(watch) = watches.get(&(namespace.to_owned(), cluster.to_owned())) else {
+            return Lookup::NotWatched;
+        };
+        let name = kubeconfig_secret_name(cluster);
+        match watch.store.get(&ObjectRef::new(&name).within(namespace)) {
+            Some(secret) => Lookup::Found(secret),
+            None if watch.listed.load(Ordering::Relaxed) => Lookup::Missing,
+            None => Lookup::NotListed,
+        }
+    }
+}
 
 /// The management cluster: its Clusters, their kubeconfig Secrets, and an
 /// Event recorder there.
@@ -82,8 +176,8 @@ pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 pub struct CapiInputs {
     /// `Cluster` objects.
     pub clusters: Store<Cluster>,
-    /// Secrets labelled [`CLUSTER_NAME_LABEL`] (only key `value` is kept).
-    pub secrets: Store<Secret>,
+    /// Each Cluster's kubeconfig Secret (only key `value` is kept).
+    pub secrets: KubeconfigSecrets,
     /// Events on Clusters.
     pub recorder: Recorder,
 }
@@ -104,7 +198,7 @@ impl Inventory for CapiInputs {
 /// labels `topology.kubernetes.io/region` and `topology.kubernetes.io/zone`
 /// (else the member's Nodes); the v1beta2 `Available` condition seeds its
 /// state (a Cluster that has none yet seeds nothing).
-pub(crate) fn translate(cluster: &Cluster, secrets: &Store<Secret>, namespace: &str) -> Translated {
+pub(crate) fn translate(cluster: &Cluster, secrets: &KubeconfigSecrets, namespace: &str) -> Translated {
     let name = cluster.name_any();
     let (region, zones) = topology_from_labels(cluster.labels());
     let ready = cluster
@@ -124,12 +218,28 @@ pub(crate) fn translate(cluster: &Cluster, secrets: &Store<Secret>, namespace: &
     }
 }
 
-fn connection(cluster: &Cluster, secrets: &Store<Secret>) -> Result<Connection, String> {
+fn connection(cluster: &Cluster, secrets: &KubeconfigSecrets) -> Result<Connection, String> {
     let namespace = cluster.namespace().unwrap_or_default();
-    let secret_name = format!("{}{KUBECONFIG_SUFFIX}", cluster.name_any());
-    let secret = secrets
-        .get(&ObjectRef::new(&secret_name).within(&namespace))
-        .ok_or_else(|| format!("Secret {namespace}/{secret_name} (Cluster API's kubeconfig Secret) not found"))?;
+    let secret_name = kubeconfig_secret_name(&cluster.name_any());
+    let secret = match secrets.lookup(&namespace, &cluster.name_any()) {
+        Lookup::Found(secret) => secret,
+        Lookup::NotWatched | Lookup::NotListed => {
+            return Err(format!(
+                "Secret {namespace}/{secret_name} (Cluster API's kubeconfig Secret) not read yet"
+            ))
+        }
+        Lookup::Missing => {
+            return Err(format!(
+                "Secret {namespace}/{secret_name} (Cluster API's kubeconfig Secret) not found"
+            ))
+        }
+    };
+    let type_ = secret.type_.as_deref().unwrap_or_default();
+    if type_ != SECRET_TYPE {
+        return Err(format!(
+            "Secret {namespace}/{secret_name} has type {type_:?}, not Cluster API's {SECRET_TYPE}"
+        ));
+    }
     let value = secret_value(&secret, KUBECONFIG_KEY)
         .ok_or_else(|| format!("Secret {namespace}/{secret_name} has no key {KUBECONFIG_KEY}"))?;
     kubeconfig_connection(value, &format!("Secret {namespace}/{secret_name} key {KUBECONFIG_KEY}"))
@@ -154,9 +264,20 @@ mod tests {
         .unwrap()
     }
 
-    fn secret(data: serde_json::Value) -> Store<Secret> {
-        store(&[json!({"metadata": {"name": "w1-kubeconfig", "namespace": "fleet",
-            "labels": {CLUSTER_NAME_LABEL: "w1"}}, "stringData": data})])
+    /// `w1`'s watch, listed, holding `secrets`.
+    fn watched(secrets: &[serde_json::Value]) -> KubeconfigSecrets {
+        let watched = KubeconfigSecrets::default();
+        watched.sync([("fleet".to_owned(), "w1".to_owned())], |_, _| KubeconfigWatch {
+            store: store(secrets),
+            listed: Arc::new(AtomicBool::new(true)),
+            task: None,
+        });
+        watched
+    }
+
+    fn secret(data: serde_json::Value) -> KubeconfigSecrets {
+        watched(&[json!({"metadata": {"name": "w1-kubeconfig", "namespace": "fleet",
+            "labels": {CLUSTER_NAME_LABEL: "w1"}}, "type": SECRET_TYPE, "stringData": data})])
     }
 
     #[test]
@@ -209,13 +330,52 @@ mod tests {
             .is_none());
     }
 
+    /// Watches follow the Clusters: one started per new Cluster (for its
+    /// kubeconfig Secret's name only), stopped when its Cluster goes.
+    #[tokio::test]
+    async fn watches_follow_the_clusters() {
+        let watched = KubeconfigSecrets::default();
+        let started = Mutex::new(Vec::new());
+        let task = tokio::spawn(std::future::pending::<()>());
+        let abort = task.abort_handle();
+        let start = |namespace: &str, name: &str| {
+            started.lock().unwrap().push(format!("{namespace}/{name}"));
+            KubeconfigWatch {
+                store: store(&[]),
+                listed: Arc::default(),
+                task: (name == "w1-kubeconfig").then(|| abort.clone()),
+            }
+        };
+        let key = |n: &str, c: &str| (n.to_owned(), c.to_owned());
+        watched.sync([key("fleet", "w1"), key("other", "w2")], start);
+        watched.sync([key("fleet", "w1"), key("other", "w2")], start);
+        assert_eq!(*started.lock().unwrap(), ["fleet/w1-kubeconfig", "other/w2-kubeconfig"]);
+        watched.sync([key("other", "w2")], start);
+        assert_eq!(watched.watched(), [key("other", "w2")]);
+        assert!(task.await.unwrap_err().is_cancelled(), "w1's watch is stopped");
+    }
+
     #[test]
     fn bad_input_is_a_clear_error() {
         let c = cluster(json!({}), json!({}));
-        let err = translate(&c, &store(&[]), "ns").connection.unwrap_err();
+        let err = translate(&c, &watched(&[]), "ns").connection.unwrap_err();
         assert_eq!(
             err,
             "Secret fleet/w1-kubeconfig (Cluster API's kubeconfig Secret) not found"
+        );
+        let err = translate(&c, &KubeconfigSecrets::default(), "ns")
+            .connection
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "Secret fleet/w1-kubeconfig (Cluster API's kubeconfig Secret) not read yet"
+        );
+        let opaque = watched(&[json!({"metadata": {"name": "w1-kubeconfig", "namespace": "fleet"},
+            "type": "Opaque", "stringData": {"value": KUBECONFIG}})]);
+        let err = translate(&c, &opaque, "ns").connection.unwrap_err();
+        assert_eq!(
+            err,
+            "Secret fleet/w1-kubeconfig has type \"Opaque\", not Cluster API's cluster.x-k8s.io/secret"
         );
         let t = translate(&c, &secret(json!({"other": "x"})), "ns");
         assert_eq!(t.connection.unwrap_err(), "Secret fleet/w1-kubeconfig has no key value");
