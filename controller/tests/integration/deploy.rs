@@ -78,6 +78,35 @@ fn run(home: &Path, program: &str, args: &[&str]) -> Output {
     out
 }
 
+/// `kubectl kustomize DIR` with the kubeconfig in `home`: the rendered
+/// text and its objects.
+fn render(home: &Path, dir: &str) -> (String, Vec<Value>) {
+    let rendered = String::from_utf8(run(home, "kubectl", &["kustomize", dir]).stdout).unwrap();
+    let objects = serde_yaml_ng::Deserializer::from_str(&rendered)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .collect();
+    (rendered, objects)
+}
+
+/// Creates (server-side apply) the namespaces `names`.
+fn apply_namespaces<'a>(home: &Path, names: impl IntoIterator<Item = &'a str>) {
+    let docs: String = names
+        .into_iter()
+        .map(|ns| format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n"))
+        .collect();
+    if docs.is_empty() {
+        return;
+    }
+    let path = home.join("namespaces.yaml");
+    std::fs::write(&path, docs).unwrap();
+    run(
+        home,
+        "kubectl",
+        &["apply", "--server-side", "-f", path.to_str().unwrap()],
+    );
+}
+
 fn kubectl_json(home: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&run(home, "kubectl", args).stdout).unwrap()
 }
@@ -129,12 +158,7 @@ fn install(runtime: &tokio::runtime::Runtime, command: &str) {
     emulator.write_kubeconfig(&home.join("kubeconfig")).unwrap();
 
     let started = Instant::now();
-    let rendered = run(&home, "kubectl", &["kustomize", &dir]).stdout;
-    let rendered = String::from_utf8(rendered).unwrap();
-    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .filter(|v| !v.is_null())
-        .collect();
+    let (rendered, objects) = render(&home, &dir);
     println!(
         "{dir}: `kubectl kustomize` rendered {} objects in {:?}",
         objects.len(),
@@ -326,19 +350,7 @@ fn create_foreign_namespaces(home: &Path, objects: &[Value]) -> Vec<String> {
         .filter(|ns| !declared.contains(ns))
         .map(str::to_owned)
         .collect();
-    if !foreign.is_empty() {
-        let docs: String = foreign
-            .iter()
-            .map(|ns| format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n"))
-            .collect();
-        let path = home.join("foreign-namespaces.yaml");
-        std::fs::write(&path, docs).unwrap();
-        run(
-            home,
-            "kubectl",
-            &["apply", "--server-side", "-f", path.to_str().unwrap()],
-        );
-    }
+    apply_namespaces(home, foreign.iter().map(String::as_str));
     foreign.into_iter().collect()
 }
 
@@ -367,11 +379,7 @@ fn uninstalling_deletes_nothing_fedns_does_not_own() {
         ));
         std::fs::create_dir_all(&home).unwrap();
         emulator.write_kubeconfig(&home.join("kubeconfig")).unwrap();
-        let rendered = String::from_utf8(run(&home, "kubectl", &["kustomize", &dir]).stdout).unwrap();
-        let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
-            .map(|doc| Value::deserialize(doc).unwrap())
-            .filter(|v| !v.is_null())
-            .collect();
+        let (_, objects) = render(&home, &dir);
         // Namespaces fedns may own: its own, declared in its manifests.
         for object in objects.iter().filter(|o| o["kind"] == "Namespace") {
             let name = object["metadata"]["name"].as_str().unwrap_or_default();
@@ -523,30 +531,14 @@ fn every_kustomization_passes_a_server_side_dry_run() {
                 }
                 (None, None) => unreachable!("a real target only with its kubeconfig"),
             }
-            let rendered = String::from_utf8(run(&home, "kubectl", &["kustomize", &dir]).stdout).unwrap();
-            let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
-                .map(|doc| Value::deserialize(doc).unwrap())
-                .filter(|v| !v.is_null())
-                .collect();
+            let (rendered, objects) = render(&home, &dir);
             let namespaces: Vec<&str> = objects
                 .iter()
                 .filter_map(|o| o["metadata"]["namespace"].as_str())
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            if !namespaces.is_empty() {
-                let docs: String = namespaces
-                    .iter()
-                    .map(|ns| format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n"))
-                    .collect();
-                let path = home.join("namespaces.yaml");
-                std::fs::write(&path, docs).unwrap();
-                run(
-                    &home,
-                    "kubectl",
-                    &["apply", "--server-side", "-f", path.to_str().unwrap()],
-                );
-            }
+            apply_namespaces(&home, namespaces.iter().copied());
             let started = Instant::now();
             let out = run(
                 &home,
@@ -755,11 +747,7 @@ type Stored = BTreeMap<(String, String, String), Value>;
 /// kubeconfig in `home`, and checks every object reads back as rendered;
 /// returns the rendered objects and the stored ones by [`key`].
 fn apply_and_read_back(home: &Path, dir: &str) -> (Vec<Value>, Stored) {
-    let rendered = String::from_utf8(run(home, "kubectl", &["kustomize", dir]).stdout).unwrap();
-    let objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .filter(|v| !v.is_null())
-        .collect();
+    let (rendered, objects) = render(home, dir);
     let path = home.join("rendered.yaml");
     std::fs::write(&path, &rendered).unwrap();
     run(

@@ -175,17 +175,9 @@ async fn run_against(server: &str, admin: &Path, real: bool) {
 
     let dns_port = free_port();
     let metrics_port = free_port();
-    let _controller = spawn_fedns(&[
-        "controller",
-        "--kubeconfig",
-        controller_config.to_str().unwrap(),
-        "--dns-listen",
-        &format!("127.0.0.1:{dns_port}"),
-        "--metrics-addr",
-        &format!("127.0.0.1:{metrics_port}"),
-        "--udp-workers",
-        "1",
-    ]);
+    // spawn_controller reads `host.kubeconfig` in the folder it is given.
+    std::fs::copy(&controller_config, dir.join("host.kubeconfig")).unwrap();
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
     let both = ["198.51.100.70", "203.0.113.70"];
     eventually(&format!("{server}: {GLOBAL} answers both members"), || {
         dig(dns_port, GLOBAL, "A", false) == both
