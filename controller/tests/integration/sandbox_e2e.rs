@@ -448,6 +448,40 @@ fn ingress_host_answer(screen: &sandbox::screen::Screen) -> Option<Vec<String>> 
     dig_answers(&ingress_host_dig(screen))
 }
 
+/// The IPv4 load-balancer addresses (sorted) of every member's Ingress
+/// with a rule for `host`, read from the members' API servers: what the host
+/// answers once every member has joined and is healthy.
+fn ingress_host_addresses(running: &sandbox::Running, host: &str) -> Vec<String> {
+    let host = host.trim_end_matches('.');
+    let mut out = Vec::new();
+    for member in running.federation.members.values() {
+        let store = member.store();
+        let info = store
+            .resource("networking.k8s.io", "v1", "ingresses")
+            .expect("the emulator serves Ingresses");
+        let list = store.list(&info, &Default::default(), None, None).unwrap();
+        for ingress in list["items"].as_array().into_iter().flatten() {
+            let rules = ingress["spec"]["rules"].as_array().into_iter().flatten();
+            if !rules.into_iter().any(|r| r["host"].as_str() == Some(host)) {
+                continue;
+            }
+            for lb in ingress["status"]["loadBalancer"]["ingress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                // `dig NAME` asks for A records: IPv4 addresses only.
+                if let Some(address) = lb["ip"].as_str().filter(|a| a.parse::<std::net::Ipv4Addr>().is_ok()) {
+                    out.push(address.to_owned());
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Runs every command the first screen offers, in print order, as a user
 /// would: the printed line read by a shell must be the command's words;
 /// `dig` must get answers (every name printed resolves), `kubectl` must
@@ -512,8 +546,20 @@ async fn run_the_first_screen(running: &sandbox::Running) -> String {
                         })
                         .await;
                     }
-                    // What the Ingress host answers before its member's Ingress goes.
-                    ingress_before_delete = ingress_host_answer(&screen);
+                    // What the Ingress host answers before its member's
+                    // Ingress goes: every member's addresses. The screen is
+                    // printed before the members have all joined, and a
+                    // member `recover`ed a moment ago returns after two
+                    // probes; reading the answer any earlier would compare
+                    // the delete against a federation still filling in.
+                    let host = ingress_host_dig(&screen).last().cloned().expect("a name to dig");
+                    let every = ingress_host_addresses(running, &host);
+                    let took = eventually(&format!("{host} answers every member's addresses {every:?}"), || {
+                        ingress_host_answer(&screen).as_ref() == Some(&every)
+                    })
+                    .await;
+                    println!("{host} answered {every:?} after {took:?}");
+                    ingress_before_delete = Some(every);
                 }
                 let out = std::process::Command::new(&argv[0])
                     .args(&argv[1..])
