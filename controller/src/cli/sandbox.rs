@@ -168,7 +168,9 @@ pub struct Running {
     /// Lets the change lines start once the first screen is printed.
     intro_printed: Arc<Notify>,
     stop: Arc<Notify>,
-    controller: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    /// The controller's outcome, sent when it has stopped and its runtime
+    /// (every task it spawned) is gone.
+    controller: Option<tokio::sync::oneshot::Receiver<anyhow::Result<()>>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The Cloud DNS stand-in (`--provider google-clouddns`).
     pub clouddns: Option<fedns_sandbox::clouddns::CloudDns>,
@@ -340,12 +342,15 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         },
     };
     let clouddns = start_clouddns(args, &mut controller_args).await?;
-    let controller = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            crate::cli::controller::run_until(&controller_args, async move { stop.notified().await }).await
-        })
-    };
+    if probed {
+        // deploy/agent/ creates the agents' namespace in each member before
+        // the controller writes probe targets there; so does the sandbox,
+        // or the controller's first write to every member fails.
+        for member in seed.members.iter().map(|(name, _, _)| name) {
+            create_agent_namespace(&args.state_dir, member).await?;
+        }
+    }
+    let controller = spawn_controller(controller_args, stop.clone())?;
     let intro_printed = Arc::new(Notify::new());
     let mut tasks = vec![tokio::spawn(print_changes(federation.clone(), intro_printed.clone()))];
     let load_balancers = responders.iter().map(|(name, r)| (name.clone(), r.address())).collect();
@@ -368,20 +373,6 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
             let client = crate::kube_client::client(Some(&kubeconfig))
                 .await
                 .with_context(|| format!("a client for {member}'s agent"))?;
-            // deploy/agent/ creates the agent's namespace in a member.
-            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-            let namespace = k8s_openapi::api::core::v1::Namespace {
-                metadata: kube::api::ObjectMeta {
-                    name: Some(AGENT_NAMESPACE.into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            match namespaces.create(&Default::default(), &namespace).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => return Err(e).with_context(|| format!("creating {AGENT_NAMESPACE} in {member}")),
-            }
             let source = agent_source(index);
             agents.push(
                 crate::cli::agent::Agent::start(
@@ -535,6 +526,61 @@ impl Running {
     }
 }
 
+/// Creates the agents' namespace in `member` (already there: fine).
+async fn create_agent_namespace(state_dir: &Path, member: &str) -> anyhow::Result<()> {
+    let client = crate::kube_client::client(Some(&state_dir.join(format!("{member}.kubeconfig"))))
+        .await
+        .with_context(|| format!("a client for {member}"))?;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    let namespace = k8s_openapi::api::core::v1::Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(AGENT_NAMESPACE.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match namespaces.create(&Default::default(), &namespace).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("creating {AGENT_NAMESPACE} in {member}")),
+    }
+}
+
+/// Runs the controller on a runtime of its own, on its own thread, until
+/// `stop` is notified. The controller spawns watchers, workers and probes
+/// that outlive `run_until`; dropping their runtime when it returns stops
+/// every one of them, so none is left retrying against emulators the
+/// sandbox stops next (a flood of connection errors in the log, and CPU
+/// taken from whatever runs after it in the same process).
+///
+/// # Errors
+/// The thread or the runtime cannot be created.
+fn spawn_controller(
+    args: ControllerArgs,
+    stop: Arc<Notify>,
+) -> anyhow::Result<tokio::sync::oneshot::Receiver<anyhow::Result<()>>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("fedns-controller")
+        .enable_all()
+        .build()
+        .context("creating the controller's runtime")?;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("fedns-controller".into())
+        .spawn(move || {
+            let result = runtime.block_on(crate::cli::controller::run_until(&args, async move {
+                stop.notified().await;
+            }));
+            // Blocking tasks (file reads, DNS lookups) get a moment; the
+            // rest are cancelled here.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+            let _ = done_tx.send(result);
+        })
+        .context("starting the controller's thread")?;
+    Ok(done_rx)
+}
+
 /// For `--members-from`: a Domain `myfed` for example.com with a
 /// ServiceDNSRecord per LoadBalancer Service found, and a Domain plus an
 /// IngressDNSRecord per Ingress host, so every name fedns would publish for
@@ -670,8 +716,14 @@ fn address_owners(federation: &Federation) -> BTreeMap<String, String> {
 async fn print_changes(federation: Federation, intro_printed: Arc<Notify>) {
     // The first screen comes first.
     intro_printed.notified().await;
-    let Ok(client) = crate::kube_client::client(Some(&federation.state_dir.join("host.kubeconfig"))).await else {
-        return;
+    let client = match crate::kube_client::client(Some(&federation.state_dir.join("host.kubeconfig"))).await {
+        Ok(client) => client,
+        Err(e) => {
+            // Said where people look: without it the screen would promise
+            // changes that never come.
+            eprintln!("fedns sandbox: cannot follow the published records: {e:#}");
+            return;
+        }
     };
     let (reader, writer) = kube::runtime::reflector::store();
     let stream = kube::runtime::reflector(

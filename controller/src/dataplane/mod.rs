@@ -754,6 +754,13 @@ fn ballots_hash<K>(
     hasher.finish()
 }
 
+/// The source address of a prober's probes, for its log lines: several
+/// probers (the controller's and, in `fedns sandbox`, every member's agent)
+/// may share one log, and each reports the same address's changes.
+fn probe_source(source: Option<IpAddr>) -> String {
+    source.map_or_else(|| "this host".to_owned(), |s| s.to_string())
+}
+
 /// Decides `target` again and applies the failover/failback delays; true
 /// when its users should be told (the effective state changed, a pending
 /// change began or ended, or a vantage point's view or standing changed).
@@ -783,6 +790,7 @@ fn apply_decision<K>(
             tracing::info!(
                 address = %SocketAddr::new(target.key.0, check.spec.port),
                 host = %check.spec.host,
+                probed_from = %probe_source(inner.source),
                 probes_say = state.as_str(),
                 state = before.as_str(),
                 delay_seconds = delay.as_secs(),
@@ -795,6 +803,7 @@ fn apply_decision<K>(
         tracing::info!(
             address = %SocketAddr::new(target.key.0, check.spec.port),
             host = %check.spec.host,
+            probed_from = %probe_source(inner.source),
             from = before.as_str(),
             to = target.damped.effective.as_str(),
             error = target.last_error.as_deref().unwrap_or(""),
