@@ -65,28 +65,109 @@ pub async fn install_crds(client: &Client, namespaces: &[&str]) {
     }
 }
 
-/// A child process killed on drop.
-pub struct Process(pub Child);
+/// A child process killed on drop. Its output goes to a log file; when
+/// the test fails (the process is dropped while the test panics), the
+/// log's last lines are printed with the failure, so one CI excerpt shows
+/// what the process said, and passing tests print nothing of it.
+pub struct Process {
+    pub child: Child,
+    /// (what it is, its log file).
+    log: Option<(String, PathBuf)>,
+    /// The log is ours ([`spawn_fedns`]): removed when the test passes.
+    remove_log: bool,
+}
 
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// How many of a process's last log lines a failing test prints.
+const LOG_TAIL_LINES: usize = 60;
+
+impl Process {
+    /// A process whose output the caller handles.
+    pub fn new(child: Child) -> Process {
+        Process {
+            child,
+            log: None,
+            remove_log: false,
+        }
+    }
+
+    /// A process whose log is `log` (the caller's file, kept), printed
+    /// (its last lines) if the test fails.
+    pub fn logged(child: Child, what: &str, log: PathBuf) -> Process {
+        Process {
+            child,
+            log: Some((what.to_owned(), log)),
+            remove_log: false,
+        }
     }
 }
 
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let Some((what, log)) = &self.log else {
+            return;
+        };
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+            println!(
+                "---- the last {} of {} log lines of {what} (pid {}, {}):",
+                tail.len(),
+                lines.len(),
+                self.child.id(),
+                log.display()
+            );
+            for line in tail {
+                let cut: String = line.chars().take(400).collect();
+                println!("  {cut}");
+            }
+        } else if self.remove_log {
+            let _ = std::fs::remove_file(log);
+        }
+    }
+}
+
+/// A log file for a process a test starts (removed when the test passes).
+pub fn process_log(tag: &str) -> (PathBuf, std::fs::File, std::fs::File) {
+    let path = std::env::temp_dir().join(format!("fedns-{tag}-{}-{}.log", std::process::id(), free_port()));
+    let file = std::fs::File::create(&path).expect("creating a process log");
+    let again = file.try_clone().expect("a second handle of a process log");
+    (path, file, again)
+}
+
 pub fn spawn_fedns(args: &[&str]) -> Process {
+    let (log, out, err) = process_log("fedns");
     let child = Command::new(env!("CARGO_BIN_EXE_fedns"))
         .args(args)
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info,kube=warn".into()),
         )
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
         .spawn()
         .expect("start fedns");
-    Process(child)
+    let mut process = Process::logged(child, &format!("fedns {}", args.first().copied().unwrap_or_default()), log);
+    process.remove_log = true;
+    process
+}
+
+thread_local! {
+    /// What the last observation helper ([`dig`], [`dig_status`], ...) of
+    /// this thread saw, for [`eventually`]'s timeout message.
+    static LAST_SEEN: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Notes what a check saw (the last one is printed if a wait times out).
+pub fn saw(what: impl Into<String>) {
+    let what = what.into();
+    LAST_SEEN.with(|last| *last.borrow_mut() = Some(what));
+}
+
+fn take_last_seen() -> Option<String> {
+    LAST_SEEN.with(|last| last.borrow_mut().take())
 }
 
 /// `dig +short` answers (sorted), over UDP or TCP.
@@ -132,6 +213,10 @@ pub fn dig(port: u16, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
         .filter(|l| !l.is_empty() && !l.starts_with(";;"))
         .collect();
     lines.sort();
+    saw(format!(
+        "dig -p {port} {name} {rtype}{}: {lines:?}",
+        if tcp { " +tcp" } else { "" }
+    ));
     lines
 }
 
@@ -150,24 +235,39 @@ pub fn dig_status(port: u16, name: &str, rtype: &str) -> String {
         .output()
         .expect("dig");
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
+    let status = text
+        .lines()
         .find_map(|l| l.split("status: ").nth(1))
         .map(|s| s.split(',').next().unwrap_or_default().to_owned())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    saw(format!("dig -p {port} {name} {rtype}: status {status:?}"));
+    status
 }
 
-/// Polls `check` until it holds (30 s at most), printing the time taken.
+/// How long [`eventually`] waits: a generous bound, far above any period
+/// the tests configure, so only a broken behaviour reaches it.
+pub const EVENTUALLY: Duration = Duration::from_secs(30);
+
+/// Polls `check` until it holds ([`EVENTUALLY`] at most), printing the time
+/// taken. On timeout the panic names what it waited for and what the
+/// check's observation helpers ([`dig`], [`saw`]) saw last.
 pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) -> Duration {
     let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(30) {
+    let mut last = None;
+    while started.elapsed() < EVENTUALLY {
+        take_last_seen();
         if check() {
             let took = started.elapsed();
             println!("{what}: after {took:?}");
             return took;
         }
+        last = take_last_seen().or(last);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("{what}: not within 30 s");
+    panic!(
+        "{what}: not within {EVENTUALLY:?}; last seen: {}",
+        last.as_deref().unwrap_or("(the check notes nothing)")
+    );
 }
 
 pub fn write(path: &Path, text: &str) {

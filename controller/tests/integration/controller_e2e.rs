@@ -786,7 +786,7 @@ async fn leader_election_hands_over_on_sigterm() {
         }
     };
     // The controller from setup() runs without POD_NAME: identity fedns-<pid>.
-    let first = s._controller.0.id();
+    let first = s._controller.child.id();
     let first_identity = format!("fedns-{first}");
     let mut current = None;
     for _ in 0..300 {
@@ -807,7 +807,7 @@ async fn leader_election_hands_over_on_sigterm() {
         "--metrics-addr",
         &format!("127.0.0.1:{}", free_port()),
     ]);
-    let second_identity = format!("fedns-{}", second.0.id());
+    let second_identity = format!("fedns-{}", second.child.id());
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         holder().await.as_deref(),

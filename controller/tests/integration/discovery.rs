@@ -55,7 +55,7 @@ fn start_dnsmasq(dir: &Path, replica: SocketAddr, listen: &str, port: u16) -> Op
         .stdout(Stdio::null())
         .spawn();
     match child {
-        Ok(child) => Some(Process(child)),
+        Ok(child) => Some(Process::new(child)),
         Err(e) => panic!("dnsmasq must be installed (scripts/test.sh installs it): {e}"),
     }
 }
@@ -84,7 +84,7 @@ fn start_unbound(dir: &Path, replica: SocketAddr, port: u16) -> Process {
         .stdout(Stdio::null())
         .spawn()
         .expect("unbound must be installed (scripts/test.sh installs it)");
-    Process(child)
+    Process::new(child)
 }
 
 /// `dig +short` through `port`, the lines in answer order (CNAME targets, then addresses).

@@ -614,7 +614,7 @@ spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let server = Process(child);
+    let server = Process::logged(child, "fedns dns-server", log.clone());
     eventually("the manifests are served", || {
         dig(port, "www.example.com", "A", false) == ["203.0.113.1"]
     })

@@ -416,6 +416,8 @@ fn dig_answers(argv: &[String]) -> Option<Vec<String>> {
         .expect("dig (Debian bind9-dnsutils) must be installed");
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || !text.contains("status: NOERROR") {
+        let status = text.lines().find_map(|l| l.split("status: ").nth(1)).unwrap_or("no response");
+        saw(format!("{}: {status}", argv.join(" ")));
         return None;
     }
     let mut answers: Vec<String> = text
@@ -427,6 +429,7 @@ fn dig_answers(argv: &[String]) -> Option<Vec<String>> {
         .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
         .collect();
     answers.sort();
+    saw(format!("{}: {answers:?}", argv.join(" ")));
     (!answers.is_empty()).then_some(answers)
 }
 
