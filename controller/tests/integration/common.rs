@@ -129,6 +129,42 @@ impl Drop for Process {
     }
 }
 
+impl Process {
+    /// Whether the process's log (if it has one) contains `needle`.
+    pub fn log_contains(&self, needle: &str) -> bool {
+        self.log
+            .as_ref()
+            .and_then(|(_, path)| std::fs::read_to_string(path).ok())
+            .is_some_and(|text| text.contains(needle))
+    }
+}
+
+/// Waits until `read` gives the same value for `quiet` in a row (polled
+/// every 100 ms, [`EVENTUALLY`] at most) and returns it: "the writes have
+/// settled" observed, not assumed after a fixed sleep.
+pub async fn settled<T, F, Fut>(what: &str, quiet: Duration, mut read: F) -> T
+where
+    T: PartialEq + std::fmt::Debug,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let started = Instant::now();
+    let mut last = read().await;
+    let mut since = Instant::now();
+    while started.elapsed() < EVENTUALLY {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = read().await;
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= quiet {
+            println!("{what}: settled after {:?} at {last:?}", started.elapsed());
+            return last;
+        }
+    }
+    panic!("{what}: still changing after {EVENTUALLY:?}; last seen: {last:?}");
+}
+
 /// A log file for a process a test starts (removed when the test passes).
 pub fn process_log(tag: &str) -> (PathBuf, std::fs::File, std::fs::File) {
     let path = std::env::temp_dir().join(format!("fedns-{tag}-{}-{}.log", std::process::id(), free_port()));

@@ -669,9 +669,14 @@ async fn restart_rewrites_nothing() {
     eventually("first answers", || dig(port, GLOBAL, "A", false).len() == 3).await;
     let host = client_of(&s.federation.host).await;
     let endpoints: Api<DNSEndpoint> = Api::namespaced(host.clone(), "ns");
-    // Let status writes settle, then remember the version.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let before = endpoints.get("service-nginx").await.unwrap().metadata.resource_version;
+    // Status writes follow the first answers: remember the version once
+    // it has held for two seconds (a busy machine may take longer to get
+    // there; a fixed sleep would guess).
+    let before = settled("DNSEndpoint service-nginx's resourceVersion", Duration::from_secs(2), || {
+        let endpoints = endpoints.clone();
+        async move { endpoints.get("service-nginx").await.unwrap().metadata.resource_version }
+    })
+    .await;
     // A read-only DNS replica watching the same host.
     let replica_port = free_port();
     let _replica = spawn_fedns(&[
@@ -808,6 +813,10 @@ async fn leader_election_hands_over_on_sigterm() {
         &format!("127.0.0.1:{}", free_port()),
     ]);
     let second_identity = format!("fedns-{}", second.child.id());
+    // The second replica is running (its campaign started before it says
+    // so), and holds off for 3 s more: it stands by rather than taking a
+    // Lease renewed within its 15 s duration.
+    eventually("the second replica runs", || second.log_contains("controller running")).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         holder().await.as_deref(),
