@@ -13,6 +13,7 @@
 //! | [`vantage`] | the controller's side of the `fedns agent`s: target lists to the members, their reports back |
 //! | [`discovery`] | the member-side replica: discovery zones for pods inside a member (`fedns dns-server --member-cluster`) |
 //! | [`metrics`], [`http`] | the controller's metrics; `/metrics`, `/healthz`, `/readyz` |
+//! | [`events`] | Kubernetes Events whose note is the latest one (kube's recorder keeps the first) |
 //! | [`kube_client`], [`logging`] | a host-cluster client from a kubeconfig; tracing setup |
 //! | [`federation`] | an emulated federation on loopback, for `fedns sandbox` and the tests |
 //!
@@ -25,6 +26,7 @@
 pub mod cli;
 pub mod dataplane;
 pub mod discovery;
+pub mod events;
 pub mod federation;
 pub mod http;
 pub mod kube_client;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use anyhow::Context;
 use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
@@ -18,7 +19,7 @@ use fedns_providers::source::spec_changes::{SpecChange, SpecChanges};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Resource, ResourceExt};

@@ -10,11 +10,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::events::Recorder;
 use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::ResourceExt;

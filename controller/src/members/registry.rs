@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use crate::events::Recorder;
 use fedns_api::conditions;
 use fedns_api::{MemberCluster, MemberClusterStatus};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Service};
@@ -20,7 +21,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;

@@ -30,13 +30,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use fedns_api::names;
 use fedns_api::{Domain, IngressDNSRecord, ServiceDNSRecord};
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};

@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::events::Recorder;
 use fedns_api::conditions;
 use fedns_api::names;
 use fedns_api::{DNSEndpoint, DNSEndpointSpec, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;

@@ -185,7 +185,11 @@ pub fn spawn_fedns(args: &[&str]) -> Process {
         .stderr(Stdio::from(err))
         .spawn()
         .expect("start fedns");
-    let mut process = Process::logged(child, &format!("fedns {}", args.first().copied().unwrap_or_default()), log);
+    let mut process = Process::logged(
+        child,
+        &format!("fedns {}", args.first().copied().unwrap_or_default()),
+        log,
+    );
     process.remove_log = true;
     process
 }

@@ -672,10 +672,14 @@ async fn restart_rewrites_nothing() {
     // Status writes follow the first answers: remember the version once
     // it has held for two seconds (a busy machine may take longer to get
     // there; a fixed sleep would guess).
-    let before = settled("DNSEndpoint service-nginx's resourceVersion", Duration::from_secs(2), || {
-        let endpoints = endpoints.clone();
-        async move { endpoints.get("service-nginx").await.unwrap().metadata.resource_version }
-    })
+    let before = settled(
+        "DNSEndpoint service-nginx's resourceVersion",
+        Duration::from_secs(2),
+        || {
+            let endpoints = endpoints.clone();
+            async move { endpoints.get("service-nginx").await.unwrap().metadata.resource_version }
+        },
+    )
     .await;
     // A read-only DNS replica watching the same host.
     let replica_port = free_port();

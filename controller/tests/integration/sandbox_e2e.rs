@@ -416,7 +416,10 @@ fn dig_answers(argv: &[String]) -> Option<Vec<String>> {
         .expect("dig (Debian bind9-dnsutils) must be installed");
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || !text.contains("status: NOERROR") {
-        let status = text.lines().find_map(|l| l.split("status: ").nth(1)).unwrap_or("no response");
+        let status = text
+            .lines()
+            .find_map(|l| l.split("status: ").nth(1))
+            .unwrap_or("no response");
         saw(format!("{}: {status}", argv.join(" ")));
         return None;
     }

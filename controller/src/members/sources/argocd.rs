@@ -27,9 +27,9 @@
 //!   reported on the Secret; an `execProviderConfig` running
 //!   `aws eks get-token` reaches the same clusters.
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::config::{ExecAuthCluster, ExecConfig, ExecInteractiveMode};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;
 use serde::{Deserialize, Serialize};

@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{CustomResource, ResourceExt};
 use serde::{Deserialize, Serialize};

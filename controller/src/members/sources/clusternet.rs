@@ -25,8 +25,8 @@
 //! `pkg/controllers/clusters/clusterstatus`), the hub sets it `Unknown`
 //! when the agent stops reporting (`pkg/controllers/clusters/clusterlifecycle`).
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{CustomResource, ResourceExt};
 use serde::{Deserialize, Serialize};

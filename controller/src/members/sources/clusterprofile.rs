@@ -25,8 +25,8 @@
 //! environment (`clusterprofiles.multicluster.x-k8s.io/exec/additional-*`)
 //! are not applied.
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{CustomResource, ResourceExt};
 use serde::{Deserialize, Serialize};

@@ -26,9 +26,9 @@ pub mod kubefed;
 
 use std::collections::BTreeSet;
 
+use crate::events::Recorder;
 use fedns_api::{MemberCluster, MemberClusterSpec, MemberClusterStatus};
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde::{Deserialize, Serialize};
