@@ -466,15 +466,18 @@ async fn kubefed_clusters_are_members() {
     let host = s.host.clone();
     let secrets: Api<Secret> = Api::namespaced(host.clone(), KUBEFED_NAMESPACE);
     let clusters = kubefed_clusters(&host);
-    // Region and zones from the KubeFedCluster's status (kubefed's own
-    // controller writes them); none for b (its Nodes').
+    // Region and zones from the KubeFedCluster's status (kubefed up to
+    // v0.6 writes them); none for b (its Nodes'). The conditions are what
+    // kubefed writes for a cluster it cannot reach: only Offline=True
+    // (kubefed clusterclient.go, GetClusterStatus).
     clusters
         .patch_status(
             "a",
             &PatchParams::default(),
             &Patch::Merge(json!({"status": {"region": "eu", "zones": ["eu-1"], "conditions": [{
-                "type": "Ready", "status": "False", "reason": "ClusterNotReachable",
-                "message": "cluster is not reachable", "lastProbeTime": "2026-01-01T00:00:00Z"
+                "type": "Offline", "status": "True", "reason": "ClusterNotReachable",
+                "message": "cluster is not reachable: dial tcp 10.0.0.1:6443: i/o timeout",
+                "lastProbeTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"
             }]}})),
         )
         .await
@@ -483,7 +486,7 @@ async fn kubefed_clusters_are_members() {
     wait_row(&s, "nginx.ns.myfed.svc.eu-1.eu.example.com A 203.0.113.1").await;
     wait_row(&s, "nginx.ns.myfed.svc.r2a.r2.example.com A 203.0.113.2").await;
     wait_dig(&s, GLOBAL, &["203.0.113.1", "203.0.113.2"]).await;
-    // kubefed's Ready=False is reported, not obeyed.
+    // kubefed's verdict (not ready: Offline) is reported, not obeyed.
     let text = metrics(&s).await;
     assert!(
         text.contains(r#"fedns_member_engine_ready{cluster="a",source="kubefed"} 0"#),

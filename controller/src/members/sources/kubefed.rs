@@ -53,10 +53,11 @@ pub struct SecretReference {
 /// `KubeFedCluster.status` (the fields fedns reads).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct KubeFedClusterStatus {
-    /// kubefed's `ClusterCondition`s (`Ready`, `Offline`).
+    /// kubefed's `ClusterCondition`s (`Ready`, `Offline`, `ConfigMalformed`).
     #[serde(default)]
     pub conditions: Vec<ClusterCondition>,
-    /// Region kubefed found on the member's Nodes.
+    /// Region kubefed found on the member's Nodes (written by kubefed up to
+    /// v0.6; later releases leave it empty and fedns reads the Nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     /// Zones kubefed found on the member's Nodes.
@@ -67,7 +68,7 @@ pub struct KubeFedClusterStatus {
 /// kubefed's `ClusterCondition`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ClusterCondition {
-    /// `Ready` or `Offline`.
+    /// `Ready`, `Offline` or `ConfigMalformed`.
     #[serde(rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.
@@ -80,19 +81,43 @@ pub struct ClusterCondition {
     pub message: Option<String>,
 }
 
+/// kubefed's own verdict on a cluster, as its `util.IsClusterReady` reads
+/// it (kubefed `pkg/controller/util/federated_informer.go`): ready only
+/// with `Ready=True`. kubefed's cluster controller
+/// (`pkg/controller/kubefedcluster/clusterclient.go`, `GetClusterStatus`)
+/// writes the whole condition list on each probe: `Ready=True`;
+/// `Ready=False` + `Offline=False` when `/healthz` is not ok; only
+/// `Offline=True` when the cluster cannot be reached; only
+/// `ConfigMalformed=True` without a client. None before its first probe.
+fn engine_ready(conditions: &[ClusterCondition]) -> Option<EngineReady> {
+    let of = |c: &ClusterCondition, status: &str| EngineReady {
+        status: status.to_owned(),
+        reason: c.reason.clone().unwrap_or_default(),
+        message: c.message.clone().unwrap_or_default(),
+    };
+    if let Some(ready) = conditions.iter().find(|c| c.type_ == "Ready") {
+        return Some(of(ready, &ready.status));
+    }
+    // No Ready condition: not ready to kubefed; say why from the
+    // condition that is True (Offline, ConfigMalformed).
+    conditions
+        .iter()
+        .find(|c| c.status == "True")
+        .or_else(|| conditions.first())
+        .map(|c| {
+            let mut ready = of(c, "False");
+            if ready.reason.is_empty() {
+                ready.reason.clone_from(&c.type_);
+            }
+            ready
+        })
+}
+
 /// How a `KubeFedCluster` becomes a member.
 pub(crate) fn translate(cluster: &KubeFedCluster, secrets: &Store<Secret>, namespace: &str) -> Translated {
     let name = cluster.name_any();
     let status = cluster.status.clone().unwrap_or_default();
-    let ready = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Ready")
-        .map(|c| EngineReady {
-            status: c.status.clone(),
-            reason: c.reason.clone().unwrap_or_default(),
-            message: c.message.clone().unwrap_or_default(),
-        });
+    let ready = engine_ready(&status.conditions);
     let region = status.region.clone().filter(|r| !r.is_empty());
     Translated {
         member: engine_member(
@@ -162,6 +187,43 @@ mod tests {
             .unwrap(),
         ));
         store
+    }
+
+    /// The three condition lists kubefed's cluster controller writes
+    /// (`clusterclient.go`, `GetClusterStatus`), and none yet.
+    #[test]
+    fn engine_readiness_follows_kubefeds_own_reading_of_its_conditions() {
+        let conditions = |list: serde_json::Value| -> Vec<ClusterCondition> { serde_json::from_value(list).unwrap() };
+        let ready = engine_ready(&conditions(json!([{"type": "Ready", "status": "True",
+            "reason": "ClusterReady", "message": "/healthz responded with ok", "lastProbeTime": "2026-01-01T00:00:00Z"}])))
+        .unwrap();
+        assert_eq!(ready.summary(), "True");
+        let not_ok = engine_ready(&conditions(json!([
+            {"type": "Ready", "status": "False", "reason": "ClusterNotReady",
+             "message": "/healthz responded without ok", "lastProbeTime": "2026-01-01T00:00:00Z"},
+            {"type": "Offline", "status": "False", "reason": "ClusterReachable",
+             "message": "cluster is reachable", "lastProbeTime": "2026-01-01T00:00:00Z"}])))
+        .unwrap();
+        assert_eq!(
+            not_ok.summary(),
+            "False (ClusterNotReady): /healthz responded without ok"
+        );
+        // Unreachable: only Offline=True, no Ready condition at all.
+        let offline = engine_ready(&conditions(json!([{"type": "Offline", "status": "True",
+            "reason": "ClusterNotReachable", "message": "cluster is not reachable: dial tcp: i/o timeout",
+            "lastProbeTime": "2026-01-01T00:00:00Z"}])))
+        .unwrap();
+        assert_eq!(
+            offline.summary(),
+            "False (ClusterNotReachable): cluster is not reachable: dial tcp: i/o timeout"
+        );
+        let malformed = engine_ready(&conditions(json!([{"type": "ConfigMalformed", "status": "True",
+            "reason": "ClusterConfigMalformed", "message": "cluster's configuration may be malformed",
+            "lastProbeTime": "2026-01-01T00:00:00Z"}])))
+        .unwrap();
+        assert_eq!(malformed.status, "False");
+        assert_eq!(malformed.reason, "ClusterConfigMalformed");
+        assert_eq!(engine_ready(&[]), None);
     }
 
     fn cluster(spec: serde_json::Value, status: serde_json::Value) -> KubeFedCluster {
