@@ -1319,44 +1319,5 @@ mod tests {
         let as_csk = DnssecConfig::csk(DnssecKey::from_pkcs8(algorithm, &pkcs8).unwrap(), 7200, 3600);
         assert_ne!(hash(as_zsk), hash(as_csk));
     }
-
-    /// Figures, not assertions: snapshot build time and stored octets of a
-    /// 100,000-name zone, unsigned and signed (run with `--release
-    /// -- --ignored --nocapture`).
-    #[test]
-    #[ignore = "a measurement; run by hand in release mode"]
-    fn signed_build_figures() {
-        use crate::zone::signing_key::{DnssecAlgorithm, DnssecConfig, DnssecKey};
-        use hickory_proto::rr::{RData, Record};
-        let apex = Name::from_ascii("example.com.").unwrap();
-        let mut zone = ZoneContent::new(apex);
-        for i in 0..100_000u32 {
-            let owner = Name::from_ascii(format!("svc-{i}.ns.myfed.svc.example.com.")).unwrap();
-            let ip = std::net::Ipv4Addr::from(0x0A00_0000 + i);
-            zone.records.push(Record::from_rdata(owner, 30, RData::A(ip.into())));
-        }
-        for algorithm in [
-            None,
-            Some(DnssecAlgorithm::EcdsaP256Sha256),
-            Some(DnssecAlgorithm::Ed25519),
-        ] {
-            let mut zone = zone.clone();
-            zone.dnssec = algorithm.map(|algorithm| DnssecConfig {
-                key: DnssecKey::from_pkcs8(algorithm, &DnssecKey::generate_pkcs8(algorithm).unwrap()).unwrap(),
-                zone_signing_key: None,
-                standby: Vec::new(),
-                signature_validity: 1_209_600,
-                signature_refresh: 604_800,
-                denial: Default::default(),
-            });
-            let started = std::time::Instant::now();
-            let snapshot = Snapshot::build(&[(zone, 1)]);
-            println!(
-                "{:?}: 100,000 names built in {:?}, {} MB stored answers",
-                algorithm,
-                started.elapsed(),
-                snapshot.arena_bytes() / 1_000_000
-            );
-        }
-    }
 }
+
