@@ -18,7 +18,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::builder::{self, BuildProblem, Topology};
+use super::model::{self, BuildProblem, Topology};
 use super::object_size::{self, TooLarge};
 use super::resolver::HostnameResolver;
 use crate::members::{Member, Registry};
@@ -490,7 +490,7 @@ impl RecordContext {
         ttl: i64,
     ) -> super::resolver::Resolved {
         let ttl = Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(30));
-        let hostnames: BTreeSet<String> = lbs.flat_map(builder::lb_hostnames).collect();
+        let hostnames: BTreeSet<String> = lbs.flat_map(model::lb_hostnames).collect();
         for host in &hostnames {
             self.resolver.want(host, ttl, key);
         }

@@ -10,9 +10,10 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 
-use super::builder::{self, BuildProblem};
+use super::builder;
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
+use super::model::BuildProblem;
 use super::queue::RecordKey;
 use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
 

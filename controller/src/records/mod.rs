@@ -9,6 +9,7 @@ mod context;
 pub mod explain;
 mod health;
 mod ingress;
+mod model;
 pub mod object_size;
 pub mod published;
 pub mod queue;

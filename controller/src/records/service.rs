@@ -11,9 +11,10 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
-use super::builder::{self, BuildProblem, ServiceNames};
+use super::builder::{self, ServiceNames};
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
+use super::model::BuildProblem;
 use super::queue::RecordKey;
 use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
 
