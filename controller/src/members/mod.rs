@@ -11,8 +11,7 @@ mod registry;
 pub mod sources;
 mod watch;
 
-pub use member::{effective_topology, Member};
-pub use probe::Health;
+pub use member::{effective_topology, Health, Member};
 pub use registry::{Registry, TOPOLOGY_CONDITION};
 pub use sources::{MemberSource, Sources};
 pub use watch::{endpoint_is_ready, SliceIndex};

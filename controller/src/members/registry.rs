@@ -27,8 +27,7 @@ use serde_json::json;
 use tokio::sync::{watch, Notify};
 
 use super::cache::{FactCache, IngressFacts, ServiceFacts};
-use super::member::{Member, Settings};
-use super::probe::Health;
+use super::member::{Health, Member, Settings};
 use super::sources::{Desired, EngineReady, MemberSource, Sources};
 use super::watch::{slim_node, spawn_service_exports, SliceIndex, WatchCtx, WatchHealth};
 use crate::metrics::ControllerMetrics;
