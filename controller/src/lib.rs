@@ -20,7 +20,7 @@
 //! CoreDNS's etcd) is `fedns-providers`' pipeline; `cli::controller` starts
 //! it beside the reconcilers. Calls go down the table: `cli` may use
 //! everything, `records` reads `members`, `members` only queues work on
-//! `records::queue`, and the leaf modules call none of the folders.
+//! the record [`queue`], and the leaf modules call none of the folders.
 
 pub mod cli;
 pub mod dataplane;
@@ -31,5 +31,5 @@ pub mod kube_client;
 pub mod logging;
 pub mod members;
 pub mod metrics;
+pub mod queue;
 pub mod records;
-pub mod vantage;

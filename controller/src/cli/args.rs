@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+// Defined beside the logging it configures (which sits below the command
+// line); named here with the other argument types.
+pub use crate::logging::LogFormat;
 use crate::members::MemberSource;
 
 /// fedns: global DNS and cross-cluster service discovery for Kubernetes federations.
@@ -19,15 +22,6 @@ pub struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Log output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
 }
 
 /// The subcommands.

@@ -26,7 +26,7 @@ use crate::cli::{ControllerArgs, Provider};
 use crate::http::{self, HttpState};
 use crate::members::{MemberSource, Registry};
 use crate::metrics::ControllerMetrics;
-use crate::records::queue::{Queue, RecordKey};
+use crate::queue::{Queue, RecordKey};
 use crate::records::resolver::HostnameResolver;
 use crate::records::{self, RecordContext};
 
@@ -58,7 +58,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let metrics = Arc::new(ControllerMetrics::new(&mut metrics_registry));
     let provider_metrics = ProviderMetrics::new(&mut metrics_registry);
     let probe_metrics = crate::dataplane::ProbeMetrics::new(&mut metrics_registry);
-    let vantage_metrics = crate::vantage::VantageMetrics::new(&mut metrics_registry);
+    let vantage_metrics = crate::dataplane::agent_reports::VantageMetrics::new(&mut metrics_registry);
     let dns_metrics = DnsMetrics::new();
     let zones = ZoneStore::new();
     if let Some(path) = &args.geoip_db {
@@ -233,7 +233,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     };
     if let Some(vantage_namespace) = &args.vantage_namespace {
         tracing::info!(namespace = %vantage_namespace, "vantage points: agents in the members probe too");
-        tokio::spawn(crate::vantage::run(
+        tokio::spawn(crate::dataplane::agent_reports::run(
             dataplane.clone(),
             registry.clone(),
             vantage_namespace.clone(),

@@ -21,6 +21,7 @@
 //!   takes effect (is reported, notifies the users) only after it held that
 //!   long ([`hysteresis`]).
 
+pub mod agent_reports;
 pub mod hysteresis;
 pub mod probe;
 pub mod vantage;

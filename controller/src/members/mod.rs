@@ -1,7 +1,7 @@
 //! Member clusters: the [`Registry`] keeps one [`Member`] per MemberCluster
 //! (client, watches, health prober) and writes the MemberCluster status.
-//! May call the host API, [`crate::metrics`], and [`crate::records::queue`]
-//! (to ask for reconciles); nothing else in `records`.
+//! May call the host API, [`crate::metrics`], and [`crate::queue`]
+//! (to ask for reconciles); nothing of `records`.
 
 pub mod cache;
 pub(crate) mod client;

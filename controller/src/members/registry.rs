@@ -31,7 +31,7 @@ use super::member::{Health, Member, Settings};
 use super::sources::{Desired, EngineReady, MemberSource, Sources};
 use super::watch::{slim_node, spawn_service_exports, SliceIndex, WatchCtx, WatchHealth};
 use crate::metrics::ControllerMetrics;
-use crate::records::queue::{Queue, RecordKey};
+use crate::queue::{Queue, RecordKey};
 
 /// Condition reporting a member without a region (it serves the global
 /// name only).

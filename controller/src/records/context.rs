@@ -95,7 +95,7 @@ pub struct RecordContext {
     /// Events.
     pub recorder: Recorder,
     /// Data-plane prober (None: probes off, e.g. in unit tests).
-    pub dataplane: Option<crate::dataplane::DataPlane<super::queue::RecordKey>>,
+    pub dataplane: Option<crate::dataplane::DataPlane<crate::queue::RecordKey>>,
     /// The last shard each member served for each record (record id →
     /// cluster → shard), so a member whose API server is down can come
     /// back on its last-known addresses once their probes pass again.
@@ -142,7 +142,7 @@ impl std::fmt::Debug for RecordContext {
 
 impl RecordContext {
     /// Queues `key` again after `delay` (a drain's next step).
-    pub fn requeue_after(&self, key: super::queue::RecordKey, delay: std::time::Duration) {
+    pub fn requeue_after(&self, key: crate::queue::RecordKey, delay: std::time::Duration) {
         let queue = self.registry.queue().clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
@@ -450,7 +450,7 @@ impl RecordContext {
     /// last-known shards, and delete its DNSEndpoint if fedns made it.
     pub(super) async fn record_gone(
         &self,
-        record: &super::queue::RecordKey,
+        record: &crate::queue::RecordKey,
         namespace: &str,
         endpoint_name: &str,
     ) -> Result<(), kube::Error> {

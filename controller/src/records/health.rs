@@ -26,10 +26,10 @@ use k8s_openapi::api::core::v1::LoadBalancerStatus;
 
 use super::context::RecordContext;
 use super::model::{self, DRAIN_STEPS};
-use super::queue::RecordKey;
 use super::resolver::Resolved;
 use crate::dataplane::{Check, ProbeSpec, State};
 use crate::members::Member;
+use crate::queue::RecordKey;
 
 /// A cluster's share of a record, whichever kind.
 pub(super) trait Shard:

@@ -14,8 +14,8 @@ use super::builder;
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
 use super::model::BuildProblem;
-use super::queue::RecordKey;
 use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
+use crate::queue::RecordKey;
 
 pub(super) async fn reconcile_ingress(
     ctx: &RecordContext,
