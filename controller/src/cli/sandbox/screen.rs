@@ -23,7 +23,8 @@ use fedns_sandbox::Emulator;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
 
-use super::{Running, KARMADA_PULL_MEMBER, NAMESPACE};
+use super::running::Running;
+use super::seed::{KARMADA_PULL_MEMBER, NAMESPACE};
 use crate::federation::Engine;
 use crate::records::auto;
 

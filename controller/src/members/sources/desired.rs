@@ -10,10 +10,9 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 
-use crate::members::client::Connection;
-
 use super::translate::{EngineReady, Inventory, MemberSource};
 use super::{argocd, capi, clusternet, clusterprofile, karmada, kubefed};
+use crate::members::client::Connection;
 
 /// A member a source asks for.
 pub(crate) struct Desired {
