@@ -9,9 +9,11 @@ mod member;
 mod probe;
 mod registry;
 pub mod sources;
+mod status;
 mod watch;
 
 pub use member::{effective_topology, Health, Member};
-pub use registry::{Registry, TOPOLOGY_CONDITION};
+pub use registry::Registry;
 pub use sources::{MemberSource, Sources};
+pub use status::TOPOLOGY_CONDITION;
 pub use watch::{endpoint_is_ready, SliceIndex};
