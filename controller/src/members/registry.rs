@@ -1,8 +1,8 @@
 //! The member registry: one [`Member`] per member cluster (a MemberCluster,
 //! or a cluster of an engine's or fleet tool's registry: `sources/`),
 //! started with its kube client (`client.rs`), its reflectors (`watch.rs`)
-//! and its health prober (`probe.rs`); and the MemberCluster status and
-//! Events.
+//! and its health prober (`probe.rs`). The MemberCluster status and
+//! Events it writes are in `status.rs`.
 //!
 //! A member's connection (endpoint, CA, credentials) is fingerprinted; a
 //! changed spec or Secret rebuilds the client and its watches. Anything
