@@ -13,7 +13,14 @@ use anyhow::Context as _;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::LogFormat;
+/// Log output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// Where log lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -117,7 +117,7 @@ impl Agent {
 async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, changed: Arc<Notify>) {
     let mut last_error: Option<String> = None;
     let context = api.resource_url().to_owned();
-    crate::vantage::follow_config_map(
+    crate::dataplane::agent_reports::follow_config_map(
         api,
         vantage::TARGETS_CONFIGMAP,
         vantage::TARGETS_KEY,

@@ -15,26 +15,30 @@ use fedns_providers::google_clouddns::{CloudDnsConfig, GoogleCloudDns};
 use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::route53::{Route53, Route53Config};
 use fedns_providers::source::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
-use fedns_providers::source::spec_changes::{SpecChange, SpecChanges};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::events::Reporter;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Resource, ResourceExt};
+use kube::runtime::reflector;
+use kube::ResourceExt;
 use prometheus_client::registry::Registry as MetricsRegistry;
 use tokio::sync::{watch, Notify};
 
 use crate::cli::{ControllerArgs, Provider};
 use crate::http::{self, HttpState};
-use crate::members::sources::{karmada, kubefed, KarmadaInputs, KubefedInputs};
-use crate::members::{MemberSource, Registry, Sources};
+use crate::members::{MemberSource, Registry};
 use crate::metrics::ControllerMetrics;
-use crate::records::auto::{AutoRecords, TemplateSource};
-use crate::records::queue::{Queue, RecordKey};
+use crate::queue::{Queue, RecordKey};
 use crate::records::resolver::HostnameResolver;
 use crate::records::{self, RecordContext};
+
+mod auto_records;
+mod host_caches;
+mod inventories;
+mod member_sources;
+
+use auto_records::auto_records;
+use host_caches::{reflect, reflect_records, reflect_spec_changes};
+use member_sources::member_sources;
 
 /// Runs until SIGTERM/Ctrl-C, then releases the lease and stops.
 ///
@@ -55,7 +59,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     let metrics = Arc::new(ControllerMetrics::new(&mut metrics_registry));
     let provider_metrics = ProviderMetrics::new(&mut metrics_registry);
     let probe_metrics = crate::dataplane::ProbeMetrics::new(&mut metrics_registry);
-    let vantage_metrics = crate::vantage::VantageMetrics::new(&mut metrics_registry);
+    let vantage_metrics = crate::dataplane::agent_reports::VantageMetrics::new(&mut metrics_registry);
     let dns_metrics = DnsMetrics::new();
     let zones = ZoneStore::new();
     if let Some(path) = &args.geoip_db {
@@ -230,7 +234,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     };
     if let Some(vantage_namespace) = &args.vantage_namespace {
         tracing::info!(namespace = %vantage_namespace, "vantage points: agents in the members probe too");
-        tokio::spawn(crate::vantage::run(
+        tokio::spawn(crate::dataplane::agent_reports::run(
             dataplane.clone(),
             registry.clone(),
             vantage_namespace.clone(),
@@ -492,379 +496,6 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         server.shutdown().await;
     }
     Ok(())
-}
-
-/// The caches of every `--member-source`. Engine caches are not waited
-/// for: an engine that is not installed (its API answers 404) is logged
-/// and retried while the other sources work.
-async fn member_sources(
-    args: &ControllerArgs,
-    host: &kube::Client,
-    identity: &str,
-    clusters: &Store<MemberCluster>,
-    secrets: &Store<Secret>,
-    changed: &Arc<Notify>,
-) -> anyhow::Result<Sources> {
-    let mut sources = Sources {
-        order: Vec::new(),
-        ..Sources::default()
-    };
-    for source in &args.sources.member_source {
-        if sources.order.contains(source) {
-            continue;
-        }
-        sources.order.push(*source);
-        let notify = {
-            let changed = changed.clone();
-            move || changed.notify_one()
-        };
-        match source {
-            MemberSource::Fedns => sources.fedns = Some((clusters.clone(), secrets.clone())),
-            MemberSource::Karmada => {
-                let path = args
-                    .sources
-                    .karmada_kubeconfig
-                    .as_deref()
-                    .or(args.kubeconfig.as_deref());
-                let config = crate::kube_client::config(path)
-                    .await
-                    .context("the Karmada control plane (--karmada-kubeconfig)")?;
-                let client = kube::Client::try_from(config.clone()).context("a client of the Karmada control plane")?;
-                let notify2 = notify.clone();
-                let karmada_clusters = reflect(Api::<karmada::Cluster>::all(client.clone()), move |_| notify());
-                let karmada_secrets = reflect_slim(Api::<Secret>::all(client.clone()), slim_engine_secret, move |_| {
-                    notify2()
-                });
-                sources.karmada = Some(KarmadaInputs {
-                    clusters: karmada_clusters.store,
-                    secrets: karmada_secrets.store,
-                    config,
-                    recorder: Recorder::new(client, reporter(identity)),
-                });
-            }
-            MemberSource::Kubefed => {
-                let notify2 = notify.clone();
-                let namespace = &args.sources.kubefed_namespace;
-                let kubefed_clusters = reflect(
-                    Api::<kubefed::KubeFedCluster>::namespaced(host.clone(), namespace),
-                    move |_| notify(),
-                );
-                let kubefed_secrets = reflect_slim(
-                    Api::<Secret>::namespaced(host.clone(), namespace),
-                    slim_engine_secret,
-                    move |_| notify2(),
-                );
-                sources.kubefed = Some(KubefedInputs {
-                    clusters: kubefed_clusters.store,
-                    secrets: kubefed_secrets.store,
-                    recorder: Recorder::new(host.clone(), reporter(identity)),
-                });
-            }
-            MemberSource::Clusternet | MemberSource::Capi | MemberSource::Argocd | MemberSource::Clusterprofile => {
-                super::inventories::start(*source, args, identity, &mut sources, notify).await?;
-            }
-        }
-    }
-    Ok(sources)
-}
-
-/// The `--auto-records` loop: templates in the host (Services, Ingresses,
-/// and FederatedServices when kubefed is a member source) and in the
-/// Karmada control plane when it is another API server.
-#[allow(clippy::too_many_arguments)]
-async fn auto_records(
-    args: &ControllerArgs,
-    host: &kube::Client,
-    registry: &Arc<Registry>,
-    identity: &str,
-    services: &Store<ServiceDNSRecord>,
-    ingresses: &Store<IngressDNSRecord>,
-    domains: &Store<Domain>,
-    leader: &watch::Receiver<bool>,
-    changed: &Arc<Notify>,
-) -> anyhow::Result<AutoRecords> {
-    let source = |client: &kube::Client, in_host: bool, federated: bool| {
-        let wake = |changed: &Arc<Notify>| {
-            let changed = changed.clone();
-            move || changed.notify_one()
-        };
-        let (w1, w2, w3) = (wake(changed), wake(changed), wake(changed));
-        let federated_services = federated.then(|| {
-            let resource = kube::discovery::ApiResource {
-                group: "types.kubefed.io".into(),
-                version: "v1beta1".into(),
-                api_version: "types.kubefed.io/v1beta1".into(),
-                kind: "FederatedService".into(),
-                plural: "federatedservices".into(),
-            };
-            reflect_dynamic(client, &resource, w3)
-        });
-        TemplateSource {
-            services: reflect_slim(
-                Api::<k8s_openapi::api::core::v1::Service>::all(client.clone()),
-                slim_template,
-                move |_| w1(),
-            )
-            .store,
-            ingresses: reflect_slim(
-                Api::<k8s_openapi::api::networking::v1::Ingress>::all(client.clone()),
-                slim_template,
-                move |_| w2(),
-            )
-            .store,
-            federated_services,
-            in_host,
-            recorder: Recorder::new(client.clone(), reporter(identity)),
-        }
-    };
-    let mut sources = vec![source(
-        host,
-        true,
-        args.sources.member_source.contains(&MemberSource::Kubefed),
-    )];
-    if args.sources.member_source.contains(&MemberSource::Karmada) {
-        if let Some(path) = &args.sources.karmada_kubeconfig {
-            let karmada = crate::kube_client::client(Some(path))
-                .await
-                .context("the Karmada control plane (--karmada-kubeconfig)")?;
-            sources.push(source(&karmada, false, false));
-        }
-    }
-    // Clusternet's templates (the Services its Subscriptions feed) are in the parent.
-    if args.sources.member_source.contains(&MemberSource::Clusternet) {
-        if let Some(path) = &args.sources.inventories.clusternet_kubeconfig {
-            let parent = crate::kube_client::client(Some(path))
-                .await
-                .context("Clusternet's parent cluster (--clusternet-kubeconfig)")?;
-            sources.push(source(&parent, false, false));
-        }
-    }
-    Ok(AutoRecords {
-        host: host.clone(),
-        registry: Some(registry.clone()),
-        sources,
-        services: services.clone(),
-        ingresses: ingresses.clone(),
-        domains: domains.clone(),
-        default_domain: args.sources.auto_records_domain.clone(),
-        leader: leader.clone(),
-    })
-}
-
-/// Of a template only its identity, its fedns annotations and (for an
-/// Ingress) its rules are kept.
-fn slim_template<K: Resource + HasRules>(object: &mut K) {
-    let meta = object.meta_mut();
-    meta.managed_fields = None;
-    meta.labels = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.retain(|k, _| k.starts_with("multiclusterdns.fedns.io/"));
-    }
-    object.slim_rest();
-}
-
-/// What of a template's body is kept.
-trait HasRules {
-    fn slim_rest(&mut self);
-}
-
-impl HasRules for k8s_openapi::api::core::v1::Service {
-    fn slim_rest(&mut self) {
-        self.spec = None;
-        self.status = None;
-    }
-}
-
-impl HasRules for k8s_openapi::api::networking::v1::Ingress {
-    fn slim_rest(&mut self) {
-        self.status = None;
-        if let Some(spec) = self.spec.as_mut() {
-            spec.default_backend = None;
-            spec.tls = None;
-            for rule in spec.rules.iter_mut().flatten() {
-                rule.http = None;
-            }
-        }
-    }
-}
-
-/// A reflector of dynamic objects (a kind fedns has no type for).
-fn reflect_dynamic(
-    client: &kube::Client,
-    resource: &kube::discovery::ApiResource,
-    on_change: impl Fn() + Send + 'static,
-) -> Store<kube::api::DynamicObject> {
-    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), resource);
-    let writer = reflector::store::Writer::new(resource.clone());
-    let store = writer.as_reader();
-    tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff()
-            .touched_objects();
-        futures::pin_mut!(stream);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(_) => on_change(),
-                Err(e) => tracing::warn!(kind = "FederatedService", error = %e, "watch failed; retrying"),
-            }
-        }
-    });
-    store
-}
-
-pub(super) fn reporter(identity: &str) -> Reporter {
-    Reporter {
-        controller: "fedns-controller".into(),
-        instance: Some(identity.to_owned()),
-    }
-}
-
-/// Of an engine's Secrets only the credentials fedns reads are kept (the
-/// namespace may hold many other Secrets).
-fn slim_engine_secret(secret: &mut Secret) {
-    secret.metadata.labels = None;
-    keep_secret_keys(secret, &["token", "caBundle"]);
-}
-
-/// Of a Secret only `keys` of its data are kept (no managed fields, no
-/// annotations): what fedns caches of credentials Secrets.
-pub(super) fn keep_secret_keys(secret: &mut Secret, keys: &[&str]) {
-    secret.metadata.managed_fields = None;
-    secret.metadata.annotations = None;
-    if let Some(data) = secret.data.as_mut() {
-        data.retain(|k, _| keys.contains(&k.as_str()));
-    }
-    if let Some(data) = secret.string_data.as_mut() {
-        data.retain(|k, _| keys.contains(&k.as_str()));
-    }
-}
-
-/// A reflector's store and a future that resolves once it has listed.
-pub(super) struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
-    pub(super) store: Store<K>,
-}
-
-impl<K> Reflected<K>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    async fn wait(&self) {
-        fedns_providers::source::ready::store_ready(&self.store).await;
-    }
-}
-
-fn reflect<K>(api: Api<K>, on_change: impl Fn(&K) + Send + 'static) -> Reflected<K>
-where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    // Nothing reads managedFields; a real API server's can outweigh the
-    // object (a field set per record and per DNSEndpoint).
-    reflect_slim(api, |o: &mut K| o.meta_mut().managed_fields = None, on_change)
-}
-
-/// As [`reflect`] for ServiceDNSRecords and IngressDNSRecords: each one's
-/// `status.dns` goes into `published` instead of the cache (one typed
-/// entry per shard was the cache's largest cost).
-fn reflect_records<K>(
-    api: Api<K>,
-    published: Arc<records::PublishedShards>,
-    on_change: impl Fn(&K) + Send + 'static,
-) -> Reflected<K>
-where
-    K: Resource<DynamicType = ()>
-        + records::published::WithPublishedShards
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    reflect_slim(
-        api,
-        move |o: &mut K| {
-            o.meta_mut().managed_fields = None;
-            published.take(o);
-        },
-        on_change,
-    )
-}
-
-/// As [`reflect`], calling `on_change` only when an object may have a new
-/// spec ([`SpecChanges`]): it appeared, went, or its uid,
-/// `metadata.generation` (the resourceVersion where it has none),
-/// deletion state or finalizers changed (None: objects went while the
-/// watch was down, found by a relist). Status writes change none of
-/// these. Found at 100,000 shards: the publisher writes each Domain's
-/// status after every publish, and requeueing every record for each of
-/// those writes cost seconds per change.
-fn reflect_spec_changes<K>(api: Api<K>, on_change: impl Fn(Option<&K>) + Send + 'static) -> Reflected<K>
-where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    let (store, writer) = reflector::store();
-    let kind = K::kind(&()).into_owned();
-    tokio::spawn(async move {
-        let stream = reflector::reflector(
-            writer,
-            // Never read, and on a real API server often larger than the object.
-            watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
-        )
-        .default_backoff();
-        futures::pin_mut!(stream);
-        let mut specs = SpecChanges::default();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => match specs.observe(&event) {
-                    SpecChange::None => {}
-                    SpecChange::Object(object) => on_change(Some(object)),
-                    SpecChange::Gone => on_change(None),
-                },
-                Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
-            }
-        }
-    });
-    Reflected { store }
-}
-
-/// A reflector of `api` calling `on_change` with every object touched,
-/// keeping only what `slim` leaves of each object.
-fn reflect_slim<K>(
-    api: Api<K>,
-    slim: impl FnMut(&mut K) + Send + 'static,
-    on_change: impl Fn(&K) + Send + 'static,
-) -> Reflected<K>
-where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    reflect_selected(api, watcher::Config::default(), slim, on_change)
-}
-
-/// As [`reflect_slim`], watching only what `config` selects (labels, fields).
-pub(super) fn reflect_selected<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    slim: impl FnMut(&mut K) + Send + 'static,
-    on_change: impl Fn(&K) + Send + 'static,
-) -> Reflected<K>
-where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    let (store, writer) = reflector::store();
-    let kind = K::kind(&()).into_owned();
-    tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, config).modify(slim))
-            .default_backoff()
-            .touched_objects();
-        futures::pin_mut!(stream);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(object) => on_change(&object),
-                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
-            }
-        }
-    });
-    Reflected { store }
 }
 
 /// Publishes leadership, waking watchers only when it actually changes.

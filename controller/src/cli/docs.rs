@@ -1,5 +1,5 @@
 //! `fedns docs cli` (hidden): `docs/cli.md`, every subcommand and flag,
-//! generated from the clap definitions in `args.rs`, so the reference
+//! generated from the clap definitions in `args/`, so the reference
 //! cannot drift from the binary (a test compares the two).
 
 use std::fmt::Write as _;
@@ -30,7 +30,7 @@ pub fn cli_markdown() -> String {
     let mut out = String::new();
     out.push_str("# `fedns` command line\n\n");
     out.push_str(
-        "<!-- Generated from the clap definitions (controller/src/cli/args.rs) by\n     \
+        "<!-- Generated from the clap definitions (controller/src/cli/args/) by\n     \
          `cargo run -q -- docs cli > docs/cli.md`; do not edit by hand: a test fails\n     \
          when this file differs from what the binary prints. -->\n\n",
     );

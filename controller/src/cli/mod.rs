@@ -10,7 +10,6 @@ pub mod discovery_config;
 pub mod dns_server;
 pub mod docs;
 pub mod explain;
-mod inventories;
 pub mod join;
 pub mod sandbox;
 

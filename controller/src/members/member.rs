@@ -176,3 +176,14 @@ pub fn effective_topology(
     };
     (region, zones)
 }
+
+/// Why a member is not Ready.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// Ready (probes pass, thresholds met).
+    pub ready: bool,
+    /// Condition reason.
+    pub reason: String,
+    /// Condition message.
+    pub message: String,
+}

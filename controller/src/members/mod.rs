@@ -1,7 +1,7 @@
 //! Member clusters: the [`Registry`] keeps one [`Member`] per MemberCluster
 //! (client, watches, health prober) and writes the MemberCluster status.
-//! May call the host API, [`crate::metrics`], and [`crate::records::queue`]
-//! (to ask for reconciles); nothing else in `records`.
+//! May call the host API, [`crate::metrics`], and [`crate::queue`]
+//! (to ask for reconciles); nothing of `records`.
 
 pub mod cache;
 pub(crate) mod client;
@@ -9,10 +9,11 @@ mod member;
 mod probe;
 mod registry;
 pub mod sources;
+mod status;
 mod watch;
 
-pub use member::{effective_topology, Member};
-pub use probe::Health;
-pub use registry::{Registry, TOPOLOGY_CONDITION};
+pub use member::{effective_topology, Health, Member};
+pub use registry::Registry;
 pub use sources::{MemberSource, Sources};
+pub use status::TOPOLOGY_CONDITION;
 pub use watch::{endpoint_is_ready, SliceIndex};

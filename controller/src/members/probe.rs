@@ -12,19 +12,8 @@ use fedns_api::MemberCluster;
 use kube::runtime::events::EventType;
 use kube::{Client, ResourceExt};
 
-use super::member::Member;
+use super::member::{Health, Member};
 use super::registry::Registry;
-
-/// Why a member is not Ready.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Health {
-    /// Ready (probes pass, thresholds met).
-    pub ready: bool,
-    /// Condition reason.
-    pub reason: String,
-    /// Condition message.
-    pub message: String,
-}
 
 impl Registry {
     pub(super) async fn probe_loop(

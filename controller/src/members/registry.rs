@@ -1,8 +1,8 @@
 //! The member registry: one [`Member`] per member cluster (a MemberCluster,
 //! or a cluster of an engine's or fleet tool's registry: `sources/`),
 //! started with its kube client (`client.rs`), its reflectors (`watch.rs`)
-//! and its health prober (`probe.rs`); and the MemberCluster status and
-//! Events.
+//! and its health prober (`probe.rs`). The MemberCluster status and
+//! Events it writes are in `status.rs`.
 //!
 //! A member's connection (endpoint, CA, credentials) is fingerprinted; a
 //! changed spec or Secret rebuilds the client and its watches. Anything
@@ -15,54 +15,47 @@ use std::time::Duration;
 
 use crate::events::Recorder;
 use fedns_api::conditions;
-use fedns_api::{MemberCluster, MemberClusterStatus};
+use fedns_api::MemberCluster;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType};
+use kube::api::Api;
+use kube::runtime::events::EventType;
 use kube::runtime::reflector;
-use kube::{Client, Resource, ResourceExt};
-use serde_json::json;
+use kube::{Client, ResourceExt};
 use tokio::sync::{watch, Notify};
 
 use super::cache::{FactCache, IngressFacts, ServiceFacts};
-use super::member::{Member, Settings};
-use super::probe::Health;
+use super::member::{Health, Member, Settings};
 use super::sources::{Desired, EngineReady, MemberSource, Sources};
 use super::watch::{slim_node, spawn_service_exports, SliceIndex, WatchCtx, WatchHealth};
 use crate::metrics::ControllerMetrics;
-use crate::records::queue::{Queue, RecordKey};
-
-/// Condition reporting a member without a region (it serves the global
-/// name only).
-pub const TOPOLOGY_CONDITION: &str = "TopologyKnown";
+use crate::queue::{Queue, RecordKey};
 
 /// A member from an engine's registry.
-struct EngineMember {
-    cluster: MemberCluster,
-    source: MemberSource,
-    engine_ready: Option<EngineReady>,
-    event_target: Option<(Recorder, ObjectReference)>,
+pub(super) struct EngineMember {
+    pub(super) cluster: MemberCluster,
+    pub(super) source: MemberSource,
+    pub(super) engine_ready: Option<EngineReady>,
+    pub(super) event_target: Option<(Recorder, ObjectReference)>,
 }
 
 /// Shared context of the registry.
 pub struct Registry {
-    members: RwLock<BTreeMap<String, Arc<Member>>>,
+    pub(super) members: RwLock<BTreeMap<String, Arc<Member>>>,
     /// Engine members (Karmada, kubefed) by name: their in-memory
     /// MemberCluster and where their Events go.
-    engine_clusters: RwLock<BTreeMap<String, EngineMember>>,
-    failures: Mutex<BTreeMap<String, String>>,
+    pub(super) engine_clusters: RwLock<BTreeMap<String, EngineMember>>,
+    pub(super) failures: Mutex<BTreeMap<String, String>>,
     pub(super) queue: Queue,
-    host: Client,
-    namespace: String,
-    leader: watch::Receiver<bool>,
-    recorder: Recorder,
+    pub(super) host: Client,
+    pub(super) namespace: String,
+    pub(super) leader: watch::Receiver<bool>,
+    pub(super) recorder: Recorder,
     pub(super) metrics: Arc<ControllerMetrics>,
     /// With `--auto-records`: watch every member's MCS ServiceExports and
     /// wake this on their changes.
-    service_exports: Mutex<Option<Arc<Notify>>>,
+    pub(super) service_exports: Mutex<Option<Arc<Notify>>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -450,166 +443,4 @@ impl Registry {
         member.tasks.lock().unwrap_or_else(|e| e.into_inner()).push(prober);
         member
     }
-
-    pub(super) async fn current_cluster(&self, name: &str) -> Option<MemberCluster> {
-        if let Some(engine) = self.engine_clusters.read().unwrap_or_else(|e| e.into_inner()).get(name) {
-            return Some(engine.cluster.clone());
-        }
-        Api::<MemberCluster>::namespaced(self.host.clone(), &self.namespace)
-            .get(name)
-            .await
-            .ok()
-    }
-
-    pub(super) async fn write_status(
-        &self,
-        cluster: &MemberCluster,
-        health: &Health,
-        topology: Option<(Option<String>, Vec<String>)>,
-        version: Option<String>,
-        force: bool,
-    ) {
-        // An engine member's status is in memory: every replica keeps it
-        // (for its /debug/explain); a MemberCluster's only the leader writes.
-        let engine = self.is_engine_member(&cluster.name_any());
-        if !engine && !self.is_leader() && !force {
-            return;
-        }
-        if !engine && !self.is_leader() {
-            return;
-        }
-        let mut status = cluster.status.clone().unwrap_or_default();
-        let generation = cluster.metadata.generation;
-        conditions::set(
-            &mut status.conditions,
-            conditions::READY,
-            health.ready,
-            &health.reason,
-            &health.message,
-            generation,
-        );
-        if let Some((region, zones)) = topology {
-            match &region {
-                Some(r) => conditions::set(&mut status.conditions, TOPOLOGY_CONDITION, true, "RegionKnown", &format!("region {r}"), generation),
-                None => conditions::set(
-                    &mut status.conditions,
-                    TOPOLOGY_CONDITION,
-                    false,
-                    "NoRegion",
-                    "no region: set spec.region or label the Nodes with topology.kubernetes.io/region; the cluster serves the global name only",
-                    generation,
-                ),
-            };
-            status.region = region;
-            status.zones = zones;
-        }
-        if version.is_some() {
-            status.kubernetes_version = version;
-        }
-        status.last_probe_time = Some(Time(jiff::Timestamp::now()));
-        status.observed_generation = generation;
-        let name = cluster.name_any();
-        {
-            // An engine member's status lives in memory: fedns never writes
-            // into the engine's objects.
-            let mut engine = self.engine_clusters.write().unwrap_or_else(|e| e.into_inner());
-            if let Some(entry) = engine.get_mut(&name) {
-                entry.cluster.status = Some(status);
-                return;
-            }
-        }
-        let patch = json!({"status": status_json(&status)});
-        let api: Api<MemberCluster> = Api::namespaced(self.host.clone(), &self.namespace);
-        if let Err(e) = api
-            .patch_status(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::warn!(member = %cluster.name_any(), error = %e, "cannot write MemberCluster status");
-        }
-    }
-
-    /// An Event on member `name`'s object (its MemberCluster in the
-    /// controller's namespace, or the engine's Cluster or KubeFedCluster),
-    /// with `action`; only from the leader.
-    pub async fn member_event(&self, name: &str, kind: EventType, reason: &str, action: &str, message: &str) {
-        if !self.is_leader() {
-            return;
-        }
-        let target = self
-            .engine_clusters
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .map(|e| e.event_target.clone());
-        match target {
-            Some(Some((recorder, object))) => self.publish(&recorder, &object, kind, reason, action, message).await,
-            Some(None) => {}
-            None => {
-                let object = ObjectReference {
-                    api_version: Some(MemberCluster::api_version(&()).into_owned()),
-                    kind: Some(MemberCluster::kind(&()).into_owned()),
-                    name: Some(name.to_owned()),
-                    namespace: Some(self.namespace.clone()),
-                    ..ObjectReference::default()
-                };
-                self.publish(&self.recorder, &object, kind, reason, action, message)
-                    .await
-            }
-        }
-    }
-
-    pub(super) async fn event(&self, cluster: &MemberCluster, kind: EventType, reason: &str, message: &str) {
-        self.event_for(cluster, kind, reason, "Probe", message).await;
-    }
-
-    /// An Event on a member's object (the MemberCluster, or the engine's
-    /// Cluster or KubeFedCluster), with `action`.
-    async fn event_for(&self, cluster: &MemberCluster, kind: EventType, reason: &str, action: &str, message: &str) {
-        if !self.is_leader() {
-            return;
-        }
-        let target = self
-            .engine_clusters
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&cluster.name_any())
-            .map(|e| e.event_target.clone());
-        match target {
-            // An engine member: the Event goes on the engine's object.
-            Some(Some((recorder, object))) => self.publish(&recorder, &object, kind, reason, action, message).await,
-            Some(None) => {}
-            None => {
-                self.publish(&self.recorder, &cluster.object_ref(&()), kind, reason, action, message)
-                    .await
-            }
-        }
-    }
-
-    async fn publish(
-        &self,
-        recorder: &Recorder,
-        object: &ObjectReference,
-        kind: EventType,
-        reason: &str,
-        action: &str,
-        message: &str,
-    ) {
-        if !self.is_leader() {
-            return;
-        }
-        let event = Event {
-            type_: kind,
-            reason: reason.to_owned(),
-            note: Some(message.chars().take(1000).collect()),
-            action: action.into(),
-            secondary: None,
-        };
-        if let Err(e) = recorder.publish(&event, object).await {
-            tracing::debug!(error = %e, "cannot record an Event");
-        }
-    }
-}
-
-fn status_json(status: &MemberClusterStatus) -> serde_json::Value {
-    serde_json::to_value(status).unwrap_or_else(|_| json!({}))
 }

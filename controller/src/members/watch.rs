@@ -18,7 +18,7 @@ use kube::{Resource, ResourceExt};
 use tokio::task::JoinHandle;
 
 use super::cache::{FactCache, Relist};
-use crate::records::queue::{Queue, RecordKey};
+use crate::queue::{Queue, RecordKey};
 
 /// EndpointSlice label naming its Service.
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";

@@ -19,29 +19,9 @@ use std::net::IpAddr;
 use fedns_api::names::{self, NameKind};
 use fedns_api::{ClusterDNS, Endpoint, RecordType, Routing, RoutingPolicy};
 
+pub use super::model::{lb_hostnames, BuildProblem, HostnameAddresses, Topology};
 use super::routing::{policy_endpoints, PolicyShard};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
-
-/// Something skipped while building, for a condition and an Event.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct BuildProblem {
-    /// Member cluster concerned, if any.
-    pub cluster: Option<String>,
-    /// One line.
-    pub message: String,
-}
-
-/// Resolved addresses of load-balancer host names (AWS ELB style).
-pub trait HostnameAddresses {
-    /// The addresses of `hostname`, if resolved.
-    fn addresses(&self, hostname: &str) -> Option<Vec<IpAddr>>;
-}
-
-impl HostnameAddresses for BTreeMap<String, Vec<IpAddr>> {
-    fn addresses(&self, hostname: &str) -> Option<Vec<IpAddr>> {
-        self.get(hostname).cloned()
-    }
-}
 
 /// The addresses one load balancer status offers: IPs as given, host
 /// names through `resolved`. Invalid values become problems.
@@ -81,20 +61,6 @@ pub fn lb_addresses(
     }
     out
 }
-
-/// Host names in load balancer statuses that need resolving.
-pub fn lb_hostnames(lb: &LoadBalancerStatus) -> Vec<String> {
-    lb.ingress
-        .iter()
-        .flatten()
-        .filter(|i| i.ip.as_deref().is_none_or(str::is_empty))
-        .filter_map(|i| i.hostname.as_deref())
-        .filter_map(|h| names::normalize_hostname(h).ok())
-        .collect()
-}
-
-/// The federation's topology: region → zones, from every member.
-pub type Topology = BTreeMap<String, BTreeSet<String>>;
 
 /// Inputs for one ServiceDNSRecord.
 #[derive(Debug, Clone)]

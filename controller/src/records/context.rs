@@ -19,7 +19,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::builder::{self, BuildProblem, Topology};
+use super::model::{self, BuildProblem, Topology};
 use super::object_size::{self, TooLarge};
 use super::resolver::HostnameResolver;
 use crate::members::{Member, Registry};
@@ -96,7 +96,7 @@ pub struct RecordContext {
     /// Events.
     pub recorder: Recorder,
     /// Data-plane prober (None: probes off, e.g. in unit tests).
-    pub dataplane: Option<crate::dataplane::DataPlane<super::queue::RecordKey>>,
+    pub dataplane: Option<crate::dataplane::DataPlane<crate::queue::RecordKey>>,
     /// The last shard each member served for each record (record id →
     /// cluster → shard), so a member whose API server is down can come
     /// back on its last-known addresses once their probes pass again.
@@ -143,7 +143,7 @@ impl std::fmt::Debug for RecordContext {
 
 impl RecordContext {
     /// Queues `key` again after `delay` (a drain's next step).
-    pub fn requeue_after(&self, key: super::queue::RecordKey, delay: std::time::Duration) {
+    pub fn requeue_after(&self, key: crate::queue::RecordKey, delay: std::time::Duration) {
         let queue = self.registry.queue().clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
@@ -451,7 +451,7 @@ impl RecordContext {
     /// last-known shards, and delete its DNSEndpoint if fedns made it.
     pub(super) async fn record_gone(
         &self,
-        record: &super::queue::RecordKey,
+        record: &crate::queue::RecordKey,
         namespace: &str,
         endpoint_name: &str,
     ) -> Result<(), kube::Error> {
@@ -491,7 +491,7 @@ impl RecordContext {
         ttl: i64,
     ) -> super::resolver::Resolved {
         let ttl = Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(30));
-        let hostnames: BTreeSet<String> = lbs.flat_map(builder::lb_hostnames).collect();
+        let hostnames: BTreeSet<String> = lbs.flat_map(model::lb_hostnames).collect();
         for host in &hostnames {
             self.resolver.want(host, ttl, key);
         }

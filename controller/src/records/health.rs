@@ -24,12 +24,12 @@ use std::time::Duration;
 use fedns_api::{AddressHealth, ClusterDNS, DataPlaneCheck, IngressClusterDNS, ProbeProtocol, WhenAllUnhealthy};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
 
-use super::builder;
 use super::context::RecordContext;
-use super::queue::RecordKey;
+use super::model::{self, DRAIN_STEPS};
 use super::resolver::Resolved;
 use crate::dataplane::{Check, ProbeSpec, State};
 use crate::members::Member;
+use crate::queue::RecordKey;
 
 /// A cluster's share of a record, whichever kind.
 pub(super) trait Shard:
@@ -84,9 +84,6 @@ pub(super) struct Selection<T> {
     /// When the next drain step is due: reconcile again then.
     pub requeue_after: Option<Duration>,
 }
-
-/// Steps a drain (`spec.drainSeconds`) lowers a cluster's weight in.
-pub(super) const DRAIN_STEPS: u32 = 10;
 
 /// Where a cordoned member with `spec.drainSeconds` is in its drain at
 /// `now`: the tenths of its weight it keeps (9 … 0) and the time to the
@@ -406,14 +403,14 @@ fn addresses(lb: &LoadBalancerStatus, resolved: &Resolved) -> BTreeSet<IpAddr> {
             out.insert(ip);
         }
     }
-    for host in builder::lb_hostnames(lb) {
+    for host in model::lb_hostnames(lb) {
         out.extend(names_addresses(&host, resolved));
     }
     out
 }
 
 fn names_addresses(host: &str, resolved: &Resolved) -> Vec<IpAddr> {
-    use builder::HostnameAddresses as _;
+    use model::HostnameAddresses as _;
     fedns_api::names::normalize_hostname(host)
         .ok()
         .and_then(|h| resolved.addresses(&h))

@@ -10,11 +10,12 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 
-use super::builder::{self, BuildProblem};
+use super::builder;
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
-use super::queue::RecordKey;
+use super::model::BuildProblem;
 use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
+use crate::queue::RecordKey;
 
 pub(super) async fn reconcile_ingress(
     ctx: &RecordContext,

@@ -1,5 +1,5 @@
 //! DNS records: one reconciler per kind (ServiceDNSRecord, IngressDNSRecord)
-//! sharing a [`RecordContext`], fed by the work [`queue`], writing the
+//! sharing a [`RecordContext`], fed by the work queue ([`crate::queue`]), writing the
 //! DNSEndpoints the [`builder`] makes. May read [`crate::members`] and call
 //! the host API and [`crate::metrics`].
 
@@ -9,9 +9,9 @@ mod context;
 pub mod explain;
 mod health;
 mod ingress;
+mod model;
 pub mod object_size;
 pub mod published;
-pub mod queue;
 pub mod resolver;
 pub mod routing;
 mod schedule;

@@ -18,7 +18,7 @@ use kube::ResourceExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::queue::RecordKey;
+use crate::queue::RecordKey;
 
 /// Record id ([`RecordKey::id`]) → its `status.dns` as compact JSON.
 #[derive(Debug, Default)]

@@ -12,7 +12,7 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::Resolver;
 use tokio::sync::mpsc;
 
-use super::builder::HostnameAddresses;
+use super::model::HostnameAddresses;
 
 struct Entry {
     addresses: Option<Vec<IpAddr>>,

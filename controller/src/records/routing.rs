@@ -18,7 +18,7 @@ use fedns_api::routing::{
 };
 use fedns_api::{Endpoint, ProviderSpecificProperty, RecordType, Routing, RoutingPolicy};
 
-use super::builder::BuildProblem;
+use super::model::{BuildProblem, DRAIN_STEPS};
 
 /// One healthy cluster as a policy sees it.
 #[derive(Debug, Clone)]
@@ -119,7 +119,7 @@ pub fn drained(routing: &Routing, draining: &[(String, u32)], region_of: &dyn Fn
         return routing.clone();
     }
     let mut out = routing.clone();
-    let steps = i64::from(super::health::DRAIN_STEPS);
+    let steps = i64::from(DRAIN_STEPS);
     // Route53 takes weights up to 255: scale by 10 only while that holds;
     // larger weights are fine-grained enough to take their tenths as they
     // are (rounded).

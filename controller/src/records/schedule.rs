@@ -26,7 +26,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use super::queue::RecordKey;
+use crate::queue::RecordKey;
 
 /// Fresh changes held at most; more go to the backlog (a burst of
 /// thousands is bulk work, not a change to hurry).

@@ -11,11 +11,12 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
-use super::builder::{self, BuildProblem, ServiceNames};
+use super::builder::{self, ServiceNames};
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
-use super::queue::RecordKey;
+use super::model::BuildProblem;
 use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
+use crate::queue::RecordKey;
 
 /// The port a Service's health check probes by default: its first port,
 /// as any member serving it declares (80 when none does).

@@ -6,7 +6,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::Resource;
 use serde_json::json;
 
-use super::builder::BuildProblem;
+use super::model::BuildProblem;
 
 /// Health conditions on top of [`set_record_conditions`]: `Ready=False`
 /// reason `AllUnhealthy` while the last-known set is served, and

@@ -10,9 +10,9 @@ use futures::StreamExt;
 use kube::ResourceExt;
 
 use super::context::RecordContext;
-use super::queue::{Queue, RecordKey, Work};
 use super::schedule::{Planned, Schedule};
 use super::{ingress, service};
+use crate::queue::{Queue, RecordKey, Work};
 
 /// A fresh change whose record was written this long after the change
 /// was seen is logged (info) with where the time went: waiting for a

@@ -1320,4 +1320,3 @@ mod tests {
         assert_ne!(hash(as_zsk), hash(as_csk));
     }
 }
-

@@ -248,7 +248,7 @@ fn connection(cluster: &Cluster, secrets: &KubeconfigSecrets) -> Result<Connecti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::members::sources::tests::store;
+    use crate::members::sources::test_support::store;
     use crate::members::sources::{REGION_LABEL, ZONE_LABEL};
     use serde_json::json;
 

@@ -217,7 +217,7 @@ fn connection(cluster: &ManagedCluster, inputs: &ClusternetInputs) -> Result<Con
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::members::sources::tests::store;
+    use crate::members::sources::test_support::store;
     use crate::members::sources::{REGION_LABEL, ZONE_LABEL};
     use kube::runtime::events::Reporter;
     use serde_json::json;

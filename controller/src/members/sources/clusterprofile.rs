@@ -374,7 +374,7 @@ fn exec_connection(cluster: &KubeconfigCluster, exec: &ExecProvider) -> Result<C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::members::sources::tests::store;
+    use crate::members::sources::test_support::store;
     use kube::runtime::events::Reporter;
     use serde_json::json;
 

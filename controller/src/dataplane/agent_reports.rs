@@ -1,5 +1,5 @@
-//! The controller's side of vantage points: tells the `fedns
-//! agent` in each member what to probe and takes its reports, over the
+//! The exchange with the agents, over ConfigMaps: the controller's side of
+//! vantage points. Tells the `fedns agent` in each member what to probe and takes its reports, over the
 //! member connection the controller already has. No new network path, and
 //! no host credentials in the members: the agent reads and writes
 //! ConfigMaps in its own namespace of its own cluster only.
@@ -31,10 +31,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry as MetricsRegistry;
 use tokio::task::JoinHandle;
 
-use crate::dataplane::vantage::{self, Report};
-use crate::dataplane::DataPlane;
+use super::vantage::{self, Report};
+use super::{DataPlane, VantagePointSummary};
 use crate::members::Registry;
-use crate::records::queue::RecordKey;
+use crate::queue::RecordKey;
 
 /// How often targets are written and silence is checked.
 const TICK: Duration = Duration::from_secs(1);
@@ -89,7 +89,7 @@ impl VantageMetrics {
         metrics
     }
 
-    fn set(&self, summary: &crate::dataplane::VantagePointSummary) {
+    fn set(&self, summary: &VantagePointSummary) {
         let label = VantageLabel {
             vantage_point: summary.name.clone(),
         };

@@ -19,7 +19,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::ResourceExt;
 
-use super::controller::{keep_secret_keys, reflect_selected, reporter};
+use super::host_caches::{keep_secret_keys, reflect_selected, reporter};
 use crate::cli::ControllerArgs;
 use crate::members::sources::{argocd, capi, clusternet, clusterprofile, Sources};
 use crate::members::MemberSource;

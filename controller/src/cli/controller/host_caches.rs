@@ -1,0 +1,190 @@
+//! The controller's caches of host objects: reflectors that keep only what
+//! fedns reads of each object (no managed fields, only the Secret keys it
+//! needs, records' published shards outside the cache) and call back on
+//! changes. Shared by the controller's start-up, its member sources and
+//! the other inventories.
+
+use std::sync::Arc;
+
+use fedns_providers::source::spec_changes::{SpecChange, SpecChanges};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::events::Reporter;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::Resource;
+
+use crate::records;
+
+/// A reflector of dynamic objects (a kind fedns has no type for).
+pub(super) fn reflect_dynamic(
+    client: &kube::Client,
+    resource: &kube::discovery::ApiResource,
+    on_change: impl Fn() + Send + 'static,
+) -> Store<kube::api::DynamicObject> {
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), resource);
+    let writer = reflector::store::Writer::new(resource.clone());
+    let store = writer.as_reader();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(_) => on_change(),
+                Err(e) => tracing::warn!(kind = "FederatedService", error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    store
+}
+
+pub(super) fn reporter(identity: &str) -> Reporter {
+    Reporter {
+        controller: "fedns-controller".into(),
+        instance: Some(identity.to_owned()),
+    }
+}
+
+/// Of a Secret only `keys` of its data are kept (no managed fields, no
+/// annotations): what fedns caches of credentials Secrets.
+pub(super) fn keep_secret_keys(secret: &mut Secret, keys: &[&str]) {
+    secret.metadata.managed_fields = None;
+    secret.metadata.annotations = None;
+    if let Some(data) = secret.data.as_mut() {
+        data.retain(|k, _| keys.contains(&k.as_str()));
+    }
+    if let Some(data) = secret.string_data.as_mut() {
+        data.retain(|k, _| keys.contains(&k.as_str()));
+    }
+}
+
+/// A reflector's store and a future that resolves once it has listed.
+pub(super) struct Reflected<K: Resource<DynamicType = ()> + Clone + 'static> {
+    pub(super) store: Store<K>,
+}
+
+impl<K> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    pub(super) async fn wait(&self) {
+        fedns_providers::source::ready::store_ready(&self.store).await;
+    }
+}
+
+pub(super) fn reflect<K>(api: Api<K>, on_change: impl Fn(&K) + Send + 'static) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    // Nothing reads managedFields; a real API server's can outweigh the
+    // object (a field set per record and per DNSEndpoint).
+    reflect_slim(api, |o: &mut K| o.meta_mut().managed_fields = None, on_change)
+}
+
+/// As [`reflect`] for ServiceDNSRecords and IngressDNSRecords: each one's
+/// `status.dns` goes into `published` instead of the cache (one typed
+/// entry per shard was the cache's largest cost).
+pub(super) fn reflect_records<K>(
+    api: Api<K>,
+    published: Arc<records::PublishedShards>,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()>
+        + records::published::WithPublishedShards
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    reflect_slim(
+        api,
+        move |o: &mut K| {
+            o.meta_mut().managed_fields = None;
+            published.take(o);
+        },
+        on_change,
+    )
+}
+
+/// As [`reflect`], calling `on_change` only when an object may have a new
+/// spec ([`SpecChanges`]): it appeared, went, or its uid,
+/// `metadata.generation` (the resourceVersion where it has none),
+/// deletion state or finalizers changed (None: objects went while the
+/// watch was down, found by a relist). Status writes change none of
+/// these. Found at 100,000 shards: the publisher writes each Domain's
+/// status after every publish, and requeueing every record for each of
+/// those writes cost seconds per change.
+pub(super) fn reflect_spec_changes<K>(api: Api<K>, on_change: impl Fn(Option<&K>) + Send + 'static) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(
+            writer,
+            // Never read, and on a real API server often larger than the object.
+            watcher(api, watcher::Config::default()).modify(|o: &mut K| o.meta_mut().managed_fields = None),
+        )
+        .default_backoff();
+        futures::pin_mut!(stream);
+        let mut specs = SpecChanges::default();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => match specs.observe(&event) {
+                    SpecChange::None => {}
+                    SpecChange::Object(object) => on_change(Some(object)),
+                    SpecChange::Gone => on_change(None),
+                },
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "host watch failed; retrying"),
+            }
+        }
+    });
+    Reflected { store }
+}
+
+/// A reflector of `api` calling `on_change` with every object touched,
+/// keeping only what `slim` leaves of each object.
+pub(super) fn reflect_slim<K>(
+    api: Api<K>,
+    slim: impl FnMut(&mut K) + Send + 'static,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    reflect_selected(api, watcher::Config::default(), slim, on_change)
+}
+
+/// As [`reflect_slim`], watching only what `config` selects (labels, fields).
+pub(super) fn reflect_selected<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    slim: impl FnMut(&mut K) + Send + 'static,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> Reflected<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, config).modify(slim))
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(object) => on_change(&object),
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    Reflected { store }
+}

@@ -1,0 +1,380 @@
+//! The [`DataPlane`] handle: what the record reconcilers and the agents'
+//! report exchange call (want, forget, state, set_report, the vantage
+//! points' summary, the target list and the own report), and its start.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fedns_api::Quorum;
+use tokio::sync::{Notify, Semaphore};
+
+use super::check::{Check, State};
+use super::decision::{apply_decision, ballots};
+use super::hysteresis;
+use super::metrics::ProbeMetrics;
+use super::probe::{self, ProbeTls};
+use super::scheduler::schedule;
+use super::targets::{now_rfc3339, Inner, Target, TargetKey, Targets};
+use super::vantage::{self, Ballot, Decision, Report};
+
+/// What is known of one address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressState {
+    /// Current (effective) state: what answers follow.
+    pub state: State,
+    /// When it entered that state (RFC 3339).
+    pub since: String,
+    /// The last failure, if the last probe failed.
+    pub last_error: Option<String>,
+    /// What the probes say while it waits for the failover or failback
+    /// delay: that state, since when and when it takes effect if it holds
+    /// (RFC 3339; at the first probe after that, so up to one
+    /// `periodSeconds` later).
+    pub pending: Option<(State, String, String)>,
+    /// What each vantage point says (the controller first, then the agents
+    /// by name); only the controller when no agent reports.
+    pub vantage_points: Vec<Ballot>,
+    /// The quorum's decision (before the delays) and the quorum asked for.
+    pub decision: Decision,
+    /// The check's quorum.
+    pub quorum: Quorum,
+}
+
+/// The prober. Cheap to clone.
+pub struct DataPlane<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for DataPlane<K> {
+    fn clone(&self) -> Self {
+        DataPlane {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for DataPlane<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPlane").finish_non_exhaustive()
+    }
+}
+
+impl<K> DataPlane<K>
+where
+    K: Clone + Ord + Send + Sync + std::fmt::Debug + 'static,
+{
+    /// Starts the scheduler and its probes on a thread of their own
+    /// (`fedns-probe`, a single-threaded tokio runtime: thousands of short
+    /// exchanges a second cost less without cross-thread wake-ups, and a
+    /// slow reconcile never delays a probe). `notify` is called, on that
+    /// thread, with every user of an address whose state changed; at most
+    /// `concurrency` probes run at once. The thread ends when the last
+    /// clone of the prober is dropped.
+    ///
+    /// # Errors
+    /// The OS refuses the thread, or the runtime's I/O driver (epoll).
+    pub fn start(
+        tls: ProbeTls,
+        concurrency: usize,
+        metrics: ProbeMetrics,
+        notify: impl Fn(K) + Send + Sync + 'static,
+    ) -> std::io::Result<DataPlane<K>> {
+        DataPlane::start_from(None, tls, concurrency, metrics, notify)
+    }
+
+    /// [`DataPlane::start`] with probes sent from `source` (a vantage
+    /// point's own address; None: the kernel's choice).
+    ///
+    /// # Errors
+    /// As [`DataPlane::start`].
+    pub fn start_from(
+        source: Option<IpAddr>,
+        tls: ProbeTls,
+        concurrency: usize,
+        metrics: ProbeMetrics,
+        notify: impl Fn(K) + Send + Sync + 'static,
+    ) -> std::io::Result<DataPlane<K>> {
+        let inner = Arc::new(Inner {
+            targets: Mutex::new(Targets {
+                ids: HashMap::new(),
+                by_id: HashMap::new(),
+                next_id: 0,
+            }),
+            schedule: Mutex::new(BinaryHeap::new()),
+            wanted: Mutex::new(BTreeMap::new()),
+            wake: Arc::new(Notify::new()),
+            permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            in_flight: Default::default(),
+            max_in_flight: Default::default(),
+            tls,
+            source,
+            reports: Mutex::new(BTreeMap::new()),
+            own_impaired: Default::default(),
+            notify: Box::new(notify),
+            metrics,
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("fedns-probe".into())
+            .spawn(move || runtime.block_on(schedule(weak)))?;
+        Ok(DataPlane { inner })
+    }
+
+    /// Sets what `user` wants probed: (address, check) pairs. Targets no
+    /// user wants any more are dropped.
+    pub fn want(&self, user: &K, targets: impl IntoIterator<Item = (IpAddr, Check)>) {
+        let new: BTreeSet<TargetKey> = targets.into_iter().collect();
+        let old = {
+            let mut wanted = self.inner.wanted.lock().unwrap_or_else(|e| e.into_inner());
+            if wanted.get(user) == Some(&new) {
+                return;
+            }
+            if new.is_empty() {
+                wanted.remove(user).unwrap_or_default()
+            } else {
+                wanted.insert(user.clone(), new.clone()).unwrap_or_default()
+            }
+        };
+        let now = Instant::now();
+        let mut added = false;
+        {
+            let mut guard = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+            let targets = &mut *guard;
+            for key in old.difference(&new) {
+                let Some(&id) = targets.ids.get(key) else { continue };
+                if let Some(target) = targets.by_id.get_mut(&id) {
+                    target.users.remove(user);
+                    if target.users.is_empty() {
+                        targets.by_id.remove(&id);
+                        targets.ids.remove(key);
+                    }
+                }
+            }
+            let mut schedule = self.inner.schedule.lock().unwrap_or_else(|e| e.into_inner());
+            for key in &new {
+                let id = match targets.ids.get(key) {
+                    Some(&id) => id,
+                    None => {
+                        let id = targets.next_id;
+                        targets.next_id += 1;
+                        let key = Arc::new(key.clone());
+                        targets.ids.insert(key.clone(), id);
+                        targets.by_id.insert(
+                            id,
+                            Target {
+                                prepared: Arc::new(probe::Prepared::new(&key.1.spec)),
+                                report_key: vantage::report_key(&vantage::target_id(key.0, &key.1)).into(),
+                                key,
+                                own: State::Unknown,
+                                own_since: now_rfc3339(),
+                                decision: Decision {
+                                    state: State::Unknown,
+                                    counted: 0,
+                                    down: 0,
+                                },
+                                ballots_hash: 0,
+                                damped: hysteresis::Damped::new(now),
+                                observed_since: now_rfc3339(),
+                                takes_effect_at: now_rfc3339(),
+                                since: now_rfc3339(),
+                                last_error: None,
+                                successes: 0,
+                                failures: 0,
+                                // A new address is probed at once, then on its slot.
+                                next_due: now,
+                                running: false,
+                                users: BTreeSet::new(),
+                                kept: None,
+                            },
+                        );
+                        schedule.push(Reverse((now, id)));
+                        added = true;
+                        id
+                    }
+                };
+                if let Some(target) = targets.by_id.get_mut(&id) {
+                    target.users.insert(user.clone());
+                }
+            }
+            self.inner
+                .metrics
+                .targets
+                .set(i64::try_from(targets.by_id.len()).unwrap_or(i64::MAX));
+        }
+        if added {
+            self.inner.wake.notify_one();
+        }
+    }
+
+    /// Drops everything `user` wanted.
+    pub fn forget(&self, user: &K) {
+        self.want(user, std::iter::empty());
+    }
+
+    /// What is known of `address` under `check` (None: not a target).
+    pub fn state(&self, address: IpAddr, check: &Check) -> Option<AddressState> {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        let target = targets.get(&(address, check.clone()))?;
+        let reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+        let own_impaired = self.inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed);
+        Some(AddressState {
+            state: target.damped.effective,
+            since: target.since.clone(),
+            last_error: target.last_error.clone(),
+            pending: target
+                .damped
+                .pending()
+                .map(|state| (state, target.observed_since.clone(), target.takes_effect_at.clone())),
+            vantage_points: ballots(target, &reports, own_impaired, jiff::Timestamp::now()),
+            decision: target.decision.clone(),
+            quorum: check.quorum,
+        })
+    }
+
+    /// Takes vantage point `name`'s new report (None: it has none any
+    /// more) and decides every target again; users of targets whose state
+    /// changed are notified.
+    pub fn set_report(&self, name: &str, report: Option<Report>) {
+        {
+            let mut reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+            match report {
+                Some(report) => reports.insert(name.to_owned(), report),
+                None => reports.remove(name),
+            };
+        }
+        self.decide_all();
+    }
+
+    /// Decides every target again (a report came or went, or reports went
+    /// silent); notifies the users of those whose state changed.
+    pub fn decide_all(&self) {
+        let mut notify = Vec::new();
+        {
+            let mut targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+            let reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+            let own_impaired = self.inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed);
+            let now = Instant::now();
+            let wall = jiff::Timestamp::now();
+            for target in targets.by_id.values_mut() {
+                if apply_decision(&self.inner, target, &reports, own_impaired, now, wall) {
+                    notify.extend(target.users.iter().cloned());
+                }
+            }
+        }
+        notify.sort();
+        notify.dedup();
+        for user in notify {
+            (self.inner.notify)(user);
+        }
+    }
+
+    /// Every vantage point that reported, with its report's age (seconds),
+    /// whether it is impaired, and how many targets it sees Down of how
+    /// many; the controller first.
+    pub fn vantage_points(&self) -> Vec<VantagePointSummary> {
+        let now = jiff::Timestamp::now();
+        let (own_down, total, smallest_period) = {
+            let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+            let down = targets.by_id.values().filter(|t| t.own == State::Down).count();
+            let period = targets.by_id.values().map(|t| t.key.1.period).min();
+            (down, targets.by_id.len(), period)
+        };
+        let mut out = vec![VantagePointSummary {
+            name: vantage::CONTROLLER.to_owned(),
+            age_seconds: 0.0,
+            silent: false,
+            impaired: self.inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed),
+            down: own_down,
+            probed: total,
+        }];
+        let reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, report) in reports.iter() {
+            out.push(VantagePointSummary {
+                name: name.clone(),
+                age_seconds: report.age(now),
+                silent: smallest_period.is_some_and(|period| !report.is_fresh(period, now)),
+                impaired: report.impaired,
+                down: report.votes.values().filter(|v| v.state == State::Down).count(),
+                probed: report.votes.len(),
+            });
+        }
+        out
+    }
+
+    /// Every target, as the agents get it ([`vantage::TargetList`]).
+    pub fn target_list(&self) -> vantage::TargetList {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list: Vec<vantage::TargetSpec> = targets
+            .by_id
+            .values()
+            .map(|t| vantage::TargetSpec::of(t.key.0, &t.key.1))
+            .collect();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        vantage::TargetList { targets: list }
+    }
+
+    /// What this prober's own probes say of each target, as an agent
+    /// reports it ([`vantage::ReportDoc::targets`]), written `now`.
+    pub fn own_report(&self, source: Option<IpAddr>) -> vantage::ReportDoc {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        vantage::ReportDoc {
+            reported_at: jiff::Timestamp::now()
+                .round(jiff::Unit::Millisecond)
+                .unwrap_or_else(|_| jiff::Timestamp::now())
+                .to_string(),
+            source: source.map(|s| s.to_string()),
+            targets: targets
+                .by_id
+                .values()
+                .map(|t| {
+                    (
+                        t.report_key.to_string(),
+                        vantage::VoteDoc {
+                            address: t.key.0,
+                            state: t.own.as_str().to_owned(),
+                            since: t.own_since.clone(),
+                            last_error: t.last_error.clone(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The smallest `periodSeconds` of the targets (None: no target).
+    pub fn smallest_period(&self) -> Option<Duration> {
+        let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
+        targets.by_id.values().map(|t| t.key.1.period).min()
+    }
+
+    /// The most probes that ran at once so far.
+    pub fn max_in_flight(&self) -> usize {
+        self.inner.max_in_flight.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many addresses are probed.
+    pub fn target_count(&self) -> usize {
+        self.inner.targets.lock().unwrap_or_else(|e| e.into_inner()).by_id.len()
+    }
+}
+
+/// One vantage point at a glance ([`DataPlane::vantage_points`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VantagePointSummary {
+    /// `controller` or the member the agent runs in.
+    pub name: String,
+    /// Seconds since its report was written (0 for the controller).
+    pub age_seconds: f64,
+    /// Older than 2 × the smallest `periodSeconds` of the targets.
+    pub silent: bool,
+    /// Sees every address Down (its own network).
+    pub impaired: bool,
+    /// Targets it sees Down.
+    pub down: usize,
+    /// Targets it reports on.
+    pub probed: usize,
+}

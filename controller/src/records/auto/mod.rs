@@ -1,0 +1,36 @@
+//! Automatic records (`--auto-records`): ServiceDNSRecords and
+//! IngressDNSRecords made from what the user already has, instead of by
+//! hand (kubefed's way):
+//! * a Service or Ingress *template* (the object a propagation engine
+//!   copies to members) annotated `multiclusterdns.fedns.io/domain: <Domain>`,
+//!   in the host, or in the Karmada control plane when that is another
+//!   API server (`--karmada-kubeconfig`);
+//! * a kubefed `FederatedService` (`types.kubefed.io/v1beta1`) annotated
+//!   the same way (on itself or on `spec.template`);
+//! * an MCS `ServiceExport` (`multicluster.x-k8s.io/v1alpha1`) in any member
+//!   whose Service of that name is of type LoadBalancer; its Domain from the
+//!   same annotation on the ServiceExport, else `--auto-records-domain`.
+//!   Several members exporting one Service make one record. While a
+//!   member's ServiceExports are not listed yet, no record made from a
+//!   ServiceExport is deleted.
+//!
+//! Optional annotations: `multiclusterdns.fedns.io/ttl` (seconds,
+//! 1..86400) and `multiclusterdns.fedns.io/dns-prefix`. An Ingress gives its
+//! `spec.rules[].host` names.
+//!
+//! Every generated record is labelled `app.kubernetes.io/managed-by: fedns`
+//! and annotated `fedns.io/generated-from: <Kind>/<namespace>/<name>`; a
+//! source in the host is its owner (garbage collection removes the record
+//! with it). Only labelled records are ever changed or deleted: a record of
+//! the same name written by someone else is left alone and the source gets
+//! a Warning Event `RecordExists`. A generated record whose source is gone
+//! (or lost its annotation) is deleted.
+
+mod plan;
+mod sync;
+
+pub use plan::{
+    plan, wanted, Action, Existing, Problem, RecordKind, Template, Wanted, DOMAIN_ANNOTATION,
+    GENERATED_FROM_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, PREFIX_ANNOTATION, TTL_ANNOTATION,
+};
+pub use sync::{AutoRecords, TemplateSource};

@@ -1,0 +1,388 @@
+//! The `--auto-records` loop ([`AutoRecords`]): reads the templates
+//! ([`TemplateSource`], the members' ServiceExports) and the records,
+//! plans, writes, and reports problems as Events.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::events::Recorder;
+use fedns_api::{Domain, IngressDNSRecord, ServiceDNSRecord};
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource, ResourceExt};
+use serde_json::{json, Value};
+use tokio::sync::{watch, Notify};
+
+use super::plan::{
+    plan, wanted, Action, Existing, Problem, RecordKind, Template, Wanted, GENERATED_FROM_ANNOTATION, MANAGED_BY,
+    MANAGED_BY_LABEL,
+};
+
+/// Where templates come from: one cluster's Services and Ingresses (and
+/// FederatedServices in the host when kubefed is read).
+#[derive(Clone)]
+pub struct TemplateSource {
+    /// Services.
+    pub services: Store<Service>,
+    /// Ingresses.
+    pub ingresses: Store<Ingress>,
+    /// kubefed FederatedServices.
+    pub federated_services: Option<Store<DynamicObject>>,
+    /// In the host (owner references), else another API server.
+    pub in_host: bool,
+    /// Events on its objects.
+    pub recorder: Recorder,
+}
+
+/// The auto-records loop's inputs.
+pub struct AutoRecords {
+    /// Host client (records are written there).
+    pub host: Client,
+    /// Template sources: the host first.
+    pub sources: Vec<TemplateSource>,
+    /// ServiceDNSRecords.
+    pub services: Store<ServiceDNSRecord>,
+    /// IngressDNSRecords.
+    pub ingresses: Store<IngressDNSRecord>,
+    /// Domains.
+    pub domains: Store<Domain>,
+    /// `--auto-records-domain`.
+    pub default_domain: Option<String>,
+    /// Leadership (only the leader writes).
+    pub leader: watch::Receiver<bool>,
+    /// Members (their ServiceExports and Services); `None`: none read.
+    pub registry: Option<Arc<crate::members::Registry>>,
+}
+
+fn annotations_of(meta: &kube::api::ObjectMeta) -> BTreeMap<String, String> {
+    meta.annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("multiclusterdns.fedns.io/"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Every annotated template of `source`.
+fn templates_of(source: &TemplateSource) -> Vec<Template> {
+    let mut out = Vec::new();
+    for s in source.services.state() {
+        out.push(Template {
+            kind: "Service",
+            api_version: "v1",
+            namespace: s.namespace().unwrap_or_default(),
+            name: s.name_any(),
+            uid: s.uid(),
+            annotations: annotations_of(&s.metadata),
+            hosts: Vec::new(),
+            in_host: source.in_host,
+        });
+    }
+    for i in source.ingresses.state() {
+        let hosts = i
+            .spec
+            .as_ref()
+            .and_then(|s| s.rules.as_ref())
+            .map(|rules| rules.iter().filter_map(|r| r.host.clone()).collect())
+            .unwrap_or_default();
+        out.push(Template {
+            kind: "Ingress",
+            api_version: "networking.k8s.io/v1",
+            namespace: i.namespace().unwrap_or_default(),
+            name: i.name_any(),
+            uid: i.uid(),
+            annotations: annotations_of(&i.metadata),
+            hosts,
+            in_host: source.in_host,
+        });
+    }
+    for f in source.federated_services.iter().flat_map(|s| s.state()) {
+        // The annotation may sit on the FederatedService or on its template.
+        let mut annotations = annotations_of(&f.metadata);
+        if let Some(Value::Object(template)) = f.data.pointer("/spec/template/metadata/annotations") {
+            for (k, v) in template {
+                if let (true, Some(v)) = (k.starts_with("multiclusterdns.fedns.io/"), v.as_str()) {
+                    annotations.entry(k.clone()).or_insert_with(|| v.to_owned());
+                }
+            }
+        }
+        out.push(Template {
+            kind: "FederatedService",
+            api_version: "types.kubefed.io/v1beta1",
+            namespace: f.namespace().unwrap_or_default(),
+            name: f.name_any(),
+            uid: f.uid(),
+            annotations,
+            hosts: Vec::new(),
+            in_host: source.in_host,
+        });
+    }
+    out
+}
+
+/// Every member's ServiceExports whose Service is a LoadBalancer, as
+/// templates, and whether every member's ServiceExports have been listed.
+fn member_exports(registry: &crate::members::Registry) -> (Vec<Template>, bool) {
+    let mut out = Vec::new();
+    let mut listed = true;
+    for member in registry.members() {
+        let Some((exports, synced)) = &member.service_exports else {
+            continue;
+        };
+        listed &= synced.load(std::sync::atomic::Ordering::Relaxed);
+        for export in exports.state() {
+            let namespace = export.namespace().unwrap_or_default();
+            let name = export.name_any();
+            let load_balancer = member
+                .services
+                .get(&namespace, &name)
+                .is_some_and(|s| s.is_load_balancer_type);
+            if !load_balancer {
+                tracing::debug!(member = %member.name, "ServiceExport {namespace}/{name}: no LoadBalancer Service of that name; no record");
+                continue;
+            }
+            out.push(Template {
+                kind: "ServiceExport",
+                api_version: "multicluster.x-k8s.io/v1alpha1",
+                namespace,
+                name,
+                uid: None,
+                annotations: annotations_of(&export.metadata),
+                hosts: Vec::new(),
+                in_host: false,
+            });
+        }
+    }
+    (out, listed)
+}
+
+fn existing_of(services: &Store<ServiceDNSRecord>, ingresses: &Store<IngressDNSRecord>) -> Vec<Existing> {
+    let generated =
+        |labels: &BTreeMap<String, String>| labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY);
+    let mut out: Vec<Existing> = services
+        .state()
+        .iter()
+        .map(|r| Existing {
+            kind: RecordKind::Service,
+            namespace: r.namespace().unwrap_or_default(),
+            name: r.name_any(),
+            generated: generated(r.labels()),
+            spec: serde_json::to_value(&r.spec).unwrap_or_default(),
+            owners: r.owner_references().to_vec(),
+            generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
+        })
+        .collect();
+    out.extend(ingresses.state().iter().map(|r| Existing {
+        kind: RecordKind::Ingress,
+        namespace: r.namespace().unwrap_or_default(),
+        name: r.name_any(),
+        generated: generated(r.labels()),
+        spec: serde_json::to_value(&r.spec).unwrap_or_default(),
+        owners: r.owner_references().to_vec(),
+        generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
+    }));
+    out
+}
+
+impl AutoRecords {
+    /// Makes, changes and deletes generated records whenever a source,
+    /// record or Domain changes (`changed`), and every `resync`.
+    pub async fn run(self, changed: Arc<Notify>, resync: Duration) {
+        // Nothing is deleted before every cache has listed once (stores
+        // shared with other waiters: see `store_ready`).
+        use fedns_providers::source::ready::store_ready;
+        for source in &self.sources {
+            store_ready(&source.services).await;
+            store_ready(&source.ingresses).await;
+            if let Some(f) = &source.federated_services {
+                store_ready(f).await;
+            }
+        }
+        store_ready(&self.services).await;
+        store_ready(&self.ingresses).await;
+        store_ready(&self.domains).await;
+        tracing::info!("auto-records: caches ready");
+        let mut reported: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        loop {
+            if *self.leader.borrow() {
+                self.pass(&mut reported).await;
+            }
+            let _ = tokio::time::timeout(resync, changed.notified()).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn pass(&self, reported: &mut BTreeMap<String, BTreeSet<String>>) {
+        let mut templates = Vec::new();
+        let mut recorder_of: BTreeMap<String, (Recorder, ObjectReference)> = BTreeMap::new();
+        for source in &self.sources {
+            for t in templates_of(source) {
+                recorder_of.insert(t.id(), (source.recorder.clone(), t.reference()));
+                templates.push(t);
+            }
+        }
+        let exports_listed = match &self.registry {
+            Some(registry) => {
+                let (exports, listed) = member_exports(registry);
+                templates.extend(exports);
+                listed
+            }
+            None => true,
+        };
+        let domains: BTreeSet<String> = self.domains.state().iter().map(|d| d.name_any()).collect();
+        let (wanted, mut problems) = wanted(&templates, &domains, self.default_domain.as_deref());
+        let existing = existing_of(&self.services, &self.ingresses);
+        let mut actions = plan(&wanted, &existing);
+        if !exports_listed {
+            // A member's ServiceExports are not known yet: keep what they made.
+            let from_exports: BTreeSet<(RecordKind, &str, &str)> = existing
+                .iter()
+                .filter(|e| {
+                    e.generated_from
+                        .as_deref()
+                        .is_some_and(|g| g.starts_with("ServiceExport/"))
+                })
+                .map(|e| (e.kind, e.namespace.as_str(), e.name.as_str()))
+                .collect();
+            actions.retain(
+                |a| !matches!(a, Action::Delete(k, ns, n) if from_exports.contains(&(*k, ns.as_str(), n.as_str()))),
+            );
+        }
+        for action in actions {
+            match action {
+                Action::Create(w) => {
+                    if let Err(e) = self.create(&w).await {
+                        problems.push(Problem {
+                            source: w.source.clone(),
+                            reason: "RecordNotWritten",
+                            message: format!("cannot create {} {}/{}: {e}", w.kind.kind(), w.namespace, w.name),
+                        });
+                    } else {
+                        tracing::info!(source = %w.source, "auto-records: created {} {}/{}", w.kind.kind(), w.namespace, w.name);
+                    }
+                }
+                Action::Update(w) => {
+                    if let Err(e) = self.update(&w).await {
+                        tracing::warn!(source = %w.source, error = %e, "auto-records: cannot update {} {}/{}", w.kind.kind(), w.namespace, w.name);
+                    }
+                }
+                Action::Delete(kind, namespace, name) => {
+                    let result = match kind {
+                        RecordKind::Service => Api::<ServiceDNSRecord>::namespaced(self.host.clone(), &namespace)
+                            .delete(&name, &DeleteParams::default())
+                            .await
+                            .map(|_| ()),
+                        RecordKind::Ingress => Api::<IngressDNSRecord>::namespaced(self.host.clone(), &namespace)
+                            .delete(&name, &DeleteParams::default())
+                            .await
+                            .map(|_| ()),
+                    };
+                    match result {
+                        Ok(()) => {
+                            tracing::info!("auto-records: deleted {} {namespace}/{name}: its source is gone", kind.kind());
+                        }
+                        Err(kube::Error::Api(status)) if status.code == 404 => {}
+                        Err(e) => tracing::warn!(error = %e, "auto-records: cannot delete {} {namespace}/{name}", kind.kind()),
+                    }
+                }
+                Action::Clash(w) => problems.push(Problem {
+                    source: w.source.clone(),
+                    reason: "RecordExists",
+                    message: format!(
+                        "{} {}/{} exists and was not made by fedns (no label {MANAGED_BY_LABEL}: {MANAGED_BY}); it is left as it is",
+                        w.kind.kind(),
+                        w.namespace,
+                        w.name
+                    ),
+                }),
+            }
+        }
+        // One Warning Event per new problem; forget solved ones.
+        let mut now: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for p in problems {
+            let fresh = !reported.get(&p.source).is_some_and(|s| s.contains(&p.message));
+            if fresh {
+                tracing::warn!(source = %p.source, reason = p.reason, "auto-records: {}", p.message);
+                if let Some((recorder, object)) = recorder_of.get(&p.source) {
+                    let event = Event {
+                        type_: EventType::Warning,
+                        reason: p.reason.into(),
+                        note: Some(p.message.chars().take(1000).collect()),
+                        action: "GenerateRecord".into(),
+                        secondary: None,
+                    };
+                    if let Err(e) = recorder.publish(&event, object).await {
+                        tracing::debug!(error = %e, "cannot record an Event");
+                    }
+                }
+            }
+            now.entry(p.source).or_default().insert(p.message);
+        }
+        *reported = now;
+    }
+
+    fn object(&self, w: &Wanted) -> Value {
+        let mut metadata = json!({
+            "name": w.name,
+            "namespace": w.namespace,
+            "labels": {MANAGED_BY_LABEL: MANAGED_BY},
+            "annotations": {GENERATED_FROM_ANNOTATION: w.source},
+        });
+        if let Some(owner) = &w.owner {
+            metadata["ownerReferences"] = json!([owner]);
+        }
+        json!({
+            "apiVersion": ServiceDNSRecord::api_version(&()),
+            "kind": w.kind.kind(),
+            "metadata": metadata,
+            "spec": w.spec,
+        })
+    }
+
+    async fn create(&self, w: &Wanted) -> Result<(), kube::Error> {
+        let object = self.object(w);
+        match w.kind {
+            RecordKind::Service => {
+                let record: ServiceDNSRecord = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
+                Api::<ServiceDNSRecord>::namespaced(self.host.clone(), &w.namespace)
+                    .create(&PostParams::default(), &record)
+                    .await?;
+            }
+            RecordKind::Ingress => {
+                let record: IngressDNSRecord = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
+                Api::<IngressDNSRecord>::namespaced(self.host.clone(), &w.namespace)
+                    .create(&PostParams::default(), &record)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn update(&self, w: &Wanted) -> Result<(), kube::Error> {
+        let mut patch = self.object(w);
+        // Fields the source no longer asks for go back to their defaults.
+        for key in ["recordTTL", "dnsPrefix"] {
+            if patch["spec"].get(key).is_none() && w.kind == RecordKind::Service {
+                patch["spec"][key] = Value::Null;
+            }
+        }
+        let params = PatchParams::default();
+        match w.kind {
+            RecordKind::Service => {
+                Api::<ServiceDNSRecord>::namespaced(self.host.clone(), &w.namespace)
+                    .patch(&w.name, &params, &Patch::Merge(&patch))
+                    .await?;
+            }
+            RecordKind::Ingress => {
+                Api::<IngressDNSRecord>::namespaced(self.host.clone(), &w.namespace)
+                    .patch(&w.name, &params, &Patch::Merge(&patch))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
