@@ -58,7 +58,12 @@ fn a(owner: &str, ip: &str) -> Record {
 fn zone() -> ZoneContent {
     let mut zone = ZoneContent::new(name("example.com."));
     let ips = ["203.0.113.1", "203.0.113.2", "203.0.113.3"];
-    for owner in ["plain.example.com.", "w.example.com.", "n.example.com."] {
+    for owner in [
+        "plain.example.com.",
+        "w.example.com.",
+        "n.example.com.",
+        "s.example.com.",
+    ] {
         for ip in ips {
             zone.records.push(a(owner, ip));
         }
@@ -84,6 +89,14 @@ fn zone() -> ZoneContent {
             name: name("w.example.com."),
             policy: RoutingPolicy::Weighted,
             variants: variants("w.example.com."),
+        },
+        RoutedName {
+            name: name("s.example.com."),
+            policy: RoutingPolicy::StickyWeighted {
+                v4_prefix: 24,
+                v6_prefix: 56,
+            },
+            variants: variants("s.example.com."),
         },
         RoutedName {
             name: name("n.example.com."),
@@ -119,7 +132,7 @@ fn query(qname: &str, ecs: Option<(&str, u8)>) -> Vec<u8> {
 fn the_query_path_does_not_allocate() {
     let snapshot = Snapshot::build(&[(zone(), 1)]);
     assert!(snapshot.skipped().is_empty(), "{:?}", snapshot.skipped());
-    let queries: Vec<Vec<u8>> = ["plain", "w", "n", "www", "missing"]
+    let queries: Vec<Vec<u8>> = ["plain", "w", "s", "n", "www", "missing"]
         .iter()
         .flat_map(|label| {
             let qname = format!("{label}.example.com.");

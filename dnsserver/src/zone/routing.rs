@@ -30,6 +30,23 @@ pub enum RoutingPolicy {
     /// One variant per answer, with probability weight/Σ weights; when
     /// every weight is 0, uniformly (Route53's weighted semantics).
     Weighted,
+    /// `Weighted`, sticky per client subnet: the client's address cut to
+    /// `v4_prefix` (IPv4) or `v6_prefix` (IPv6) bits always gets the same
+    /// variant while that variant stays. The variant is chosen by weighted
+    /// rendezvous (highest random weight) hashing of the subnet, so each
+    /// variant still gets its weight's share of subnets, a removed variant
+    /// moves only the subnets it had (the rest keep theirs), and they
+    /// return when it does. The answer carries the prefix as its RFC 7871
+    /// SCOPE PREFIX-LENGTH, so resolvers cache it per subnet. A query
+    /// without a client address (ECS SOURCE PREFIX-LENGTH 0) is answered as
+    /// `Weighted`. Prefixes longer than the family's are cut to 32 / 128.
+    StickyWeighted {
+        /// Bits of an IPv4 client address that pick the variant (NS1's and
+        /// resolvers' usual /24).
+        v4_prefix: u8,
+        /// Bits of an IPv6 client address that pick the variant (/56).
+        v6_prefix: u8,
+    },
     /// The variants of the client's region; else the first region of
     /// `fallback` that has variants; else every variant.
     Nearest {
@@ -423,6 +440,17 @@ fn paint_interval(intervals: &mut Vec<Interval>, start: u128, end: u128, region:
 pub(crate) enum Route {
     /// Cumulative weights, one per variant; the last is the total.
     Weighted { cumulative: Box<[u32]> },
+    /// Weighted rendezvous hashing of the client's subnet
+    /// ([`RoutingPolicy::StickyWeighted`]): per variant its seed (its id
+    /// hashed) and its weight; `cumulative` answers queries without a
+    /// client address, as `Weighted`.
+    Sticky {
+        cumulative: Box<[u32]>,
+        seeds: Box<[u64]>,
+        weights: Box<[f64]>,
+        v4_prefix: u8,
+        v6_prefix: u8,
+    },
     /// Variant per region id of the zone's [`ClientTable`]; `unknown`
     /// for clients in no region (or a region with no entry).
     Nearest {
@@ -470,6 +498,75 @@ pub(crate) fn weighted_pick(cumulative: &[u32]) -> usize {
     cumulative.partition_point(|&c| (c as u64) <= r)
 }
 
+/// SplitMix64's finaliser: a fast, well-spread 64-bit mix (not for
+/// anything secret).
+#[inline]
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The hash of `addr`'s subnet (the address cut to `v4_prefix` or
+/// `v6_prefix` bits, at most 32 / 128) and that prefix length, the answer's
+/// SCOPE PREFIX-LENGTH. The family is part of the hash: `0.0.0.0/0` and
+/// `::/0` are different subnets.
+#[inline]
+pub(crate) fn subnet_key(addr: IpAddr, v4_prefix: u8, v6_prefix: u8) -> (u64, u8) {
+    match addr {
+        IpAddr::V4(a) => {
+            let prefix = v4_prefix.min(32);
+            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            let subnet = u32::from(a) & mask;
+            (mix64(u64::from(subnet) ^ (u64::from(prefix) << 32) ^ (4 << 40)), prefix)
+        }
+        IpAddr::V6(a) => {
+            let prefix = v6_prefix.min(128);
+            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            let subnet = u128::from(a) & mask;
+            let high = mix64((subnet >> 64) as u64 ^ (u64::from(prefix) << 8) ^ 6);
+            (mix64(subnet as u64 ^ high), prefix)
+        }
+    }
+}
+
+/// A variant's rendezvous seed: its id hashed (FNV-1a, then mixed), so a
+/// subnet's score for a variant depends on neither the other variants nor
+/// their order.
+pub(crate) fn variant_seed(id: &str) -> u64 {
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    for b in id.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    mix64(h)
+}
+
+/// Weighted rendezvous hashing: the variant `i` with the highest
+/// `weights[i] / -ln(u_i)`, where `u_i` in (0, 1) is the subnet `key`
+/// mixed with `seeds[i]`. The chance of a variant is exactly its share of
+/// the weights (the scores are exponential variables whose minimum is
+/// taken in proportion to the rates), and a subnet's scores do not change
+/// when another variant comes or goes. Weights of 0 are never chosen;
+/// with no positive weight, index 0.
+#[inline]
+pub(crate) fn rendezvous_pick(key: u64, seeds: &[u64], weights: &[f64]) -> usize {
+    let mut best = 0;
+    let mut best_score = f64::NEG_INFINITY;
+    for (i, (&seed, &weight)) in seeds.iter().zip(weights).enumerate() {
+        if weight <= 0.0 {
+            continue;
+        }
+        // 53 random bits, centred in their interval: u is never 0 or 1.
+        let u = ((mix64(key ^ seed) >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+        let score = weight / -u.ln();
+        if score > best_score {
+            best_score = score;
+            best = i;
+        }
+    }
+    best
+}
+
 /// Variants of a Nearest name as sets of input variant indices: for each
 /// region id of `table`, the variant set answered, and the set for unknown
 /// clients. Returns (distinct sets, by_region index into sets, unknown).
@@ -515,6 +612,86 @@ pub(crate) fn nearest_sets(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The variant each of `subnets` IPv4 /24s (10.0.0.0/24 upward) gets.
+    fn sticky_choices(ids: &[&str], weights: &[f64], subnets: u32) -> Vec<&'static str> {
+        let seeds: Vec<u64> = ids.iter().map(|id| variant_seed(id)).collect();
+        (0..subnets)
+            .map(|i| {
+                let addr = IpAddr::V4(std::net::Ipv4Addr::from(0x0A00_0000 + (i << 8) + 7));
+                let (key, scope) = subnet_key(addr, 24, 56);
+                assert_eq!(scope, 24);
+                let id = ids[rendezvous_pick(key, &seeds, weights)];
+                // 'static for the caller's comparisons.
+                ["a", "b", "c", "d"].into_iter().find(|x| *x == id).unwrap_or("?")
+            })
+            .collect()
+    }
+
+    /// Shares over 100,000 subnets follow the weights (Pearson's χ² with
+    /// 3 degrees of freedom below 16.27, p > 0.001). The hash is fixed,
+    /// so the figure is the same on every run.
+    #[test]
+    fn sticky_shares_follow_the_weights() {
+        let ids = ["a", "b", "c", "d"];
+        let weights = [1.0, 2.0, 3.0, 4.0];
+        let n = 100_000;
+        let choices = sticky_choices(&ids, &weights, n);
+        let mut chi2 = 0.0;
+        for (id, w) in ids.iter().zip(weights) {
+            let observed = choices.iter().filter(|c| *c == id).count() as f64;
+            let expected = f64::from(n) * w / 10.0;
+            chi2 += (observed - expected).powi(2) / expected;
+            println!("{id}: weight {w}, {observed} subnets (expected {expected})");
+        }
+        println!("chi-squared {chi2:.2} (3 degrees of freedom; p > 0.001 below 16.27)");
+        assert!(chi2 < 16.27, "chi-squared {chi2}");
+    }
+
+    /// One of 4 equal clusters fails: only its subnets move (at most
+    /// 1/4 + 1 % of all; a fresh random pick per query would move ~3/4);
+    /// when it returns, the same subnets come back to it.
+    #[test]
+    fn sticky_moves_only_the_failed_clusters_subnets_and_brings_them_back() {
+        let n = 100_000;
+        let before = sticky_choices(&["a", "b", "c", "d"], &[1.0; 4], n);
+        let during = sticky_choices(&["a", "b", "d"], &[1.0; 3], n);
+        let moved = before.iter().zip(&during).filter(|(b, d)| b != d).count();
+        let fraction = moved as f64 / f64::from(n);
+        println!(
+            "c fails: {moved} of {n} subnets change cluster ({:.2} %)",
+            fraction * 100.0
+        );
+        assert!(fraction <= 0.25 + 0.01, "{fraction}");
+        assert!(
+            before.iter().zip(&during).all(|(b, d)| b == d || *b == "c"),
+            "only c's subnets may move"
+        );
+        let after = sticky_choices(&["a", "b", "c", "d"], &[1.0; 4], n);
+        assert_eq!(before, after, "c's subnets return to it");
+        // Order of the variants does not matter either.
+        let reordered = sticky_choices(&["d", "c", "b", "a"], &[1.0; 4], n);
+        assert_eq!(before, reordered);
+    }
+
+    #[test]
+    fn a_subnet_is_the_address_cut_to_its_prefix() {
+        let key = |a: &str, v4, v6| subnet_key(a.parse().unwrap(), v4, v6);
+        assert_eq!(key("192.0.2.1", 24, 56), key("192.0.2.254", 24, 56));
+        assert_ne!(key("192.0.2.1", 24, 56).0, key("192.0.3.1", 24, 56).0);
+        assert_eq!(key("2001:db8:0:ff::1", 24, 56), key("2001:db8:0:aa::2", 24, 56));
+        assert_ne!(key("2001:db8:0:100::1", 24, 56).0, key("2001:db8:0:200::1", 24, 56).0);
+        // Out-of-range prefixes are cut to the family's length; /0 is one subnet per family.
+        assert_eq!(key("192.0.2.1", 40, 200).1, 32);
+        assert_eq!(key("2001:db8::1", 40, 200).1, 128);
+        assert_eq!(key("192.0.2.1", 0, 0), key("198.51.100.1", 0, 0));
+        assert_ne!(key("192.0.2.1", 0, 0).0, key("2001:db8::1", 0, 0).0);
+        // A weight of 0 is never chosen while another has weight.
+        let seeds = [variant_seed("a"), variant_seed("b")];
+        for i in 0..1000u64 {
+            assert_eq!(rendezvous_pick(mix64(i), &seeds, &[0.0, 1.0]), 1);
+        }
+    }
 
     fn regions(networks: &[(&str, &str)]) -> ClientRegions {
         ClientRegions {

@@ -653,6 +653,19 @@ impl Snapshot {
     fn pick(&self, route: &Route, client: Option<IpAddr>) -> (usize, u8) {
         match route {
             Route::Weighted { cumulative } => (weighted_pick(cumulative), 0),
+            Route::Sticky {
+                cumulative,
+                seeds,
+                weights,
+                v4_prefix,
+                v6_prefix,
+            } => match client {
+                None => (weighted_pick(cumulative), 0),
+                Some(addr) => {
+                    let (key, scope) = super::routing::subnet_key(addr, *v4_prefix, *v6_prefix);
+                    (super::routing::rendezvous_pick(key, seeds, weights), scope)
+                }
+            },
             Route::Nearest {
                 zone,
                 by_region,
@@ -688,7 +701,7 @@ impl Snapshot {
         if report.name != name {
             return None; // a CNAME to a routed name, not the name itself
         }
-        let (region, scope) = match (route, client) {
+        let (region, mut scope) = match (route, client) {
             (Route::Nearest { zone, .. }, Some(addr)) => {
                 let table = &self.zones[*zone as usize].clients;
                 let placed = table.place(addr, self.geo.as_deref());
@@ -698,6 +711,15 @@ impl Snapshot {
         };
         let variants = match route {
             Route::Weighted { .. } => report.variants.iter().flatten().cloned().collect(),
+            Route::Sticky { .. } => match client {
+                // The variant this client's subnet hashes to.
+                Some(_) => {
+                    let (variant, sticky_scope) = self.pick(route, client);
+                    scope = sticky_scope;
+                    report.variants[variant].clone()
+                }
+                None => report.variants.iter().flatten().cloned().collect(),
+            },
             Route::Nearest { .. } => report.variants[self.pick(route, client).0].clone(),
         };
         Some(ClientChoice {
@@ -1440,25 +1462,43 @@ fn route_of(routed: &super::tree::RoutedNode, table: &ClientTable) -> (Route, Ve
         policy: String::new(),
         variants: Vec::new(),
     };
+    // Route53's semantics: weight 0 gets nothing while any variant has
+    // weight; when all are 0, all share equally.
+    let any_weight = routed.weights.iter().any(|&w| w > 0);
+    let effective_weight = |w: u32| if any_weight { w } else { 1 };
+    let cumulative = || -> Box<[u32]> {
+        let mut total = 0u32;
+        routed
+            .weights
+            .iter()
+            .map(|&w| {
+                total = total.saturating_add(effective_weight(w));
+                total
+            })
+            .collect()
+    };
     match &routed.policy {
         RoutingPolicy::Weighted => {
             report.policy = "Weighted".into();
-            // Route53's semantics: weight 0 gets nothing while any
-            // variant has weight; when all are 0, all share equally.
-            let any = routed.weights.iter().any(|&w| w > 0);
-            let mut total = 0u32;
-            let cumulative: Vec<u32> = routed
-                .weights
-                .iter()
-                .map(|&w| {
-                    total = total.saturating_add(if any { w } else { 1 });
-                    total
-                })
-                .collect();
             report.variants = routed.ids.iter().map(|id| vec![id.clone()]).collect();
             (
                 Route::Weighted {
-                    cumulative: cumulative.into_boxed_slice(),
+                    cumulative: cumulative(),
+                },
+                routed.sets.clone(),
+                report,
+            )
+        }
+        RoutingPolicy::StickyWeighted { v4_prefix, v6_prefix } => {
+            report.policy = format!("Weighted, sticky per client subnet (/{v4_prefix}, /{v6_prefix})");
+            report.variants = routed.ids.iter().map(|id| vec![id.clone()]).collect();
+            (
+                Route::Sticky {
+                    cumulative: cumulative(),
+                    seeds: routed.ids.iter().map(|id| super::routing::variant_seed(id)).collect(),
+                    weights: routed.weights.iter().map(|&w| f64::from(effective_weight(w))).collect(),
+                    v4_prefix: (*v4_prefix).min(32),
+                    v6_prefix: (*v6_prefix).min(128),
                 },
                 routed.sets.clone(),
                 report,

@@ -271,6 +271,49 @@ async fn nearest_by_client_subnet_with_scope() {
     .unwrap();
 }
 
+/// Sticky weighted answers over UDP: one subnet always gets one cluster
+/// (the same answer to `dig +subnet=` twice, and to every address of the
+/// subnet), SCOPE is the sticky prefix, subnets spread by weight, and a
+/// query without client information is answered as Weighted with SCOPE 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sticky_weighted_by_client_subnet() {
+    let policy = RoutingPolicy::StickyWeighted {
+        v4_prefix: 24,
+        v6_prefix: 56,
+    };
+    let (_server, addr) = serve(routed_zones(policy, [1, 1, 2], ClientRegions::default()), None).await;
+    tokio::task::spawn_blocking(move || {
+        let ask = |ecs: Option<(&str, u8)>| ask_from("127.0.0.1", addr, &query(GLOBAL, RecordType::A, ecs));
+        let first = ask(Some(("192.0.2.0", 24)));
+        assert_eq!(addresses(&first).len(), 1, "one cluster per answer");
+        assert_eq!(ecs_of(&first), Some((24, 24)));
+        for _ in 0..20 {
+            assert_eq!(addresses(&ask(Some(("192.0.2.0", 24)))), addresses(&first));
+        }
+        // Any address of the subnet, as a /32: the same cluster, SCOPE /24.
+        let host = ask(Some(("192.0.2.77", 32)));
+        assert_eq!(addresses(&host), addresses(&first));
+        assert_eq!(ecs_of(&host), Some((32, 24)));
+        // IPv6: SCOPE /56.
+        assert_eq!(ecs_of(&ask(Some(("2001:db8:0:100::", 64)))), Some((64, 56)));
+        // Without client information: Weighted, SCOPE 0.
+        assert_eq!(ecs_of(&ask(Some(("0.0.0.0", 0)))), Some((0, 0)));
+        // 400 subnets spread roughly 1:1:2 (east, west, eu).
+        let mut counts = std::collections::BTreeMap::<String, u32>::new();
+        for i in 0..400u32 {
+            let subnet = format!("10.{}.{}.0", i / 256, i % 256);
+            let m = ask(Some((subnet.as_str(), 24)));
+            *counts.entry(addresses(&m).join(",")).or_default() += 1;
+        }
+        println!("400 subnets: {counts:?}");
+        assert_eq!(counts.len(), 3, "{counts:?}");
+        let eu = counts.get("198.51.100.20").copied().unwrap_or_default();
+        assert!((140..=260).contains(&eu), "eu (weight 2 of 4) got {eu} of 400");
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nearest_by_source_address() {
     let policy = RoutingPolicy::Nearest { fallback: vec![] };
