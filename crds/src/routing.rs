@@ -33,6 +33,61 @@ pub const FEDNS_NEAREST_REGION: &str = "fedns/nearest-region";
 /// fedns property: `Nearest` — `spec.routing.fallback`, comma-separated.
 pub const FEDNS_NEAREST_FALLBACK: &str = "fedns/nearest-fallback";
 
+/// fedns property (external-dns has none): `Weighted` answers sticky per
+/// client subnet; the value is the IPv4 and IPv6 prefix lengths,
+/// `24,56`. Its presence marks stickiness.
+pub const FEDNS_STICKY_CLIENT_SUBNET: &str = "fedns/sticky-client-subnet";
+
+/// Default IPv4 prefix of a sticky client subnet (resolvers' usual ECS /24).
+pub const DEFAULT_STICKY_IPV4_PREFIX: i64 = 24;
+/// Default IPv6 prefix of a sticky client subnet (/56, a typical site).
+pub const DEFAULT_STICKY_IPV6_PREFIX: i64 = 56;
+
+/// Whether a client keeps its cluster from one query to the next.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+pub enum Stickiness {
+    /// Each query is drawn afresh (Route53's weighted semantics).
+    #[default]
+    None,
+    /// The client's subnet (the ECS address, else the query's source,
+    /// cut to `clientSubnetPrefix`) picks the cluster by weighted
+    /// rendezvous hashing: shares still follow the weights, a failed
+    /// cluster's subnets move and only they, and they return with it.
+    ClientSubnet,
+}
+
+/// The prefix lengths that make a client subnet for `stickiness:
+/// ClientSubnet` (also the answer's RFC 7871 SCOPE PREFIX-LENGTH).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientSubnetPrefix {
+    /// IPv4 prefix length, 8..32 (default 24).
+    #[serde(default = "default_ipv4_prefix")]
+    #[schemars(range(min = 8, max = 32))]
+    pub ipv4: i64,
+    /// IPv6 prefix length, 16..128 (default 56).
+    #[serde(default = "default_ipv6_prefix")]
+    #[schemars(range(min = 16, max = 128))]
+    pub ipv6: i64,
+}
+
+fn default_ipv4_prefix() -> i64 {
+    DEFAULT_STICKY_IPV4_PREFIX
+}
+
+fn default_ipv6_prefix() -> i64 {
+    DEFAULT_STICKY_IPV6_PREFIX
+}
+
+impl Default for ClientSubnetPrefix {
+    fn default() -> Self {
+        ClientSubnetPrefix {
+            ipv4: DEFAULT_STICKY_IPV4_PREFIX,
+            ipv6: DEFAULT_STICKY_IPV6_PREFIX,
+        }
+    }
+}
+
 /// How the global name answers among the healthy clusters.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
 pub enum RoutingPolicy {
@@ -67,7 +122,9 @@ impl RoutingPolicy {
     {"rule": "!has(self.weights) || size(self.weights) == 0 || self.policy == 'Weighted'", "message": "weights apply to policy Weighted only"},
     {"rule": "!has(self.priorities) || size(self.priorities) == 0 || self.policy == 'Failover'", "message": "priorities apply to policy Failover only"},
     {"rule": "self.policy != 'Failover' || (has(self.priorities) && size(self.priorities) > 0)", "message": "policy Failover needs priorities"},
-    {"rule": "!has(self.fallback) || size(self.fallback) == 0 || self.policy == 'Nearest'", "message": "fallback applies to policy Nearest only"}
+    {"rule": "!has(self.fallback) || size(self.fallback) == 0 || self.policy == 'Nearest'", "message": "fallback applies to policy Nearest only"},
+    {"rule": "!has(self.stickiness) || self.stickiness == 'None' || self.policy == 'Weighted'", "message": "stickiness applies to policy Weighted only"},
+    {"rule": "!has(self.clientSubnetPrefix) || (has(self.stickiness) && self.stickiness == 'ClientSubnet')", "message": "clientSubnetPrefix applies to stickiness ClientSubnet only"}
 ]))]
 pub struct Routing {
     /// `All` (default), `Weighted`, `Failover` or `Nearest`.
@@ -90,6 +147,30 @@ pub struct Routing {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(min = 1, max = 63)))]
     pub fallback: Vec<String>,
+    /// `Weighted`: `None` (default: every query drawn afresh) or
+    /// `ClientSubnet` (a client subnet keeps its cluster; see
+    /// [`Stickiness`]).
+    #[serde(default, skip_serializing_if = "is_not_sticky")]
+    pub stickiness: Stickiness,
+    /// `stickiness: ClientSubnet`: the prefix lengths of a client subnet
+    /// (default IPv4 /24, IPv6 /56).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_subnet_prefix: Option<ClientSubnetPrefix>,
+}
+
+fn is_not_sticky(stickiness: &Stickiness) -> bool {
+    *stickiness == Stickiness::None
+}
+
+impl Routing {
+    /// The sticky prefix lengths (IPv4, IPv6) when answers are sticky per
+    /// client subnet.
+    pub fn sticky_prefixes(&self) -> Option<(i64, i64)> {
+        (self.policy == RoutingPolicy::Weighted && self.stickiness == Stickiness::ClientSubnet).then(|| {
+            let prefix = self.client_subnet_prefix.unwrap_or_default();
+            (prefix.ipv4, prefix.ipv6)
+        })
+    }
 }
 
 fn weights_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 use fedns_api::routing::{
     GeoRegion, AWS_FAILOVER, AWS_GEO_CONTINENT, AWS_GEO_COUNTRY, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK,
-    FEDNS_NEAREST_REGION,
+    FEDNS_NEAREST_REGION, FEDNS_STICKY_CLIENT_SUBNET,
 };
 use fedns_api::{Endpoint, ProviderSpecificProperty, RecordType, Routing, RoutingPolicy};
 
@@ -218,12 +218,11 @@ pub fn policy_endpoints(name: &str, routing: &Routing, shards: &[PolicyShard], t
         RoutingPolicy::Weighted => {
             for shard in shards {
                 let weight = weight_of(routing, &shard.cluster, shard.region.as_deref());
-                out.extend(per_family(
-                    name,
-                    shard,
-                    ttl,
-                    &[property(AWS_WEIGHT, weight.to_string())],
-                ));
+                let mut properties = vec![property(AWS_WEIGHT, weight.to_string())];
+                if let Some((v4, v6)) = routing.sticky_prefixes() {
+                    properties.push(property(FEDNS_STICKY_CLIENT_SUBNET, format!("{v4},{v6}")));
+                }
+                out.extend(per_family(name, shard, ttl, &properties));
             }
         }
         RoutingPolicy::Failover => {
@@ -322,6 +321,22 @@ mod tests {
             policy,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn sticky_weighted_writes_the_subnet_prefixes() {
+        let mut r = routing(RoutingPolicy::Weighted);
+        r.stickiness = fedns_api::routing::Stickiness::ClientSubnet;
+        let shards = [shard("east", "us-east-1", &["203.0.113.1"])];
+        let e = policy_endpoints("n.example.com", &r, &shards, 30);
+        assert_eq!(props(&e[0]), ["aws/weight=0", "fedns/sticky-client-subnet=24,56"]);
+        r.client_subnet_prefix = Some(fedns_api::routing::ClientSubnetPrefix { ipv4: 20, ipv6: 48 });
+        let e = policy_endpoints("n.example.com", &r, &shards, 30);
+        assert_eq!(props(&e[0])[1], "fedns/sticky-client-subnet=20,48");
+        // Not sticky: no property.
+        r.stickiness = fedns_api::routing::Stickiness::None;
+        let e = policy_endpoints("n.example.com", &r, &shards, 30);
+        assert_eq!(props(&e[0]), ["aws/weight=0"]);
     }
 
     #[test]

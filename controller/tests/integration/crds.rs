@@ -349,6 +349,73 @@ async fn the_quorum_is_checked_at_admission() {
     }
 }
 
+/// `spec.routing.stickiness` and `clientSubnetPrefix`: sticky answers are
+/// for `Weighted` only, the prefixes in range, and the prefix only with
+/// stickiness; on the emulator and on a real API server alike, naming the
+/// field.
+#[tokio::test]
+async fn stickiness_is_checked_at_admission() {
+    for (server, client, _emulator) in api_servers().await {
+        install_generated_crds(&server, &client).await;
+        ensure_namespace(&client, "ns").await;
+        let record = |routing: Value| {
+            json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "ServiceDNSRecord",
+                "metadata": {"name": "web", "namespace": "ns"},
+                "spec": {"domainRef": "myfed", "routing": routing},
+            })
+        };
+        for good in [
+            json!({"policy": "Weighted", "stickiness": "ClientSubnet"}),
+            json!({"policy": "Weighted", "stickiness": "ClientSubnet", "clientSubnetPrefix": {"ipv4": 20}}),
+            json!({"policy": "Weighted", "stickiness": "None"}),
+            json!({"policy": "Nearest", "stickiness": "None"}),
+        ] {
+            if let Err(e) = dry_run_create(&client, &record(good.clone())).await {
+                panic!("{server}: {good} refused: {e}");
+            }
+        }
+        for (bad, field, why) in [
+            (
+                json!({"policy": "Nearest", "stickiness": "ClientSubnet"}),
+                "spec.routing",
+                "stickiness applies to policy Weighted only",
+            ),
+            (
+                json!({"policy": "Weighted", "clientSubnetPrefix": {"ipv4": 20}}),
+                "spec.routing",
+                "clientSubnetPrefix applies to stickiness ClientSubnet only",
+            ),
+            (
+                json!({"policy": "Weighted", "stickiness": "ClientSubnet", "clientSubnetPrefix": {"ipv4": 40}}),
+                "spec.routing.clientSubnetPrefix.ipv4",
+                "",
+            ),
+            (
+                json!({"policy": "Weighted", "stickiness": "ClientSubnet", "clientSubnetPrefix": {"ipv6": 8}}),
+                "spec.routing.clientSubnetPrefix.ipv6",
+                "",
+            ),
+            (
+                json!({"policy": "Weighted", "stickiness": "Cookie"}),
+                "spec.routing.stickiness",
+                "",
+            ),
+        ] {
+            match dry_run_create(&client, &record(bad.clone())).await {
+                Ok(()) => panic!("{server}: {bad} was admitted"),
+                Err(e) => {
+                    println!("{server}: {bad}: {e}");
+                    assert!(
+                        e.contains(field) && e.contains(why),
+                        "{server}: {field} {why:?} not in: {e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The CRDs the emulator serves for the propagation engines' inventories
 /// (`fedns sandbox --engine`, the member-source tests) are CRDs a real API
 /// server accepts too: a server-side dry run of each engine's documents

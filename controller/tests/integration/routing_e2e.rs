@@ -398,6 +398,122 @@ async fn policies_follow_clients_weights_and_health() {
     federation.stop();
 }
 
+/// `stickiness: ClientSubnet` end to end: the record's DNSEndpoint
+/// carries the subnet prefixes, every subnet keeps its cluster from query
+/// to query (`dig +subnet=` twice), a failed cluster's subnets move (only
+/// they) and come back with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sticky_weighted_keeps_each_subnet_and_moves_only_a_failed_clusters() {
+    use kube::api::{Patch, PatchParams};
+    let (
+        ProbedFederation {
+            responders, federation, ..
+        },
+        dns,
+        _controller,
+    ) = routed("sticky").await;
+    let web = format!("web.{ZONE}");
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    records
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"routing": {"stickiness": "ClientSubnet"}}})),
+        )
+        .await
+        .unwrap();
+    let endpoints: Api<DNSEndpoint> = Api::namespaced(host, "ns");
+    let started = Instant::now();
+    let sticky_props: Vec<String> = loop {
+        let props: Vec<String> = endpoints
+            .get("service-web")
+            .await
+            .map(|e| {
+                e.spec
+                    .endpoints
+                    .iter()
+                    .flat_map(|e| e.provider_specific.iter())
+                    .filter(|p| p.name == "fedns/sticky-client-subnet")
+                    .map(|p| p.value.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !props.is_empty() {
+            break props;
+        }
+        assert!(
+            started.elapsed() < EVENTUALLY,
+            "no fedns/sticky-client-subnet on DNSEndpoint service-web within {EVENTUALLY:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let took = started.elapsed();
+    println!("sticky after {took:?}: {sticky_props:?}");
+    assert!(sticky_props.iter().all(|v| v == "24,56"), "{sticky_props:?}");
+    let subnets: Vec<String> = (0..40).map(|i| format!("+subnet=10.9.{i}.0/24")).collect();
+    // One cluster's address per subnet ("" for no or several answers).
+    let answers = || -> Vec<String> {
+        subnets
+            .iter()
+            .map(|s| {
+                let got = dig_with(dns, &web, &[s]);
+                if got.len() == 1 {
+                    got[0].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .collect()
+    };
+    // The published answer is sticky once every subnet answers one
+    // cluster, the same twice in a row (the first publish may still be
+    // plain Weighted).
+    let mut before = Vec::new();
+    eventually("every subnet answers the same cluster twice in a row", || {
+        before = answers();
+        saw(format!("{before:?}"));
+        before.iter().all(|a| !a.is_empty()) && answers() == before
+    })
+    .await;
+    let on = |answers: &[String], ip: &str| answers.iter().filter(|a| *a == ip).count();
+    println!(
+        "40 subnets: a {} b {} c {}",
+        on(&before, "127.0.2.1"),
+        on(&before, "127.0.2.2"),
+        on(&before, "127.0.2.3")
+    );
+    assert_eq!(on(&before, "127.0.2.3"), 0, "c has weight 0");
+    assert!(
+        on(&before, "127.0.2.1") > 0 && on(&before, "127.0.2.2") > 0,
+        "{before:?}"
+    );
+    // b fails: its subnets move to a; a's stay where they are.
+    responders[1].stop();
+    let mut during = Vec::new();
+    eventually("b's subnets leave b", || {
+        during = answers();
+        saw(format!("{during:?}"));
+        on(&during, "127.0.2.2") == 0
+    })
+    .await;
+    for (b, d) in before.iter().zip(&during) {
+        if b == "127.0.2.1" {
+            assert_eq!(d, "127.0.2.1", "a subnet of a moved while b failed");
+        }
+    }
+    // b returns: the same subnets come back to it.
+    responders[1].resume().await.unwrap();
+    let mut after = Vec::new();
+    eventually("b's subnets return to b", || {
+        after = answers();
+        saw(format!("{after:?}"));
+        after == before
+    })
+    .await;
+    federation.stop();
+}
+
 /// The Weighted answer of one query over UDP (hickory-proto), in-process
 /// so hundreds fit in a drain step.
 fn weighted_answer(port: u16, name: &str) -> Option<String> {

@@ -73,6 +73,7 @@ fn routed(name: &str, policy: RoutingPolicy, members: &[(&str, &str, &str)]) -> 
             policy,
             members,
             fallback: vec![],
+            sticky: None,
             locations: vec![],
         }),
         ..want(name, RecordType::A, &[])

@@ -832,6 +832,7 @@ fn routed_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String>
             policy: routing.policy,
             members: vec![member],
             fallback: Vec::new(),
+            sticky: None,
             locations: Vec::new(),
         }),
         ..rrset.clone()

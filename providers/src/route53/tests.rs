@@ -279,6 +279,7 @@ fn routed(name: &str, policy: fedns_api::RoutingPolicy, members: &[(&str, &str, 
         policy,
         members,
         fallback: vec![],
+        sticky: None,
         locations: vec![],
     });
     rrset

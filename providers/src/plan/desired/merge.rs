@@ -299,6 +299,7 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
             .map(|p| p.1.fallback.clone())
             .find(|f| !f.is_empty())
             .unwrap_or_default();
+        let sticky = parts.iter().find_map(|p| p.1.sticky);
         // Failover: providers without policies publish the active role.
         let active_role = (policy == RoutingPolicy::Failover).then(|| {
             if parts.iter().any(|p| p.1.member.failover.as_deref() == Some("PRIMARY")) {
@@ -345,6 +346,7 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                     })
                     .collect(),
                 fallback: fallback.clone(),
+                sticky,
                 locations: if policy == RoutingPolicy::Nearest {
                     zones
                         .get(&apex)

@@ -116,6 +116,9 @@ pub struct RoutedSet {
     pub members: Vec<RoutedMember>,
     /// `Nearest`: the region order after the client's own.
     pub fallback: Vec<String>,
+    /// `Weighted` sticky per client subnet: the (IPv4, IPv6) prefix
+    /// lengths of a subnet (`fedns/sticky-client-subnet`).
+    pub sticky: Option<(u8, u8)>,
     /// `Nearest`: the Domain's GeoIP table, (`country:DE` or
     /// `continent:EU`, region), for providers that route by location
     /// (Route53 geolocation record sets).

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use fedns_api::routing::{
-    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION, MAX_WEIGHT,
+    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION, FEDNS_STICKY_CLIENT_SUBNET,
+    MAX_WEIGHT,
 };
 use fedns_api::RoutingPolicy;
 use fedns_dnsserver::hickory_proto::rr::Record;
@@ -18,6 +19,8 @@ pub(super) struct EndpointRouting {
     pub(super) policy: RoutingPolicy,
     pub(super) member: RoutedMember,
     pub(super) fallback: Vec<String>,
+    /// `Weighted` sticky per client subnet: (IPv4, IPv6) prefix lengths.
+    pub(super) sticky: Option<(u8, u8)>,
 }
 
 /// Reads an endpoint's routing properties: `None` when it carries no
@@ -82,6 +85,24 @@ pub(super) fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<
                 .collect()
         })
         .unwrap_or_default();
+    let sticky = match get(FEDNS_STICKY_CLIENT_SUBNET) {
+        None => None,
+        Some(value) => match parse_sticky(&value) {
+            Some(prefixes) if policy == RoutingPolicy::Weighted => Some(prefixes),
+            Some(_) => {
+                return Some(Err(format!(
+                    "set {}: {FEDNS_STICKY_CLIENT_SUBNET} applies to {AWS_WEIGHT} only",
+                    endpoint.set_identifier
+                )))
+            }
+            None => {
+                return Some(Err(format!(
+                    "set {}: {FEDNS_STICKY_CLIENT_SUBNET} {value:?} is not IPV4,IPV6 prefix lengths (e.g. 24,56; 8..32 and 16..128)",
+                    endpoint.set_identifier
+                )))
+            }
+        },
+    };
     Some(Ok(EndpointRouting {
         policy,
         member: RoutedMember {
@@ -99,7 +120,16 @@ pub(super) fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<
             geo: None,
         },
         fallback,
+        sticky,
     }))
+}
+
+/// `24,56` → (24, 56); IPv4 8..32, IPv6 16..128.
+fn parse_sticky(value: &str) -> Option<(u8, u8)> {
+    let (v4, v6) = value.split_once(',')?;
+    let v4: u8 = v4.trim().parse().ok().filter(|p| (8..=32).contains(p))?;
+    let v6: u8 = v6.trim().parse().ok().filter(|p| (16..=128).contains(p))?;
+    Some((v4, v6))
 }
 
 /// The GeoIP part of a zone's client table as (`country:DE` or
@@ -137,8 +167,9 @@ pub(super) fn routed_names(rrsets: &[DesiredRRset]) -> Vec<fedns_dnsserver::Rout
         let Some(first) = sets[0].routing.as_ref() else {
             continue;
         };
-        let policy = match first.policy {
-            RoutingPolicy::Weighted => Served::Weighted,
+        let policy = match (first.policy, first.sticky) {
+            (RoutingPolicy::Weighted, Some((v4_prefix, v6_prefix))) => Served::StickyWeighted { v4_prefix, v6_prefix },
+            (RoutingPolicy::Weighted, None) => Served::Weighted,
             _ => Served::Nearest {
                 fallback: first.fallback.clone(),
             },

@@ -373,6 +373,63 @@ fn routed(dns_name: &str, rtype: RecordType, set: &str, targets: &[&str], props:
 }
 
 #[test]
+fn sticky_weighted_endpoints_become_a_sticky_routed_name() {
+    use fedns_api::routing::FEDNS_STICKY_CLIENT_SUBNET;
+    let n = "s.example.com";
+    let sticky = |set: &str, ip: &str, prefixes: &str| {
+        routed(
+            n,
+            RecordType::A,
+            set,
+            &[ip],
+            &[(AWS_WEIGHT, "1"), (FEDNS_STICKY_CLIENT_SUBNET, prefixes)],
+        )
+    };
+    let desired = desired_zones(
+        &[domain("myfed", "example.com")],
+        &[endpoints(
+            "a",
+            vec![
+                sticky("east", "203.0.113.1", "24,56"),
+                sticky("west", "203.0.113.2", "24,56"),
+            ],
+        )],
+    );
+    assert!(desired.problems.is_empty(), "{:?}", desired.problems);
+    assert_eq!(
+        desired.zones[0].content.routed[0].policy,
+        fedns_dnsserver::RoutingPolicy::StickyWeighted {
+            v4_prefix: 24,
+            v6_prefix: 56
+        }
+    );
+    // Out of range, or on a policy other than Weighted: a problem, answered as All.
+    for (props, why) in [
+        (
+            vec![(AWS_WEIGHT, "1"), (FEDNS_STICKY_CLIENT_SUBNET, "33,56")],
+            "not IPV4,IPV6 prefix lengths",
+        ),
+        (
+            vec![(AWS_FAILOVER, "PRIMARY"), (FEDNS_STICKY_CLIENT_SUBNET, "24,56")],
+            "applies to aws/weight only",
+        ),
+    ] {
+        let desired = desired_zones(
+            &[domain("myfed", "example.com")],
+            &[endpoints(
+                "a",
+                vec![routed(n, RecordType::A, "east", &["203.0.113.1"], &props)],
+            )],
+        );
+        assert!(
+            format!("{:?}", desired.problems).contains(why),
+            "{why}: {:?}",
+            desired.problems
+        );
+    }
+}
+
+#[test]
 fn weighted_endpoints_become_a_routed_name_and_a_union() {
     let n = "w.example.com";
     let desired = desired_zones(
