@@ -148,8 +148,8 @@ pub struct Routing {
     #[schemars(length(max = 64), inner(length(min = 1, max = 63)))]
     pub fallback: Vec<String>,
     /// `Weighted`: `None` (default: every query drawn afresh) or
-    /// `ClientSubnet` (a client subnet keeps its cluster; see
-    /// [`Stickiness`]).
+    /// `ClientSubnet` (a client subnet keeps its cluster, chosen by
+    /// weighted rendezvous hashing of the subnet).
     #[serde(default, skip_serializing_if = "is_not_sticky")]
     pub stickiness: Stickiness,
     /// `stickiness: ClientSubnet`: the prefix lengths of a client subnet
