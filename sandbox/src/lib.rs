@@ -121,6 +121,7 @@ mod socket_proxy;
 mod status;
 mod store;
 pub mod tls;
+pub mod upstream_crds;
 
 use std::path::PathBuf;
 
