@@ -81,4 +81,42 @@ mod tests {
             assert_eq!((report.applied, report.skipped.len()), (1, 0), "{origin}: {report:?}");
         }
     }
+
+    /// kubefed's CRD document carries the empty status it was generated
+    /// with; the served CRD keeps the server's own.
+    #[test]
+    fn a_generated_crd_status_is_not_written() {
+        let store = crate::store::Store::new(100);
+        seed(&store, "kubefed", KUBEFED_CLUSTERS);
+        let crds = store
+            .resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .unwrap();
+        let crd = store.get(&crds, None, "kubefedclusters.core.kubefed.io").unwrap();
+        assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v1beta1"]));
+        assert_eq!(crd["status"]["acceptedNames"]["kind"], "KubeFedCluster");
+    }
+
+    /// Cluster API's CRD serves v1beta1 (deprecated) and v1beta2 (stored):
+    /// discovery prefers v1beta2 and the CRD records v1beta2 as stored, as
+    /// kube-apiserver does.
+    #[test]
+    fn cluster_api_prefers_and_stores_v1beta2() {
+        let store = crate::store::Store::new(100);
+        seed(&store, "capi", CAPI_CLUSTERS);
+        let groups = store.with_registry(|r| r.api_groups());
+        let capi = groups["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|g| g["name"] == "cluster.x-k8s.io")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(capi["preferredVersion"]["version"], "v1beta2", "{capi}");
+        assert_eq!(capi["versions"][1]["version"], "v1beta1", "{capi}");
+        let crds = store
+            .resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .unwrap();
+        let crd = store.get(&crds, None, "clusters.cluster.x-k8s.io").unwrap();
+        assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v1beta2"]));
+    }
 }
