@@ -440,28 +440,29 @@ impl Engine {
         }
     }
 
-    /// The engine's cluster CRD (schema: any fields kept, status
-    /// subresource) and the namespace of its Secrets, as YAML documents.
+    /// The engine's cluster CRD and the namespaces its objects and Secrets
+    /// live in, as YAML documents. kubefed, Clusternet, Cluster API and
+    /// ClusterProfile get their upstream CRDs
+    /// ([`fedns_sandbox::upstream_crds`]), so the emulator refuses and
+    /// prunes what their real API servers do. Karmada has no CRD to take:
+    /// it serves `Cluster` from its aggregated API server (its last CRD,
+    /// v0.10.1, lacks fields of today's API and would prune them), so an
+    /// open schema stands in. Argo CD keeps clusters in Secrets.
     pub fn crd_yaml(self) -> String {
+        use fedns_sandbox::upstream_crds;
         match self {
             Engine::Karmada => KARMADA_CRD.to_owned(),
-            Engine::Kubefed => KUBEFED_CRD.to_owned(),
-            Engine::Clusternet => open_crd_yaml(
-                "clusters.clusternet.io",
-                "v1beta1",
-                "ManagedCluster",
-                "managedclusters",
-                &[],
-            ),
-            Engine::Capi => open_crd_yaml("cluster.x-k8s.io", "v1beta2", "Cluster", "clusters", &[CAPI_NAMESPACE]),
+            // kubefed's FederatedService CRD is not vendored: fedns only
+            // needs the kind served, so it keeps an open schema.
+            Engine::Kubefed => [upstream_crds::KUBEFED_CLUSTERS, KUBEFED_EXTRA].concat(),
+            Engine::Clusternet => upstream_crds::CLUSTERNET_MANAGED_CLUSTERS.to_owned(),
+            Engine::Capi => [upstream_crds::CAPI_CLUSTERS, &namespace_yaml(CAPI_NAMESPACE)].concat(),
             Engine::Argocd => namespace_yaml(ARGOCD_NAMESPACE),
-            Engine::Clusterprofile => open_crd_yaml(
-                "multicluster.x-k8s.io",
-                "v1alpha1",
-                "ClusterProfile",
-                "clusterprofiles",
-                &[CLUSTERPROFILE_NAMESPACE],
-            ),
+            Engine::Clusterprofile => [
+                upstream_crds::CLUSTER_PROFILES,
+                &namespace_yaml(CLUSTERPROFILE_NAMESPACE),
+            ]
+            .concat(),
         }
     }
 }
@@ -487,22 +488,9 @@ kind: Namespace
 metadata: {name: karmada-cluster}
 "#;
 
-const KUBEFED_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: kubefedclusters.core.kubefed.io}
-spec:
-  group: core.kubefed.io
-  scope: Namespaced
-  names: {kind: KubeFedCluster, listKind: KubeFedClusterList, plural: kubefedclusters, singular: kubefedcluster}
-  versions:
-    - name: v1beta1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
+/// What kubefed's install adds beside `KubeFedCluster` that fedns uses:
+/// the `FederatedService` kind and kubefed's namespace.
+const KUBEFED_EXTRA: &str = r#"---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: federatedservices.types.kubefed.io}
@@ -522,35 +510,6 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: kube-federation-system}
 "#;
-
-/// A namespaced CRD serving `kind` (`plural.group`, one `version`) with
-/// any fields kept and a status subresource, as the emulator needs it to
-/// serve an inventory's objects, and the `namespaces` its objects live in.
-fn open_crd_yaml(group: &str, version: &str, kind: &str, plural: &str, namespaces: &[&str]) -> String {
-    let singular = kind.to_lowercase();
-    let mut yaml = format!(
-        r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {{name: {plural}.{group}}}
-spec:
-  group: {group}
-  scope: Namespaced
-  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
-  versions:
-    - name: {version}
-      served: true
-      storage: true
-      subresources: {{status: {{}}}}
-      schema:
-        openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-"#
-    );
-    for namespace in namespaces {
-        yaml.push_str(&namespace_yaml(namespace));
-    }
-    yaml
-}
 
 /// A Namespace, as a YAML document.
 fn namespace_yaml(name: &str) -> String {

@@ -71,7 +71,10 @@
 //!   requests go to the child whose ManagedCluster has that cluster ID,
 //!   with the token the caller passes in `Impersonate-Extra-Clusternet-Token`.
 //! * Seeding from YAML ([`Emulator::seed_paths`]), as `kubectl apply -f`
-//!   plus status.
+//!   plus status (a CRD's status stays the server's own).
+//! * The upstream CRDs of kubefed, Clusternet, Cluster API and
+//!   ClusterProfile ([`upstream_crds`], vendored unmodified), for standing
+//!   in for those control planes.
 //!
 //! ## What it does not do (compared with kube-apiserver)
 //! * No admission (mutating or validating webhooks, built-in admission
@@ -121,6 +124,7 @@ mod socket_proxy;
 mod status;
 mod store;
 pub mod tls;
+pub mod upstream_crds;
 
 use std::path::PathBuf;
 

@@ -217,7 +217,11 @@ impl Registry {
         }
         let groups: Vec<Value> = groups
             .into_iter()
-            .map(|(group, versions)| {
+            .map(|(group, mut versions)| {
+                // Highest priority first, the first preferred, as the API
+                // server orders a CRD's versions (Cluster API: v1beta2
+                // before v1beta1).
+                versions.sort_by(|a, b| kube_version_priority(b).cmp(&kube_version_priority(a)).then(a.cmp(b)));
                 let entries: Vec<Value> = versions
                     .iter()
                     .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
@@ -329,4 +333,43 @@ fn crd_resources(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
         });
     }
     Ok(infos)
+}
+
+/// The order of `version.CompareKubeAwareVersionStrings`
+/// (apimachinery): GA above beta above alpha, then the higher major, then
+/// the higher minor; names not of the form `v<N>[(alpha|beta)<M>]` below
+/// all others (ties among them broken by name, reversed, by the caller).
+fn kube_version_priority(version: &str) -> (u8, u64, u64) {
+    let parsed = version.strip_prefix('v').and_then(|rest| {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        let (level, minor) = match &rest[digits..] {
+            "" => (3, 0),
+            tail => {
+                let (level, minor) = if let Some(m) = tail.strip_prefix("beta") {
+                    (2, m)
+                } else {
+                    (1, tail.strip_prefix("alpha")?)
+                };
+                (level, minor.parse().ok()?)
+            }
+        };
+        Some((level, major, minor))
+    });
+    parsed.unwrap_or((0, 0, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kube_version_priority as p;
+
+    #[test]
+    fn versions_order_as_kube_aware_strings() {
+        let mut versions = ["foo1", "v1alpha1", "v1beta1", "v1", "v2beta2", "v1beta2", "v10", "v2"];
+        versions.sort_by(|a, b| p(b).cmp(&p(a)).then(a.cmp(b)));
+        assert_eq!(
+            versions,
+            ["v10", "v2", "v1", "v2beta2", "v1beta2", "v1beta1", "v1alpha1", "foo1"]
+        );
+    }
 }

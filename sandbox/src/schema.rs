@@ -69,11 +69,7 @@ impl CrdSchema {
     /// when the OpenAPI checks pass, as the API server's validator does
     /// not reach them for a value of the wrong shape.
     pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
-        let errors: Vec<(String, String)> = self
-            .validator
-            .iter_errors(object)
-            .map(|e| (field_path(&e.instance_path().to_string()), e.to_string()))
-            .collect();
+        let errors: Vec<(String, String)> = self.validator.iter_errors(object).map(|e| cause(&e)).collect();
         if !errors.is_empty() {
             return errors;
         }
@@ -197,6 +193,26 @@ fn apply_defaults(value: &mut Value, schema: &Value) {
     }
 }
 
+/// One failure as (field path, message). A missing required property is
+/// reported at the property itself, `Required value`, as kube-openapi's
+/// validator does (`spec.apiEndpoint: Required value`), where JSON Schema
+/// names the parent object.
+fn cause(e: &jsonschema::ValidationError<'_>) -> (String, String) {
+    let path = field_path(&e.instance_path().to_string());
+    match e.kind() {
+        jsonschema::error::ValidationErrorKind::Required { property } => {
+            let property = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+            let path = if path == "<root>" {
+                property
+            } else {
+                format!("{path}.{property}")
+            };
+            (path, "Required value".to_owned())
+        }
+        _ => (path, e.to_string()),
+    }
+}
+
 /// `/spec/endpoints/0/targets` → `spec.endpoints[0].targets`.
 fn field_path(pointer: &str) -> String {
     let mut out = String::new();
@@ -275,6 +291,6 @@ mod tests {
             assert!(fields.contains(&expected), "{expected} missing from {errors:?}");
         }
         let missing = s.validate(&json!({"spec": {}}));
-        assert!(missing.iter().any(|(_, m)| m.contains("mode")), "{missing:?}");
+        assert_eq!(missing, [("spec.mode".to_owned(), "Required value".to_owned())]);
     }
 }

@@ -230,7 +230,14 @@ fn apply_documents(store: &Store, mut documents: Vec<Document>) -> Result<SeedRe
         } else {
             None
         };
-        let status = object.get("status").cloned();
+        // A CRD's status is the API server's own (names accepted,
+        // Established, stored versions: its controllers rewrite whatever a
+        // client writes there); generated CRDs carry an empty one
+        // (kubefed's: `storedVersions: []`), which must not replace it.
+        let status = object
+            .get("status")
+            .cloned()
+            .filter(|_| kind != "CustomResourceDefinition");
         let created = match store.create(&info, namespace.as_deref(), object.clone()) {
             Ok(created) => created,
             Err(e) if e.reason == "AlreadyExists" => {

@@ -426,12 +426,23 @@ impl Store {
                 }
             }
             ("apiextensions.k8s.io", "customresourcedefinitions") => {
-                let added = Self::admit_crd(inner, object)?;
+                Self::admit_crd(inner, object)?;
                 let names = object.pointer("/spec/names").cloned().unwrap_or(json!({}));
+                // As PrepareForCreate: the storage version only, not every
+                // served one (a multi-version CRD such as Cluster API's
+                // stores v1beta2 and serves v1beta1 too).
+                let stored: Vec<Value> = object
+                    .pointer("/spec/versions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                    .filter_map(|v| v.get("name").cloned())
+                    .collect();
                 let now = now_rfc3339();
                 object["status"] = json!({
                     "acceptedNames": names,
-                    "storedVersions": added.iter().map(|r| r.version.clone()).collect::<Vec<_>>(),
+                    "storedVersions": stored,
                     "conditions": [
                         {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now},
                         {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now},

@@ -13,6 +13,7 @@ mod deploy;
 mod discovery;
 mod dns_server;
 mod dnssec_e2e;
+mod engine_crds;
 mod events;
 mod health_e2e;
 mod hysteresis_e2e;

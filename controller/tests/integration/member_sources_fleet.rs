@@ -159,7 +159,13 @@ async fn clusternet_managed_clusters_are_members() {
     let s = setup(Engine::Clusternet, &[], |f| {
         // a: topology from its labels; b: a socket child, through the
         // hub's proxy path; c: direct with stored credentials. Malformed:
-        // a ManagedCluster whose agent stored no credentials.
+        // a ManagedCluster whose agent stored no credentials, as the hub's
+        // approver creates it (clusternet/clusternet
+        // 19245baa35587e3f5d8a02511915c85744b3d606,
+        // pkg/controllermanager/approver/approver.go: the cluster-id and
+        // cluster-name labels; `clusterId` a UUID string, as the CRD's
+        // pattern requires).
+        let id = clusternet_id("nocreds");
         register_three(
             f,
             Engine::Clusternet,
@@ -168,7 +174,9 @@ async fn clusternet_managed_clusters_are_members() {
                 json!({"status": {"useSocket": true}}),
                 json!({}),
             ],
-            "apiVersion: v1\nkind: Namespace\nmetadata: {name: clusternet-nocreds}\n---\napiVersion: clusters.clusternet.io/v1beta1\nkind: ManagedCluster\nmetadata: {name: nocreds, namespace: clusternet-nocreds}\nspec: {clusterId: 1234, syncMode: Pull}\n",
+            &format!(
+                "apiVersion: v1\nkind: Namespace\nmetadata: {{name: clusternet-nocreds}}\n---\napiVersion: clusters.clusternet.io/v1beta1\nkind: ManagedCluster\nmetadata: {{name: nocreds, namespace: clusternet-nocreds, labels: {{clusternet.io/created-by: clusternet-agent, clusters.clusternet.io/cluster-id: {id}, clusters.clusternet.io/cluster-name: nocreds}}}}\nspec: {{clusterId: {id}, clusterType: EdgeCluster, syncMode: Pull}}\n"
+            ),
         );
     })
     .await;
@@ -257,7 +265,9 @@ async fn capi_clusters_are_members() {
     let s = setup(Engine::Capi, &["--capi-namespace", CAPI_NAMESPACE], |f| {
         f.host.record_requests(true);
         seed_capi_key_secrets(f, &["a", "b", "c", "broken"]);
-        // Malformed: a kubeconfig Secret that is not a kubeconfig.
+        // Malformed: a kubeconfig Secret that is not a kubeconfig. The
+        // Cluster has a spec as every real one does (v1beta2 requires
+        // `spec`, with at least one property).
         register_three(
             f,
             Engine::Capi,
@@ -266,7 +276,7 @@ async fn capi_clusters_are_members() {
                 json!({}),
                 json!({}),
             ],
-            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\ntype: cluster.x-k8s.io/secret\nstringData: {value: 'clusters: [oops'}\n",
+            "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: broken, namespace: fleet}\nspec: {controlPlaneEndpoint: {host: 127.0.0.1, port: 6443}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: broken-kubeconfig, namespace: fleet, labels: {cluster.x-k8s.io/cluster-name: broken}}\ntype: cluster.x-k8s.io/secret\nstringData: {value: 'clusters: [oops'}\n",
         );
     })
     .await;

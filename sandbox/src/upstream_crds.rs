@@ -1,0 +1,122 @@
+//! The upstream CustomResourceDefinitions of the cluster inventories fedns
+//! reads, vendored under `sandbox/crds/upstream/` (provenance in its
+//! `README.md`), so that an emulator standing in for such a control plane
+//! refuses what the real API server refuses. Each text starts with the
+//! one-line provenance comment, then the upstream file unmodified.
+//!
+//! Not here: Karmada serves `clusters.cluster.karmada.io` from its
+//! aggregated API server and has shipped no CRD since v1.0.0 (the last one,
+//! v0.10.1, is kept under `karmada/historical/` for reference only); Argo CD
+//! keeps clusters in Secrets.
+
+/// `kubefedclusters.core.kubefed.io` (`v1beta1`, namespaced), from
+/// <https://github.com/kubernetes-retired/kubefed> at
+/// `d6f10d29c3785dc55abc954dec0afeddce4893ef` (file identical at `v0.10.0`),
+/// path `charts/kubefed/charts/controllermanager/crds/crds.yaml`, lines
+/// 449-596 (that document only).
+pub const KUBEFED_CLUSTERS: &str = include_str!("../crds/upstream/kubefed/core.kubefed.io_kubefedclusters.yaml");
+
+/// `managedclusters.clusters.clusternet.io` (`v1beta1`, namespaced), from
+/// <https://github.com/clusternet/clusternet> at
+/// `19245baa35587e3f5d8a02511915c85744b3d606` (`v0.18.0-85-g19245ba`), path
+/// `manifests/crds/clusters.clusternet.io_managedclusters.yaml`.
+pub const CLUSTERNET_MANAGED_CLUSTERS: &str =
+    include_str!("../crds/upstream/clusternet/clusters.clusternet.io_managedclusters.yaml");
+
+/// `clusters.cluster.x-k8s.io` (`v1beta1` served and deprecated, `v1beta2`
+/// storage; namespaced), from <https://github.com/kubernetes-sigs/cluster-api>
+/// at `ae7ff047db499ac3858ade268ba38db8c9f128bb` (file identical at
+/// `v1.14.0`), path `core/config/crd/bases/cluster.x-k8s.io_clusters.yaml`.
+/// The base file: upstream installs add a conversion webhook with kustomize,
+/// which the emulator does not run.
+pub const CAPI_CLUSTERS: &str = include_str!("../crds/upstream/cluster-api/cluster.x-k8s.io_clusters.yaml");
+
+/// `clusterprofiles.multicluster.x-k8s.io` (`v1alpha1`, namespaced), from
+/// <https://github.com/kubernetes-sigs/cluster-inventory-api> at
+/// `8375ac21498c5d46948b9e0bd19d4bbb8cc2b219` (file identical at `v0.1.2`),
+/// path `config/crd/bases/multicluster.x-k8s.io_clusterprofiles.yaml`.
+pub const CLUSTER_PROFILES: &str =
+    include_str!("../crds/upstream/cluster-inventory-api/multicluster.x-k8s.io_clusterprofiles.yaml");
+
+/// Example objects shaped as the upstream controllers write them
+/// (`sandbox/crds/upstream/examples/`), each field citing its upstream
+/// source; one per served CRD above.
+pub mod examples {
+    /// A `KubeFedCluster` as `kubefedctl join` and kubefed's cluster
+    /// controller write it.
+    pub const KUBEFED_CLUSTER: &str = include_str!("../crds/upstream/examples/kubefedcluster.yaml");
+    /// A `ManagedCluster` as clusternet-hub's approver and clusternet-agent
+    /// write it.
+    pub const CLUSTERNET_MANAGED_CLUSTER: &str = include_str!("../crds/upstream/examples/managedcluster.yaml");
+    /// A Cluster API `Cluster` (`v1beta2`) as the cluster controller writes it.
+    pub const CAPI_CLUSTER: &str = include_str!("../crds/upstream/examples/cluster.cluster.x-k8s.io.yaml");
+    /// A `ClusterProfile` as the cluster-inventory-api tests and demo write it.
+    pub const CLUSTER_PROFILE: &str = include_str!("../crds/upstream/examples/clusterprofile.yaml");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(store: &crate::store::Store, origin: &str, text: &str) -> crate::seed::SeedReport {
+        match crate::seed::seed_text(store, origin, text) {
+            Ok(report) => report,
+            Err(e) => panic!("{origin}: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_upstream_crds_are_served_and_admit_their_examples() {
+        for (crd, example) in [
+            (KUBEFED_CLUSTERS, examples::KUBEFED_CLUSTER),
+            (CLUSTERNET_MANAGED_CLUSTERS, examples::CLUSTERNET_MANAGED_CLUSTER),
+            (CAPI_CLUSTERS, examples::CAPI_CLUSTER),
+            (CLUSTER_PROFILES, examples::CLUSTER_PROFILE),
+        ] {
+            let store = crate::store::Store::new(100);
+            let origin = crd.lines().next().unwrap_or_default();
+            let report = seed(&store, origin, crd);
+            assert!(report.skipped.is_empty(), "{report:?}");
+            let report = seed(&store, origin, example);
+            assert_eq!((report.applied, report.skipped.len()), (1, 0), "{origin}: {report:?}");
+        }
+    }
+
+    /// kubefed's CRD document carries the empty status it was generated
+    /// with; the served CRD keeps the server's own.
+    #[test]
+    fn a_generated_crd_status_is_not_written() {
+        let store = crate::store::Store::new(100);
+        seed(&store, "kubefed", KUBEFED_CLUSTERS);
+        let crds = store
+            .resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .unwrap();
+        let crd = store.get(&crds, None, "kubefedclusters.core.kubefed.io").unwrap();
+        assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v1beta1"]));
+        assert_eq!(crd["status"]["acceptedNames"]["kind"], "KubeFedCluster");
+    }
+
+    /// Cluster API's CRD serves v1beta1 (deprecated) and v1beta2 (stored):
+    /// discovery prefers v1beta2 and the CRD records v1beta2 as stored, as
+    /// kube-apiserver does.
+    #[test]
+    fn cluster_api_prefers_and_stores_v1beta2() {
+        let store = crate::store::Store::new(100);
+        seed(&store, "capi", CAPI_CLUSTERS);
+        let groups = store.with_registry(|r| r.api_groups());
+        let capi = groups["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|g| g["name"] == "cluster.x-k8s.io")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(capi["preferredVersion"]["version"], "v1beta2", "{capi}");
+        assert_eq!(capi["versions"][1]["version"], "v1beta1", "{capi}");
+        let crds = store
+            .resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .unwrap();
+        let crd = store.get(&crds, None, "clusters.cluster.x-k8s.io").unwrap();
+        assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v1beta2"]));
+    }
+}
