@@ -125,9 +125,27 @@ impl Registry {
     /// (MemberClusters, Karmada Clusters, KubeFedClusters, and their
     /// Secrets), until the process ends.
     pub async fn run(self: Arc<Self>, sources: Sources, changed: Arc<Notify>) {
+        let mut leader = self.leader.clone();
+        // Without leader election the sender is gone at once and the
+        // receiver keeps "leader": nothing to follow.
+        let mut follow_leader = leader.has_changed().is_ok();
         loop {
             self.sync(&sources).await;
-            changed.notified().await;
+            tokio::select! {
+                () = changed.notified() => {}
+                result = leader.changed(), if follow_leader => match result {
+                    Ok(()) => {
+                        if *leader.borrow_and_update() {
+                            // A failing member seen while standing by was
+                            // logged but neither written to its status nor
+                            // evented (both are the leader's); forget the
+                            // failures so this sync reports them.
+                            self.failures.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                        }
+                    }
+                    Err(_) => follow_leader = false,
+                },
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

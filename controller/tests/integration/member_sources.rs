@@ -449,6 +449,44 @@ async fn karmada_clusters_are_members() {
     s.federation.stop();
 }
 
+/// A member that fails while the controller stands by (another replica
+/// holds the Lease) is reported once the controller leads: its Event is
+/// written then (the standby may only log it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_seen_while_standing_by_is_reported_on_leading() {
+    let s = setup(Engine::Kubefed, &[], |f| {
+        // Another replica's Lease, renewed just now for 4 s.
+        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+        f.host
+            .seed_yaml(
+                "lease",
+                &format!(
+                    "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: fedns-controller, namespace: fedns-system}}\n\
+                     spec: {{holderIdentity: another-replica, leaseDurationSeconds: 4, acquireTime: '{now}', renewTime: '{now}'}}\n"
+                ),
+            )
+            .unwrap();
+        f.host
+            .seed_yaml(
+                "bad",
+                "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {name: noendpoint, namespace: kube-federation-system}\nspec: {apiEndpoint: '', secretRef: {name: a-token}}\n",
+            )
+            .unwrap();
+    })
+    .await;
+    let started = std::time::Instant::now();
+    eventually("the standby logs the failure", || {
+        s._controller.log_contains("spec.apiEndpoint is empty")
+    })
+    .await;
+    wait_event(&s.host, "noendpoint", "spec.apiEndpoint is empty").await;
+    println!(
+        "evented {:?} after start (the other replica's Lease ran 4 s)",
+        started.elapsed()
+    );
+    assert!(s._controller.log_contains("became the leader"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubefed_clusters_are_members() {
     let s = setup(Engine::Kubefed, &["--auto-records"], |f| {
