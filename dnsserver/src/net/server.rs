@@ -252,23 +252,24 @@ async fn bind_listeners(addr: SocketAddr, workers: usize) -> io::Result<(std::ne
     loop {
         attempt += 1;
         // TCP first: with port 0 it picks the port, and UDP takes the same.
+        // The UDP binds are part of the attempt: another socket may take
+        // the port between the exclusive check and them (a port-0 pick is
+        // then simply tried again).
         let held = match bind_tcp(addr) {
             Ok(listener) => {
                 let udp_addr = SocketAddr::new(addr.ip(), listener.local_addr()?.port());
-                exclusive_udp_port(udp_addr).map(|()| (listener, udp_addr))
+                exclusive_udp_port(udp_addr).and_then(|()| {
+                    let mut sockets = vec![bind_udp(udp_addr)?];
+                    for _ in 1..workers {
+                        sockets.push(bind_udp(udp_addr)?);
+                    }
+                    Ok((listener, sockets))
+                })
             }
             Err(e) => Err(e),
         };
         match held {
-            Ok((listener, udp_addr)) => {
-                let first = bind_udp(udp_addr)?;
-                let udp_addr = first.local_addr()?;
-                let mut sockets = vec![first];
-                for _ in 1..workers {
-                    sockets.push(bind_udp(udp_addr)?);
-                }
-                return Ok((listener, sockets));
-            }
+            Ok((listener, sockets)) => return Ok((listener, sockets)),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
                 if addr.port() == 0 && attempt < FREE_PORT_ATTEMPTS {
                     continue;
