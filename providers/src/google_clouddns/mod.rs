@@ -580,6 +580,9 @@ fn plan_zone_in(zone: &ZoneSettings<'_>, apex: &str, desired: &[DesiredRRset], h
         };
         match records::routing_policy(rrset, zone.public) {
             Ok(Some(policy)) => {
+                if let Some(why) = rrset.routing.as_ref().and_then(|r| r.stickiness_lost("Cloud DNS")) {
+                    out.downgraded.push((rrset.name.clone(), rrset.record_type, why));
+                }
                 plain.targets = vec![records::policy_target(rrset.record_type, &policy)];
                 policies.insert((rrset.name.clone(), rrset.record_type), policy);
             }

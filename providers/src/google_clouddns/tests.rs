@@ -618,3 +618,25 @@ fn clouddns_locations_that_are_not_google_cloud_regions_are_downgraded() {
     );
     assert!(plan.units[0].additions[0].routing_policy.is_none());
 }
+
+#[test]
+fn clouddns_sticky_weighted_is_wrr_and_reported_downgraded() {
+    let mut sticky = routed(
+        "s.example.com",
+        RoutingPolicy::Weighted,
+        &[("a", "weight=3", "192.0.2.1"), ("b", "weight=1", "192.0.2.2")],
+    );
+    sticky.routing.as_mut().unwrap().sticky = Some((20, 48));
+    let plan = plan_zone("fedns", "example.com", &[sticky], &apex());
+    let unit = plan.units.iter().find(|u| u.name == "s.example.com").unwrap();
+    assert!(unit.additions[0]
+        .routing_policy
+        .as_ref()
+        .is_some_and(|p| p.get("wrr").is_some()));
+    assert_eq!(plan.downgraded.len(), 1, "{:?}", plan.downgraded);
+    let why = &plan.downgraded[0].2;
+    assert!(
+        why.contains("Cloud DNS has no client-subnet stickiness") && why.contains("/48"),
+        "{why}"
+    );
+}

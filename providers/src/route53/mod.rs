@@ -634,7 +634,12 @@ fn plan_zone_with(
     let mut expanded: Vec<DesiredRRset> = Vec::new();
     for rrset in desired {
         match routed_record_sets(rrset) {
-            Ok(sets) => expanded.extend(sets),
+            Ok(sets) => {
+                if let Some(why) = rrset.routing.as_ref().and_then(|r| r.stickiness_lost("Route53")) {
+                    out.downgraded.push((rrset.name.clone(), rrset.record_type, why));
+                }
+                expanded.extend(sets)
+            }
             Err(why) => {
                 out.downgraded.push((rrset.name.clone(), rrset.record_type, why));
                 expanded.push(DesiredRRset {

@@ -440,3 +440,35 @@ fn nearest_without_aws_regions_uses_the_domains_geo_table() {
     let again = plan_zone("fedns", "example.com", "Z1", &[rrset], &zone);
     assert!(again.units.is_empty(), "{:#?}", summary(&again));
 }
+
+#[test]
+fn sticky_weighted_is_published_weighted_and_reported_downgraded() {
+    use fedns_api::RoutingPolicy;
+    let mut sticky = routed(
+        "s.example.com",
+        RoutingPolicy::Weighted,
+        &[("east", "weight=1", "192.0.2.1"), ("west", "weight=3", "192.0.2.2")],
+    );
+    sticky.routing.as_mut().unwrap().sticky = Some((24, 56));
+    let plain = routed(
+        "w.example.com",
+        RoutingPolicy::Weighted,
+        &[("east", "weight=1", "192.0.2.1")],
+    );
+    let plan = plan_zone("fedns", "example.com", "Z1", &[sticky, plain], &apex_records());
+    let rows = routed_rows(&plan);
+    let row = |n: &str, s: &str, p: &str| (n.to_owned(), s.to_owned(), p.to_owned());
+    for expected in [
+        row("s.example.com.", "east", "weight=1"),
+        row("s.example.com.", "west", "weight=3"),
+    ] {
+        assert!(rows.contains(&expected), "{expected:?} missing from {rows:#?}");
+    }
+    assert_eq!(plan.downgraded.len(), 1, "{:?}", plan.downgraded);
+    let (name, _, why) = &plan.downgraded[0];
+    assert_eq!(name, "s.example.com");
+    assert!(
+        why.contains("Route53 has no client-subnet stickiness") && why.contains("/24"),
+        "{why}"
+    );
+}

@@ -125,6 +125,22 @@ pub struct RoutedSet {
     pub locations: Vec<(String, String)>,
 }
 
+impl RoutedSet {
+    /// Why `provider` (a product name for the message, e.g. `"Route53"`)
+    /// cannot keep this set's client-subnet stickiness: `None` unless the
+    /// set is sticky. Neither Route53 weighted record sets nor Cloud DNS
+    /// `wrr` policies hash a client's subnet onto one member; each query
+    /// is drawn afresh by weight. The set is still published as plain
+    /// weighted, and the loss is reported as `PolicyDowngraded`.
+    pub fn stickiness_lost(&self, provider: &str) -> Option<String> {
+        let (v4, v6) = self.sticky?;
+        Some(format!(
+            "{provider} has no client-subnet stickiness: published as plain weighted (each query drawn afresh by weight); \
+             answers sticky per /{v4} (IPv4) and /{v6} (IPv6) client subnet come from fedns's own DNS server only"
+        ))
+    }
+}
+
 /// One set identifier's share of a routed RRset.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RoutedMember {
