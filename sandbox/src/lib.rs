@@ -82,9 +82,12 @@
 //!   anything; no authentication other than that bearer token.
 //! * CEL: no cost limits, no type checking at CRD creation, no
 //!   `quantity`/`url`/`duration`/`timestamp` values ([`cel`] lists them);
-//!   no `format` checks, no list-type/map-type semantics on objects
-//!   (their rules are checked in CRDs), no validation of built-in
-//!   kinds (a Service with a bad port is stored as given).
+//!   string `format`s are checked as kube-apiserver checks them except
+//!   the rare ones `formats` names; list-type `set`/`map` uniqueness is
+//!   checked, but a `map` list is not merged by key on patches; a status
+//!   update's format message names the path from the object's root
+//!   (kube-apiserver: from `status`); no validation of built-in kinds (a
+//!   Service with a bad port is stored as given).
 //! * Defaulting only from CRD `default`s, plus a Service `clusterIP` and a
 //!   Namespace `status.phase`; no other built-in defaulting.
 //! * Strategic merge patch is a JSON merge patch (lists are replaced, not
@@ -112,6 +115,8 @@ mod cluster_proxy;
 pub mod crd_validation;
 mod emulator;
 mod faults;
+mod formats;
+mod list_types;
 pub mod ports;
 pub mod request_log;
 mod resources;

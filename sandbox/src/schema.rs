@@ -4,8 +4,9 @@
 //!
 //! CEL rules (`x-kubernetes-validations`) are evaluated by [`crate::cel`]
 //! after the OpenAPI checks, with the old object on updates (transition
-//! rules). Not done (see the crate docs): `format` checks, list-type and
-//! map-type semantics.
+//! rules). String `format`s are checked by [`crate::formats`] (those
+//! kube-apiserver checks) and the uniqueness of `set` and `map` list
+//! types by [`crate::list_types`].
 
 use serde_json::{Map, Value};
 
@@ -69,7 +70,12 @@ impl CrdSchema {
     /// when the OpenAPI checks pass, as the API server's validator does
     /// not reach them for a value of the wrong shape.
     pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<(String, String)> {
-        let errors: Vec<(String, String)> = self.validator.iter_errors(object).map(|e| cause(&e)).collect();
+        let mut errors: Vec<(String, String)> = self.validator.iter_errors(object).map(|e| cause(&e)).collect();
+        // After the JSON Schema checks, which know neither OpenAPI's
+        // formats nor Kubernetes' list types (upstream runs these beside
+        // the OpenAPI validator, so both kinds are reported together).
+        errors.extend(format_errors(object, &self.schema));
+        errors.extend(crate::list_types::duplicates(object, &self.schema));
         if !errors.is_empty() {
             return errors;
         }
@@ -193,6 +199,50 @@ fn apply_defaults(value: &mut Value, schema: &Value) {
     }
 }
 
+/// String values whose schema's `format` they do not meet, as
+/// kube-openapi reports them (`field.TypeInvalid`): `Invalid value:
+/// "x": spec.caBundle in body must be of type byte: "x"`.
+fn format_errors(object: &Value, schema: &Value) -> Vec<(String, String)> {
+    fn walk(value: &Value, schema: &Value, path: &str, errors: &mut Vec<(String, String)>) {
+        match value {
+            Value::String(text) => {
+                if let Some(format) = schema.get("format").and_then(Value::as_str) {
+                    if !crate::formats::is_valid(format, text) {
+                        let path = if path.is_empty() { "<root>" } else { path };
+                        errors.push((
+                            path.to_owned(),
+                            format!("Invalid value: {value}: {path} in body must be of type {format}: {value}"),
+                        ));
+                    }
+                }
+            }
+            Value::Object(map) => {
+                let properties = schema.get("properties").and_then(Value::as_object);
+                let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+                for (key, item) in map {
+                    match (properties.and_then(|p| p.get(key)), additional) {
+                        (Some(sub), _) if path.is_empty() => walk(item, sub, key, errors),
+                        (Some(sub), _) => walk(item, sub, &format!("{path}.{key}"), errors),
+                        (None, Some(sub)) => walk(item, sub, &format!("{path}[{key}]"), errors),
+                        (None, None) => {}
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.get("items") {
+                    for (i, item) in items.iter().enumerate() {
+                        walk(item, item_schema, &format!("{path}[{i}]"), errors);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut errors = Vec::new();
+    walk(object, schema, "", &mut errors);
+    errors
+}
+
 /// One failure as (field path, message). A missing required property is
 /// reported at the property itself, `Required value`, as kube-openapi's
 /// validator does (`spec.apiEndpoint: Required value`), where JSON Schema
@@ -292,5 +342,40 @@ mod tests {
         }
         let missing = s.validate(&json!({"spec": {}}));
         assert_eq!(missing, [("spec.mode".to_owned(), "Required value".to_owned())]);
+    }
+
+    #[test]
+    fn formats_and_list_types_are_checked_with_the_rest() {
+        let s = CrdSchema::new(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "ca": {"type": "string", "format": "byte"},
+                "at": {"type": "string", "format": "date-time"},
+                "conditions": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+                               "items": {"type": "object", "properties": {"type": {"type": "string"}}}},
+            }}}}),
+        )
+        .unwrap();
+        let good =
+            json!({"spec": {"ca": "YWJj", "at": "2026-01-01T00:00:00Z", "conditions": [{"type": "A"}, {"type": "B"}]}});
+        assert!(s.validate(&good).is_empty(), "{:?}", s.validate(&good));
+        let bad = json!({"spec": {"ca": "abc...", "at": "yesterday", "conditions": [{"type": "A"}, {"type": "A"}]}});
+        let errors = s.validate(&bad);
+        assert_eq!(
+            errors,
+            [
+                (
+                    "spec.at".to_owned(),
+                    r#"Invalid value: "yesterday": spec.at in body must be of type date-time: "yesterday""#.to_owned()
+                ),
+                (
+                    "spec.ca".to_owned(),
+                    r#"Invalid value: "abc...": spec.ca in body must be of type byte: "abc...""#.to_owned()
+                ),
+                (
+                    "spec.conditions[1]".to_owned(),
+                    r#"Duplicate value: {"type":"A"}"#.to_owned()
+                ),
+            ]
+        );
     }
 }
