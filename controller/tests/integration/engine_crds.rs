@@ -5,7 +5,8 @@
 //! controllers write it is admitted whole (spec and status, nothing
 //! pruned); (b) objects the real API server refuses (a wrong type, a
 //! missing required field, a pattern or enum violation, a spec without
-//! properties, an incomplete condition, a CEL transition rule) are refused, 422, with
+//! properties, an incomplete condition, a value not of its `format`, a
+//! repeated key of a list-type map, a CEL transition rule) are refused, 422, with
 //! the field path in the message; (c) an unknown field is pruned.
 //! Karmada (no CRD upstream) and Argo CD (Secrets) are not here.
 
@@ -59,6 +60,11 @@ fn cases() -> Vec<Case> {
                 (
                     json!({"apiEndpoint": "https://10.0.0.1:6443", "secretRef": {"name": "t"}, "disabledTLSValidations": "*"}),
                     "spec.disabledTLSValidations",
+                ),
+                // format: byte (a shortened CA as docs often print it).
+                (
+                    json!({"apiEndpoint": "https://10.0.0.1:6443", "secretRef": {"name": "t"}, "caBundle": "LS0tLS1CRUdJTi..."}),
+                    "spec.caBundle",
                 ),
             ],
             // kubefed's conditions need lastProbeTime.
@@ -130,10 +136,32 @@ fn cases() -> Vec<Case> {
                 (json!({"clusterManager": {"name": 7}}), "spec.clusterManager.name"),
             ],
             // An access provider's cluster needs its server.
-            bad_statuses: vec![(
-                json!({"accessProviders": [{"name": "secretreader", "cluster": {"certificate-authority-data": "eA=="}}]}),
-                "status.accessProviders[0].cluster.server",
-            )],
+            bad_statuses: vec![
+                (
+                    json!({"accessProviders": [{"name": "secretreader", "cluster": {"certificate-authority-data": "eA=="}}]}),
+                    "status.accessProviders[0].cluster.server",
+                ),
+                // format: byte, as kube-apiserver checks it.
+                (
+                    json!({"accessProviders": [{"name": "secretreader", "cluster": {"server": "https://10.0.0.1:6443", "certificate-authority-data": "<base64 PEM>"}}]}),
+                    "status.accessProviders[0].cluster.certificate-authority-data",
+                ),
+                // conditions are a list-type map keyed by type.
+                (
+                    json!({"conditions": [
+                        {"type": "ControlPlaneHealthy", "status": "True", "reason": "R", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                        {"type": "ControlPlaneHealthy", "status": "False", "reason": "R", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    ]}),
+                    "status.conditions[1]",
+                ),
+                // format: date-time.
+                (
+                    json!({"conditions": [
+                        {"type": "ControlPlaneHealthy", "status": "True", "reason": "R", "message": "", "lastTransitionTime": "yesterday"},
+                    ]}),
+                    "status.conditions[0].lastTransitionTime",
+                ),
+            ],
             bad_update: Some((
                 json!({"clusterManager": {"name": "another"}}),
                 "spec.clusterManager",
