@@ -337,6 +337,83 @@ async fn capi_clusters_are_members() {
     s.federation.stop();
 }
 
+/// Cluster API before v1.11 serves `Cluster` in v1beta1 only: fedns
+/// finds that in discovery and reads those Clusters (the same kubeconfig
+/// Secrets), their readiness from the v1beta1 `Ready` condition
+/// (kubernetes-sigs/cluster-api v1.10.0 `api/v1beta1/condition_consts.go`;
+/// a True condition carries only type, status and time, a False one a
+/// severity and reason, `util/conditions/setter.go`). The management
+/// cluster is an emulator serving the vendored CRD with v1beta2 removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capi_clusters_of_a_v1beta1_only_server_are_members() {
+    let plane = fedns_sandbox::Emulator::start_with(fedns_sandbox::EmulatorConfig {
+        name: "capi-v1beta1".into(),
+        ..fedns_sandbox::EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
+    let crd_yaml = Engine::Capi.crd_yaml();
+    let mut crd = serde_yaml_ng::Deserializer::from_str(&crd_yaml)
+        .map(|d| <serde_json::Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|d| d["kind"] == "CustomResourceDefinition")
+        .unwrap();
+    let versions = crd["spec"]["versions"].as_array_mut().unwrap();
+    versions.retain(|v| v["name"] == "v1beta1");
+    versions[0]["storage"] = json!(true);
+    versions[0]["served"] = json!(true);
+    plane
+        .seed_yaml("capi CRD, v1beta1 only", &serde_json::to_string(&crd).unwrap())
+        .unwrap();
+    let kubeconfig = temp_dir("capi-v1beta1").join("capi.kubeconfig");
+    plane.write_kubeconfig(&kubeconfig).unwrap();
+    let s = setup(
+        Engine::Capi,
+        &[
+            "--capi-kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--capi-namespace",
+            CAPI_NAMESPACE,
+        ],
+        |f| {
+            for name in ["a", "b", "c"] {
+                let member = f.member(name).unwrap();
+                let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
+                    {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+                     "metadata": {"name": name, "namespace": CAPI_NAMESPACE},
+                     "spec": {},
+                     "status": {"phase": "Provisioned", "conditions": [
+                        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+                    {"apiVersion": "v1", "kind": "Secret", "type": "cluster.x-k8s.io/secret",
+                     "metadata": {"name": format!("{name}-kubeconfig"), "namespace": CAPI_NAMESPACE,
+                                  "labels": {"cluster.x-k8s.io/cluster-name": name}},
+                     "stringData": {"value": member.kubeconfig_yaml()}},
+                ]});
+                plane.seed_yaml(name, &objects.to_string()).unwrap();
+            }
+        },
+    )
+    .await;
+    wait_global(&s, "three v1beta1 Clusters published", ALL).await;
+    wait_metric(&s, r#"fedns_member_engine_ready{cluster="a",source="capi"} 1"#).await;
+    let plane_client = crate::common::client_of(&plane).await;
+    let clusters = Api::namespaced_with(
+        plane_client,
+        CAPI_NAMESPACE,
+        &resource("cluster.x-k8s.io", "v1beta1", "Cluster", "clusters"),
+    );
+    not_ready_is_reported_not_obeyed(
+        &s,
+        &clusters,
+        "b",
+        json!({"conditions": [{"type": "Ready", "status": "False", "severity": "Error",
+            "reason": "ControlPlaneNotReady", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
+        0,
+    )
+    .await;
+    s.federation.stop();
+    plane.stop();
+}
+
 /// Seeds beside each of `clusters` the other Secrets Cluster API writes
 /// for it, with the kubeconfig's label and type (kubernetes-sigs/cluster-api
 /// ae7ff047db499ac3858ade268ba38db8c9f128bb, `util/secret/certificates.go`

@@ -188,3 +188,43 @@ where
     });
     Reflected { store }
 }
+
+/// As [`reflect_selected`], for objects served in an older version `K`
+/// and cached as the version fedns reads, `T` (each converted with
+/// `T::from`): one reader for both versions of an inventory.
+pub(super) fn reflect_converted<K, T>(
+    api: Api<K>,
+    config: watcher::Config,
+    slim: impl FnMut(&mut K) + Send + 'static,
+    on_change: impl Fn(&T) + Send + 'static,
+) -> Reflected<T>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    T: Resource<DynamicType = ()> + From<K> + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let kind = K::kind(&()).into_owned();
+    let version = K::version(&()).into_owned();
+    tokio::spawn(async move {
+        let converted = watcher(api, config).modify(slim).map(|event| {
+            event.map(|event| match event {
+                watcher::Event::Apply(o) => watcher::Event::Apply(T::from(o)),
+                watcher::Event::Delete(o) => watcher::Event::Delete(T::from(o)),
+                watcher::Event::Init => watcher::Event::Init,
+                watcher::Event::InitApply(o) => watcher::Event::InitApply(T::from(o)),
+                watcher::Event::InitDone => watcher::Event::InitDone,
+            })
+        });
+        let stream = reflector::reflector(writer, converted)
+            .default_backoff()
+            .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(object) => on_change(&object),
+                Err(e) => tracing::warn!(kind = %kind, version = %version, error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    Reflected { store }
+}

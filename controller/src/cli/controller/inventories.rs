@@ -19,7 +19,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::ResourceExt;
 
-use super::host_caches::{keep_secret_keys, reflect_selected, reporter};
+use super::host_caches::{keep_secret_keys, reflect_converted, reflect_selected, reporter};
 use crate::cli::ControllerArgs;
 use crate::members::sources::{argocd, capi, clusternet, clusterprofile, Sources};
 use crate::members::MemberSource;
@@ -35,6 +35,38 @@ async fn inventory_client(
         .with_context(|| format!("the cluster holding the {what} inventory"))?;
     let client = kube::Client::try_from(config.clone()).with_context(|| format!("a client of the {what} inventory"))?;
     Ok((config, client))
+}
+
+/// Which version of Cluster API's `Cluster` the management cluster
+/// serves (its discovery of `cluster.x-k8s.io`): v1beta1 only where
+/// v1beta1 is served and v1beta2 is not (Cluster API before v1.11);
+/// otherwise v1beta2, also when discovery fails or Cluster API is not
+/// installed yet (logged; the watch then retries as for any missing API).
+async fn capi_served_version(client: &kube::Client) -> capi::ServedVersion {
+    let served = |version: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .list_api_group_resources(&format!("cluster.x-k8s.io/{version}"))
+                .await
+                .map(|list| list.resources.iter().any(|r| r.name == "clusters"))
+        }
+    };
+    match served("v1beta2").await {
+        Ok(true) => capi::ServedVersion::V1Beta2,
+        v1beta2 => match served("v1beta1").await {
+            Ok(true) => {
+                tracing::info!("Cluster API serves cluster.x-k8s.io/v1beta1 and no v1beta2 (before v1.11): reading v1beta1 Clusters, readiness from their Ready condition");
+                capi::ServedVersion::V1Beta1
+            }
+            _ => {
+                if let Err(e) = v1beta2 {
+                    tracing::warn!(error = %e, "Cluster API discovery failed; watching cluster.x-k8s.io/v1beta2 Clusters");
+                }
+                capi::ServedVersion::V1Beta2
+            }
+        },
+    }
 }
 
 /// `Api::namespaced` in `namespace`, else `Api::all`.
@@ -165,15 +197,25 @@ pub(super) async fn start(
             // sent before the task waits).
             let clusters_changed = Arc::new(tokio::sync::Notify::new());
             let (n1, changed) = (notify.clone(), clusters_changed.clone());
-            let clusters = reflect_selected(
-                api_in::<capi::Cluster>(&client, namespace),
-                selected(&inv.capi_selector),
-                |o: &mut capi::Cluster| o.metadata.managed_fields = None,
-                move |_| {
-                    changed.notify_one();
-                    n1();
-                },
-            );
+            let on_change = move |_: &capi::Cluster| {
+                changed.notify_one();
+                n1();
+            };
+            let version = capi_served_version(&client).await;
+            let clusters = match version {
+                capi::ServedVersion::V1Beta2 => reflect_selected(
+                    api_in::<capi::Cluster>(&client, namespace),
+                    selected(&inv.capi_selector),
+                    |o: &mut capi::Cluster| o.metadata.managed_fields = None,
+                    on_change,
+                ),
+                capi::ServedVersion::V1Beta1 => reflect_converted(
+                    api_in::<capi::ClusterV1Beta1>(&client, namespace),
+                    selected(&inv.capi_selector),
+                    |o: &mut capi::ClusterV1Beta1| o.metadata.managed_fields = None,
+                    on_change,
+                ),
+            };
             let secrets = capi::KubeconfigSecrets::default();
             tokio::spawn(keep_kubeconfig_watches(
                 clusters.store.clone(),
@@ -186,6 +228,7 @@ pub(super) async fn start(
                 clusters: clusters.store,
                 secrets,
                 recorder: Recorder::new(client, reporter(identity)),
+                version,
             });
         }
         MemberSource::Argocd => {

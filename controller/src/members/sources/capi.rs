@@ -55,6 +55,63 @@ pub struct ClusterSpec {
     pub control_plane_endpoint: Option<ApiEndpoint>,
 }
 
+/// Cluster API's `Cluster` as servers before Cluster API v1.11 serve it
+/// (`cluster.x-k8s.io/v1beta1` only; kubernetes-sigs/cluster-api v1.10.0
+/// `api/v1beta1/cluster_types.go`). The fields fedns reads have the v1beta2 shapes, so it
+/// becomes a [`Cluster`] ([`From`]); its readiness is the v1beta1 `Ready`
+/// condition ([`READY_V1BETA1_CONDITION`]). Read only where the server
+/// serves no v1beta2 (see [`ServedVersion`]).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "cluster.x-k8s.io",
+    version = "v1beta1",
+    kind = "Cluster",
+    root = "ClusterV1Beta1",
+    plural = "clusters",
+    namespaced,
+    status = "ClusterStatus",
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterV1Beta1Spec {
+    /// As v1beta2's.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub control_plane_endpoint: Option<ApiEndpoint>,
+}
+
+impl From<ClusterV1Beta1> for Cluster {
+    fn from(old: ClusterV1Beta1) -> Cluster {
+        Cluster {
+            metadata: old.metadata,
+            spec: ClusterSpec {
+                control_plane_endpoint: old.spec.control_plane_endpoint,
+            },
+            status: old.status,
+        }
+    }
+}
+
+/// Which version of `Cluster` the management cluster serves, chosen once
+/// at start from its discovery: v1beta2 (Cluster API v1.11 and later, and
+/// where neither is served yet), else v1beta1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServedVersion {
+    /// `cluster.x-k8s.io/v1beta2`: readiness is `Available`.
+    V1Beta2,
+    /// `cluster.x-k8s.io/v1beta1` only: readiness is `Ready`.
+    V1Beta1,
+}
+
+impl ServedVersion {
+    /// The condition type that is the Cluster's readiness in this version.
+    pub fn ready_condition(self) -> &'static str {
+        match self {
+            ServedVersion::V1Beta2 => AVAILABLE_CONDITION,
+            ServedVersion::V1Beta1 => READY_V1BETA1_CONDITION,
+        }
+    }
+}
+
 /// Cluster API's `APIEndpoint`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ApiEndpoint {
@@ -82,6 +139,10 @@ pub struct ClusterStatus {
 /// The v1beta2 Cluster's readiness condition (`ClusterAvailableCondition`,
 /// `api/core/v1beta2/cluster_types.go`).
 pub const AVAILABLE_CONDITION: &str = "Available";
+/// The v1beta1 Cluster's readiness condition (`ReadyCondition`, a summary
+/// of `ControlPlaneReady` and `InfrastructureReady`; kubernetes-sigs/cluster-api
+/// v1.10.0 `api/v1beta1/condition_consts.go`).
+pub const READY_V1BETA1_CONDITION: &str = "Ready";
 
 /// Suffix of the kubeconfig Secret Cluster API writes per cluster.
 pub const KUBECONFIG_SUFFIX: &str = "-kubeconfig";
@@ -180,6 +241,8 @@ pub struct CapiInputs {
     pub secrets: KubeconfigSecrets,
     /// Events on Clusters.
     pub recorder: Recorder,
+    /// The version the Clusters are read in (which condition is readiness).
+    pub version: ServedVersion,
 }
 
 impl Inventory for CapiInputs {
@@ -189,22 +252,28 @@ impl Inventory for CapiInputs {
 
     fn members(&self, namespace: &str) -> Vec<(Translated, Recorder, ObjectReference)> {
         each_translated(self.clusters.state(), &self.recorder, |c| {
-            translate(c, &self.secrets, namespace)
+            translate(c, &self.secrets, namespace, self.version)
         })
     }
 }
 
 /// How a Cluster API `Cluster` becomes a member: region and zones from its
 /// labels `topology.kubernetes.io/region` and `topology.kubernetes.io/zone`
-/// (else the member's Nodes); the v1beta2 `Available` condition seeds its
-/// state (a Cluster that has none yet seeds nothing).
-pub(crate) fn translate(cluster: &Cluster, secrets: &KubeconfigSecrets, namespace: &str) -> Translated {
+/// (else the member's Nodes); the readiness condition of the `version`
+/// read (v1beta2 `Available`, v1beta1 `Ready`) seeds its state (a Cluster
+/// that has none yet seeds nothing).
+pub(crate) fn translate(
+    cluster: &Cluster,
+    secrets: &KubeconfigSecrets,
+    namespace: &str,
+    version: ServedVersion,
+) -> Translated {
     let name = cluster.name_any();
     let (region, zones) = topology_from_labels(cluster.labels());
     let ready = cluster
         .status
         .as_ref()
-        .and_then(|s| ready_from_conditions(&s.conditions, &[AVAILABLE_CONDITION]));
+        .and_then(|s| ready_from_conditions(&s.conditions, &[version.ready_condition()]));
     let connection = connection(cluster, secrets);
     let endpoint = match (&connection, &cluster.spec.control_plane_endpoint) {
         (Ok(c), _) => c.api_endpoint.clone(),
@@ -280,6 +349,30 @@ mod tests {
             "labels": {CLUSTER_NAME_LABEL: "w1"}}, "type": SECRET_TYPE, "stringData": data})])
     }
 
+    /// A v1beta1 Cluster (servers before Cluster API v1.11) becomes the
+    /// same Cluster; its readiness is `Ready`, and an `Available` among
+    /// its conditions (never written there) would not count.
+    #[test]
+    fn a_v1beta1_cluster_is_read_with_its_ready_condition() {
+        let old: ClusterV1Beta1 = serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": "c1", "namespace": "ns"},
+            "spec": {"controlPlaneEndpoint": {"host": "10.0.0.1", "port": 6443}},
+            "status": {"phase": "Provisioned", "conditions": [
+                {"type": "Available", "status": "True"},
+                {"type": "Ready", "status": "False", "severity": "Error", "reason": "ControlPlaneNotReady",
+                 "message": "0 of 1 ready"}]},
+        }))
+        .unwrap();
+        let c = Cluster::from(old);
+        assert_eq!(c.spec.control_plane_endpoint.as_ref().unwrap().host, "10.0.0.1");
+        let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "ns", ServedVersion::V1Beta1);
+        assert_eq!(
+            t.engine_ready.unwrap().summary(),
+            "False (ControlPlaneNotReady): 0 of 1 ready"
+        );
+    }
+
     #[test]
     fn reads_the_kubeconfig_secret_labels_and_conditions() {
         let c = cluster(
@@ -287,7 +380,12 @@ mod tests {
             json!({"phase": "Provisioned", "conditions": [{"type": "Available", "status": "False",
                 "reason": "NotAvailable", "message": "RemoteConnectionProbe failed"}]}),
         );
-        let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "fedns-system");
+        let t = translate(
+            &c,
+            &secret(json!({"value": KUBECONFIG})),
+            "fedns-system",
+            ServedVersion::V1Beta2,
+        );
         let connection = t.connection.unwrap();
         assert_eq!(connection.kubeconfig.as_deref(), Some(KUBECONFIG));
         assert_eq!(t.member.spec.api_endpoint, "https://127.0.0.1:6443");
@@ -318,16 +416,18 @@ mod tests {
                     "message": "* RemoteConnectionProbe: Remote connection probe failed",
                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}),
         );
-        let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "ns");
+        let t = translate(&c, &secret(json!({"value": KUBECONFIG})), "ns", ServedVersion::V1Beta2);
         assert_eq!(
             t.engine_ready.unwrap().summary(),
             "False (NotAvailable): * RemoteConnectionProbe: Remote connection probe failed"
         );
         assert_eq!(t.member.spec.region, None, "no label: the member's Nodes give it");
         let c = cluster(json!({}), json!({"phase": "Provisioning", "deprecated": deprecated}));
-        assert!(translate(&c, &secret(json!({"value": KUBECONFIG})), "ns")
-            .engine_ready
-            .is_none());
+        assert!(
+            translate(&c, &secret(json!({"value": KUBECONFIG})), "ns", ServedVersion::V1Beta2)
+                .engine_ready
+                .is_none()
+        );
     }
 
     /// Watches follow the Clusters: one started per new Cluster (for its
@@ -358,12 +458,14 @@ mod tests {
     #[test]
     fn bad_input_is_a_clear_error() {
         let c = cluster(json!({}), json!({}));
-        let err = translate(&c, &watched(&[]), "ns").connection.unwrap_err();
+        let err = translate(&c, &watched(&[]), "ns", ServedVersion::V1Beta2)
+            .connection
+            .unwrap_err();
         assert_eq!(
             err,
             "Secret fleet/w1-kubeconfig (Cluster API's kubeconfig Secret) not found"
         );
-        let err = translate(&c, &KubeconfigSecrets::default(), "ns")
+        let err = translate(&c, &KubeconfigSecrets::default(), "ns", ServedVersion::V1Beta2)
             .connection
             .unwrap_err();
         assert_eq!(
@@ -372,33 +474,45 @@ mod tests {
         );
         let opaque = watched(&[json!({"metadata": {"name": "w1-kubeconfig", "namespace": "fleet"},
             "type": "Opaque", "stringData": {"value": KUBECONFIG}})]);
-        let err = translate(&c, &opaque, "ns").connection.unwrap_err();
+        let err = translate(&c, &opaque, "ns", ServedVersion::V1Beta2)
+            .connection
+            .unwrap_err();
         assert_eq!(
             err,
             "Secret fleet/w1-kubeconfig has type \"Opaque\", not Cluster API's cluster.x-k8s.io/secret"
         );
-        let t = translate(&c, &secret(json!({"other": "x"})), "ns");
+        let t = translate(&c, &secret(json!({"other": "x"})), "ns", ServedVersion::V1Beta2);
         assert_eq!(t.connection.unwrap_err(), "Secret fleet/w1-kubeconfig has no key value");
         assert_eq!(
             t.member.spec.api_endpoint, "https://10.0.0.1:6443",
             "the spec's endpoint is shown"
         );
-        let err = translate(&c, &secret(json!({"value": "{not yaml: ["})), "ns")
-            .connection
-            .unwrap_err();
+        let err = translate(
+            &c,
+            &secret(json!({"value": "{not yaml: ["})),
+            "ns",
+            ServedVersion::V1Beta2,
+        )
+        .connection
+        .unwrap_err();
         assert!(
             err.starts_with("Secret fleet/w1-kubeconfig key value does not parse as a kubeconfig"),
             "{err}"
         );
-        let err = translate(&c, &secret(json!({"value": "apiVersion: v1\nkind: Config\n"})), "ns")
-            .connection
-            .unwrap_err();
+        let err = translate(
+            &c,
+            &secret(json!({"value": "apiVersion: v1\nkind: Config\n"})),
+            "ns",
+            ServedVersion::V1Beta2,
+        )
+        .connection
+        .unwrap_err();
         assert!(err.contains("no current-context"), "{err}");
         let exec = KUBECONFIG.replace(
             "user: {token: t}",
             "user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token, exec: {command: sh, apiVersion: client.authentication.k8s.io/v1}}",
         );
-        let err = translate(&c, &secret(json!({"value": exec})), "ns")
+        let err = translate(&c, &secret(json!({"value": exec})), "ns", ServedVersion::V1Beta2)
             .connection
             .unwrap_err();
         assert!(

@@ -29,8 +29,9 @@ pub enum MemberSource {
     Kubefed,
     /// Clusternet `ManagedCluster` objects (`managedclusters.clusters.clusternet.io/v1beta1`).
     Clusternet,
-    /// Cluster API `Cluster` objects (`clusters.cluster.x-k8s.io/v1beta2`) and
-    /// their `<name>-kubeconfig` Secrets.
+    /// Cluster API `Cluster` objects (`clusters.cluster.x-k8s.io/v1beta2`;
+    /// v1beta1 where the server serves only that) and their
+    /// `<name>-kubeconfig` Secrets.
     Capi,
     /// Argo CD cluster Secrets (label `argocd.argoproj.io/secret-type: cluster`).
     Argocd,
