@@ -407,7 +407,9 @@ async fn sticky_weighted_keeps_each_subnet_and_moves_only_a_failed_clusters() {
     use kube::api::{Patch, PatchParams};
     let (
         ProbedFederation {
-            responders, federation, ..
+            responders,
+            federation,
+            dir,
         },
         dns,
         _controller,
@@ -488,6 +490,24 @@ async fn sticky_weighted_keeps_each_subnet_and_moves_only_a_failed_clusters() {
         on(&before, "127.0.2.1") > 0 && on(&before, "127.0.2.2") > 0,
         "{before:?}"
     );
+    // `fedns explain --client-subnet` names the cluster each subnet hashes to.
+    let kubeconfig = dir.join("host.kubeconfig");
+    for i in [0usize, 1, 2, 3] {
+        let out = Command::new(env!("CARGO_BIN_EXE_fedns"))
+            .args(["explain", &web, "--kubeconfig", kubeconfig.to_str().unwrap()])
+            .args(["--client-subnet", &format!("10.9.{i}.0/24")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let cluster = if before[i] == "127.0.2.1" { "a" } else { "b" };
+        assert!(
+            text.contains(&format!("answered with {cluster} (SCOPE PREFIX-LENGTH 24)"))
+                && text.contains(&format!("subnet 10.9.{i}.0/24 hashes (weighted rendezvous)")),
+            "subnet 10.9.{i}.0/24 is answered {}: {text}",
+            before[i]
+        );
+    }
     // b fails: its subnets move to a; a's stay where they are.
     responders[1].stop();
     let mut during = Vec::new();

@@ -120,7 +120,16 @@ pub fn explain_routing(
         _ => {
             let snapshot = fedns_dnsserver::Snapshot::build_with_geoip(&[(zone.content.clone(), 1)], geo);
             let choice = snapshot.choice_for(&format!("{wanted}."), address)?;
+            let sticky = routing.sticky.filter(|_| routing.policy == RoutingPolicy::Weighted);
             let reason = match (routing.policy, &choice.region, address) {
+                (RoutingPolicy::Weighted, _, Some(client)) if sticky.is_some() => format!(
+                    "Weighted with ClientSubnet stickiness: the client's subnet {} hashes (weighted rendezvous) to this cluster and keeps it while it is healthy; resolvers cache the answer for that subnet (SCOPE {})",
+                    ipnet::IpNet::new(client, choice.scope).map_or_else(|_| client.to_string(), |n| n.trunc().to_string()),
+                    choice.scope
+                ),
+                (RoutingPolicy::Weighted, _, None) if sticky.is_some() => {
+                    "SOURCE PREFIX-LENGTH 0: no client subnet to hash, so each answer holds one of these clusters, by weight".to_owned()
+                }
                 (RoutingPolicy::Weighted, _, _) => {
                     "Weighted does not depend on the client: each answer holds one of these clusters, by weight".to_owned()
                 }
@@ -137,7 +146,7 @@ pub fn explain_routing(
                     routing.fallback
                 ),
             };
-            let clusters = if routing.policy == RoutingPolicy::Weighted {
+            let clusters = if routing.policy == RoutingPolicy::Weighted && (sticky.is_none() || address.is_none()) {
                 // Route53's semantics: weight 0 is standby while any has weight.
                 let weighted: Vec<String> = members
                     .iter()
