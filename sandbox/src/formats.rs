@@ -21,42 +21,48 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-static BASE64: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$").unwrap()
+static BASE64: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$").ok()
 });
-static TIME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").unwrap());
-static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$").unwrap()
+static TIME: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").ok());
+static HOSTNAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$").ok()
 });
-static URI: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$").unwrap());
-static UUIDS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
+static URI: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$").ok());
+static UUIDS: LazyLock<[Option<Regex>; 4]> = LazyLock::new(|| {
     [
         r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
         r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
         r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
         r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
     ]
-    .map(|p| Regex::new(p).unwrap())
+    .map(|p| Regex::new(p).ok())
 });
+
+/// Whether `regex` (one of the constant patterns above; each compiles,
+/// as the tests show) matches `value`.
+fn matches(regex: &Option<Regex>, value: &str) -> bool {
+    regex.as_ref().is_some_and(|r| r.is_match(value))
+}
 
 /// Whether `value` is valid for `format` as kube-apiserver checks it
 /// (`true` for a format it does not check). `format` is the schema's
 /// keyword as written (`date-time` and `datetime` are the same).
 pub(crate) fn is_valid(format: &str, value: &str) -> bool {
     match format.replace('-', "").as_str() {
-        "byte" => BASE64.is_match(value),
+        "byte" => matches(&BASE64, value),
         "datetime" => is_date_time(value),
         "date" => is_date(value),
-        "uuid" => UUIDS[0].is_match(value),
-        "uuid3" => UUIDS[1].is_match(value),
-        "uuid4" => UUIDS[2].is_match(value),
-        "uuid5" => UUIDS[3].is_match(value),
+        "uuid" => matches(&UUIDS[0], value),
+        "uuid3" => matches(&UUIDS[1], value),
+        "uuid4" => matches(&UUIDS[2], value),
+        "uuid5" => matches(&UUIDS[3], value),
         "ipv4" => value.contains('.') && parse_ip_sloppy(value).is_some(),
         "ipv6" => value.contains(':') && value.parse::<IpAddr>().is_ok(),
         "cidr" => is_cidr(value),
-        "hostname" => HOSTNAME.is_match(value) && value.len() <= 255 && value.split('.').all(|p| p.len() <= 63),
-        "uri" => value.starts_with('/') || URI.is_match(value),
+        "hostname" => matches(&HOSTNAME, value) && value.len() <= 255 && value.split('.').all(|p| p.len() <= 63),
+        "uri" => value.starts_with('/') || matches(&URI, value),
         _ => true,
     }
 }
@@ -96,7 +102,7 @@ fn is_date_time(value: &str) -> bool {
     if parts.len() < 2 || !is_date(parts[0]) {
         return false;
     }
-    let Some(m) = TIME.captures(parts[1]) else {
+    let Some(m) = TIME.as_ref().and_then(|t| t.captures(parts[1])) else {
         return false;
     };
     &m[1] <= "23" && &m[2] <= "59" && &m[3] <= "59"
