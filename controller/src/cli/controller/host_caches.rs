@@ -172,12 +172,25 @@ pub(super) fn reflect_selected<K>(
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    let (store, writer) = reflector::store();
     let kind = K::kind(&()).into_owned();
+    reflect_events(watcher(api, config).modify(slim), kind, on_change)
+}
+
+/// Caches `events` in a new store, calling `on_change` with each object
+/// they touch; a watch error is logged with `kind` and retried with
+/// backoff. The one loop behind [`reflect_selected`] and
+/// [`reflect_converted`].
+fn reflect_events<T>(
+    events: impl futures::Stream<Item = Result<watcher::Event<T>, watcher::Error>> + Send + 'static,
+    kind: String,
+    on_change: impl Fn(&T) + Send + 'static,
+) -> Reflected<T>
+where
+    T: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
     tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, config).modify(slim))
-            .default_backoff()
-            .touched_objects();
+        let stream = reflector::reflector(writer, events).default_backoff().touched_objects();
         futures::pin_mut!(stream);
         while let Some(item) = stream.next().await {
             match item {
@@ -202,29 +215,15 @@ where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
     T: Resource<DynamicType = ()> + From<K> + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
-    let (store, writer) = reflector::store();
-    let kind = K::kind(&()).into_owned();
-    let version = K::version(&()).into_owned();
-    tokio::spawn(async move {
-        let converted = watcher(api, config).modify(slim).map(|event| {
-            event.map(|event| match event {
-                watcher::Event::Apply(o) => watcher::Event::Apply(T::from(o)),
-                watcher::Event::Delete(o) => watcher::Event::Delete(T::from(o)),
-                watcher::Event::Init => watcher::Event::Init,
-                watcher::Event::InitApply(o) => watcher::Event::InitApply(T::from(o)),
-                watcher::Event::InitDone => watcher::Event::InitDone,
-            })
-        });
-        let stream = reflector::reflector(writer, converted)
-            .default_backoff()
-            .touched_objects();
-        futures::pin_mut!(stream);
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(object) => on_change(&object),
-                Err(e) => tracing::warn!(kind = %kind, version = %version, error = %e, "watch failed; retrying"),
-            }
-        }
+    let kind = format!("{} {}", K::kind(&()), K::version(&()));
+    let converted = watcher(api, config).modify(slim).map(|event| {
+        event.map(|event| match event {
+            watcher::Event::Apply(o) => watcher::Event::Apply(T::from(o)),
+            watcher::Event::Delete(o) => watcher::Event::Delete(T::from(o)),
+            watcher::Event::Init => watcher::Event::Init,
+            watcher::Event::InitApply(o) => watcher::Event::InitApply(T::from(o)),
+            watcher::Event::InitDone => watcher::Event::InitDone,
+        })
     });
-    Reflected { store }
+    reflect_events(converted, kind, on_change)
 }
