@@ -26,6 +26,8 @@ pub struct Cluster {
     pub store: Arc<Store>,
     /// The bearer token every request must carry.
     pub token: String,
+    /// EKS tokens accepted as well, when set.
+    pub eks: std::sync::RwLock<Option<Arc<crate::eks_auth::EksAuthenticator>>>,
     /// Fault switches.
     pub faults: Faults,
     /// `host:port` for discovery documents.

@@ -133,6 +133,7 @@ impl Emulator {
         let cluster = Arc::new(Cluster {
             store: Store::new(config.history_limit),
             token,
+            eks: std::sync::RwLock::new(None),
             faults: Faults::default(),
             server_address: format!("127.0.0.1:{port}"),
             bookmark_interval: config.bookmark_interval,
@@ -202,6 +203,17 @@ impl Emulator {
     /// The bearer token.
     pub fn token(&self) -> &str {
         &self.cluster.token
+    }
+
+    /// Accepts EKS tokens (`k8s-aws-v1.…`) verified by `authenticator`
+    /// from now on, beside [`Emulator::token`], as an EKS API server
+    /// would.
+    pub fn accept_eks_tokens(&self, authenticator: crate::eks_auth::EksAuthenticator) {
+        *self
+            .cluster
+            .eks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(authenticator));
     }
 
     /// PEM of the CA that signed the server certificate.

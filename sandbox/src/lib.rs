@@ -70,6 +70,9 @@
 //!   when a `managedclusters.clusters.clusternet.io` CRD is registered:
 //!   requests go to the child whose ManagedCluster has that cluster ID,
 //!   with the token the caller passes in `Impersonate-Extra-Clusternet-Token`.
+//! * EKS token authentication beside the bearer token, when asked
+//!   ([`Emulator::accept_eks_tokens`], [`EksAuthenticator`]): tokens
+//!   `k8s-aws-v1.…` checked as aws-iam-authenticator and STS check them.
 //! * Seeding from YAML ([`Emulator::seed_paths`]), as `kubectl apply -f`
 //!   plus status (a CRD's status stays the server's own).
 //! * The upstream CRDs of kubefed, Clusternet, Cluster API and
@@ -79,7 +82,8 @@
 //! ## What it does not do (compared with kube-apiserver)
 //! * No admission (mutating or validating webhooks, built-in admission
 //!   plugins), no RBAC or other authorization: the one token may do
-//!   anything; no authentication other than that bearer token.
+//!   anything; no authentication other than that bearer token (and EKS
+//!   tokens where enabled).
 //! * CEL: no cost limits, no type checking at CRD creation, no
 //!   `quantity`/`url`/`duration`/`timestamp` values ([`cel`] lists them);
 //!   string `format`s are checked as kube-apiserver checks them except
@@ -113,6 +117,7 @@ pub mod clouddns;
 mod cluster;
 mod cluster_proxy;
 pub mod crd_validation;
+mod eks_auth;
 mod emulator;
 mod faults;
 mod formats;
@@ -133,6 +138,7 @@ pub mod upstream_crds;
 
 use std::path::PathBuf;
 
+pub use eks_auth::{AwsKey, EksAuthenticator};
 pub use emulator::{Emulator, EmulatorConfig, EmulatorError};
 
 /// Reads and parses every manifest under `paths` without applying any:

@@ -13,6 +13,25 @@ use kube::{Client, Config, ResourceExt};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 
+use super::eks_token::{EksAuth, EksAuthorization, EksTokens};
+
+/// A finished client from a [`kube::client::ClientBuilder`], with EKS
+/// tokens put on every request when `$eks` is set. (A macro: the
+/// builder's service type differs per transport.) The filter needs a
+/// service it can clone, so a buffer goes under it.
+macro_rules! finish {
+    ($builder:expr, $eks:expr) => {{
+        let builder = $builder;
+        match $eks {
+            Some(auth) => builder
+                .with_layer(&tower::buffer::BufferLayer::new(1024))
+                .with_layer(&tower::filter::AsyncFilterLayer::new(auth))
+                .build(),
+            None => builder.build(),
+        }
+    }};
+}
+
 /// How to reach one member's API server, whatever registered it.
 #[derive(Clone, Default)]
 pub(crate) struct Connection {
@@ -48,6 +67,9 @@ pub(crate) struct Connection {
     /// `provideClusterInfo` is set, the token cached until its
     /// `expirationTimestamp`); its `cluster` already filled in.
     pub(crate) exec: Option<kube::config::ExecConfig>,
+    /// EKS tokens made in process (Argo CD `awsAuthConfig`), put on each
+    /// request instead of any other credential.
+    pub(crate) eks: Option<EksAuth>,
     /// A client configuration used as it is, instead of the fields above:
     /// another API server's proxy path (Karmada pull mode:
     /// `/apis/cluster.karmada.io/v1alpha1/clusters/NAME/proxy`; Clusternet),
@@ -79,6 +101,7 @@ impl Connection {
         self.proxy_url.hash(&mut hasher);
         self.proxy_headers.hash(&mut hasher);
         self.basic_auth.hash(&mut hasher);
+        self.eks.hash(&mut hasher);
         if let Some(exec) = &self.exec {
             // `cluster` is not serialized with the rest.
             serde_json::to_string(exec).unwrap_or_default().hash(&mut hasher);
@@ -216,7 +239,7 @@ impl Connection {
             // waits for it: not on a runtime worker.
             return tokio::task::spawn_blocking(move || {
                 if tunnelled && !headers.is_empty() {
-                    client_with_connect_headers(config, headers)
+                    client_with_connect_headers(config, headers, None)
                 } else {
                     Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
                 }
@@ -224,12 +247,18 @@ impl Connection {
             .await
             .map_err(|e| format!("cannot build a client: {e}"))?;
         }
+        let eks = self
+            .eks
+            .clone()
+            .map(|auth| EksAuthorization(std::sync::Arc::new(EksTokens::new(auth))));
         if tunnelled && !headers.is_empty() {
-            return client_with_connect_headers(config, headers);
+            return client_with_connect_headers(config, headers, eks);
         }
         // Headers for a SOCKS5 proxy have nowhere to go (Karmada sets
         // them only as an HTTP transport's CONNECT headers).
-        Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+        let builder =
+            kube::client::ClientBuilder::try_from(config).map_err(|e| format!("cannot build a client: {e}"))?;
+        Ok(finish!(builder, eks))
     }
 }
 
@@ -254,8 +283,13 @@ fn proxy_connect_headers(headers: &[(String, Vec<String>)]) -> Result<http::Head
 /// parts (its TLS connector, its base-URI and extra-header layers) around
 /// hyper-util's proxy tunnel, which takes extra CONNECT headers. Only
 /// static credentials go with it (a token, a user and password: what
-/// Karmada's Secrets hold), sent as an `Authorization` header.
-fn client_with_connect_headers(mut config: Config, headers: http::HeaderMap) -> Result<Client, String> {
+/// Karmada's Secrets hold), sent as an `Authorization` header, or EKS
+/// tokens (`eks`).
+fn client_with_connect_headers(
+    mut config: Config,
+    headers: http::HeaderMap,
+    eks: Option<EksAuthorization>,
+) -> Result<Client, String> {
     use hyper_util::client::legacy::connect::{proxy::Tunnel, HttpConnector};
     use kube::client::{ClientBuilder, ConfigExt};
     use secrecy::ExposeSecret;
@@ -293,10 +327,10 @@ fn client_with_connect_headers(mut config: Config, headers: http::HeaderMap) -> 
             let connector = config.rustls_https_connector_with_connector($tunnel).map_err(err)?;
             let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                 .build::<_, kube::client::Body>(connector);
-            Ok(ClientBuilder::new(http, config.default_namespace.clone())
+            let builder = ClientBuilder::new(http, config.default_namespace.clone())
                 .with_layer(&config.extra_headers_layer().map_err(err)?)
-                .with_layer(&config.base_uri_layer())
-                .build())
+                .with_layer(&config.base_uri_layer());
+            Ok(finish!(builder, eks))
         }};
     }
     if proxy.scheme_str() == Some("https") {

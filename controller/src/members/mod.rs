@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub(crate) mod client;
+pub(crate) mod eks_token;
 mod member;
 mod probe;
 mod registry;

@@ -12,6 +12,7 @@ use fedns_api::MemberCluster;
 use kube::runtime::events::EventType;
 use kube::{Client, ResourceExt};
 
+use super::eks_token::EksTokenError;
 use super::member::{Health, Member};
 use super::registry::Registry;
 
@@ -176,6 +177,9 @@ async fn probe(client: &Client, timeout: Duration) -> Result<(), (&'static str, 
                     conditions::CLUSTER_NOT_READY,
                     format!("GET {path}: {} {}", status.code, status.message),
                 ))
+            }
+            Ok(Err(kube::Error::Service(e))) if e.downcast_ref::<EksTokenError>().is_some() => {
+                return Err((conditions::AUTH_FAILED, format!("GET {path}: {e}")))
             }
             Ok(Err(e)) => return Err((conditions::CLUSTER_NOT_REACHABLE, format!("GET {path}: {e}"))),
         }

@@ -174,9 +174,15 @@ pub fn process_log(tag: &str) -> (PathBuf, std::fs::File, std::fs::File) {
 }
 
 pub fn spawn_fedns(args: &[&str]) -> Process {
+    spawn_fedns_with_env(args, &[])
+}
+
+/// [`spawn_fedns`] with `env` added to the test's environment.
+pub fn spawn_fedns_with_env(args: &[&str], env: &[(&str, &str)]) -> Process {
     let (log, out, err) = process_log("fedns");
     let child = Command::new(env!("CARGO_BIN_EXE_fedns"))
         .args(args)
+        .envs(env.iter().copied())
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info,kube=warn".into()),

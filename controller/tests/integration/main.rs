@@ -19,6 +19,7 @@ mod health_e2e;
 mod hysteresis_e2e;
 mod large_objects;
 mod member_sources;
+mod member_sources_eks;
 mod member_sources_fleet;
 mod real_host;
 mod replicas;

@@ -69,6 +69,16 @@ pub(crate) struct Setup {
 /// Members `a` (203.0.113.1, Nodes in r1/r1a), `b` (203.0.113.2, r2/r2a),
 /// `c` (203.0.113.3, r3/r3a); `register` registers them with the engine.
 pub(crate) async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn(&Federation)) -> Setup {
+    setup_with_env(engine, extra_args, &[], register).await
+}
+
+/// [`setup`] with `env` added to the controller's environment.
+pub(crate) async fn setup_with_env(
+    engine: Engine,
+    extra_args: &[&str],
+    env: &[(&str, &str)],
+    register: impl Fn(&Federation),
+) -> Setup {
     let dir = temp_dir(&format!("sources-{}", engine.as_str()));
     let federation = Federation::start(&dir, "fedns-system", &["a", "b", "c"]).await.unwrap();
     for (name, n) in [("a", 1), ("b", 2), ("c", 3)] {
@@ -86,7 +96,7 @@ pub(crate) async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn
     federation.host.seed_yaml("host", HOST_YAML).unwrap();
     let dns_port = free_port();
     let metrics_port = free_port();
-    let controller = spawn_fedns(
+    let controller = spawn_fedns_with_env(
         &[
             "controller",
             "--kubeconfig",
@@ -103,6 +113,7 @@ pub(crate) async fn setup(engine: Engine, extra_args: &[&str], register: impl Fn
         .into_iter()
         .chain(extra_args.iter().copied())
         .collect::<Vec<_>>(),
+        env,
     );
     let host = client_of(&federation.host).await;
     Setup {

@@ -22,10 +22,12 @@
 //!   for every cluster. A plugin is run as Argo CD's controller runs it:
 //!   whoever can write cluster Secrets in Argo CD's namespace chooses the
 //!   commands both run.
-//! - `awsAuthConfig` (Argo CD runs `argocd-k8s-auth aws`, signing an STS
-//!   request with the pod's AWS identity) is not supported and is
-//!   reported on the Secret; an `execProviderConfig` running
-//!   `aws eks get-token` reaches the same clusters.
+//! - `awsAuthConfig` comes first, as in Argo CD, which runs
+//!   `argocd-k8s-auth aws --cluster-name C [--role-arn R] [--profile P]`:
+//!   fedns makes the same EKS token in process (a presigned STS
+//!   `GetCallerIdentity` covering `x-k8s-aws-id: C`, from the AWS
+//!   credential chain of fedns's pod, through the profile and the role
+//!   when set; [`crate::members::eks_token`]), renewed before it expires.
 
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
@@ -36,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{base64_field, each_translated, engine_member, topology_from_labels, Inventory, MemberSource, Translated};
 use crate::members::client::{secret_value, Connection};
+use crate::members::eks_token::EksAuth;
 
 /// Label (and value) that makes a Secret an Argo CD cluster.
 pub const SECRET_TYPE_LABEL: &str = "argocd.argoproj.io/secret-type";
@@ -61,15 +64,31 @@ pub struct ClusterConfig {
     /// TLS settings and client certificate.
     #[serde(default)]
     pub tls_client_config: TlsClientConfig,
-    /// AWS IAM authentication (not supported).
+    /// AWS IAM authentication (EKS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aws_auth_config: Option<serde_json::Value>,
+    pub aws_auth_config: Option<AwsAuthConfig>,
     /// Credential plugin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec_provider_config: Option<ExecProviderConfig>,
     /// Proxy URL between Argo CD (here fedns) and the cluster.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub proxy_url: String,
+}
+
+/// Argo CD's `AWSAuthConfig`: an EKS cluster reached with the pod's AWS
+/// identity.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AwsAuthConfig {
+    /// The EKS cluster's name (signed into the token).
+    #[serde(default)]
+    pub cluster_name: String,
+    /// A role to assume first (note Argo CD's spelling, `roleARN`).
+    #[serde(default, rename = "roleARN", skip_serializing_if = "String::is_empty")]
+    pub role_arn: String,
+    /// A profile of the shared AWS configuration files.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub profile: String,
 }
 
 /// Argo CD's `ExecProviderConfig`: a client-go credential plugin.
@@ -224,10 +243,18 @@ fn connection(
     };
     // Argo CD's order: AWS, then a plugin, then static credentials; the
     // first two ignore bearerToken and username/password.
-    if config.aws_auth_config.is_some() {
-        return Err(format!(
-            "{id}: config.awsAuthConfig is not supported (Argo CD signs an STS request with its pod's AWS identity); give the cluster an execProviderConfig running `aws eks get-token`, a bearerToken or tlsClientConfig.certData/keyData"
-        ));
+    if let Some(aws) = &config.aws_auth_config {
+        let nonempty = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
+        // Argo CD passes an empty name on; the token would then be
+        // refused by every cluster, so say so here.
+        let cluster_name =
+            nonempty(&aws.cluster_name).ok_or_else(|| format!("{id}: config.awsAuthConfig.clusterName is empty"))?;
+        connection.eks = Some(EksAuth {
+            cluster_name,
+            role_arn: nonempty(&aws.role_arn),
+            profile: nonempty(&aws.profile),
+        });
+        return Ok(connection);
     }
     if let Some(exec) = &config.exec_provider_config {
         connection.exec = Some(exec_config(&id, exec, &connection)?);
@@ -457,13 +484,40 @@ mod tests {
         assert_eq!(cluster.config, Some(json!({"clusterName": "w1"})));
     }
 
+    /// `awsAuthConfig` comes before a plugin and static credentials, as in
+    /// Argo CD's `RawRestConfig` (the same file): its fields become the
+    /// in-process EKS token's inputs, and nothing else authenticates.
+    #[test]
+    fn an_aws_auth_config_makes_eks_tokens_and_nothing_else_authenticates() {
+        let config = json!({"bearerToken": "ignored", "tlsClientConfig": {"caData": "LS0tLS0="},
+            "awsAuthConfig": {"clusterName": "prod", "roleARN": "arn:aws:iam::123456789012:role/argocd", "profile": "fleet"},
+            "execProviderConfig": {"command": "never", "apiVersion": "client.authentication.k8s.io/v1"}});
+        let c = translate(
+            &secret(json!({"name": "w1", "server": "https://127.0.0.1:6443", "config": config.to_string()})),
+            None,
+            "ns",
+        )
+        .connection
+        .unwrap();
+        assert_eq!(
+            c.eks,
+            Some(EksAuth {
+                cluster_name: "prod".into(),
+                role_arn: Some("arn:aws:iam::123456789012:role/argocd".into()),
+                profile: Some("fleet".into()),
+            })
+        );
+        assert!(c.token.is_none() && c.exec.is_none() && c.basic_auth.is_none());
+        assert_eq!(c.ca_pem.as_deref(), Some(&b"-----"[..]), "the TLS settings stay");
+    }
+
     #[test]
     fn unsupported_and_malformed_configs_are_clear_errors() {
         let err = |data: serde_json::Value| translate(&secret(data), None, "ns").connection.unwrap_err();
         let server = "https://127.0.0.1:6443";
-        let aws = json!({"awsAuthConfig": {"clusterName": "prod", "roleARN": "arn:aws:iam::1:role/x"}});
+        let aws = json!({"awsAuthConfig": {"roleARN": "arn:aws:iam::1:role/x"}});
         assert!(err(json!({"name": "w1", "server": server, "config": aws.to_string()}))
-            .contains("awsAuthConfig is not supported"));
+            .contains("config.awsAuthConfig.clusterName is empty"));
         let old =
             json!({"execProviderConfig": {"command": "x", "apiVersion": "client.authentication.k8s.io/v1alpha1"}});
         assert!(err(json!({"name": "w1", "server": server, "config": old.to_string()}))
