@@ -30,10 +30,32 @@ pub struct DataPlaneCheck {
     #[serde(default = "default_path")]
     #[schemars(length(min = 1, max = 2048), pattern(r"^/"))]
     pub path: String,
-    /// Host header and TLS SNI (HTTP/HTTPS). Default: the record's global name.
+    /// Host header (HTTP/HTTPS), and TLS SNI unless `serverName` is set.
+    /// Default: the record's global name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
     pub host: Option<String>,
+    /// HTTPS: the TLS server name sent (SNI) and the name the certificate
+    /// is checked against, when it differs from `host` (Route53's SNI
+    /// setting, separate from its host name). Default: `host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub server_name: Option<String>,
+    /// HTTP/HTTPS: a string the first 5,120 octets of the answer's body
+    /// must contain, besides a passing status (Route53's `SearchString`,
+    /// which it looks for in the same 5,120 bytes; at most 255
+    /// characters, as there). A body cut short (closed or timed out
+    /// before 5,120 octets or its end) is searched as far as it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub expected_body: Option<String>,
+    /// HTTP/HTTPS: request headers sent with each probe (a token a
+    /// health endpoint wants, a tenant header), at most 16. `Host` is set
+    /// by `host`, `User-Agent` is `fedns-health-check`; neither may be
+    /// given here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub headers: Vec<ProbeHeader>,
     /// Statuses that pass: each `NNN` or `NNN-NNN` (100..599). Default `200-399`.
     #[serde(default = "default_statuses")]
     #[schemars(length(min = 1), inner(pattern(STATUS_RANGE_PATTERN)))]
@@ -81,6 +103,20 @@ pub struct DataPlaneCheck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::quorum")]
     pub quorum: Option<Quorum>,
+}
+
+/// One request header of a probe.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!(self.name.lowerAscii() in ['host', 'user-agent', 'content-length', 'transfer-encoding', 'connection'])", "message": "Host comes from healthCheck.host; User-Agent, Content-Length, Transfer-Encoding and Connection are the prober's"}
+]))]
+pub struct ProbeHeader {
+    /// Header name (an RFC 9110 token).
+    #[schemars(length(min = 1, max = 128), pattern(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
+    pub name: String,
+    /// Value (visible ASCII and spaces; no line breaks).
+    #[schemars(length(max = 1024), pattern(r"^[\x20-\x7E]*$"))]
+    pub value: String,
 }
 
 /// `spec.healthCheck.quorum` (see [`DataPlaneCheck::quorum`]). Written as

@@ -37,6 +37,10 @@ struct Shared {
     most_open: AtomicUsize,
     /// Clients (source addresses) whose connections are closed unanswered.
     refused: Mutex<HashSet<IpAddr>>,
+    /// The body of every answer.
+    body: Mutex<Bytes>,
+    /// A header every request must carry, else 403.
+    required_header: Mutex<Option<(http::HeaderName, http::HeaderValue)>>,
 }
 
 impl Shared {
@@ -72,6 +76,8 @@ impl Responder {
                 open: AtomicUsize::new(0),
                 most_open: AtomicUsize::new(0),
                 refused: Mutex::new(HashSet::new()),
+                body: Mutex::new(Bytes::from_static(b"fedns sandbox load balancer\n")),
+                required_header: Mutex::new(None),
             }),
             running: Mutex::new(None),
         };
@@ -111,6 +117,17 @@ impl Responder {
     /// The HTTP status every request gets from now on.
     pub fn set_status(&self, status: u16) {
         self.shared.status.store(status, Ordering::Relaxed);
+    }
+
+    /// The body every answer carries from now on.
+    pub fn set_body(&self, body: impl Into<Bytes>) {
+        *self.shared.body.lock().unwrap_or_else(|e| e.into_inner()) = body.into();
+    }
+
+    /// From now on a request without header `name: value` is answered
+    /// 403 (a health endpoint that wants a token); None: no such rule.
+    pub fn require_header(&self, header: Option<(http::HeaderName, http::HeaderValue)>) {
+        *self.shared.required_header.lock().unwrap_or_else(|e| e.into_inner()) = header;
     }
 
     /// Answer, or accept and never answer.
@@ -184,7 +201,7 @@ impl Responder {
                     let open = shared.open.fetch_add(1, Ordering::Relaxed) + 1;
                     shared.most_open.fetch_max(open, Ordering::Relaxed);
                     let service_shared = shared.clone();
-                    let service = service_fn(move |_request| {
+                    let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                         let shared = service_shared.clone();
                         async move {
                             if shared.refuses(peer.ip()) {
@@ -195,10 +212,17 @@ impl Responder {
                             if shared.hang.load(Ordering::Relaxed) {
                                 std::future::pending::<()>().await;
                             }
-                            let status = shared.status.load(Ordering::Relaxed);
+                            let mut status = shared.status.load(Ordering::Relaxed);
+                            let required = shared.required_header.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                            if let Some((name, value)) = required {
+                                if request.headers().get(&name) != Some(&value) {
+                                    status = 403;
+                                }
+                            }
+                            let body = shared.body.lock().unwrap_or_else(|e| e.into_inner()).clone();
                             hyper::Response::builder()
                                 .status(status)
-                                .body(Full::new(Bytes::from_static(b"fedns sandbox load balancer\n")))
+                                .body(Full::new(body))
                                 .map_err(|_| RefusedClient(peer.ip()))
                         }
                     });

@@ -33,15 +33,24 @@ pub struct ProbeSpec {
     pub port: u16,
     /// HTTP path.
     pub path: String,
-    /// Host header and SNI.
+    /// Host header.
     pub host: String,
+    /// TLS server name (SNI, and the name the certificate must carry).
+    pub server_name: String,
     /// Accepted statuses, inclusive ranges.
     pub statuses: Vec<(u16, u16)>,
+    /// A string the first [`BODY_SEARCH_OCTETS`] of the body must contain.
+    pub expected_body: Option<String>,
+    /// Extra request headers (name, value).
+    pub headers: Vec<(String, String)>,
     /// Per-probe timeout.
     pub timeout: Duration,
     /// Accept any certificate.
     pub insecure: bool,
 }
+
+/// How much of a body `expected_body` is looked for in (Route53's 5,120 bytes).
+pub const BODY_SEARCH_OCTETS: usize = 5120;
 
 /// TLS settings for HTTPS probes: the system's roots, and a config that
 /// accepts any certificate for `insecureSkipTLSVerify`.
@@ -90,19 +99,37 @@ impl ProbeTls {
 }
 
 /// The parts of a target's HTTP request that stay the same from probe to
-/// probe (request target and `Host`), checked and built once per target
+/// probe (request target and headers), checked and built once per target
 /// rather than on every probe.
 #[derive(Debug, Clone)]
-pub struct Prepared(Result<(http::Uri, http::HeaderValue), String>);
+pub struct Prepared(Result<(http::Uri, http::HeaderMap), String>);
 
 impl Prepared {
-    /// Checks and builds the request parts of `spec`; an invalid path or
-    /// host is kept as the error every probe of the target then reports.
+    /// Checks and builds the request parts of `spec`; an invalid path,
+    /// host or header is kept as the error every probe of the target then
+    /// reports.
     pub fn new(spec: &ProbeSpec) -> Prepared {
-        let uri = http::Uri::try_from(spec.path.as_str()).map_err(|e| format!("HTTP path {:?}: {e}", spec.path));
+        Prepared(Self::parts(spec))
+    }
+
+    fn parts(spec: &ProbeSpec) -> Result<(http::Uri, http::HeaderMap), String> {
+        let uri = http::Uri::try_from(spec.path.as_str()).map_err(|e| format!("HTTP path {:?}: {e}", spec.path))?;
+        let mut headers = http::HeaderMap::with_capacity(spec.headers.len() + 2);
+        for (name, value) in &spec.headers {
+            let header = http::HeaderName::try_from(name.as_str())
+                .map_err(|e| format!("healthCheck.headers: name {name:?}: {e}"))?;
+            let value = http::HeaderValue::try_from(value.as_str())
+                .map_err(|e| format!("healthCheck.headers: {name} value: {e}"))?;
+            headers.append(header, value);
+        }
         let host =
-            http::HeaderValue::try_from(spec.host.as_str()).map_err(|e| format!("HTTP host {:?}: {e}", spec.host));
-        Prepared(uri.and_then(|uri| host.map(|host| (uri, host))))
+            http::HeaderValue::try_from(spec.host.as_str()).map_err(|e| format!("HTTP host {:?}: {e}", spec.host))?;
+        headers.insert(http::header::HOST, host);
+        headers.insert(
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static("fedns-health-check"),
+        );
+        Ok((uri, headers))
     }
 }
 
@@ -156,8 +183,12 @@ async fn probe_inner(
     if spec.protocol != ProbeProtocol::Tcp {
         prepared.0.as_ref().map_err(Clone::clone)?;
         if let Some(connection) = kept.as_mut().filter(|c| !c.sender.is_closed()) {
-            if let Ok(status) = request(&mut connection.sender, prepared).await {
-                return judge(status, spec);
+            if let Ok(response) = request(&mut connection.sender, prepared).await {
+                let (verdict, reusable) = judge(response, spec).await;
+                if !reusable {
+                    *kept = None;
+                }
+                return verdict;
             }
         }
         // Closed since the last probe (or never opened): a new connection.
@@ -200,12 +231,12 @@ async fn connect_and_probe(
         ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec, prepared, kept).await,
         ProbeProtocol::Https => {
             let config = if spec.insecure { &tls.insecure } else { &tls.verified };
-            let name =
-                ServerName::try_from(spec.host.clone()).map_err(|e| format!("TLS server name {:?}: {e}", spec.host))?;
+            let name = ServerName::try_from(spec.server_name.clone())
+                .map_err(|e| format!("TLS server name {:?}: {e}", spec.server_name))?;
             let stream = tokio_rustls::TlsConnector::from(config.clone())
                 .connect(name, stream)
                 .await
-                .map_err(|e| format!("TLS with {address} as {}: {e}", spec.host))?;
+                .map_err(|e| format!("TLS with {address} as {}: {e}", spec.server_name))?;
             http_get(hyper_util::rt::TokioIo::new(stream), spec, prepared, kept).await
         }
     }
@@ -226,39 +257,74 @@ where
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    let status = request(&mut sender, prepared).await;
+    let response = request(&mut sender, prepared).await;
     let connection = KeptConnection { sender, driver };
-    let status = status?;
-    *kept = Some(connection);
-    judge(status, spec)
+    let (verdict, reusable) = judge(response?, spec).await;
+    if reusable {
+        *kept = Some(connection);
+    }
+    verdict
 }
 
-/// One GET on `sender`; the answer's status.
+/// One GET on `sender`; the answer, its body not read yet.
 async fn request(
     sender: &mut hyper::client::conn::http1::SendRequest<Empty<bytes::Bytes>>,
     prepared: &Prepared,
-) -> Result<u16, String> {
-    let (uri, host) = prepared.0.as_ref().map_err(Clone::clone)?;
+) -> Result<http::Response<hyper::body::Incoming>, String> {
+    let (uri, headers) = prepared.0.as_ref().map_err(Clone::clone)?;
     sender.ready().await.map_err(|e| format!("HTTP: {e}"))?;
     let mut request = http::Request::new(Empty::new());
     *request.uri_mut() = uri.clone();
-    let headers = request.headers_mut();
-    headers.reserve(2);
-    headers.insert(http::header::HOST, host.clone());
-    headers.insert(
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static("fedns-health-check"),
-    );
-    let response = sender.send_request(request).await.map_err(|e| format!("HTTP: {e}"))?;
-    Ok(response.status().as_u16())
+    *request.headers_mut() = headers.clone();
+    sender.send_request(request).await.map_err(|e| format!("HTTP: {e}"))
 }
 
-fn judge(status: u16, spec: &ProbeSpec) -> Result<(), String> {
-    if spec.statuses.iter().any(|(low, high)| (*low..=*high).contains(&status)) {
+/// Whether `response` passes (its status, and `expected_body` in the
+/// first [`BODY_SEARCH_OCTETS`] of its body), and whether its connection
+/// can serve the next probe (not when a body was left part-read).
+async fn judge(response: http::Response<hyper::body::Incoming>, spec: &ProbeSpec) -> (Result<(), String>, bool) {
+    let status = response.status().as_u16();
+    if !spec.statuses.iter().any(|(low, high)| (*low..=*high).contains(&status)) {
+        return (Err(format!("HTTP status {status}")), true);
+    }
+    let Some(expected) = &spec.expected_body else {
+        return (Ok(()), true);
+    };
+    let (head, complete) = body_head(response.into_body()).await;
+    let found = expected.is_empty()
+        || head
+            .windows(expected.len())
+            .any(|window| window == expected.as_bytes());
+    let verdict = if found {
         Ok(())
     } else {
-        Err(format!("HTTP status {status}"))
+        Err(format!(
+            "HTTP status {status}, but {expected:?} is not in the first {} octets of the body",
+            head.len()
+        ))
+    };
+    (verdict, complete)
+}
+
+/// The first [`BODY_SEARCH_OCTETS`] of `body` (fewer if it ends or fails
+/// first), and whether it was read to its end.
+async fn body_head(mut body: hyper::body::Incoming) -> (Vec<u8>, bool) {
+    use http_body_util::BodyExt;
+    let mut head = Vec::new();
+    while head.len() < BODY_SEARCH_OCTETS {
+        match body.frame().await {
+            None => return (head, true),
+            Some(Err(_)) => return (head, false),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    let room = BODY_SEARCH_OCTETS - head.len();
+                    head.extend_from_slice(&data[..data.len().min(room)]);
+                }
+            }
+        }
     }
+    let ended = hyper::body::Body::is_end_stream(&body);
+    (head, ended)
 }
 
 /// `insecureSkipTLSVerify`: any certificate is accepted, signatures are

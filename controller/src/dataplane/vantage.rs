@@ -60,13 +60,28 @@ pub fn target_id(address: IpAddr, check: &Check) -> String {
         ProbeProtocol::Http => "HTTP",
         ProbeProtocol::Https => "HTTPS",
     };
-    format!(
+    let mut id = format!(
         "{protocol} {address} {} {} {} {}ms",
         check.spec.port,
         check.spec.path,
         check.spec.host,
         check.period.as_millis()
-    )
+    );
+    // Set only by the newer settings, so the ids of checks without them
+    // stay as they were.
+    if check.spec.server_name != check.spec.host {
+        id.push_str(" sni ");
+        id.push_str(&check.spec.server_name);
+    }
+    if check.spec.expected_body.is_some() || !check.spec.headers.is_empty() {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(
+            serde_json::to_vec(&(&check.spec.expected_body, &check.spec.headers)).unwrap_or_default(),
+        );
+        id.push_str(" request ");
+        id.extend(digest.iter().take(4).map(|b| format!("{b:02x}")));
+    }
+    id
 }
 
 /// The key of target `id` in a report: the first 8 octets of its SHA-256
@@ -100,10 +115,20 @@ pub struct TargetSpec {
     pub port: u16,
     /// HTTP path.
     pub path: String,
-    /// Host header and TLS SNI.
+    /// Host header, and TLS SNI unless `serverName` is set.
     pub host: String,
+    /// TLS server name when it differs from `host` (absent from a report
+    /// of an agent older than this field: `host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
     /// Accepted HTTP statuses, inclusive ranges.
     pub statuses: Vec<(u16, u16)>,
+    /// A string the body's first 5,120 octets must contain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_body: Option<String>,
+    /// Extra request headers (name, value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
     /// Milliseconds a probe may take.
     pub timeout_ms: u64,
     /// Accept any certificate.
@@ -127,7 +152,10 @@ impl TargetSpec {
             port: check.spec.port,
             path: check.spec.path.clone(),
             host: check.spec.host.clone(),
+            server_name: Some(check.spec.server_name.clone()).filter(|n| *n != check.spec.host),
             statuses: check.spec.statuses.clone(),
+            expected_body: check.spec.expected_body.clone(),
+            headers: check.spec.headers.clone(),
             timeout_ms: u64::try_from(check.spec.timeout.as_millis()).unwrap_or(u64::MAX).max(1),
             insecure: check.spec.insecure,
             period_ms: u64::try_from(check.period.as_millis()).unwrap_or(u64::MAX).max(1),
@@ -145,7 +173,10 @@ impl TargetSpec {
                 port: self.port,
                 path: self.path.clone(),
                 host: self.host.clone(),
+                server_name: self.server_name.clone().unwrap_or_else(|| self.host.clone()),
                 statuses: self.statuses.clone(),
+                expected_body: self.expected_body.clone(),
+                headers: self.headers.clone(),
                 timeout: Duration::from_millis(self.timeout_ms.max(1)),
                 insecure: self.insecure,
             },
@@ -460,7 +491,10 @@ mod tests {
                 port: 8080,
                 path: "/healthz".into(),
                 host: "www.example.com".into(),
+                server_name: "www.example.com".into(),
                 statuses: vec![(200, 399)],
+                expected_body: None,
+                headers: Vec::new(),
                 timeout: Duration::from_secs(2),
                 insecure: false,
             },
@@ -474,6 +508,21 @@ mod tests {
         let address: IpAddr = "127.0.10.1".parse()?;
         let spec = TargetSpec::of(address, &check);
         assert_eq!(spec.id, "HTTP 127.0.10.1 8080 /healthz www.example.com 5000ms");
+        // The newer settings make another target, and reach the agent.
+        let mut path = check.clone();
+        path.spec.server_name = "origin.example.com".into();
+        path.spec.expected_body = Some("OK".into());
+        path.spec.headers = vec![("X-Tenant".into(), "a".into())];
+        let with_path = TargetSpec::of(address, &path);
+        assert!(
+            with_path
+                .id
+                .starts_with("HTTP 127.0.10.1 8080 /healthz www.example.com 5000ms sni origin.example.com request "),
+            "{}",
+            with_path.id
+        );
+        let back: TargetSpec = serde_json::from_str(&serde_json::to_string(&with_path)?)?;
+        assert_eq!(back.check().spec, path.spec);
         let json = serde_json::to_string(&TargetList {
             targets: vec![spec.clone()],
         })?;

@@ -131,13 +131,17 @@ pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &s
             .ok_or_else(|| format!("healthCheck.port {port} is not 1..65535"))?,
         None => default_port,
     };
+    let host = spec.host.clone().unwrap_or_else(|| global_name.to_owned());
     Ok(Check {
         spec: ProbeSpec {
             protocol: spec.protocol,
             port,
             path: spec.path.clone(),
-            host: spec.host.clone().unwrap_or_else(|| global_name.to_owned()),
+            host: host.clone(),
+            server_name: spec.server_name.clone().unwrap_or(host),
             statuses: spec.status_ranges()?,
+            expected_body: spec.expected_body.clone(),
+            headers: spec.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
             timeout: secs(spec.timeout_seconds),
             insecure: spec.insecure_skip_tls_verify,
         },
@@ -445,6 +449,22 @@ mod tests {
         assert!(check_of(&reversed, 80, "x.example.com")
             .unwrap_err()
             .contains("ends before it starts"));
+        // The server name follows the Host unless set; body and headers go through.
+        let path: DataPlaneCheck = serde_json::from_value(serde_json::json!({"protocol": "HTTPS",
+            "host": "www.example.com", "expectedBody": "OK",
+            "headers": [{"name": "X-Tenant", "value": "a"}]}))
+        .unwrap();
+        let check = check_of(&path, 443, "x.example.com").unwrap();
+        assert_eq!(check.spec.server_name, "www.example.com");
+        assert_eq!(check.spec.expected_body.as_deref(), Some("OK"));
+        assert_eq!(check.spec.headers, [("X-Tenant".to_owned(), "a".to_owned())]);
+        let sni: DataPlaneCheck =
+            serde_json::from_value(serde_json::json!({"protocol": "HTTPS", "serverName": "origin.example.com"})).unwrap();
+        let check = check_of(&sni, 443, "x.example.com").unwrap();
+        assert_eq!(
+            (check.spec.host.as_str(), check.spec.server_name.as_str()),
+            ("x.example.com", "origin.example.com")
+        );
     }
 }
 

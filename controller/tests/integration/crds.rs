@@ -349,6 +349,56 @@ async fn the_quorum_is_checked_at_admission() {
     }
 }
 
+/// The path settings of `spec.healthCheck`: headers that are tokens and
+/// not the prober's own, a bounded body string, a server name that is a
+/// host name.
+#[tokio::test]
+async fn path_health_settings_are_checked_at_admission() {
+    for (server, client, _emulator) in api_servers().await {
+        install_generated_crds(&server, &client).await;
+        ensure_namespace(&client, "ns").await;
+        let record = |check: Value| {
+            let mut health = json!({"protocol": "HTTPS"});
+            json_merge(&mut health, &check);
+            json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "IngressDNSRecord",
+                "metadata": {"name": "web", "namespace": "ns"},
+                "spec": {"domainRef": "myfed", "hosts": ["web.example.com"], "healthCheck": health},
+            })
+        };
+        let good = json!({"expectedBody": "READY", "serverName": "origin.example.com",
+            "headers": [{"name": "X-Health-Token", "value": "s3cret value"}, {"name": "Accept", "value": ""}]});
+        if let Err(e) = dry_run_create(&client, &record(good.clone())).await {
+            panic!("{server}: {good} refused: {e}");
+        }
+        for (bad, field) in [
+            (json!({"headers": [{"name": "Host", "value": "x"}]}), "Host comes from healthCheck.host"),
+            (json!({"headers": [{"name": "user-agent", "value": "x"}]}), "Host comes from healthCheck.host"),
+            (json!({"headers": [{"name": "X Bad", "value": "x"}]}), "spec.healthCheck.headers[0].name"),
+            (json!({"headers": [{"name": "X-A", "value": "a
+b"}]}), "spec.healthCheck.headers[0].value"),
+            (json!({"expectedBody": "x".repeat(256)}), "spec.healthCheck.expectedBody"),
+            (json!({"serverName": "not a name"}), "spec.healthCheck.serverName"),
+        ] {
+            match dry_run_create(&client, &record(bad.clone())).await {
+                Ok(()) => panic!("{server}: {bad} was admitted"),
+                Err(e) => {
+                    println!("{server}: {bad}: {e}");
+                    assert!(e.contains(field), "{server}: {field:?} not in: {e}");
+                }
+            }
+        }
+    }
+}
+
+fn json_merge(into: &mut Value, from: &Value) {
+    if let (Some(into), Some(from)) = (into.as_object_mut(), from.as_object()) {
+        for (key, value) in from {
+            into.insert(key.clone(), value.clone());
+        }
+    }
+}
+
 /// `spec.routing.stickiness` and `clientSubnetPrefix`: sticky answers are
 /// for `Weighted` only, the prefixes in range, and the prefix only with
 /// stickiness; on the emulator and on a real API server alike, naming the

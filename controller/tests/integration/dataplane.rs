@@ -19,7 +19,10 @@ fn check(protocol: ProbeProtocol, port: u16, host: &str) -> Check {
             port,
             path: "/healthz".into(),
             host: host.into(),
+            server_name: host.into(),
             statuses: vec![(200, 399)],
+            expected_body: None,
+            headers: Vec::new(),
             timeout: Duration::from_millis(500),
             insecure: false,
         },
@@ -166,6 +169,71 @@ async fn https_checks_the_certificate_unless_told_not_to() {
     let error = plane.state(address.ip(), &other_name).unwrap().last_error.unwrap();
     assert!(error.contains("TLS"), "{error}");
     wait_for(&plane, address.ip(), &skip, State::Up, "insecureSkipTLSVerify").await;
+}
+
+/// The whole path, not only the status: a string in the body's first
+/// 5,120 octets (Route53's `SearchString`), request headers a health
+/// endpoint wants, and a TLS server name other than the Host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn path_checks_look_at_the_body_send_headers_and_name_the_tls_server() {
+    let plain = Responder::start("127.0.0.1:0".parse().unwrap(), None).await.unwrap();
+    let tls = fedns_sandbox::tls::generate("lb").unwrap();
+    let secure = Responder::start("127.0.0.1:0".parse().unwrap(), Some(tls.server_config.clone()))
+        .await
+        .unwrap();
+    let ca = rustls::pki_types::CertificateDer::from_pem_slice(tls.ca_pem.as_bytes()).unwrap();
+    let plane = DataPlane::start(
+        ProbeTls::new(&[ca]).unwrap(),
+        4,
+        ProbeMetrics::default(),
+        |_: String| {},
+    )
+    .unwrap();
+    let user = "record".to_owned();
+    let (ip, port) = (plain.address().ip(), plain.address().port());
+
+    let mut body = check(ProbeProtocol::Http, port, "nginx.ns.myfed.svc.example.com");
+    body.spec.expected_body = Some("READY".into());
+    let mut header = check(ProbeProtocol::Http, port, "nginx.ns.myfed.svc.example.com");
+    header.spec.headers = vec![("X-Health-Token".into(), "s3cret".into())];
+    let no_header = check(ProbeProtocol::Http, port, "nginx.ns.myfed.svc.example.com");
+    // The certificate names localhost; the Host is the record's name.
+    let mut sni = check(ProbeProtocol::Https, secure.address().port(), "nginx.ns.myfed.svc.example.com");
+    sni.spec.server_name = "localhost".into();
+    plain.set_body("status: READY\n");
+    plain.require_header(Some((
+        http::HeaderName::from_static("x-health-token"),
+        http::HeaderValue::from_static("s3cret"),
+    )));
+    plane.want(
+        &user,
+        [
+            (ip, body.clone()),
+            (ip, header.clone()),
+            (ip, no_header.clone()),
+            (secure.address().ip(), sni.clone()),
+        ],
+    );
+    wait_for(&plane, secure.address().ip(), &sni, State::Up, "TLS as localhost, Host the record's name").await;
+    wait_for(&plane, ip, &no_header, State::Down, "no token header").await;
+    let error = plane.state(ip, &no_header).unwrap().last_error.unwrap();
+    assert!(error.contains("403"), "{error}");
+    wait_for(&plane, ip, &header, State::Up, "the token header sent").await;
+    // The body check sends no token: a 403 with READY in its body fails.
+    wait_for(&plane, ip, &body, State::Down, "403 whatever the body").await;
+    plain.require_header(None);
+    wait_for(&plane, ip, &body, State::Up, "READY in the body").await;
+    plain.set_body("status: DRAINING\n");
+    wait_for(&plane, ip, &body, State::Down, "READY gone from the body").await;
+    let error = plane.state(ip, &body).unwrap().last_error.unwrap();
+    assert!(error.contains("\"READY\" is not in the first"), "{error}");
+    // Past 5,120 octets it is not looked for (and the connection, left
+    // part-read, is not reused: the next probe still works).
+    plain.set_body(format!("{}READY", "x".repeat(5120)));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(plane.state(ip, &body).unwrap().state, State::Down, "READY after 5,120 octets");
+    plain.set_body(format!("READY{}", "x".repeat(100_000)));
+    wait_for(&plane, ip, &body, State::Up, "READY first in a long body").await;
 }
 
 /// 1,000 addresses (127.0.1.1 …), each its own responder: all probed, never
