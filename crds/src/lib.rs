@@ -38,7 +38,9 @@ pub use domain::{
     NameServerAddresses, NamespacesFrom, SerialRecord, SoaTimers, TsigAlgorithm, TsigKeyReference, TsigSecretReference,
     ZoneTransfer,
 };
-pub use health::{AddressHealth, DataPlaneCheck, ProbeHeader, ProbeProtocol, Quorum, VantagePointHealth, WhenAllUnhealthy};
+pub use health::{
+    AddressHealth, DataPlaneCheck, ProbeHeader, ProbeProtocol, Quorum, VantagePointHealth, WhenAllUnhealthy,
+};
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};
 pub use records::{
     ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus, ServiceDNSRecord,

@@ -291,10 +291,7 @@ async fn judge(response: http::Response<hyper::body::Incoming>, spec: &ProbeSpec
         return (Ok(()), true);
     };
     let (head, complete) = body_head(response.into_body()).await;
-    let found = expected.is_empty()
-        || head
-            .windows(expected.len())
-            .any(|window| window == expected.as_bytes());
+    let found = expected.is_empty() || head.windows(expected.len()).any(|window| window == expected.as_bytes());
     let verdict = if found {
         Ok(())
     } else {

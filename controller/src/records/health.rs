@@ -459,7 +459,8 @@ mod tests {
         assert_eq!(check.spec.expected_body.as_deref(), Some("OK"));
         assert_eq!(check.spec.headers, [("X-Tenant".to_owned(), "a".to_owned())]);
         let sni: DataPlaneCheck =
-            serde_json::from_value(serde_json::json!({"protocol": "HTTPS", "serverName": "origin.example.com"})).unwrap();
+            serde_json::from_value(serde_json::json!({"protocol": "HTTPS", "serverName": "origin.example.com"}))
+                .unwrap();
         let check = check_of(&sni, 443, "x.example.com").unwrap();
         assert_eq!(
             (check.spec.host.as_str(), check.spec.server_name.as_str()),

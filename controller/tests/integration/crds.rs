@@ -372,12 +372,27 @@ async fn path_health_settings_are_checked_at_admission() {
             panic!("{server}: {good} refused: {e}");
         }
         for (bad, field) in [
-            (json!({"headers": [{"name": "Host", "value": "x"}]}), "Host comes from healthCheck.host"),
-            (json!({"headers": [{"name": "user-agent", "value": "x"}]}), "Host comes from healthCheck.host"),
-            (json!({"headers": [{"name": "X Bad", "value": "x"}]}), "spec.healthCheck.headers[0].name"),
-            (json!({"headers": [{"name": "X-A", "value": "a
-b"}]}), "spec.healthCheck.headers[0].value"),
-            (json!({"expectedBody": "x".repeat(256)}), "spec.healthCheck.expectedBody"),
+            (
+                json!({"headers": [{"name": "Host", "value": "x"}]}),
+                "Host comes from healthCheck.host",
+            ),
+            (
+                json!({"headers": [{"name": "user-agent", "value": "x"}]}),
+                "Host comes from healthCheck.host",
+            ),
+            (
+                json!({"headers": [{"name": "X Bad", "value": "x"}]}),
+                "spec.healthCheck.headers[0].name",
+            ),
+            (
+                json!({"headers": [{"name": "X-A", "value": "a
+b"}]}),
+                "spec.healthCheck.headers[0].value",
+            ),
+            (
+                json!({"expectedBody": "x".repeat(256)}),
+                "spec.healthCheck.expectedBody",
+            ),
             (json!({"serverName": "not a name"}), "spec.healthCheck.serverName"),
         ] {
             match dry_run_create(&client, &record(bad.clone())).await {

@@ -198,7 +198,11 @@ async fn path_checks_look_at_the_body_send_headers_and_name_the_tls_server() {
     header.spec.headers = vec![("X-Health-Token".into(), "s3cret".into())];
     let no_header = check(ProbeProtocol::Http, port, "nginx.ns.myfed.svc.example.com");
     // The certificate names localhost; the Host is the record's name.
-    let mut sni = check(ProbeProtocol::Https, secure.address().port(), "nginx.ns.myfed.svc.example.com");
+    let mut sni = check(
+        ProbeProtocol::Https,
+        secure.address().port(),
+        "nginx.ns.myfed.svc.example.com",
+    );
     sni.spec.server_name = "localhost".into();
     plain.set_body("status: READY\n");
     plain.require_header(Some((
@@ -214,7 +218,14 @@ async fn path_checks_look_at_the_body_send_headers_and_name_the_tls_server() {
             (secure.address().ip(), sni.clone()),
         ],
     );
-    wait_for(&plane, secure.address().ip(), &sni, State::Up, "TLS as localhost, Host the record's name").await;
+    wait_for(
+        &plane,
+        secure.address().ip(),
+        &sni,
+        State::Up,
+        "TLS as localhost, Host the record's name",
+    )
+    .await;
     wait_for(&plane, ip, &no_header, State::Down, "no token header").await;
     let error = plane.state(ip, &no_header).unwrap().last_error.unwrap();
     assert!(error.contains("403"), "{error}");
@@ -231,7 +242,11 @@ async fn path_checks_look_at_the_body_send_headers_and_name_the_tls_server() {
     // part-read, is not reused: the next probe still works).
     plain.set_body(format!("{}READY", "x".repeat(5120)));
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(plane.state(ip, &body).unwrap().state, State::Down, "READY after 5,120 octets");
+    assert_eq!(
+        plane.state(ip, &body).unwrap().state,
+        State::Down,
+        "READY after 5,120 octets"
+    );
     plain.set_body(format!("READY{}", "x".repeat(100_000)));
     wait_for(&plane, ip, &body, State::Up, "READY first in a long body").await;
 }
