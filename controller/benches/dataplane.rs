@@ -50,6 +50,7 @@ fn default_check(port: u16) -> Check {
             headers: Vec::new(),
             timeout: Duration::from_secs(2),
             insecure: false,
+            ca_pem: None,
         },
         period: Duration::from_secs(5),
         failure_threshold: 3,

@@ -18,6 +18,10 @@ pub const STATUS_RANGE_PATTERN: &str = r"^[1-5][0-9][0-9](-[1-5][0-9][0-9])?$";
 /// How the controller probes every published load balancer address.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.caCertificateRef) || self.protocol == 'HTTPS'", "message": "caCertificateRef applies to protocol HTTPS only"},
+    {"rule": "!has(self.caCertificateRef) || !has(self.insecureSkipTlsVerify) || !self.insecureSkipTlsVerify", "message": "caCertificateRef and insecureSkipTlsVerify exclude each other"}
+]))]
 pub struct DataPlaneCheck {
     /// `TCP` (connect), `HTTP` or `HTTPS` (a GET answered with an expected status).
     pub protocol: ProbeProtocol,
@@ -79,6 +83,14 @@ pub struct DataPlaneCheck {
     /// HTTPS: accept any certificate (self-signed, another name).
     #[serde(default)]
     pub insecure_skip_tls_verify: bool,
+    /// HTTPS: trust only the CA certificates (PEM) in this ConfigMap or
+    /// Secret of the record's namespace instead of the system's roots
+    /// (a private CA in front of the load balancers; Akamai liveness
+    /// tests' custom CA, Gateway API BackendTLSPolicy's
+    /// `caCertificateRefs`). Read at every reconcile, so a rotated bundle
+    /// is used from the next resync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_certificate_ref: Option<CaCertificateRef>,
     /// Seconds an address's probes must have said Down, without a break,
     /// before it leaves the answers (Akamai GTM's `failover_delay`).
     /// 0 (default): as soon as `failureThreshold` probes failed.
@@ -103,6 +115,38 @@ pub struct DataPlaneCheck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::quorum")]
     pub quorum: Option<Quorum>,
+}
+
+/// Where a probe's CA bundle is (`healthCheck.caCertificateRef`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CaCertificateRef {
+    /// `ConfigMap` (default) or `Secret`.
+    #[serde(default)]
+    pub kind: CaCertificateKind,
+    /// Its name, in the record's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key holding the PEM bundle (default `ca.crt`, as in
+    /// kube-root-ca.crt ConfigMaps and TLS Secrets).
+    #[serde(default = "default_ca_key")]
+    #[schemars(length(min = 1, max = 253), pattern(r"^[-._a-zA-Z0-9]+$"))]
+    pub key: String,
+}
+
+fn default_ca_key() -> String {
+    "ca.crt".into()
+}
+
+/// The kind of object a CA bundle is read from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum CaCertificateKind {
+    /// A ConfigMap (`data`; fedns may read ConfigMaps in every namespace).
+    #[default]
+    ConfigMap,
+    /// A Secret (`data`, base64): fedns needs `get` on Secrets in that
+    /// namespace, which its manifests do not grant (a Role the operator adds).
+    Secret,
 }
 
 /// One request header of a probe.

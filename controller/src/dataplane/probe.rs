@@ -47,6 +47,9 @@ pub struct ProbeSpec {
     pub timeout: Duration,
     /// Accept any certificate.
     pub insecure: bool,
+    /// Trust only these CA certificates (PEM) instead of the system's
+    /// roots (`caCertificateRef`).
+    pub ca_pem: Option<String>,
 }
 
 /// How much of a body `expected_body` is looked for in (Route53's 5,120 bytes).
@@ -98,11 +101,32 @@ impl ProbeTls {
     }
 }
 
+/// A TLS client configuration trusting only the CA certificates in `pem`.
+fn private_ca_config(pem: &str) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()) {
+        let cert = cert.map_err(|e| format!("caCertificateRef: not a PEM certificate bundle: {e}"))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("caCertificateRef: a certificate rustls refuses: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err("caCertificateRef: the bundle holds no PEM certificate".into());
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
 /// The parts of a target's HTTP request that stay the same from probe to
 /// probe (request target and headers), checked and built once per target
 /// rather than on every probe.
 #[derive(Debug, Clone)]
-pub struct Prepared(Result<(http::Uri, http::HeaderMap), String>);
+pub struct Prepared(Result<(http::Uri, http::HeaderMap, Option<Arc<rustls::ClientConfig>>), String>);
 
 impl Prepared {
     /// Checks and builds the request parts of `spec`; an invalid path,
@@ -112,7 +136,8 @@ impl Prepared {
         Prepared(Self::parts(spec))
     }
 
-    fn parts(spec: &ProbeSpec) -> Result<(http::Uri, http::HeaderMap), String> {
+    #[allow(clippy::type_complexity)]
+    fn parts(spec: &ProbeSpec) -> Result<(http::Uri, http::HeaderMap, Option<Arc<rustls::ClientConfig>>), String> {
         let uri = http::Uri::try_from(spec.path.as_str()).map_err(|e| format!("HTTP path {:?}: {e}", spec.path))?;
         let mut headers = http::HeaderMap::with_capacity(spec.headers.len() + 2);
         for (name, value) in &spec.headers {
@@ -129,7 +154,8 @@ impl Prepared {
             http::header::USER_AGENT,
             http::HeaderValue::from_static("fedns-health-check"),
         );
-        Ok((uri, headers))
+        let tls = spec.ca_pem.as_deref().map(private_ca_config).transpose()?;
+        Ok((uri, headers, tls))
     }
 }
 
@@ -230,7 +256,12 @@ async fn connect_and_probe(
         ProbeProtocol::Tcp => Ok(()),
         ProbeProtocol::Http => http_get(hyper_util::rt::TokioIo::new(stream), spec, prepared, kept).await,
         ProbeProtocol::Https => {
-            let config = if spec.insecure { &tls.insecure } else { &tls.verified };
+            let private = prepared.0.as_ref().ok().and_then(|(_, _, private)| private.as_ref());
+            let config = match private {
+                Some(config) => config,
+                None if spec.insecure => &tls.insecure,
+                None => &tls.verified,
+            };
             let name = ServerName::try_from(spec.server_name.clone())
                 .map_err(|e| format!("TLS server name {:?}: {e}", spec.server_name))?;
             let stream = tokio_rustls::TlsConnector::from(config.clone())
@@ -271,7 +302,7 @@ async fn request(
     sender: &mut hyper::client::conn::http1::SendRequest<Empty<bytes::Bytes>>,
     prepared: &Prepared,
 ) -> Result<http::Response<hyper::body::Incoming>, String> {
-    let (uri, headers) = prepared.0.as_ref().map_err(Clone::clone)?;
+    let (uri, headers, _) = prepared.0.as_ref().map_err(Clone::clone)?;
     sender.ready().await.map_err(|e| format!("HTTP: {e}"))?;
     let mut request = http::Request::new(Empty::new());
     *request.uri_mut() = uri.clone();

@@ -73,10 +73,11 @@ pub fn target_id(address: IpAddr, check: &Check) -> String {
         id.push_str(" sni ");
         id.push_str(&check.spec.server_name);
     }
-    if check.spec.expected_body.is_some() || !check.spec.headers.is_empty() {
+    if check.spec.expected_body.is_some() || !check.spec.headers.is_empty() || check.spec.ca_pem.is_some() {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(
-            serde_json::to_vec(&(&check.spec.expected_body, &check.spec.headers)).unwrap_or_default(),
+            serde_json::to_vec(&(&check.spec.expected_body, &check.spec.headers, &check.spec.ca_pem))
+                .unwrap_or_default(),
         );
         id.push_str(" request ");
         id.extend(digest.iter().take(4).map(|b| format!("{b:02x}")));
@@ -134,6 +135,9 @@ pub struct TargetSpec {
     /// Accept any certificate.
     #[serde(default)]
     pub insecure: bool,
+    /// Trust only these CA certificates (PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
     /// Milliseconds between probes (`periodSeconds` × 1000).
     pub period_ms: u64,
     /// Consecutive failures that make the address Down.
@@ -158,6 +162,7 @@ impl TargetSpec {
             headers: check.spec.headers.clone(),
             timeout_ms: u64::try_from(check.spec.timeout.as_millis()).unwrap_or(u64::MAX).max(1),
             insecure: check.spec.insecure,
+            ca_pem: check.spec.ca_pem.clone(),
             period_ms: u64::try_from(check.period.as_millis()).unwrap_or(u64::MAX).max(1),
             failure_threshold: check.failure_threshold,
             success_threshold: check.success_threshold,
@@ -179,6 +184,7 @@ impl TargetSpec {
                 headers: self.headers.clone(),
                 timeout: Duration::from_millis(self.timeout_ms.max(1)),
                 insecure: self.insecure,
+                ca_pem: self.ca_pem.clone(),
             },
             period: Duration::from_millis(self.period_ms.max(1)),
             failure_threshold: self.failure_threshold.max(1),
@@ -497,6 +503,7 @@ mod tests {
                 headers: Vec::new(),
                 timeout: Duration::from_secs(2),
                 insecure: false,
+                ca_pem: None,
             },
             period: Duration::from_secs(5),
             failure_threshold: 3,

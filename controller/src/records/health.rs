@@ -116,11 +116,17 @@ pub(super) fn drain_share(cluster: Option<&fedns_api::MemberCluster>, now: jiff:
 }
 
 /// The check a record asks for, with its defaults filled in: `port`
-/// (None: the record kind's default), and the record's global name as Host.
+/// (None: the record kind's default), the record's global name as Host,
+/// and `ca_pem`, the bundle [`ca_bundle`] read (None: the system roots).
 ///
 /// # Errors
 /// A value the schema cannot check (e.g. a reversed status range).
-pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &str) -> Result<Check, String> {
+pub(super) fn check_of(
+    spec: &DataPlaneCheck,
+    default_port: u16,
+    global_name: &str,
+    ca_pem: Option<String>,
+) -> Result<Check, String> {
     let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
     // A negative delay (the schema refuses one) is no delay.
     let delay = |s: i32| Duration::from_secs(u64::try_from(s).unwrap_or(0));
@@ -144,6 +150,7 @@ pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &s
             headers: spec.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
             timeout: secs(spec.timeout_seconds),
             insecure: spec.insecure_skip_tls_verify,
+            ca_pem,
         },
         period: secs(spec.period_seconds),
         failure_threshold: u32::try_from(spec.failure_threshold.max(1)).unwrap_or(1),
@@ -152,6 +159,57 @@ pub(super) fn check_of(spec: &DataPlaneCheck, default_port: u16, global_name: &s
         failback_delay: delay(spec.failback_delay_seconds),
         quorum: spec.quorum.unwrap_or_default(),
     })
+}
+
+/// The PEM bundle `spec.caCertificateRef` names in `namespace`, None when
+/// it names none. Errors (one line, for `InputValid=False`): the object
+/// or key is missing, fedns may not read it, or it is not UTF-8 PEM text.
+pub(super) async fn ca_bundle(
+    host: &kube::Client,
+    namespace: &str,
+    spec: &DataPlaneCheck,
+) -> Result<Option<String>, String> {
+    use fedns_api::CaCertificateKind;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    let Some(reference) = &spec.ca_certificate_ref else {
+        return Ok(None);
+    };
+    let what = |kind: &str| format!("healthCheck.caCertificateRef: {kind} {namespace}/{}", reference.name);
+    let failed = |kind: &str, e: kube::Error| match e {
+        kube::Error::Api(status) if status.code == 404 => format!("{} not found", what(kind)),
+        kube::Error::Api(status) if status.code == 403 => format!(
+            "{}: fedns may not read it (grant its service account get on {kind}s in {namespace})",
+            what(kind)
+        ),
+        other => format!("{}: {other}", what(kind)),
+    };
+    let (kind, value) = match reference.kind {
+        CaCertificateKind::ConfigMap => {
+            let api: kube::Api<ConfigMap> = kube::Api::namespaced(host.clone(), namespace);
+            let map = api.get(&reference.name).await.map_err(|e| failed("ConfigMap", e))?;
+            let value = map.data.and_then(|d| d.get(&reference.key).cloned()).or_else(|| {
+                map.binary_data
+                    .and_then(|d| d.get(&reference.key).and_then(|b| String::from_utf8(b.0.clone()).ok()))
+            });
+            ("ConfigMap", value)
+        }
+        CaCertificateKind::Secret => {
+            let api: kube::Api<Secret> = kube::Api::namespaced(host.clone(), namespace);
+            let secret = api.get(&reference.name).await.map_err(|e| failed("Secret", e))?;
+            let value = crate::members::client::secret_value(&secret, &reference.key)
+                .map(|bytes| {
+                    String::from_utf8(bytes)
+                        .map_err(|_| format!("{} key {} is not UTF-8", what("Secret"), reference.key))
+                })
+                .transpose()?;
+            ("Secret", value)
+        }
+    };
+    let pem = value.ok_or_else(|| format!("{} has no key {}", what(kind), reference.key))?;
+    if !pem.contains("-----BEGIN CERTIFICATE-----") {
+        return Err(format!("{} key {} holds no PEM certificate", what(kind), reference.key));
+    }
+    Ok(Some(pem))
 }
 
 /// The default probe port of an Ingress: 443 for HTTPS, else 80.
@@ -428,7 +486,7 @@ mod tests {
     #[test]
     fn checks_get_their_defaults_and_bad_values_are_reported() {
         let spec: DataPlaneCheck = serde_json::from_value(serde_json::json!({"protocol": "HTTPS"})).unwrap();
-        let check = check_of(&spec, ingress_default_port(&spec), "web.example.com").unwrap();
+        let check = check_of(&spec, ingress_default_port(&spec), "web.example.com", None).unwrap();
         assert_eq!((check.spec.port, check.spec.host.as_str()), (443, "web.example.com"));
         assert_eq!(check.period, Duration::from_secs(5));
         assert_eq!(
@@ -439,14 +497,14 @@ mod tests {
             serde_json::json!({"protocol": "TCP", "failoverDelaySeconds": 3, "failbackDelaySeconds": 10}),
         )
         .unwrap();
-        let check = check_of(&damped, 80, "x.example.com").unwrap();
+        let check = check_of(&damped, 80, "x.example.com", None).unwrap();
         assert_eq!(
             (check.failover_delay, check.failback_delay),
             (Duration::from_secs(3), Duration::from_secs(10))
         );
         let reversed: DataPlaneCheck =
             serde_json::from_value(serde_json::json!({"protocol": "HTTP", "expectedStatuses": ["399-200"]})).unwrap();
-        assert!(check_of(&reversed, 80, "x.example.com")
+        assert!(check_of(&reversed, 80, "x.example.com", None)
             .unwrap_err()
             .contains("ends before it starts"));
         // The server name follows the Host unless set; body and headers go through.
@@ -454,14 +512,14 @@ mod tests {
             "host": "www.example.com", "expectedBody": "OK",
             "headers": [{"name": "X-Tenant", "value": "a"}]}))
         .unwrap();
-        let check = check_of(&path, 443, "x.example.com").unwrap();
+        let check = check_of(&path, 443, "x.example.com", None).unwrap();
         assert_eq!(check.spec.server_name, "www.example.com");
         assert_eq!(check.spec.expected_body.as_deref(), Some("OK"));
         assert_eq!(check.spec.headers, [("X-Tenant".to_owned(), "a".to_owned())]);
         let sni: DataPlaneCheck =
             serde_json::from_value(serde_json::json!({"protocol": "HTTPS", "serverName": "origin.example.com"}))
                 .unwrap();
-        let check = check_of(&sni, 443, "x.example.com").unwrap();
+        let check = check_of(&sni, 443, "x.example.com", None).unwrap();
         assert_eq!(
             (check.spec.host.as_str(), check.spec.server_name.as_str()),
             ("x.example.com", "origin.example.com")

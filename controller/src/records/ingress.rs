@@ -40,11 +40,14 @@ pub(super) async fn reconcile_ingress(
     let mut problems = Vec::new();
     // The Host header and SNI default to the record's first host.
     let first_host = record.spec.hosts.first().cloned().unwrap_or_default();
-    let check = record.spec.health_check.as_ref().and_then(|spec| {
-        health::check_of(spec, health::ingress_default_port(spec), &first_host)
+    let check = match &record.spec.health_check {
+        None => None,
+        Some(spec) => health::ca_bundle(&ctx.host, namespace, spec)
+            .await
+            .and_then(|ca| health::check_of(spec, health::ingress_default_port(spec), &first_host, ca))
             .map_err(|message| problems.push(BuildProblem { cluster: None, message }))
-            .ok()
-    });
+            .ok(),
+    };
     let ttl = record.spec.record_ttl;
     let selection = health::select(
         ctx,

@@ -79,11 +79,14 @@ pub(super) async fn reconcile_service(
     let service_label = record.spec.external_name.clone().unwrap_or_else(|| name.to_owned());
     let global_name = format!("{service_label}.{namespace}.{}.svc.{zone}", domain.name_any());
     let mut problems = Vec::new();
-    let check = record.spec.health_check.as_ref().and_then(|spec| {
-        health::check_of(spec, service_port(ctx, namespace, name), &global_name)
+    let check = match &record.spec.health_check {
+        None => None,
+        Some(spec) => health::ca_bundle(&ctx.host, namespace, spec)
+            .await
+            .and_then(|ca| health::check_of(spec, service_port(ctx, namespace, name), &global_name, ca))
             .map_err(|message| problems.push(BuildProblem { cluster: None, message }))
-            .ok()
-    });
+            .ok(),
+    };
     let ttl = record.spec.record_ttl;
     let selection = health::select(
         ctx,

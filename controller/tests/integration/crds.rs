@@ -366,10 +366,15 @@ async fn path_health_settings_are_checked_at_admission() {
                 "spec": {"domainRef": "myfed", "hosts": ["web.example.com"], "healthCheck": health},
             })
         };
-        let good = json!({"expectedBody": "READY", "serverName": "origin.example.com",
-            "headers": [{"name": "X-Health-Token", "value": "s3cret value"}, {"name": "Accept", "value": ""}]});
-        if let Err(e) = dry_run_create(&client, &record(good.clone())).await {
-            panic!("{server}: {good} refused: {e}");
+        for good in [
+            json!({"expectedBody": "READY", "serverName": "origin.example.com",
+                "headers": [{"name": "X-Health-Token", "value": "s3cret value"}, {"name": "Accept", "value": ""}]}),
+            json!({"caCertificateRef": {"name": "lb-ca"}}),
+            json!({"caCertificateRef": {"kind": "Secret", "name": "lb-tls", "key": "tls.crt"}, "insecureSkipTlsVerify": false}),
+        ] {
+            if let Err(e) = dry_run_create(&client, &record(good.clone())).await {
+                panic!("{server}: {good} refused: {e}");
+            }
         }
         for (bad, field) in [
             (
@@ -394,6 +399,18 @@ b"}]}),
                 "spec.healthCheck.expectedBody",
             ),
             (json!({"serverName": "not a name"}), "spec.healthCheck.serverName"),
+            (
+                json!({"protocol": "HTTP", "caCertificateRef": {"name": "lb-ca"}}),
+                "caCertificateRef applies to protocol HTTPS only",
+            ),
+            (
+                json!({"caCertificateRef": {"name": "lb-ca"}, "insecureSkipTlsVerify": true}),
+                "caCertificateRef and insecureSkipTlsVerify exclude each other",
+            ),
+            (
+                json!({"caCertificateRef": {"kind": "Vault", "name": "x"}}),
+                "spec.healthCheck.caCertificateRef.kind",
+            ),
         ] {
             match dry_run_create(&client, &record(bad.clone())).await {
                 Ok(()) => panic!("{server}: {bad} was admitted"),

@@ -25,6 +25,7 @@ fn check(protocol: ProbeProtocol, port: u16, host: &str) -> Check {
             headers: Vec::new(),
             timeout: Duration::from_millis(500),
             insecure: false,
+            ca_pem: None,
         },
         period: Duration::from_millis(200),
         failure_threshold: 2,
@@ -226,6 +227,51 @@ async fn path_checks_look_at_the_body_send_headers_and_name_the_tls_server() {
         "TLS as localhost, Host the record's name",
     )
     .await;
+    // A CA bundle of its own replaces the roots: another CA fails even
+    // though the prober's roots hold the right one; a bundle that is no
+    // PEM is reported.
+    let mut other_ca = sni.clone();
+    other_ca.spec.ca_pem = Some(fedns_sandbox::tls::generate("other").unwrap().ca_pem);
+    let mut own_ca = sni.clone();
+    own_ca.spec.ca_pem = Some(tls.ca_pem.clone());
+    let mut not_pem = sni.clone();
+    not_pem.spec.ca_pem = Some("not a certificate".into());
+    plane.want(
+        &"bundles".to_owned(),
+        [
+            (secure.address().ip(), other_ca.clone()),
+            (secure.address().ip(), own_ca.clone()),
+            (secure.address().ip(), not_pem.clone()),
+        ],
+    );
+    wait_for(
+        &plane,
+        secure.address().ip(),
+        &other_ca,
+        State::Down,
+        "a bundle of another CA",
+    )
+    .await;
+    wait_for(
+        &plane,
+        secure.address().ip(),
+        &not_pem,
+        State::Down,
+        "a bundle that is no PEM",
+    )
+    .await;
+    let error = plane
+        .state(secure.address().ip(), &not_pem)
+        .unwrap()
+        .last_error
+        .unwrap();
+    assert!(error.contains("caCertificateRef"), "{error}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        plane.state(secure.address().ip(), &own_ca).unwrap().state,
+        State::Up,
+        "its own CA"
+    );
     wait_for(&plane, ip, &no_header, State::Down, "no token header").await;
     let error = plane.state(ip, &no_header).unwrap().last_error.unwrap();
     assert!(error.contains("403"), "{error}");

@@ -268,3 +268,123 @@ async fn health_follows_the_traffic_path_and_fails_open() {
     }
     federation.stop();
 }
+
+/// HTTPS checks trust exactly the CA bundle the record names
+/// (`healthCheck.caCertificateRef`, a ConfigMap in its namespace): a
+/// load balancer whose certificate another CA signed is out until the
+/// bundle holds that CA too; a bundle that cannot be read turns the check
+/// off and says why (`InputValid=False`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_checks_trust_the_ca_bundle_the_record_names() {
+    let (ca_a, ca_b) = (
+        fedns_sandbox::tls::generate("lb-a").unwrap(),
+        fedns_sandbox::tls::generate("lb-b").unwrap(),
+    );
+    let first = Responder::start("127.0.41.1:0".parse().unwrap(), Some(ca_a.server_config.clone()))
+        .await
+        .unwrap();
+    let port = first.address().port();
+    let _second = Responder::start(
+        SocketAddr::new("127.0.41.2".parse().unwrap(), port),
+        Some(ca_b.server_config.clone()),
+    )
+    .await
+    .unwrap();
+    let dir = temp_dir("health-ca");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
+    for (name, ip) in [("a", "127.0.41.1"), ("b", "127.0.41.2")] {
+        let member = federation.member(name).unwrap();
+        member
+            .seed_yaml(name, &member_yaml(&format!("region-{name}"), ip, port))
+            .unwrap();
+        federation.register(name, json!({})).unwrap();
+    }
+    let bundle = |pems: &[&str]| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lb-ca", "namespace": "ns"},
+            "data": {"ca.crt": pems.concat()}})
+    };
+    let host_yaml = format!(
+        "{}\n---\n{}\n",
+        r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTPS, host: localhost, caCertificateRef: {name: lb-ca}, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+"#,
+        serde_yaml_ng::to_string(&bundle(&[&ca_a.ca_pem])).unwrap()
+    );
+    federation.host.seed_yaml("host", &host_yaml).unwrap();
+    let dns_port = free_port();
+    let _controller = spawn_controller(&dir, dns_port, free_port(), &["--udp-workers", "1"]);
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    answers_become(dns_port, &["127.0.41.1"], "only a's certificate is trusted").await;
+
+    // The bundle gains b's CA; the record is touched so it is read now
+    // rather than at the next resync.
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(host.clone(), "ns");
+    let patch = kube::api::PatchParams::default();
+    maps.patch(
+        "lb-ca",
+        &patch,
+        &kube::api::Patch::Merge(bundle(&[&ca_a.ca_pem, &ca_b.ca_pem])),
+    )
+    .await
+    .unwrap();
+    let touch = |n: u32| json!({"metadata": {"annotations": {"test/touch": n.to_string()}}});
+    records
+        .patch("nginx", &patch, &kube::api::Patch::Merge(touch(1)))
+        .await
+        .unwrap();
+    answers_become(dns_port, &["127.0.41.1", "127.0.41.2"], "both CAs trusted").await;
+    // A changed check is a new target, counted as passing until its first
+    // probes: b must still be there after three periods.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        dig(dns_port, GLOBAL, "A", false),
+        ["127.0.41.1", "127.0.41.2"],
+        "b passes its probes with its CA trusted"
+    );
+
+    // A bundle that is not there: the check is off, and the record says why.
+    records
+        .patch(
+            "nginx",
+            &patch,
+            &kube::api::Patch::Merge(json!({"spec": {"healthCheck": {"caCertificateRef": {"name": "missing"}}}})),
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let record = records.get("nginx").await.unwrap();
+        let invalid = record.status.as_ref().and_then(|s| {
+            fedns_api::conditions::get(&s.conditions, "InputValid")
+                .filter(|c| c.status == "False")
+                .map(|c| c.message.clone())
+        });
+        if let Some(message) = invalid {
+            println!("InputValid=False after {:?}: {message}", started.elapsed());
+            assert!(message.contains("ConfigMap ns/missing not found"), "{message}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no InputValid=False within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    federation.stop();
+}

@@ -28,6 +28,7 @@ fn check(port: u16, quorum: Quorum) -> Check {
             headers: Vec::new(),
             timeout: Duration::from_millis(500),
             insecure: false,
+            ca_pem: None,
         },
         period: Duration::from_millis(300),
         failure_threshold: 2,
