@@ -44,8 +44,8 @@ pub use health::{
 };
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};
 pub use records::{
-    ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus, ServiceDNSRecord,
-    ServiceDNSRecordSpec, ServiceDNSRecordStatus,
+    BackendHealth, ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus,
+    ServiceDNSRecord, ServiceDNSRecordSpec, ServiceDNSRecordStatus,
 };
 pub use routing::{ClientRegion, GeoRegion, Routing, RoutingPolicy};
 

@@ -149,12 +149,31 @@ pub struct IngressDNSRecordSpec {
     /// member's API server only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<DataPlaneCheck>,
+    /// Whether a cluster's Ingress counts only while what it routes to is
+    /// ready: `All` (every backend Service has a ready endpoint) or `Any`
+    /// (at least one has), and in both cases the ingress controller's own
+    /// Service (the LoadBalancer Service in that cluster whose address
+    /// the Ingress shows) has a ready endpoint. Absent: not checked (the
+    /// load balancer's address and probes alone decide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backends: Option<BackendHealth>,
     /// What to serve when health alone would remove every cluster.
     #[serde(default)]
     pub when_all_unhealthy: WhenAllUnhealthy,
     /// Traffic policy of every host (absent: `All`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing: Option<Routing>,
+}
+
+/// How many of an Ingress's backend Services must have a ready endpoint
+/// (`spec.backends`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum BackendHealth {
+    /// Every backend Service (k8gb issue 2326: one of several backends up
+    /// is not enough for the name).
+    All,
+    /// At least one backend Service.
+    Any,
 }
 
 /// One healthy cluster's share of an Ingress record.

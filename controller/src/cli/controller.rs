@@ -336,6 +336,16 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             let mut members = owned(ctx.clusters.state());
             members.extend(ctx.registry.engine_members());
             let registry = ctx.registry.clone();
+            let policies: Vec<_> = ingresses
+                .iter()
+                .map(|r| (r.namespace().unwrap_or_default(), r.name_any(), r.spec.backends))
+                .collect();
+            let backends_of = move |namespace: &str, name: &str| {
+                policies
+                    .iter()
+                    .find(|(ns, n, _)| ns == namespace && n == name)
+                    .and_then(|(_, _, policy)| *policy)
+            };
             let facts = move |cluster: &str, namespace: &str, name: &str, service: bool| {
                 let member = registry.members().into_iter().find(|m| m.name == cluster)?;
                 Some(if service {
@@ -344,13 +354,20 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                         exists: found.is_some(),
                         has_load_balancer: found.is_some_and(|s| s.load_balancer.has_ingress()),
                         ready_endpoints: Some(member.has_ready_endpoints(namespace, name)),
+                        backends_problem: None,
                     }
                 } else {
                     let found = member.ingresses.get(namespace, name);
+                    let policy = backends_of(namespace, name);
                     records::explain::MemberFacts {
                         exists: found.is_some(),
-                        has_load_balancer: found.is_some_and(|i| i.load_balancer.has_ingress()),
+                        has_load_balancer: found.as_ref().is_some_and(|i| i.load_balancer.has_ingress()),
                         ready_endpoints: None,
+                        backends_problem: found.as_ref().zip(policy).and_then(|(ingress, policy)| {
+                            records::backends::BackendFacts::of(&member, namespace, ingress)
+                                .verdict(policy, namespace)
+                                .err()
+                        }),
                     }
                 })
             };

@@ -68,6 +68,17 @@ impl LoadBalancer {
         !self.0.is_empty()
     }
 
+    /// Shares an address (an IP or a host name) with `other`: the Service
+    /// of an ingress controller and the Ingresses it serves show the same.
+    pub fn shares_address_with(&self, other: &LoadBalancer) -> bool {
+        self.0.iter().any(|a| {
+            other
+                .0
+                .iter()
+                .any(|b| (a.ip.is_some() && a.ip == b.ip) || (a.hostname.is_some() && a.hostname == b.hostname))
+        })
+    }
+
     /// As core/v1 `LoadBalancerStatus` (`ingress: None` when it has none),
     /// the shape `status.dns` carries.
     pub fn to_status(&self) -> LoadBalancerStatus {
@@ -109,6 +120,10 @@ impl ServiceFacts {
 pub struct IngressFacts {
     /// `status.loadBalancer`, its points' `ip` and `hostname`.
     pub load_balancer: LoadBalancer,
+    /// The Services it routes to (`spec.defaultBackend.service.name` and
+    /// every `spec.rules[].http.paths[].backend.service.name`), sorted,
+    /// each once; resource backends are not Services and not kept.
+    pub backends: Box<[Box<str>]>,
 }
 
 impl IngressFacts {
@@ -130,9 +145,73 @@ impl IngressFacts {
                     .collect()
             })
             .unwrap_or_default();
+        let spec = ingress.spec.as_ref();
+        let mut backends: Vec<Box<str>> = spec
+            .and_then(|s| s.default_backend.as_ref())
+            .into_iter()
+            .chain(
+                spec.and_then(|s| s.rules.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|rule| rule.http.as_ref())
+                    .flat_map(|http| http.paths.iter().map(|path| &path.backend)),
+            )
+            .filter_map(|backend| backend.service.as_ref())
+            .map(|service| Box::from(service.name.as_str()))
+            .collect();
+        backends.sort();
+        backends.dedup();
         IngressFacts {
             load_balancer: LoadBalancer(points),
+            backends: backends.into_boxed_slice(),
         }
+    }
+}
+
+impl FactCache<IngressFacts> {
+    /// The Ingresses whose readiness depends on Service `namespace/name`
+    /// (whose facts are `service`, if the member has it): those in its
+    /// namespace routing to it, and, when it is a LoadBalancer Service,
+    /// those anywhere showing one of its addresses (it is their ingress
+    /// controller's).
+    pub fn depending_on(&self, namespace: &str, name: &str, service: Option<&ServiceFacts>) -> Vec<(String, String)> {
+        let controller = service
+            .filter(|s| s.is_load_balancer_type && s.load_balancer.has_ingress())
+            .map(|s| &s.load_balancer);
+        let objects = self.read();
+        let mut found = Vec::new();
+        for (ns, names) in objects.iter() {
+            let same_namespace = &**ns == namespace;
+            if !same_namespace && controller.is_none() {
+                continue;
+            }
+            for (ingress, facts) in names {
+                let routes_to = same_namespace && facts.backends.iter().any(|b| &**b == name);
+                let served_by = controller.is_some_and(|lb| lb.shares_address_with(&facts.load_balancer));
+                if routes_to || served_by {
+                    found.push((ns.to_string(), ingress.to_string()));
+                }
+            }
+        }
+        found
+    }
+}
+
+impl FactCache<ServiceFacts> {
+    /// The LoadBalancer Services showing an address of `load_balancer`
+    /// (an Ingress's): its ingress controller's, as `namespace/name`.
+    pub fn controllers_of(&self, load_balancer: &LoadBalancer) -> Vec<(String, String)> {
+        let objects = self.read();
+        let mut found = Vec::new();
+        for (ns, names) in objects.iter() {
+            for (name, facts) in names {
+                if facts.is_load_balancer_type && facts.load_balancer.shares_address_with(load_balancer) {
+                    found.push((ns.to_string(), name.to_string()));
+                }
+            }
+        }
+        found.sort();
+        found
     }
 }
 
@@ -338,5 +417,48 @@ mod tests {
         cache.delete("c", "never");
         assert_eq!(cache.len(), 1);
         assert!(!cache.is_empty());
+    }
+
+    #[test]
+    fn an_ingress_knows_its_backends_and_who_depends_on_a_service() {
+        let ingress: Ingress = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "shop", "namespace": "ns"},
+            "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}},
+                "rules": [{"http": {"paths": [
+                    {"path": "/api", "pathType": "Prefix", "backend": {"service": {"name": "api", "port": {"number": 80}}}},
+                    {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}},
+                    {"path": "/static", "pathType": "Prefix", "backend": {"resource": {"kind": "Bucket", "name": "b"}}}]}}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}
+        }))
+        .unwrap();
+        let facts = IngressFacts::of(&ingress);
+        assert_eq!(&*facts.backends, [Box::from("api"), Box::from("web")]);
+        let ingresses: FactCache<IngressFacts> = FactCache::default();
+        ingresses.apply("ns", "shop", facts);
+        let controller = ServiceFacts::of(&service(
+            "LoadBalancer",
+            80,
+            vec![LoadBalancerIngress {
+                ip: Some("203.0.113.7".into()),
+                ..Default::default()
+            }],
+        ));
+        let shop = vec![("ns".to_owned(), "shop".to_owned())];
+        assert_eq!(ingresses.depending_on("ns", "api", None), shop);
+        assert_eq!(ingresses.depending_on("ns", "db", None), Vec::<(String, String)>::new());
+        assert_eq!(
+            ingresses.depending_on("other", "api", None),
+            Vec::<(String, String)>::new()
+        );
+        assert_eq!(
+            ingresses.depending_on("ingress-nginx", "controller", Some(&controller)),
+            shop
+        );
+        let services: FactCache<ServiceFacts> = FactCache::default();
+        services.apply("ingress-nginx", "controller", controller);
+        assert_eq!(
+            services.controllers_of(&IngressFacts::of(&ingress).load_balancer),
+            [("ingress-nginx".to_owned(), "controller".to_owned())]
+        );
     }
 }

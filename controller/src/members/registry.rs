@@ -404,6 +404,18 @@ impl Registry {
             Api::<EndpointSlice>::all(client.clone()),
             ready_slices.clone(),
             queue.clone(),
+            {
+                // A Service's readiness also decides the Ingresses routing
+                // to it or served by it (`spec.backends`).
+                let (queue, services, ingresses) = (queue.clone(), services.clone(), ingresses.clone());
+                move |ns: String, svc: String| {
+                    let facts = services.get(&ns, &svc);
+                    for (ns, ingress) in ingresses.depending_on(&ns, &svc, facts.as_ref()) {
+                        queue.push(RecordKey::Ingress(ns, ingress));
+                    }
+                    queue.push(RecordKey::Service(ns, svc));
+                }
+            },
         ));
         tasks.push(ctx.spawn_facts(
             2,

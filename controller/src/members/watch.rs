@@ -18,7 +18,7 @@ use kube::{Resource, ResourceExt};
 use tokio::task::JoinHandle;
 
 use super::cache::{FactCache, Relist};
-use crate::queue::{Queue, RecordKey};
+use crate::queue::Queue;
 
 /// EndpointSlice label naming its Service.
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -290,12 +290,14 @@ impl WatchCtx {
     /// EndpointSlices: only the ready-slice index, kept from the raw watch
     /// events (a relist builds a new index and swaps it in). No copy of the
     /// slices is kept: nothing reads them, and at 40,000 shards that copy
-    /// was a quarter of the controller's memory.
+    /// was a quarter of the controller's memory. `on_change(namespace,
+    /// service)` is called for each Service whose readiness may have changed.
     pub(super) fn spawn_slices(
         &self,
         api: Api<EndpointSlice>,
         index: Arc<RwLock<SliceIndex>>,
         queue: Queue,
+        on_change: impl Fn(String, String) + Send + 'static,
     ) -> JoinHandle<()> {
         const SLOT: usize = 1;
         let member = self.member.clone();
@@ -341,20 +343,22 @@ impl WatchCtx {
                             drop(old);
                             mark_synced(&synced, SLOT, &queue);
                             for (ns, svc) in services {
-                                queue.push(RecordKey::Service(ns, svc));
+                                on_change(ns, svc);
                             }
                         }
                     }
                     watcher::Event::Apply(slice) => {
-                        if let Some((ns, svc)) = index.write().unwrap_or_else(|e| e.into_inner()).apply(&slice) {
-                            queue.push(RecordKey::Service(ns, svc));
+                        let changed = index.write().unwrap_or_else(|e| e.into_inner()).apply(&slice);
+                        if let Some((ns, svc)) = changed {
+                            on_change(ns, svc);
                         }
                     }
                     watcher::Event::Delete(slice) => {
                         let ns = slice.metadata.namespace.clone().unwrap_or_default();
                         let name = slice.metadata.name.clone().unwrap_or_default();
-                        if let Some((ns, svc)) = index.write().unwrap_or_else(|e| e.into_inner()).remove(&ns, &name) {
-                            queue.push(RecordKey::Service(ns, svc));
+                        let changed = index.write().unwrap_or_else(|e| e.into_inner()).remove(&ns, &name);
+                        if let Some((ns, svc)) = changed {
+                            on_change(ns, svc);
                         }
                     }
                 }

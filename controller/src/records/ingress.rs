@@ -58,6 +58,11 @@ pub(super) async fn reconcile_ingress(
         |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
         |member| {
             let ingress = member.ingresses.get(namespace, name)?;
+            if let Some(policy) = record.spec.backends {
+                super::backends::BackendFacts::of(member, namespace, &ingress)
+                    .verdict(policy, namespace)
+                    .ok()?;
+            }
             // networking/v1 IngressLoadBalancerStatus, kept in core/v1's shape.
             let lb = ingress.load_balancer.to_status();
             has_lb_address(&lb).then(|| IngressClusterDNS {

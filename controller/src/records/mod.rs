@@ -4,6 +4,7 @@
 //! the host API and [`crate::metrics`].
 
 pub mod auto;
+pub mod backends;
 pub mod builder;
 mod context;
 pub mod explain;

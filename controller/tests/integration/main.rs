@@ -17,6 +17,7 @@ mod engine_crds;
 mod events;
 mod health_e2e;
 mod hysteresis_e2e;
+mod ingress_backends_e2e;
 mod large_objects;
 mod member_sources;
 mod member_sources_eks;

@@ -22,6 +22,8 @@ pub struct MemberFacts {
     pub has_load_balancer: bool,
     /// Its EndpointSlices hold a ready endpoint (Services only).
     pub ready_endpoints: Option<bool>,
+    /// Why the Ingress's backends keep it out (`spec.backends`), if they do.
+    pub backends_problem: Option<String>,
 }
 
 /// One cluster's part in the answer.
@@ -272,6 +274,10 @@ pub fn explain(
                 ),
                 Some(f) if !f.has_load_balancer => "its load balancer has no address".to_owned(),
                 Some(f) if f.ready_endpoints == Some(false) => "no ready endpoint in its EndpointSlices".to_owned(),
+                Some(MemberFacts {
+                    backends_problem: Some(problem),
+                    ..
+                }) => problem.clone(),
                 _ => "not in the answer: no load balancer address with ready endpoints (see the member)".to_owned(),
             }
         };
