@@ -163,6 +163,101 @@ pub struct ProbeHeader {
     pub value: String,
 }
 
+/// `spec.minHealthy`: how much of a cluster must be up for it to count
+/// for the record at all (Cloudflare's `minimum_origins`, Akamai GTM's
+/// "minimum live servers"); below it the cluster is down for this
+/// record, as if its probes failed (fail-open and `fallback` then apply
+/// as for any cluster health removed).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MinHealthy {
+    /// Of the cluster's load balancer addresses (IPs, and the addresses
+    /// its host names resolve to), how many must pass their probes: a
+    /// count or a percentage. Needs `healthCheck` (without it every
+    /// address counts as passing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::threshold")]
+    pub addresses: Option<Threshold>,
+    /// Of the endpoints in the EndpointSlices of the Service (a
+    /// ServiceDNSRecord's) or of the ingress controller's Service (an
+    /// IngressDNSRecord's: the LoadBalancer Service showing the Ingress's
+    /// address), how many must be ready: a count or a percentage. A
+    /// cluster where 1 of 10 replicas is left then stops taking a full
+    /// share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::threshold")]
+    pub endpoints: Option<Threshold>,
+}
+
+/// A minimum: a count, or a percentage of a total (rounded up: 50 % of
+/// 3 is 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Threshold {
+    /// At least this many (1..=10000).
+    Count(u32),
+    /// At least this percentage (1..=100) of the total.
+    Percent(u8),
+}
+
+impl Threshold {
+    /// How many of `total` are needed.
+    pub fn required(self, total: u32) -> u32 {
+        match self {
+            Threshold::Count(n) => n,
+            Threshold::Percent(p) => (u64::from(total) * u64::from(p)).div_ceil(100) as u32,
+        }
+    }
+
+    /// Whether `healthy` of `total` meet it.
+    pub fn met(self, healthy: u32, total: u32) -> bool {
+        healthy >= self.required(total)
+    }
+}
+
+impl std::fmt::Display for Threshold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Threshold::Count(n) => write!(f, "{n}"),
+            Threshold::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl Serialize for Threshold {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Threshold::Count(n) => serializer.serialize_u32(*n),
+            Threshold::Percent(_) => serializer.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Threshold {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(i64),
+            Text(String),
+        }
+        let refuse =
+            |what: String| serde::de::Error::custom(format!("minimum {what} is not 1..10000 or \"1%\"..\"100%\""));
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => u32::try_from(n)
+                .ok()
+                .filter(|n| (1..=10_000).contains(n))
+                .map(Threshold::Count)
+                .ok_or_else(|| refuse(n.to_string())),
+            Raw::Text(text) => text
+                .strip_suffix('%')
+                .and_then(|p| p.parse::<u8>().ok())
+                .filter(|p| (1..=100).contains(p))
+                .map(Threshold::Percent)
+                .ok_or_else(|| refuse(format!("{text:?}"))),
+        }
+    }
+}
+
 /// `spec.healthCheck.quorum` (see [`DataPlaneCheck::quorum`]). Written as
 /// a string (`Majority`, `Any`, `All`) or an integer, as Kubernetes'
 /// int-or-string fields are.
@@ -417,6 +512,32 @@ mod tests {
             [(204, 204), (300, 302)]
         );
         assert!(check(&["399-200"]).status_ranges().unwrap_err().contains("ends before"));
+    }
+}
+
+#[cfg(test)]
+mod threshold_tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_read_counts_and_percentages_and_round_up() -> Result<(), serde_json::Error> {
+        let read = |v: serde_json::Value| serde_json::from_value::<Threshold>(v);
+        assert_eq!(read(serde_json::json!(2))?, Threshold::Count(2));
+        assert_eq!(read(serde_json::json!("50%"))?, Threshold::Percent(50));
+        for bad in [
+            serde_json::json!(0),
+            serde_json::json!("0%"),
+            serde_json::json!("101%"),
+            serde_json::json!("2"),
+        ] {
+            assert!(read(bad.clone()).is_err(), "{bad}");
+        }
+        assert_eq!(serde_json::to_value(Threshold::Percent(30))?, serde_json::json!("30%"));
+        assert_eq!(Threshold::Percent(50).required(3), 2);
+        assert_eq!(Threshold::Percent(10).required(10), 1);
+        assert!(!Threshold::Percent(30).met(1, 10) && Threshold::Percent(30).met(3, 10));
+        assert!(!Threshold::Count(2).met(1, 1) && Threshold::Count(2).met(2, 5));
+        Ok(())
     }
 }
 

@@ -9,7 +9,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::health::{AddressHealth, DataPlaneCheck, WhenAllUnhealthy};
+use crate::health::{AddressHealth, DataPlaneCheck, MinHealthy, WhenAllUnhealthy};
 use crate::names::{HOSTNAME_PATTERN, LABEL_PATTERN, MAX_LABEL_OCTETS, MAX_NAME_OCTETS};
 use crate::routing::Routing;
 
@@ -67,6 +67,10 @@ pub struct ServiceDNSRecordSpec {
     /// member's API server and the Service's ready endpoints only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<DataPlaneCheck>,
+    /// How much of a cluster must be up for it to count at all
+    /// (addresses passing probes, ready endpoints); absent: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_healthy: Option<MinHealthy>,
     /// What to serve when health alone would remove every cluster.
     #[serde(default)]
     pub when_all_unhealthy: WhenAllUnhealthy,
@@ -157,6 +161,10 @@ pub struct IngressDNSRecordSpec {
     /// load balancer's address and probes alone decide).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backends: Option<BackendHealth>,
+    /// How much of a cluster must be up for it to count at all
+    /// (addresses passing probes, ready endpoints); absent: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_healthy: Option<MinHealthy>,
     /// What to serve when health alone would remove every cluster.
     #[serde(default)]
     pub when_all_unhealthy: WhenAllUnhealthy,

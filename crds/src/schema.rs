@@ -39,3 +39,16 @@ pub(crate) fn quorum(generator: &mut schemars::SchemaGenerator) -> schemars::Sch
         "pattern": "^(Majority|Any|All)$"
     })
 }
+
+/// `spec.minHealthy.addresses` / `endpoints`: a count 1..=10000 or a
+/// percentage `"1%"`..`"100%"` (int-or-string, constrained as
+/// [`quorum`] is, for the same structural-schema reasons).
+pub(crate) fn threshold(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let _ = generator;
+    schemars::json_schema!({
+        "x-kubernetes-int-or-string": true,
+        "minimum": 1,
+        "maximum": 10000,
+        "pattern": "^(100|[1-9][0-9]?)%$"
+    })
+}

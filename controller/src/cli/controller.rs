@@ -355,6 +355,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                         has_load_balancer: found.is_some_and(|s| s.load_balancer.has_ingress()),
                         ready_endpoints: Some(member.has_ready_endpoints(namespace, name)),
                         backends_problem: None,
+                        endpoints: Some(member.endpoint_counts(namespace, name)),
                     }
                 } else {
                     let found = member.ingresses.get(namespace, name);
@@ -368,6 +369,9 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                                 .verdict(policy, namespace)
                                 .err()
                         }),
+                        endpoints: found
+                            .as_ref()
+                            .map(|ingress| records::backends::controller_endpoints(&member, ingress)),
                     }
                 })
             };

@@ -99,6 +99,15 @@ impl Drop for Member {
 }
 
 impl Member {
+    /// The endpoints of Service `namespace/service` in its EndpointSlices:
+    /// (ready, all).
+    pub fn endpoint_counts(&self, namespace: &str, service: &str) -> (u32, u32) {
+        self.ready_slices
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .endpoints(namespace, service)
+    }
+
     /// Does Service `namespace/service` have an EndpointSlice with a ready
     /// endpoint (a missing `ready` condition means ready, per the API)?
     pub fn has_ready_endpoints(&self, namespace: &str, service: &str) -> bool {

@@ -42,20 +42,23 @@ fn member_watch_config() -> watcher::Config {
     watcher::Config::default().page_size(MEMBER_LIST_PAGE)
 }
 
-/// EndpointSlices with a ready endpoint, counted per Service, and each
-/// slice's Service and readiness (to undo it). Names are kept once per
-/// namespace; a Service's name is shared by its two entries.
+/// Endpoints of EndpointSlices, counted per Service (ready, all), and
+/// each slice's Service and counts (to undo them). Names are kept once
+/// per namespace; a Service's name is shared by its two entries.
 #[derive(Debug, Default)]
 pub struct SliceIndex {
-    /// namespace → Service → number of its slices with a ready endpoint
-    /// (only Services with at least one).
-    ready: HashMap<Box<str>, HashMap<Arc<str>, u32>>,
-    /// namespace → slice → (its Service, has a ready endpoint).
+    /// namespace → Service → its endpoints (ready, all) over its slices
+    /// (only Services with at least one endpoint).
+    ready: HashMap<Box<str>, HashMap<Arc<str>, Counts>>,
+    /// namespace → slice → (its Service, its counts).
     owner: HashMap<Box<str>, HashMap<Box<str>, SliceOwner>>,
 }
 
-/// A slice's Service and whether the slice has a ready endpoint.
-type SliceOwner = (Arc<str>, bool);
+/// Endpoints (ready, all).
+type Counts = (u32, u32);
+
+/// A slice's Service and its endpoint counts.
+type SliceOwner = (Arc<str>, Counts);
 
 /// The readiness rule of fedns's health, for one endpoint of an
 /// EndpointSlice: its `conditions.ready`, where a missing condition means
@@ -68,7 +71,17 @@ pub fn endpoint_is_ready(endpoint: &k8s_openapi::api::discovery::v1::Endpoint) -
 impl SliceIndex {
     /// Does Service `namespace/service` have a slice with a ready endpoint?
     pub fn is_ready(&self, namespace: &str, service: &str) -> bool {
-        self.ready.get(namespace).is_some_and(|s| s.contains_key(service))
+        self.endpoints(namespace, service).0 > 0
+    }
+
+    /// The endpoints of Service `namespace/service` over its slices:
+    /// (ready, all).
+    pub fn endpoints(&self, namespace: &str, service: &str) -> (u32, u32) {
+        self.ready
+            .get(namespace)
+            .and_then(|s| s.get(service))
+            .copied()
+            .unwrap_or_default()
     }
 
     fn apply(&mut self, slice: &EndpointSlice) -> Option<(String, String)> {
@@ -76,40 +89,41 @@ impl SliceIndex {
         let name = slice.metadata.name.as_deref().unwrap_or_default();
         self.remove(namespace, name);
         let service: Arc<str> = Arc::from(slice.labels().get(SERVICE_NAME_LABEL)?.as_str());
-        let ready = slice.endpoints.iter().any(endpoint_is_ready);
+        let (ready, all) = endpoint_counts(slice);
         let key = (namespace.to_owned(), service.to_string());
-        if ready {
-            // Share the Service's name with its count when it has one.
+        let shared = if all > 0 {
+            // Share the Service's name with its counts when it has them.
             let counts = self.ready.entry(Box::from(namespace)).or_default();
             let shared = match counts.get_key_value(&*service) {
                 Some((existing, _)) => existing.clone(),
                 None => service,
             };
-            *counts.entry(shared.clone()).or_default() += 1;
-            self.owner
-                .entry(Box::from(namespace))
-                .or_default()
-                .insert(Box::from(name), (shared, true));
+            let entry = counts.entry(shared.clone()).or_default();
+            entry.0 = entry.0.saturating_add(ready);
+            entry.1 = entry.1.saturating_add(all);
+            shared
         } else {
-            self.owner
-                .entry(Box::from(namespace))
-                .or_default()
-                .insert(Box::from(name), (service, false));
-        }
+            service
+        };
+        self.owner
+            .entry(Box::from(namespace))
+            .or_default()
+            .insert(Box::from(name), (shared, (ready, all)));
         Some(key)
     }
 
     fn remove(&mut self, namespace: &str, name: &str) -> Option<(String, String)> {
         let slices = self.owner.get_mut(namespace)?;
-        let (service, ready) = slices.remove(name)?;
+        let (service, (ready, all)) = slices.remove(name)?;
         if slices.is_empty() {
             self.owner.remove(namespace);
         }
-        if ready {
+        if all > 0 {
             if let Some(counts) = self.ready.get_mut(namespace) {
                 if let Some(count) = counts.get_mut(&*service) {
-                    *count -= 1;
-                    if *count == 0 {
+                    count.0 = count.0.saturating_sub(ready);
+                    count.1 = count.1.saturating_sub(all);
+                    if count.1 == 0 {
                         counts.remove(&*service);
                     }
                 }
@@ -383,19 +397,36 @@ fn member_backoff() -> kube::runtime::watcher::ExponentialBackoff {
 // What the controller reads of each kind; the rest is dropped on arrival.
 fn slim_slice(slice: &mut EndpointSlice) {
     slice.ports = None;
-    for endpoint in &mut slice.endpoints {
-        endpoint.addresses.clear();
-        endpoint.target_ref = None;
-        endpoint.hints = None;
-        endpoint.deprecated_topology = None;
-    }
-    // Readiness is all that counts: one ready endpoint stands for the slice.
-    let ready = slice.endpoints.iter().any(endpoint_is_ready);
-    slice.endpoints.truncate(1);
-    if let Some(first) = slice.endpoints.first_mut() {
-        let conditions = first.conditions.get_or_insert_with(Default::default);
-        conditions.ready = Some(ready);
-    }
+    // Only the counts of endpoints (ready, all) are read: they replace
+    // the endpoints, in an annotation of this in-memory copy
+    // ([`ENDPOINT_COUNTS`]; its other annotations are already dropped).
+    let all = slice.endpoints.len();
+    let ready = slice.endpoints.iter().filter(|e| endpoint_is_ready(e)).count();
+    slice.endpoints = Vec::new();
+    slice.metadata.annotations = Some([(ENDPOINT_COUNTS.to_owned(), format!("{ready},{all}"))].into());
+}
+
+/// The annotation [`slim_slice`] leaves on its copy of a slice:
+/// `<ready>,<all>` endpoints. Never written to an API server.
+const ENDPOINT_COUNTS: &str = "fedns.internal/endpoint-counts";
+
+/// A slice's endpoints (ready, all): from [`ENDPOINT_COUNTS`] on a slimmed
+/// copy, else counted.
+fn endpoint_counts(slice: &EndpointSlice) -> (u32, u32) {
+    let counted = slice
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ENDPOINT_COUNTS))
+        .and_then(|v| v.split_once(','))
+        .and_then(|(ready, all)| Some((ready.parse().ok()?, all.parse().ok()?)));
+    counted.unwrap_or_else(|| {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        (
+            count(slice.endpoints.iter().filter(|e| endpoint_is_ready(e)).count()),
+            count(slice.endpoints.len()),
+        )
+    })
 }
 
 pub(super) fn slim_node(node: &mut Node) {
@@ -497,11 +528,29 @@ mod tests {
         assert_eq!(index.apply(&slice("web-b", Some("web"), None)), key);
         assert!(index.is_ready("ns", "web"));
         assert!(!index.is_ready("other", "web"));
+        assert_eq!(index.endpoints("ns", "web"), (2, 2));
         // One slice turns not ready: the other still counts.
         index.apply(&slice("web-a", Some("web"), Some(false)));
         assert!(index.is_ready("ns", "web"));
+        assert_eq!(index.endpoints("ns", "web"), (1, 2));
         assert_eq!(index.remove("ns", "web-b"), key);
         assert!(!index.is_ready("ns", "web"));
+        assert_eq!(index.endpoints("ns", "web"), (0, 1));
+        // The slimmed copy the watch keeps counts the same.
+        let mut three = slice("web-c", Some("web"), Some(true));
+        three.endpoints.push(three.endpoints[0].clone());
+        three.endpoints.push(Endpoint {
+            conditions: Some(EndpointConditions {
+                ready: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        slim_slice(&mut three);
+        assert!(three.endpoints.is_empty());
+        index.apply(&three);
+        assert_eq!(index.endpoints("ns", "web"), (2, 4));
+        index.remove("ns", "web-c");
         // A not-ready slice still names its Service (a relist queues it).
         assert_eq!(index.services(), [("ns".to_owned(), "web".to_owned())].into());
         // A slice moved to another Service leaves the first.

@@ -74,6 +74,18 @@ impl BackendFacts {
     }
 }
 
+/// The endpoints (ready, all) of the ingress controller of `ingress`
+/// (every LoadBalancer Service showing its address, summed); (0, 0) when
+/// none is found.
+pub fn controller_endpoints(member: &Member, ingress: &IngressFacts) -> (u32, u32) {
+    member
+        .services
+        .controllers_of(&ingress.load_balancer)
+        .iter()
+        .map(|(ns, name)| member.endpoint_counts(ns, name))
+        .fold((0, 0), |(r, a), (ready, all)| (r + ready, a + all))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

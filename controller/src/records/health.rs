@@ -222,11 +222,15 @@ pub(super) fn ingress_default_port(spec: &DataPlaneCheck) -> u16 {
 }
 
 /// Decides the shards of record `key`. `fresh` gives a reachable member's
-/// current shard; `previous` is what the record published last.
+/// current shard; `previous` is what the record published last;
+/// `min_addresses` (`spec.minHealthy.addresses`) takes out a cluster with
+/// fewer load balancer addresses passing their probes.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn select<T: Shard>(
     ctx: &RecordContext,
     key: &RecordKey,
     check: Option<&Check>,
+    min_addresses: Option<fedns_api::Threshold>,
     when_all_unhealthy: WhenAllUnhealthy,
     previous: &[T],
     resolved: impl Fn(&[T]) -> Resolved,
@@ -411,6 +415,15 @@ pub(super) fn select<T: Shard>(
                     });
                 }
                 let down = |ip: IpAddr| state_of(ip).is_some_and(|s| s.state == State::Down);
+                if let Some(minimum) = min_addresses {
+                    let all = addresses(shard.load_balancer(), &resolved);
+                    let passing = all.iter().filter(|ip| !down(**ip)).count();
+                    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    if !minimum.met(count(passing), count(all.len())) {
+                        removed_by_health = true;
+                        continue;
+                    }
+                }
                 let lb = shard.load_balancer_mut();
                 if let Some(ingress) = lb.ingress.as_mut() {
                     ingress.retain(|entry| match (entry.ip.as_deref(), entry.hostname.as_deref()) {

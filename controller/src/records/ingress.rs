@@ -53,6 +53,7 @@ pub(super) async fn reconcile_ingress(
         ctx,
         &record_key,
         check.as_ref(),
+        record.spec.min_healthy.and_then(|m| m.addresses),
         record.spec.when_all_unhealthy,
         &old_status.dns,
         |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
@@ -62,6 +63,13 @@ pub(super) async fn reconcile_ingress(
                 super::backends::BackendFacts::of(member, namespace, &ingress)
                     .verdict(policy, namespace)
                     .ok()?;
+            }
+            if let Some(minimum) = record.spec.min_healthy.and_then(|m| m.endpoints) {
+                let (ready, all) = super::backends::controller_endpoints(member, &ingress);
+                // No controller Service found: nothing to judge.
+                if all > 0 && !minimum.met(ready, all) {
+                    return None;
+                }
             }
             // networking/v1 IngressLoadBalancerStatus, kept in core/v1's shape.
             let lb = ingress.load_balancer.to_status();

@@ -92,6 +92,7 @@ pub(super) async fn reconcile_service(
         ctx,
         &record_key,
         check.as_ref(),
+        record.spec.min_healthy.and_then(|m| m.addresses),
         record.spec.when_all_unhealthy,
         &old_status.dns,
         |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
@@ -103,6 +104,12 @@ pub(super) async fn reconcile_service(
             }
             if !record.spec.allow_service_without_endpoints && !member.has_ready_endpoints(namespace, name) {
                 return None;
+            }
+            if let Some(minimum) = record.spec.min_healthy.and_then(|m| m.endpoints) {
+                let (ready, all) = member.endpoint_counts(namespace, name);
+                if !minimum.met(ready, all) {
+                    return None;
+                }
             }
             let (region, zones) = member.topology();
             Some(ClusterDNS {

@@ -423,6 +423,54 @@ b"}]}),
     }
 }
 
+/// `spec.minHealthy`: counts 1..10000 or percentages 1%..100%, checked at
+/// admission (int-or-string, as `quorum`).
+#[tokio::test]
+async fn min_healthy_is_checked_at_admission() {
+    for (server, client, _emulator) in api_servers().await {
+        install_generated_crds(&server, &client).await;
+        ensure_namespace(&client, "ns").await;
+        let record = |min: Value| {
+            json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "ServiceDNSRecord",
+                "metadata": {"name": "web", "namespace": "ns"},
+                "spec": {"domainRef": "myfed", "minHealthy": min},
+            })
+        };
+        for good in [
+            json!({"addresses": 2}),
+            json!({"endpoints": "30%"}),
+            json!({"addresses": "100%", "endpoints": 10000}),
+        ] {
+            if let Err(e) = dry_run_create(&client, &record(good.clone())).await {
+                panic!("{server}: {good} refused: {e}");
+            }
+        }
+        for (bad, field) in [
+            (json!({"addresses": 0}), "spec.minHealthy.addresses"),
+            (json!({"endpoints": "0%"}), "spec.minHealthy.endpoints"),
+            (json!({"endpoints": "101%"}), "spec.minHealthy.endpoints"),
+            (json!({"addresses": "half"}), "spec.minHealthy.addresses"),
+            (json!({"addresses": 10001}), "spec.minHealthy.addresses"),
+        ] {
+            match dry_run_create(&client, &record(bad.clone())).await {
+                Ok(()) => panic!("{server}: {bad} was admitted"),
+                Err(e) => {
+                    println!("{server}: {bad}: {e}");
+                    assert!(e.contains(field), "{server}: {field:?} not in: {e}");
+                }
+            }
+            // What admission refuses the controller refuses to read too.
+            let value = bad
+                .as_object()
+                .and_then(|o| o.values().next())
+                .cloned()
+                .unwrap_or_default();
+            assert!(serde_json::from_value::<fedns_api::Threshold>(value).is_err(), "{bad}");
+        }
+    }
+}
+
 fn json_merge(into: &mut Value, from: &Value) {
     if let (Some(into), Some(from)) = (into.as_object_mut(), from.as_object()) {
         for (key, value) in from {

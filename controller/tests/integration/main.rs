@@ -22,6 +22,7 @@ mod large_objects;
 mod member_sources;
 mod member_sources_eks;
 mod member_sources_fleet;
+mod min_healthy_e2e;
 mod real_host;
 mod replicas;
 mod routing_e2e;

@@ -24,6 +24,9 @@ pub struct MemberFacts {
     pub ready_endpoints: Option<bool>,
     /// Why the Ingress's backends keep it out (`spec.backends`), if they do.
     pub backends_problem: Option<String>,
+    /// Endpoints (ready, all) of the Service, or of the Ingress's
+    /// controller Service, for `spec.minHealthy.endpoints`.
+    pub endpoints: Option<(u32, u32)>,
 }
 
 /// One cluster's part in the answer.
@@ -110,6 +113,35 @@ struct RecordView {
     probes: Vec<AddressHealth>,
     conditions: Vec<Condition>,
     has_check: bool,
+    min_healthy: Option<fedns_api::MinHealthy>,
+}
+
+/// Why a cluster is below the record's `spec.minHealthy`, if it is: its
+/// probed addresses passing, or its ready endpoints.
+fn below_minimum(
+    min_healthy: Option<fedns_api::MinHealthy>,
+    addresses: &[AddressHealth],
+    facts: Option<&MemberFacts>,
+) -> Option<String> {
+    let min_healthy = min_healthy?;
+    if let Some(minimum) = min_healthy.addresses.filter(|_| !addresses.is_empty()) {
+        let all = u32::try_from(addresses.len()).unwrap_or(u32::MAX);
+        let passing = u32::try_from(addresses.iter().filter(|a| a.state != "Down").count()).unwrap_or(u32::MAX);
+        if !minimum.met(passing, all) {
+            return Some(format!(
+                "below minHealthy.addresses {minimum}: {passing} of {all} address(es) passing, {} needed",
+                minimum.required(all)
+            ));
+        }
+    }
+    let (ready, all) = facts.and_then(|f| f.endpoints)?;
+    let minimum = min_healthy.endpoints?;
+    (all > 0 && !minimum.met(ready, all)).then(|| {
+        format!(
+            "below minHealthy.endpoints {minimum}: {ready} of {all} endpoint(s) ready, {} needed",
+            minimum.required(all)
+        )
+    })
 }
 
 /// The record kinds, seen the same way.
@@ -182,6 +214,7 @@ pub fn explain(
                 probes: status.probes,
                 conditions: status.conditions,
                 has_check: r.spec.health_check.is_some(),
+                min_healthy: r.spec.min_healthy,
             }
         }
         Record::Ingress(r) => {
@@ -194,6 +227,7 @@ pub fn explain(
                 probes: status.probes,
                 conditions: status.conditions,
                 has_check: r.spec.health_check.is_some(),
+                min_healthy: r.spec.min_healthy,
             }
         }
     };
@@ -205,6 +239,7 @@ pub fn explain(
         probes,
         conditions: record_conditions,
         has_check,
+        min_healthy,
     } = view;
     let is_service = kind == "ServiceDNSRecord";
     explanation.record = Some(format!("{kind} {namespace}/{record_name}"));
@@ -256,6 +291,8 @@ pub fn explain(
             format!(
                 "API server not ready ({control_plane}); without a healthCheck its last-known addresses are not kept"
             )
+        } else if let Some(why) = below_minimum(min_healthy, &addresses, member_facts.as_ref()) {
+            why
         } else if !down.is_empty() {
             let first = down[0];
             format!(

@@ -1,0 +1,207 @@
+//! `spec.minHealthy` end to end: a cluster with too few of its load
+//! balancer addresses passing their probes, or too few ready endpoints,
+//! leaves the answer whole, while it would otherwise stay with what is
+//! left. Load balancers are real responders on loopback (127.0.42.x);
+//! answers are read with `dig`, reasons from the controller's
+//! `/debug/explain`.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use fedns_api::ServiceDNSRecord;
+use fedns_controller::federation::Federation;
+use fedns_sandbox::responder::Responder;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
+
+fn member_yaml(region: &str, ips: &[&str], port: u16, endpoints: usize) -> String {
+    let points: Vec<String> = ips.iter().map(|ip| format!("{{ip: \"{ip}\"}}")).collect();
+    let endpoints: Vec<String> = (0..endpoints)
+        .map(|i| format!("  - addresses: [\"10.1.0.{}\"]\n    conditions: {{ready: true}}", i + 1))
+        .collect();
+    format!(
+        r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-{region}
+  labels: {{topology.kubernetes.io/region: {region}, topology.kubernetes.io/zone: {region}a}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: nginx, namespace: ns}}
+spec: {{type: LoadBalancer, ports: [{{port: {port}}}]}}
+status: {{loadBalancer: {{ingress: [{points}]}}}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: nginx-abcde
+  namespace: ns
+  labels: {{kubernetes.io/service-name: nginx}}
+addressType: IPv4
+endpoints:
+{endpoints}
+"#,
+        points = points.join(", "),
+        endpoints = endpoints.join("\n")
+    )
+}
+
+async fn answers_become(port: u16, want: &[&str], what: &str) {
+    let started = Instant::now();
+    loop {
+        let got = dig(port, GLOBAL, "A", false);
+        if got == want {
+            println!("{what}: {want:?} after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: still {got:?} after 30 s, want {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn explained(metrics_port: u16, needle: &str) {
+    let started = Instant::now();
+    loop {
+        let (_, text) = http_get(&format!("http://127.0.0.1:{metrics_port}/debug/explain?name={GLOBAL}")).await;
+        if text.contains(needle) {
+            println!("explained after {:?}: {needle}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "/debug/explain after 30 s:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_below_its_minimum_leaves_whole() {
+    let first = Responder::start("127.0.42.1:0".parse().unwrap(), None).await.unwrap();
+    let port = first.address().port();
+    let mut responders = vec![first];
+    for ip in ["127.0.42.2", "127.0.42.3"] {
+        responders.push(
+            Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
+                .await
+                .unwrap(),
+        );
+    }
+    let dir = temp_dir("min-healthy");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
+    // a: two addresses, 2 endpoints; b: one address, 4 endpoints.
+    for (name, ips, endpoints) in [
+        ("a", &["127.0.42.1", "127.0.42.2"][..], 2),
+        ("b", &["127.0.42.3"][..], 4),
+    ] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(name, &member_yaml(&format!("region-{name}"), ips, port, endpoints))
+            .unwrap();
+        federation.register(name, json!({})).unwrap();
+    }
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTP, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+  minHealthy: {addresses: "100%", endpoints: "50%"}
+"#,
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let all = ["127.0.42.1", "127.0.42.2", "127.0.42.3"];
+    answers_become(dns_port, &all, "every address and endpoint up").await;
+
+    // One of a's two load balancer addresses fails: under "100%" a leaves
+    // whole (without a minimum it would stay on 127.0.42.1).
+    responders[1].stop();
+    answers_become(dns_port, &["127.0.42.3"], "a below minHealthy.addresses").await;
+    explained(
+        metrics_port,
+        "below minHealthy.addresses 100%: 1 of 2 address(es) passing, 2 needed",
+    )
+    .await;
+    responders[1].resume().await.unwrap();
+    answers_become(dns_port, &all, "a's address back").await;
+
+    // 1 of b's 4 endpoints ready: below 50 %.
+    let b = client_of(federation.member("b").unwrap()).await;
+    let slices: Api<EndpointSlice> = Api::namespaced(b, "ns");
+    let endpoints = |ready: usize| {
+        let list: Vec<_> = (0..4)
+            .map(|i| json!({"addresses": [format!("10.1.0.{}", i + 1)], "conditions": {"ready": i < ready}}))
+            .collect();
+        json!({"endpoints": list})
+    };
+    slices
+        .patch("nginx-abcde", &PatchParams::default(), &Patch::Merge(endpoints(1)))
+        .await
+        .unwrap();
+    answers_become(dns_port, &["127.0.42.1", "127.0.42.2"], "b below minHealthy.endpoints").await;
+    explained(
+        metrics_port,
+        "below minHealthy.endpoints 50%: 1 of 4 endpoint(s) ready, 2 needed",
+    )
+    .await;
+    slices
+        .patch("nginx-abcde", &PatchParams::default(), &Patch::Merge(endpoints(2)))
+        .await
+        .unwrap();
+    answers_become(dns_port, &all, "b at 2 of 4").await;
+
+    // Every cluster below its minimum: fail-open, as for any health removal.
+    responders[1].stop();
+    slices
+        .patch("nginx-abcde", &PatchParams::default(), &Patch::Merge(endpoints(0)))
+        .await
+        .unwrap();
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host, "ns");
+    let started = Instant::now();
+    loop {
+        let record = records.get("nginx").await.unwrap();
+        let ready = record
+            .status
+            .as_ref()
+            .and_then(|s| fedns_api::conditions::get(&s.conditions, "Ready").cloned());
+        if ready.as_ref().is_some_and(|c| c.reason == "AllUnhealthy") {
+            println!("fail-open after {:?}", started.elapsed());
+            break;
+        }
+        assert_ne!(dig_status(dns_port, GLOBAL, "A"), "NXDOMAIN");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no AllUnhealthy within 30 s: {ready:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    federation.stop();
+}
