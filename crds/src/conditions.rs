@@ -29,6 +29,9 @@ pub const NO_HEALTHY_ENDPOINTS: &str = "NoHealthyEndpoints";
 /// Record: health would remove every cluster; the last-known addresses
 /// are served (`spec.whenAllUnhealthy: ServeLastKnown`).
 pub const ALL_UNHEALTHY: &str = "AllUnhealthy";
+/// Record: no cluster counts healthy, and `spec.fallbackTarget` answers
+/// (its clusters, or a CNAME to its name).
+pub const SERVING_FALLBACK: &str = "ServingFallback";
 /// Record condition type: some clusters are served from their last-known
 /// addresses because their API server cannot be reached while their load
 /// balancers pass their probes (static stability).

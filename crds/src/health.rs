@@ -360,6 +360,28 @@ pub enum ProbeProtocol {
     Https,
 }
 
+/// `spec.fallbackTarget`: what answers when no cluster counts healthy (by
+/// health, `minHealthy`, endpoints or backends), before fail-open
+/// (Cloudflare Load Balancing's `fallback_pool`). Exactly one of the two.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "(has(self.clusters) && size(self.clusters) > 0) != has(self.cname)", "message": "fallbackTarget takes clusters or cname, exactly one"}
+]))]
+pub struct FallbackTarget {
+    /// Clusters answered then whatever their probes and `minHealthy` say
+    /// (a standby pool, a cluster serving a maintenance page); each must
+    /// still have the Service or Ingress with a load balancer address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 1, max = 253)))]
+    pub clusters: Vec<String>,
+    /// A name outside the federation the record's names then point to
+    /// (CNAME), e.g. a static site or another provider's endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN))]
+    pub cname: Option<String>,
+}
+
 /// What a record serves when health alone would remove every cluster.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum WhenAllUnhealthy {

@@ -39,8 +39,8 @@ pub use domain::{
     ZoneTransfer,
 };
 pub use health::{
-    AddressHealth, CaCertificateKind, CaCertificateRef, DataPlaneCheck, MinHealthy, ProbeHeader, ProbeProtocol, Quorum,
-    Threshold, VantagePointHealth, WhenAllUnhealthy,
+    AddressHealth, CaCertificateKind, CaCertificateRef, DataPlaneCheck, FallbackTarget, MinHealthy, ProbeHeader,
+    ProbeProtocol, Quorum, Threshold, VantagePointHealth, WhenAllUnhealthy,
 };
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};
 pub use records::{

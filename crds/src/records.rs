@@ -9,7 +9,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::health::{AddressHealth, DataPlaneCheck, MinHealthy, WhenAllUnhealthy};
+use crate::health::{AddressHealth, DataPlaneCheck, FallbackTarget, MinHealthy, WhenAllUnhealthy};
 use crate::names::{HOSTNAME_PATTERN, LABEL_PATTERN, MAX_LABEL_OCTETS, MAX_NAME_OCTETS};
 use crate::routing::Routing;
 
@@ -71,6 +71,10 @@ pub struct ServiceDNSRecordSpec {
     /// (addresses passing probes, ready endpoints); absent: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_healthy: Option<MinHealthy>,
+    /// What answers when no cluster counts healthy, before
+    /// `whenAllUnhealthy` (a cluster list, or a CNAME out of the federation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_target: Option<FallbackTarget>,
     /// What to serve when health alone would remove every cluster.
     #[serde(default)]
     pub when_all_unhealthy: WhenAllUnhealthy,
@@ -165,6 +169,10 @@ pub struct IngressDNSRecordSpec {
     /// (addresses passing probes, ready endpoints); absent: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_healthy: Option<MinHealthy>,
+    /// What answers when no cluster counts healthy, before
+    /// `whenAllUnhealthy` (a cluster list, or a CNAME out of the federation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_target: Option<FallbackTarget>,
     /// What to serve when health alone would remove every cluster.
     #[serde(default)]
     pub when_all_unhealthy: WhenAllUnhealthy,

@@ -79,6 +79,8 @@ pub struct ServiceNames<'a> {
     pub ttl: i64,
     /// `spec.routing` (None or `All`: every healthy cluster in every answer).
     pub routing: Option<&'a Routing>,
+    /// `spec.fallbackTarget.cname`, written when no cluster is served.
+    pub fallback_cname: Option<&'a str>,
 }
 
 /// The endpoints of the global name: every address in one RRset per
@@ -180,7 +182,17 @@ pub fn service_endpoints(
     }
     problems.extend(shard_problems);
 
-    let mut out = global_endpoints(&global, &all, names_in.routing, &policy_shards, names_in.ttl);
+    let mut out = match names_in.fallback_cname.filter(|_| shards.is_empty()) {
+        // No cluster answers: the name points out of the federation; the
+        // region and zone names follow it (their CNAMEs to it, below).
+        Some(target) => vec![endpoint(
+            &global,
+            RecordType::CNAME,
+            vec![target.to_owned()],
+            names_in.ttl,
+        )],
+        None => global_endpoints(&global, &all, names_in.routing, &policy_shards, names_in.ttl),
+    };
     for (region, zones) in topology {
         let Some(region_name) = join(&format!("{prefix}.{region}")) else {
             continue;
@@ -223,11 +235,13 @@ pub fn service_endpoints(
 /// of every healthy cluster's Ingress load balancer addresses, or, under
 /// a traffic policy, one endpoint per cluster. `shards` are (cluster,
 /// its region, its Ingress load balancer).
+#[allow(clippy::too_many_arguments)]
 pub fn ingress_endpoints(
     hosts: &[String],
     shards: &[(String, Option<String>, LoadBalancerStatus)],
     ttl: i64,
     routing: Option<&Routing>,
+    fallback_cname: Option<&str>,
     resolved: &dyn HostnameAddresses,
     problems: &mut Vec<BuildProblem>,
 ) -> Vec<Endpoint> {
@@ -257,7 +271,10 @@ pub fn ingress_endpoints(
         })
         .collect();
     for host in unique {
-        out.extend(global_endpoints(&host, &all, routing, &policy_shards, ttl));
+        match fallback_cname.filter(|_| shards.is_empty()) {
+            Some(target) => out.push(endpoint(&host, RecordType::CNAME, vec![target.to_owned()], ttl)),
+            None => out.extend(global_endpoints(&host, &all, routing, &policy_shards, ttl)),
+        }
     }
     out
 }
@@ -319,6 +336,7 @@ mod tests {
             dns_prefix: Some("www"),
             ttl: 30,
             routing: None,
+            fallback_cname: None,
         }
     }
 
@@ -431,6 +449,7 @@ mod tests {
             dns_prefix: None,
             ttl: 30,
             routing: None,
+            fallback_cname: None,
         };
         let mut problems = Vec::new();
         let e = service_endpoints(
@@ -459,6 +478,7 @@ mod tests {
                 ("b".into(), None, lb(&["203.0.113.2", "2001:db8::1"])),
             ],
             60,
+            None,
             None,
             &BTreeMap::new(),
             &mut problems,
@@ -520,6 +540,7 @@ mod tests {
             ],
             60,
             Some(&routing),
+            None,
             &BTreeMap::new(),
             &mut problems,
         );

@@ -83,6 +83,24 @@ pub(super) struct Selection<T> {
     pub draining: Vec<(String, u32)>,
     /// When the next drain step is due: reconcile again then.
     pub requeue_after: Option<Duration>,
+    /// `spec.fallbackTarget` answers: what it is, for the `Ready`
+    /// condition ("clusters standby" or "CNAME to x").
+    pub fallback: Option<String>,
+    /// The name the record's names point to, when the fallback is a CNAME.
+    pub fallback_cname: Option<String>,
+}
+
+/// What a record asks of its clusters' health.
+pub(super) struct HealthRules<'a> {
+    /// Data-plane probes (`spec.healthCheck`).
+    pub check: Option<&'a Check>,
+    /// `spec.minHealthy.addresses`: fewer passing addresses take the
+    /// whole cluster out.
+    pub min_addresses: Option<fedns_api::Threshold>,
+    /// `spec.fallbackTarget`.
+    pub fallback: Option<&'a fedns_api::FallbackTarget>,
+    /// `spec.whenAllUnhealthy`.
+    pub when_all_unhealthy: WhenAllUnhealthy,
 }
 
 /// Where a cordoned member with `spec.drainSeconds` is in its drain at
@@ -221,17 +239,15 @@ pub(super) fn ingress_default_port(spec: &DataPlaneCheck) -> u16 {
     }
 }
 
-/// Decides the shards of record `key`. `fresh` gives a reachable member's
-/// current shard; `previous` is what the record published last;
-/// `min_addresses` (`spec.minHealthy.addresses`) takes out a cluster with
-/// fewer load balancer addresses passing their probes.
-#[allow(clippy::too_many_arguments)]
+/// Decides the shards of record `key` under `rules`. `fresh` gives a
+/// reachable member's current shard; `previous` is what the record
+/// published last. When no cluster is left, the fallback target answers
+/// if there is one, else fail-open (`whenAllUnhealthy`) if health emptied
+/// the name.
 pub(super) fn select<T: Shard>(
     ctx: &RecordContext,
     key: &RecordKey,
-    check: Option<&Check>,
-    min_addresses: Option<fedns_api::Threshold>,
-    when_all_unhealthy: WhenAllUnhealthy,
+    rules: &HealthRules<'_>,
     previous: &[T],
     resolved: impl Fn(&[T]) -> Resolved,
     fresh: impl Fn(&Member) -> Option<T>,
@@ -244,7 +260,10 @@ pub(super) fn select<T: Shard>(
         resolved: Resolved::default(),
         draining: Vec::new(),
         requeue_after: None,
+        fallback: None,
+        fallback_cname: None,
     };
+    let (check, min_addresses) = (rules.check, rules.min_addresses);
     let mut removed_by_health = false;
     // Every cluster health may remove, unfiltered: what fail-open serves.
     let mut unfiltered: Vec<T> = Vec::new();
@@ -458,10 +477,31 @@ pub(super) fn select<T: Shard>(
         .last_known
         .retain(|name| selection.shards.iter().any(|s| s.cluster() == name));
 
+    if selection.shards.is_empty() {
+        if let Some(target) = rules.fallback {
+            if let Some(cname) = &target.cname {
+                selection.fallback = Some(format!("CNAME to {cname}"));
+                selection.fallback_cname = Some(cname.clone());
+                return selection;
+            }
+            // Its clusters as they are, whatever their probes say.
+            let standby: Vec<T> = unfiltered
+                .iter()
+                .filter(|s| target.clusters.iter().any(|c| c == s.cluster()))
+                .cloned()
+                .collect();
+            if !standby.is_empty() {
+                let names: Vec<&str> = standby.iter().map(|s| s.cluster()).collect();
+                selection.fallback = Some(format!("cluster(s) {}", names.join(", ")));
+                selection.shards = standby;
+                return selection;
+            }
+        }
+    }
     if selection.shards.is_empty()
         && removed_by_health
         && !unfiltered.is_empty()
-        && when_all_unhealthy == WhenAllUnhealthy::ServeLastKnown
+        && rules.when_all_unhealthy == WhenAllUnhealthy::ServeLastKnown
     {
         selection.shards = unfiltered;
         selection.all_unhealthy = true;

@@ -52,9 +52,12 @@ pub(super) async fn reconcile_ingress(
     let selection = health::select(
         ctx,
         &record_key,
-        check.as_ref(),
-        record.spec.min_healthy.and_then(|m| m.addresses),
-        record.spec.when_all_unhealthy,
+        &health::HealthRules {
+            check: check.as_ref(),
+            min_addresses: record.spec.min_healthy.and_then(|m| m.addresses),
+            fallback: record.spec.fallback_target.as_ref(),
+            when_all_unhealthy: record.spec.when_all_unhealthy,
+        },
         &old_status.dns,
         |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
         |member| {
@@ -106,6 +109,7 @@ pub(super) async fn reconcile_ingress(
         &pairs,
         record.spec.record_ttl,
         routing,
+        selection.fallback_cname.as_deref(),
         &resolved,
         &mut problems,
     );
@@ -130,6 +134,7 @@ pub(super) async fn reconcile_ingress(
         &mut status.conditions,
         check.is_some(),
         selection.all_unhealthy,
+        selection.fallback.as_deref(),
         shards.len(),
         &selection.last_known,
         generation,

@@ -91,9 +91,12 @@ pub(super) async fn reconcile_service(
     let selection = health::select(
         ctx,
         &record_key,
-        check.as_ref(),
-        record.spec.min_healthy.and_then(|m| m.addresses),
-        record.spec.when_all_unhealthy,
+        &health::HealthRules {
+            check: check.as_ref(),
+            min_addresses: record.spec.min_healthy.and_then(|m| m.addresses),
+            fallback: record.spec.fallback_target.as_ref(),
+            when_all_unhealthy: record.spec.when_all_unhealthy,
+        },
         &old_status.dns,
         |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
         |member| {
@@ -141,6 +144,7 @@ pub(super) async fn reconcile_service(
         dns_prefix: record.spec.dns_prefix.as_deref(),
         ttl: record.spec.record_ttl,
         routing: routing.as_ref(),
+        fallback_cname: selection.fallback_cname.as_deref(),
     };
     problems.extend(ctx.routing_problems(record.spec.routing.as_ref(), &[&domain]));
     let mut endpoints = builder::service_endpoints(&names_in, &shards, &ctx.topology(), &resolved, &mut problems);
@@ -167,6 +171,7 @@ pub(super) async fn reconcile_service(
         &mut status.conditions,
         check.is_some(),
         selection.all_unhealthy,
+        selection.fallback.as_deref(),
         shards.len(),
         &selection.last_known,
         generation,

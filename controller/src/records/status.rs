@@ -12,15 +12,27 @@ use super::model::BuildProblem;
 /// reason `AllUnhealthy` while the last-known set is served, and
 /// `ServingLastKnown` (with a `healthCheck`) naming the clusters kept from
 /// their last-known addresses. Returns whether anything changed.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn set_health_conditions(
     conditions_list: &mut Vec<Condition>,
     has_check: bool,
     all_unhealthy: bool,
+    fallback: Option<&str>,
     served: usize,
     last_known: &[String],
     generation: Option<i64>,
 ) -> bool {
     let mut changed = false;
+    if let Some(fallback) = fallback {
+        changed |= conditions::set(
+            conditions_list,
+            conditions::READY,
+            false,
+            conditions::SERVING_FALLBACK,
+            &format!("no cluster counts healthy; answering spec.fallbackTarget: {fallback}"),
+            generation,
+        );
+    }
     if all_unhealthy {
         changed |= conditions::set(
             conditions_list,

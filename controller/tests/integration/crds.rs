@@ -446,6 +446,34 @@ async fn min_healthy_is_checked_at_admission() {
                 panic!("{server}: {good} refused: {e}");
             }
         }
+        // spec.fallbackTarget: clusters or a CNAME target, exactly one.
+        let with_fallback = |target: Value| {
+            let mut r = record(json!({"addresses": 1}));
+            r["spec"]["fallbackTarget"] = target;
+            r
+        };
+        for good in [
+            json!({"clusters": ["standby"]}),
+            json!({"cname": "maintenance.example.net"}),
+        ] {
+            if let Err(e) = dry_run_create(&client, &with_fallback(good.clone())).await {
+                panic!("{server}: fallbackTarget {good} refused: {e}");
+            }
+        }
+        for bad in [
+            json!({}),
+            json!({"clusters": []}),
+            json!({"clusters": ["a"], "cname": "x.example.net"}),
+            json!({"cname": "not a name"}),
+        ] {
+            match dry_run_create(&client, &with_fallback(bad.clone())).await {
+                Ok(()) => panic!("{server}: fallbackTarget {bad} was admitted"),
+                Err(e) => {
+                    println!("{server}: fallbackTarget {bad}: {e}");
+                    assert!(e.contains("spec.fallbackTarget"), "{server}: {e}");
+                }
+            }
+        }
         for (bad, field) in [
             (json!({"addresses": 0}), "spec.minHealthy.addresses"),
             (json!({"endpoints": "0%"}), "spec.minHealthy.endpoints"),

@@ -205,3 +205,110 @@ spec:
     }
     federation.stop();
 }
+
+/// `spec.fallbackTarget` answers when no cluster counts healthy, before
+/// fail-open: its clusters whatever their probes say, or a CNAME out of
+/// the federation; without it, fail-open as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_target_answers_before_fail_open() {
+    let first = Responder::start("127.0.43.1:0".parse().unwrap(), None).await.unwrap();
+    let port = first.address().port();
+    let second = Responder::start(SocketAddr::new("127.0.43.2".parse().unwrap(), port), None)
+        .await
+        .unwrap();
+    let dir = temp_dir("fallback-target");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
+    for (name, ip) in [("a", "127.0.43.1"), ("b", "127.0.43.2")] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(name, &member_yaml(&format!("region-{name}"), &[ip], port, 1))
+            .unwrap();
+        federation.register(name, json!({})).unwrap();
+    }
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTP, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+  fallbackTarget: {clusters: [b]}
+"#,
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let both = ["127.0.43.1", "127.0.43.2"];
+    answers_become(dns_port, &both, "both healthy").await;
+    first.stop();
+    answers_become(dns_port, &["127.0.43.2"], "a down").await;
+    // Both down: the fallback cluster b, not fail-open's a and b.
+    second.stop();
+    answers_become(dns_port, &["127.0.43.2"], "both down: fallbackTarget b").await;
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host, "ns");
+    let reason = |record: &ServiceDNSRecord| {
+        record
+            .status
+            .as_ref()
+            .and_then(|s| fedns_api::conditions::get(&s.conditions, "Ready").map(|c| c.reason.clone()))
+    };
+    let started = Instant::now();
+    while reason(&records.get("nginx").await.unwrap()).as_deref() != Some("ServingFallback") {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no Ready=False ServingFallback within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    explained(metrics_port, "served as spec.fallbackTarget").await;
+    // Not fail-open's both: b alone, well after the condition was written.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        dig(dns_port, GLOBAL, "A", false),
+        ["127.0.43.2"],
+        "the fallback cluster only"
+    );
+
+    // A CNAME out of the federation instead.
+    let patch = |target: serde_json::Value| Patch::Merge(json!({"spec": {"fallbackTarget": target}}));
+    records
+        .patch(
+            "nginx",
+            &PatchParams::default(),
+            &patch(json!({"clusters": null, "cname": "maintenance.example.net"})),
+        )
+        .await
+        .unwrap();
+    answers_become(
+        dns_port,
+        &["maintenance.example.net."],
+        "both down: CNAME to the fallback",
+    )
+    .await;
+    // No fallback target: fail-open serves every cluster.
+    records
+        .patch("nginx", &PatchParams::default(), &patch(serde_json::Value::Null))
+        .await
+        .unwrap();
+    answers_become(dns_port, &both, "no fallbackTarget: fail-open").await;
+    // Health back: the clusters themselves.
+    first.resume().await.unwrap();
+    answers_become(dns_port, &["127.0.43.1"], "a back").await;
+    federation.stop();
+}

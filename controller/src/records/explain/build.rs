@@ -245,6 +245,8 @@ pub fn explain(
     explanation.record = Some(format!("{kind} {namespace}/{record_name}"));
     let failing_open =
         conditions::get(&record_conditions, conditions::READY).is_some_and(|c| c.reason == conditions::ALL_UNHEALTHY);
+    let serving_fallback = conditions::get(&record_conditions, conditions::READY)
+        .is_some_and(|c| c.reason == conditions::SERVING_FALLBACK);
     explanation.conditions = record_conditions;
 
     for member in members {
@@ -273,6 +275,8 @@ pub fn explain(
             )
         } else if member.spec.cordoned {
             "cordoned (spec.cordoned): drained on purpose".to_owned()
+        } else if in_answer && serving_fallback {
+            "served as spec.fallbackTarget: no cluster counts healthy".to_owned()
         } else if in_answer && failing_open {
             "served because health would remove every cluster (whenAllUnhealthy: ServeLastKnown)".to_owned()
         } else if in_answer && !reachable {
