@@ -1145,3 +1145,72 @@ async fn isolate_keeps_a_member_that_the_agents_reach() {
     assert_eq!(dig(port, GLOBAL, "A", false), ALL);
     running.shutdown().await;
 }
+
+/// The tour's sticky answers (docs/tour.md, "Sticky answers"): with
+/// `stickiness: ClientSubnet`, a client subnet asks twice and gets the same
+/// cluster; `break-lb` moves only the subnets of the broken cluster, and
+/// `fix-lb` brings the same subnets back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tour_sticky_answers_move_only_the_broken_clusters_subnets() {
+    let (args, port) = args(None);
+    let running = sandbox::start(&args).await.unwrap();
+    eventually("the sandbox answers", || dig(port, GLOBAL, "A", false) == ALL).await;
+    let host = client_of(&running.federation.host).await;
+    let records: Api<fedns_api::ServiceDNSRecord> = Api::namespaced(host, "ns");
+    records
+        .patch(
+            "nginx",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"routing": {"policy": "Weighted",
+                "weights": {"us-east-1": 1, "us-west-2": 1, "eu-west-1": 1}, "stickiness": "ClientSubnet"}}})),
+        )
+        .await
+        .unwrap();
+    let answer = |subnet: &str| -> String {
+        let out = std::process::Command::new("dig")
+            .args([
+                "+short",
+                "+time=1",
+                "+tries=2",
+                "-p",
+                &port.to_string(),
+                "@127.0.0.1",
+                GLOBAL,
+                "A",
+            ])
+            .arg(format!("+subnet={subnet}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let subnets: Vec<String> = (0..60).map(|i| format!("10.{}.{}.0/24", i / 256, i % 256)).collect();
+    let round = || -> Vec<String> { subnets.iter().map(|s| answer(s)).collect() };
+    eventually("answers are one cluster each", || {
+        round().iter().all(|a| ALL.contains(&a.as_str()))
+    })
+    .await;
+    let first = round();
+    assert_eq!(round(), first, "each subnet keeps its cluster");
+    let share = |answers: &[String], ip: &str| answers.iter().filter(|a| *a == ip).count();
+    println!(
+        "60 subnets: us-east-1 {}, us-west-2 {}, eu-west-1 {}",
+        share(&first, EAST),
+        share(&first, WEST),
+        share(&first, EU)
+    );
+    assert!(share(&first, EU) > 0);
+
+    sandbox::control(&args.state_dir, "break-lb", "eu-west-1")
+        .await
+        .unwrap();
+    eventually("eu-west-1 leaves the answers", || !round().iter().any(|a| a == EU)).await;
+    let broken = round();
+    for ((subnet, before), after) in subnets.iter().zip(&first).zip(&broken) {
+        if before != EU {
+            assert_eq!(before, after, "{subnet} moved though its cluster did not fail");
+        }
+    }
+    sandbox::control(&args.state_dir, "fix-lb", "eu-west-1").await.unwrap();
+    eventually("eu-west-1's subnets return", || round() == first).await;
+    drop(running);
+}
