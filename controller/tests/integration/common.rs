@@ -316,6 +316,37 @@ pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) -> Duratio
     );
 }
 
+/// Waits ([`EVENTUALLY`] at most) until the controller's `/debug/explain`
+/// of `name` (at its metrics port) contains `needle`; returns the text.
+pub async fn explained(metrics_port: u16, name: &str, needle: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let (_, text) = http_get(&format!("http://127.0.0.1:{metrics_port}/debug/explain?name={name}")).await;
+        if text.contains(needle) {
+            println!("explained after {:?}: {needle}", started.elapsed());
+            return text;
+        }
+        assert!(
+            started.elapsed() < EVENTUALLY,
+            "/debug/explain of {name} without {needle:?} after {EVENTUALLY:?}:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The host objects most end-to-end tests start from: Domain `myfed`
+/// (zone `example.com`) and Namespace `ns`; a record follows after `---`.
+pub const MYFED_HOST_YAML: &str = r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+"#;
+
 pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }

@@ -304,17 +304,8 @@ async fn https_checks_trust_the_ca_bundle_the_record_names() {
             "data": {"ca.crt": pems.concat()}})
     };
     let host_yaml = format!(
-        "{}\n---\n{}\n",
+        "{MYFED_HOST_YAML}---\n{}\n---\n{}\n",
         r#"
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: Domain
-metadata: {name: myfed, namespace: fedns-system}
-spec: {domain: example.com}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: ns}
----
 apiVersion: multiclusterdns.fedns.io/v1alpha1
 kind: ServiceDNSRecord
 metadata: {name: nginx, namespace: ns}

@@ -5,8 +5,6 @@
 //! answer (`dig`) and `fedns explain` follow. Addresses are TEST-NET ones:
 //! nothing probes them here.
 
-use std::time::{Duration, Instant};
-
 use crate::common::*;
 use fedns_api::IngressDNSRecord;
 use fedns_controller::federation::Federation;
@@ -80,22 +78,6 @@ status: {{loadBalancer: {{ingress: [{{ip: "{ip}"}}]}}}}
     )
 }
 
-async fn answers_become(port: u16, want: &[&str], what: &str) {
-    let started = Instant::now();
-    loop {
-        let got = dig(port, NAME, "A", false);
-        if got == want {
-            println!("{what}: {want:?} after {:?}", started.elapsed());
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{what}: still {got:?} after 30 s, want {want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn set_ready(member: &kube::Client, namespace: &str, service: &str, ready: bool) {
     let slices: Api<EndpointSlice> = Api::namespaced(member.clone(), namespace);
     slices
@@ -124,21 +106,10 @@ async fn an_ingress_counts_only_while_its_backends_and_controller_are_ready() {
         .host
         .seed_yaml(
             "host",
-            r#"
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: Domain
-metadata: {name: myfed, namespace: fedns-system}
-spec: {domain: example.com}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: ns}
----
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: IngressDNSRecord
-metadata: {name: shop, namespace: ns}
-spec: {hosts: [shop.example.com], recordTTL: 5, backends: All}
-"#,
+            &format!(
+                "{MYFED_HOST_YAML}---\n{}",
+                "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: IngressDNSRecord\nmetadata: {name: shop, namespace: ns}\nspec: {hosts: [shop.example.com], recordTTL: 5, backends: All}\n"
+            ),
         )
         .unwrap();
     let (dns_port, metrics_port) = (free_port(), free_port());
@@ -149,11 +120,14 @@ spec: {hosts: [shop.example.com], recordTTL: 5, backends: All}
         client_of(federation.member("b").unwrap()).await,
     );
     let both = ["203.0.113.61", "203.0.113.62"];
-    answers_become(dns_port, &both, "every backend ready").await;
+    eventually("every backend ready", || dig(dns_port, NAME, "A", false) == both).await;
 
     // One of b's two backends loses its endpoints: out under All, in under Any.
     set_ready(&b, "ns", "api", false).await;
-    answers_become(dns_port, &["203.0.113.61"], "b's api unready, backends: All").await;
+    eventually("b's api unready, backends: All", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.61"]
+    })
+    .await;
     let records: Api<IngressDNSRecord> = Api::namespaced(host.clone(), "ns");
     records
         .patch(
@@ -163,27 +137,26 @@ spec: {hosts: [shop.example.com], recordTTL: 5, backends: All}
         )
         .await
         .unwrap();
-    answers_become(dns_port, &both, "backends: Any, b's web still ready").await;
+    eventually("backends: Any, b's web still ready", || {
+        dig(dns_port, NAME, "A", false) == both
+    })
+    .await;
 
     // a's ingress controller scaled to zero: its address stays, a goes.
     set_ready(&a, "ingress-nginx", "controller", false).await;
-    answers_become(dns_port, &["203.0.113.62"], "a's ingress controller unready").await;
+    eventually("a's ingress controller unready", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.62"]
+    })
+    .await;
     // The controller's own explanation (it holds the members' caches).
-    let started = Instant::now();
-    loop {
-        let (_, text) = http_get(&format!("http://127.0.0.1:{metrics_port}/debug/explain?name={NAME}")).await;
-        if text.contains("its ingress controller has no ready endpoint (Service ingress-nginx/controller") {
-            println!("explained after {:?}:\n{text}", started.elapsed());
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "/debug/explain after 30 s:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    explained(
+        metrics_port,
+        NAME,
+        "its ingress controller has no ready endpoint (Service ingress-nginx/controller",
+    )
+    .await;
     set_ready(&a, "ingress-nginx", "controller", true).await;
     set_ready(&b, "ns", "api", true).await;
-    answers_become(dns_port, &both, "all ready again").await;
+    eventually("all ready again", || dig(dns_port, NAME, "A", false) == both).await;
     federation.stop();
 }

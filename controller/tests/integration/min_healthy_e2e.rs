@@ -52,105 +52,99 @@ endpoints:
     )
 }
 
-async fn answers_become(port: u16, want: &[&str], what: &str) {
-    let started = Instant::now();
-    loop {
-        let got = dig(port, GLOBAL, "A", false);
-        if got == want {
-            println!("{what}: {want:?} after {:?}", started.elapsed());
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{what}: still {got:?} after 30 s, want {want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// A federation of `members` (name, load balancer IPs, endpoints), each
+/// IP answered by a responder (one port for all, in the order given),
+/// with ServiceDNSRecord `ns/nginx` probed every second and `spec_extra`
+/// (YAML lines at the spec's indentation) added to its spec; the
+/// controller running.
+struct Started {
+    responders: Vec<Responder>,
+    federation: Federation,
+    dns_port: u16,
+    metrics_port: u16,
+    _controller: Process,
 }
 
-async fn explained(metrics_port: u16, needle: &str) {
-    let started = Instant::now();
-    loop {
-        let (_, text) = http_get(&format!("http://127.0.0.1:{metrics_port}/debug/explain?name={GLOBAL}")).await;
-        if text.contains(needle) {
-            println!("explained after {:?}: {needle}", started.elapsed());
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "/debug/explain after 30 s:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_below_its_minimum_leaves_whole() {
-    let first = Responder::start("127.0.42.1:0".parse().unwrap(), None).await.unwrap();
+async fn start(tag: &str, members: &[(&str, &[&str], usize)], spec_extra: &str) -> Started {
+    let ips: Vec<&str> = members.iter().flat_map(|m| m.1.iter().copied()).collect();
+    let first = Responder::start(format!("{}:0", ips[0]).parse().unwrap(), None)
+        .await
+        .unwrap();
     let port = first.address().port();
     let mut responders = vec![first];
-    for ip in ["127.0.42.2", "127.0.42.3"] {
+    for ip in &ips[1..] {
         responders.push(
             Responder::start(SocketAddr::new(ip.parse().unwrap(), port), None)
                 .await
                 .unwrap(),
         );
     }
-    let dir = temp_dir("min-healthy");
-    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
-    // a: two addresses, 2 endpoints; b: one address, 4 endpoints.
-    for (name, ips, endpoints) in [
-        ("a", &["127.0.42.1", "127.0.42.2"][..], 2),
-        ("b", &["127.0.42.3"][..], 4),
-    ] {
+    let dir = temp_dir(tag);
+    let names: Vec<&str> = members.iter().map(|m| m.0).collect();
+    let federation = Federation::start(&dir, "fedns-system", &names).await.unwrap();
+    for (name, ips, endpoints) in members {
         federation
             .member(name)
             .unwrap()
-            .seed_yaml(name, &member_yaml(&format!("region-{name}"), ips, port, endpoints))
+            .seed_yaml(name, &member_yaml(&format!("region-{name}"), ips, port, *endpoints))
             .unwrap();
         federation.register(name, json!({})).unwrap();
     }
+    let record = format!(
+        "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: ServiceDNSRecord\nmetadata: {{name: nginx, namespace: ns}}\nspec:\n  domainRef: myfed\n  recordTTL: 5\n  healthCheck: {{protocol: HTTP, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}}\n{spec_extra}\n"
+    );
     federation
         .host
-        .seed_yaml(
-            "host",
-            r#"
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: Domain
-metadata: {name: myfed, namespace: fedns-system}
-spec: {domain: example.com}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: ns}
----
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: ServiceDNSRecord
-metadata: {name: nginx, namespace: ns}
-spec:
-  domainRef: myfed
-  recordTTL: 5
-  healthCheck: {protocol: HTTP, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
-  minHealthy: {addresses: "100%", endpoints: "50%"}
-"#,
-        )
+        .seed_yaml("host", &format!("{MYFED_HOST_YAML}---\n{record}"))
         .unwrap();
     let (dns_port, metrics_port) = (free_port(), free_port());
-    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    Started {
+        responders,
+        federation,
+        dns_port,
+        metrics_port,
+        _controller: controller,
+    }
+}
+
+fn answers_are(port: u16, want: &[&str]) -> bool {
+    dig(port, GLOBAL, "A", false) == want
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_below_its_minimum_leaves_whole() {
+    // a: two addresses, 2 endpoints; b: one address, 4 endpoints.
+    let Started {
+        responders,
+        federation,
+        dns_port,
+        metrics_port,
+        _controller,
+    } = start(
+        "min-healthy",
+        &[("a", &["127.0.42.1", "127.0.42.2"], 2), ("b", &["127.0.42.3"], 4)],
+        "  minHealthy: {addresses: \"100%\", endpoints: \"50%\"}",
+    )
+    .await;
     let all = ["127.0.42.1", "127.0.42.2", "127.0.42.3"];
-    answers_become(dns_port, &all, "every address and endpoint up").await;
+    eventually("every address and endpoint up", || answers_are(dns_port, &all)).await;
 
     // One of a's two load balancer addresses fails: under "100%" a leaves
     // whole (without a minimum it would stay on 127.0.42.1).
     responders[1].stop();
-    answers_become(dns_port, &["127.0.42.3"], "a below minHealthy.addresses").await;
+    eventually("a below minHealthy.addresses", || {
+        answers_are(dns_port, &["127.0.42.3"])
+    })
+    .await;
     explained(
         metrics_port,
+        GLOBAL,
         "below minHealthy.addresses 100%: 1 of 2 address(es) passing, 2 needed",
     )
     .await;
     responders[1].resume().await.unwrap();
-    answers_become(dns_port, &all, "a's address back").await;
+    eventually("a's address back", || answers_are(dns_port, &all)).await;
 
     // 1 of b's 4 endpoints ready: below 50 %.
     let b = client_of(federation.member("b").unwrap()).await;
@@ -165,9 +159,13 @@ spec:
         .patch("nginx-abcde", &PatchParams::default(), &Patch::Merge(endpoints(1)))
         .await
         .unwrap();
-    answers_become(dns_port, &["127.0.42.1", "127.0.42.2"], "b below minHealthy.endpoints").await;
+    eventually("b below minHealthy.endpoints", || {
+        answers_are(dns_port, &["127.0.42.1", "127.0.42.2"])
+    })
+    .await;
     explained(
         metrics_port,
+        GLOBAL,
         "below minHealthy.endpoints 50%: 1 of 4 endpoint(s) ready, 2 needed",
     )
     .await;
@@ -175,7 +173,7 @@ spec:
         .patch("nginx-abcde", &PatchParams::default(), &Patch::Merge(endpoints(2)))
         .await
         .unwrap();
-    answers_become(dns_port, &all, "b at 2 of 4").await;
+    eventually("b at 2 of 4", || answers_are(dns_port, &all)).await;
 
     // Every cluster below its minimum: fail-open, as for any health removal.
     responders[1].stop();
@@ -211,55 +209,26 @@ spec:
 /// the federation; without it, fail-open as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fallback_target_answers_before_fail_open() {
-    let first = Responder::start("127.0.43.1:0".parse().unwrap(), None).await.unwrap();
-    let port = first.address().port();
-    let second = Responder::start(SocketAddr::new("127.0.43.2".parse().unwrap(), port), None)
-        .await
-        .unwrap();
-    let dir = temp_dir("fallback-target");
-    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
-    for (name, ip) in [("a", "127.0.43.1"), ("b", "127.0.43.2")] {
-        federation
-            .member(name)
-            .unwrap()
-            .seed_yaml(name, &member_yaml(&format!("region-{name}"), &[ip], port, 1))
-            .unwrap();
-        federation.register(name, json!({})).unwrap();
-    }
-    federation
-        .host
-        .seed_yaml(
-            "host",
-            r#"
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: Domain
-metadata: {name: myfed, namespace: fedns-system}
-spec: {domain: example.com}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: ns}
----
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: ServiceDNSRecord
-metadata: {name: nginx, namespace: ns}
-spec:
-  domainRef: myfed
-  recordTTL: 5
-  healthCheck: {protocol: HTTP, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
-  fallbackTarget: {clusters: [b]}
-"#,
-        )
-        .unwrap();
-    let (dns_port, metrics_port) = (free_port(), free_port());
-    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let Started {
+        responders,
+        federation,
+        dns_port,
+        metrics_port,
+        _controller,
+    } = start(
+        "fallback-target",
+        &[("a", &["127.0.43.1"], 1), ("b", &["127.0.43.2"], 1)],
+        "  fallbackTarget: {clusters: [b]}",
+    )
+    .await;
+    let (first, second) = (&responders[0], &responders[1]);
     let both = ["127.0.43.1", "127.0.43.2"];
-    answers_become(dns_port, &both, "both healthy").await;
+    eventually("both healthy", || answers_are(dns_port, &both)).await;
     first.stop();
-    answers_become(dns_port, &["127.0.43.2"], "a down").await;
+    eventually("a down", || answers_are(dns_port, &["127.0.43.2"])).await;
     // Both down: the fallback cluster b, not fail-open's a and b.
     second.stop();
-    answers_become(dns_port, &["127.0.43.2"], "both down: fallbackTarget b").await;
+    eventually("both down: fallbackTarget b", || answers_are(dns_port, &["127.0.43.2"])).await;
     let host = client_of(&federation.host).await;
     let records: Api<ServiceDNSRecord> = Api::namespaced(host, "ns");
     let reason = |record: &ServiceDNSRecord| {
@@ -276,7 +245,7 @@ spec:
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    explained(metrics_port, "served as spec.fallbackTarget").await;
+    explained(metrics_port, GLOBAL, "served as spec.fallbackTarget").await;
     // Not fail-open's both: b alone, well after the condition was written.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
@@ -295,20 +264,18 @@ spec:
         )
         .await
         .unwrap();
-    answers_become(
-        dns_port,
-        &["maintenance.example.net."],
-        "both down: CNAME to the fallback",
-    )
+    eventually("both down: CNAME to the fallback", || {
+        answers_are(dns_port, &["maintenance.example.net."])
+    })
     .await;
     // No fallback target: fail-open serves every cluster.
     records
         .patch("nginx", &PatchParams::default(), &patch(serde_json::Value::Null))
         .await
         .unwrap();
-    answers_become(dns_port, &both, "no fallbackTarget: fail-open").await;
+    eventually("no fallbackTarget: fail-open", || answers_are(dns_port, &both)).await;
     // Health back: the clusters themselves.
     first.resume().await.unwrap();
-    answers_become(dns_port, &["127.0.43.1"], "a back").await;
+    eventually("a back", || answers_are(dns_port, &["127.0.43.1"])).await;
     federation.stop();
 }
