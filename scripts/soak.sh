@@ -111,7 +111,11 @@ out, runs, elapsed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 failed, first = {}, {}
 for path in sorted(glob.glob(os.path.join(out, "run*-*.log"))):
     text = open(path, errors="replace").read()
-    for name in re.findall(r"^test (\S+) \.\.\. FAILED$", text, re.M):
+    # libtest's line, with or without --report-time's " <1.234s>".
+    names = re.findall(r"^test (\S+) \.\.\. FAILED(?: <[0-9.]+s>)?$", text, re.M)
+    if not names and re.search(r"^test result: FAILED", text, re.M):
+        names = [os.path.basename(path)]  # failed, and no test line says which
+    for name in names:
         failed[name] = failed.get(name, 0) + 1
         if name not in first:
             block = re.search(r"^---- " + re.escape(name) + r" stdout ----\n(.*?)(?=^---- |^failures:$)", text, re.M | re.S)
