@@ -63,6 +63,8 @@ fn zone() -> ZoneContent {
         "w.example.com.",
         "n.example.com.",
         "s.example.com.",
+        "m.example.com.",
+        "ns.example.com.",
     ] {
         for ip in ips {
             zone.records.push(a(owner, ip));
@@ -89,6 +91,8 @@ fn zone() -> ZoneContent {
             name: name("w.example.com."),
             policy: RoutingPolicy::Weighted,
             variants: variants("w.example.com."),
+            max_answers: None,
+            sticky_within: None,
         },
         RoutedName {
             name: name("s.example.com."),
@@ -97,6 +101,8 @@ fn zone() -> ZoneContent {
                 v6_prefix: 56,
             },
             variants: variants("s.example.com."),
+            max_answers: None,
+            sticky_within: None,
         },
         RoutedName {
             name: name("n.example.com."),
@@ -104,6 +110,27 @@ fn zone() -> ZoneContent {
                 fallback: vec!["us".into()],
             },
             variants: variants("n.example.com."),
+            max_answers: None,
+            sticky_within: None,
+        },
+        // maxAnswers on a sticky Weighted name (windows picked by subnet).
+        RoutedName {
+            name: name("m.example.com."),
+            policy: RoutingPolicy::StickyWeighted {
+                v4_prefix: 24,
+                v6_prefix: 56,
+            },
+            variants: variants("m.example.com."),
+            max_answers: Some(2),
+            sticky_within: None,
+        },
+        // Nearest, sticky within the region's set.
+        RoutedName {
+            name: name("ns.example.com."),
+            policy: RoutingPolicy::Nearest { fallback: vec![] },
+            variants: variants("ns.example.com."),
+            max_answers: Some(1),
+            sticky_within: Some((24, 56)),
         },
     ];
     zone.client_regions = ClientRegions {
@@ -132,7 +159,7 @@ fn query(qname: &str, ecs: Option<(&str, u8)>) -> Vec<u8> {
 fn the_query_path_does_not_allocate() {
     let snapshot = Snapshot::build(&[(zone(), 1)]);
     assert!(snapshot.skipped().is_empty(), "{:?}", snapshot.skipped());
-    let queries: Vec<Vec<u8>> = ["plain", "w", "s", "n", "www", "missing"]
+    let queries: Vec<Vec<u8>> = ["plain", "w", "s", "n", "m", "ns", "www", "missing"]
         .iter()
         .flat_map(|label| {
             let qname = format!("{label}.example.com.");

@@ -144,6 +144,8 @@ fn random_owner(rng: &mut Rng, owner: &str, pool: &[String]) -> Owner {
             .collect();
         RoutedName {
             name: owner_name.clone(),
+            max_answers: rng.chance(30).then_some(1),
+            sticky_within: rng.chance(30).then_some((24, 56)),
             policy: if rng.chance(50) {
                 RoutingPolicy::Weighted
             } else {
@@ -213,6 +215,8 @@ fn anchors() -> Model {
             ],
             routed: Some(RoutedName {
                 name: anchor.clone(),
+                max_answers: None,
+                sticky_within: None,
                 policy: RoutingPolicy::Nearest { fallback: vec![] },
                 variants: ["eu", "us"]
                     .iter()
@@ -537,6 +541,8 @@ fn changes_that_need_a_full_publish_return_none_and_apply_nothing() {
         names: Vec::new(),
         routed: vec![RoutedName {
             name: www.clone(),
+            max_answers: None,
+            sticky_within: None,
             policy: RoutingPolicy::Weighted,
             variants: Vec::new(),
         }],

@@ -53,6 +53,11 @@ pub enum RoutingPolicy {
         /// Region order tried when the client's region has no variant.
         fallback: Vec<String>,
     },
+    /// Every variant together, as a plain name answers. A name is routed
+    /// this way only for what [`RoutedName::max_answers`] or
+    /// [`RoutedName::sticky_within`] add (fedns's `All` and `Failover`,
+    /// whose RRsets hold the active role already).
+    Every,
 }
 
 /// One way of answering a routed name: one cluster's records.
@@ -79,6 +84,23 @@ pub struct RoutedName {
     pub policy: RoutingPolicy,
     /// At least one.
     pub variants: Vec<RoutedVariant>,
+    /// At most this many addresses per family (A, AAAA) in one answer
+    /// (NS1's "select first N", Akamai's handout limit). A chosen set with
+    /// more is answered a window of `max_answers` of its addresses: for
+    /// `Weighted` the drawn variant's addresses first, then those of the
+    /// others in an order drawn by weight without replacement (one order
+    /// per first variant, fixed so it can be pre-rendered; weight 0 left
+    /// out while any has weight) until the limit; windows are drawn per
+    /// query, or by client subnet when the name is sticky. `None` or 0:
+    /// no limit.
+    pub max_answers: Option<u16>,
+    /// `Nearest` and `Every`: one variant of the chosen set per client
+    /// subnet (the address cut to these IPv4 and IPv6 prefix lengths),
+    /// picked by rendezvous hashing as [`RoutingPolicy::StickyWeighted`]
+    /// does, instead of the whole set. The scope of the answer is the
+    /// longer of the placement's and the subnet's prefix. Ignored by the
+    /// `Weighted` policies (`StickyWeighted` is their sticky form).
+    pub sticky_within: Option<(u8, u8)>,
 }
 
 /// Where clients are, for `Nearest` (the Domain's `spec.clientRegions`
@@ -458,6 +480,55 @@ pub(crate) enum Route {
         by_region: Box<[u16]>,
         unknown: u16,
     },
+    /// Two stages ([`RoutedName::max_answers`], [`RoutedName::sticky_within`]):
+    /// `base` (never `Split`) picks a group, then one of the group's
+    /// rendered variants is picked: by weighted rendezvous hashing of the
+    /// client subnet when `prefixes` is set and the client is known, else
+    /// at random by weight.
+    Split(Box<SplitRoute>),
+}
+
+/// The second stage of [`Route::Split`]; every array but `groups` is
+/// indexed by rendered variant.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitRoute {
+    pub base: Route,
+    /// Per variant of `base`: (first rendered variant, count).
+    pub groups: Box<[(u32, u32)]>,
+    /// Rendezvous seed of each rendered variant.
+    pub seeds: Box<[u64]>,
+    /// Rendezvous weight of each rendered variant.
+    pub weights: Box<[f64]>,
+    /// Cumulative integer weights, restarting at each group.
+    pub cumulative: Box<[u32]>,
+    /// IPv4 and IPv6 prefix lengths of a sticky client subnet.
+    pub prefixes: Option<(u8, u8)>,
+}
+
+impl SplitRoute {
+    /// The rendered variant of group `group` a client gets, and the scope
+    /// the pick adds (0 unless hashed by subnet). No allocation.
+    #[inline]
+    pub(crate) fn pick_in(&self, group: usize, client: Option<IpAddr>) -> (usize, u8) {
+        let Some(&(start, count)) = self.groups.get(group) else {
+            return (group, 0);
+        };
+        let (start, count) = (start as usize, count as usize);
+        if count <= 1 {
+            return (start, 0);
+        }
+        let range = start..start + count;
+        match (self.prefixes, client) {
+            (Some((v4, v6)), Some(addr)) => {
+                let (key, scope) = subnet_key(addr, v4, v6);
+                (
+                    start + rendezvous_pick(key, &self.seeds[range.clone()], &self.weights[range]),
+                    scope,
+                )
+            }
+            _ => (start + weighted_pick(&self.cumulative[range]), 0),
+        }
+    }
 }
 
 thread_local! {
@@ -541,6 +612,12 @@ pub(crate) fn variant_seed(id: &str) -> u64 {
     mix64(h)
 }
 
+/// The rendezvous seed of window `window` of the variant seeded `seed`:
+/// a window's score does not depend on the other windows either.
+pub(crate) fn window_seed(seed: u64, window: usize) -> u64 {
+    mix64(seed ^ (window as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
 /// Weighted rendezvous hashing: the variant `i` with the highest
 /// `weights[i] / -ln(u_i)`, where `u_i` in (0, 1) is the subnet `key`
 /// mixed with `seeds[i]`. The chance of a variant is exactly its share of
@@ -556,15 +633,23 @@ pub(crate) fn rendezvous_pick(key: u64, seeds: &[u64], weights: &[f64]) -> usize
         if weight <= 0.0 {
             continue;
         }
-        // 53 random bits, centred in their interval: u is never 0 or 1.
-        let u = ((mix64(key ^ seed) >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
-        let score = weight / -u.ln();
+        let score = rendezvous_score(key, seed, weight);
         if score > best_score {
             best_score = score;
             best = i;
         }
     }
     best
+}
+
+/// The weighted rendezvous score `weight / -ln(u)` of the variant seeded
+/// `seed` for `key`. Sorting variants by it, highest first, is a weighted
+/// draw without replacement (Efraimidis and Spirakis), fixed per key.
+#[inline]
+pub(crate) fn rendezvous_score(key: u64, seed: u64, weight: f64) -> f64 {
+    // 53 random bits, centred in their interval: u is never 0 or 1.
+    let u = ((mix64(key ^ seed) >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+    weight / -u.ln()
 }
 
 /// Variants of a Nearest name as sets of input variant indices: for each

@@ -287,8 +287,11 @@ pub struct RouteReport {
     pub name: String,
     /// `Weighted` or `Nearest`.
     pub policy: String,
-    /// Per variant: the set identifiers (clusters) whose records it holds.
+    /// Per rendered variant: the set identifiers (clusters) whose records
+    /// it holds.
     pub variants: Vec<Vec<String>>,
+    /// At most this many addresses per family in one answer.
+    pub max_answers: Option<u16>,
 }
 
 /// Which variant of a routed name one client gets, and why.
@@ -298,10 +301,13 @@ pub struct ClientChoice {
     pub region: Option<String>,
     /// RFC 7871 SCOPE PREFIX-LENGTH the answer carries.
     pub scope: u8,
-    /// The clusters answered (for `Weighted`: every candidate, one per answer).
+    /// The clusters answered (when the answer is drawn per query: every
+    /// candidate, e.g. for `Weighted` one per answer).
     pub variants: Vec<String>,
     /// The policy.
     pub policy: String,
+    /// At most this many addresses per family in one answer.
+    pub max_answers: Option<u16>,
 }
 
 /// A query type unused by any RRset: its answer stands for all absent types.
@@ -648,9 +654,22 @@ impl Snapshot {
         (chunk.slice(span), scope, tail)
     }
 
-    /// The variant of `route` a client gets, and the scope.
+    /// The rendered variant of `route` a client gets, and the scope.
     #[inline]
     fn pick(&self, route: &Route, client: Option<IpAddr>) -> (usize, u8) {
+        match route {
+            Route::Split(split) => {
+                let (group, scope) = self.pick_base(&split.base, client);
+                let (variant, sticky_scope) = split.pick_in(group, client);
+                (variant, scope.max(sticky_scope))
+            }
+            base => self.pick_base(base, client),
+        }
+    }
+
+    /// The variant of a one-stage `route` (anything but `Split`).
+    #[inline]
+    fn pick_base(&self, route: &Route, client: Option<IpAddr>) -> (usize, u8) {
         match route {
             Route::Weighted { cumulative } => (weighted_pick(cumulative), 0),
             Route::Sticky {
@@ -678,6 +697,8 @@ impl Snapshot {
                     (*variant as usize, placed.scope)
                 }
             },
+            // Never a base; answered as its first group's first variant.
+            Route::Split(_) => (0, 0),
         }
     }
 
@@ -701,7 +722,11 @@ impl Snapshot {
         if report.name != name {
             return None; // a CNAME to a routed name, not the name itself
         }
-        let (region, mut scope) = match (route, client) {
+        let (base, split) = match route {
+            Route::Split(split) => (&split.base, Some(&**split)),
+            other => (other, None),
+        };
+        let (region, scope) = match (base, client) {
             (Route::Nearest { zone, .. }, Some(addr)) => {
                 let table = &self.zones[*zone as usize].clients;
                 let placed = table.place(addr, self.geo.as_deref());
@@ -709,24 +734,45 @@ impl Snapshot {
             }
             _ => (None, 0),
         };
-        let variants = match route {
-            Route::Weighted { .. } => report.variants.iter().flatten().cloned().collect(),
-            Route::Sticky { .. } => match client {
-                // The variant this client's subnet hashes to.
-                Some(_) => {
-                    let (variant, sticky_scope) = self.pick(route, client);
-                    scope = sticky_scope;
-                    report.variants[variant].clone()
-                }
-                None => report.variants.iter().flatten().cloned().collect(),
-            },
-            Route::Nearest { .. } => report.variants[self.pick(route, client).0].clone(),
+        // The base variants this client can get: one when the base is
+        // decided by the client (Nearest; Sticky with a known client).
+        let base_count = split.map_or(report.variants.len(), |s| s.groups.len());
+        let (groups, mut scope): (Vec<usize>, u8) = match (base, client) {
+            (Route::Nearest { .. }, _) | (Route::Sticky { .. }, Some(_)) => {
+                let (group, base_scope) = self.pick_base(base, client);
+                (vec![group], base_scope.max(scope))
+            }
+            _ => ((0..base_count).collect(), scope),
         };
+        let mut rendered: Vec<usize> = Vec::new();
+        for group in groups {
+            match split {
+                None => rendered.push(group),
+                Some(split) => match (split.prefixes, client) {
+                    (Some(_), Some(_)) => {
+                        let (variant, sticky_scope) = split.pick_in(group, client);
+                        scope = scope.max(sticky_scope);
+                        rendered.push(variant);
+                    }
+                    _ => {
+                        let (start, count) = split.groups.get(group).copied().unwrap_or((group as u32, 1));
+                        rendered.extend(start as usize..(start + count) as usize);
+                    }
+                },
+            }
+        }
+        let mut variants: Vec<String> = Vec::new();
+        for id in rendered.iter().filter_map(|&i| report.variants.get(i)).flatten() {
+            if !variants.contains(id) {
+                variants.push(id.clone());
+            }
+        }
         Some(ClientChoice {
             region,
             scope,
             variants,
             policy: report.policy.clone(),
+            max_answers: report.max_answers,
         })
     }
 
@@ -1461,6 +1507,7 @@ fn route_of(routed: &super::tree::RoutedNode, table: &ClientTable) -> (Route, Ve
         name: routed.name.to_ascii().to_lowercase(),
         policy: String::new(),
         variants: Vec::new(),
+        max_answers: routed.max_answers,
     };
     // Route53's semantics: weight 0 gets nothing while any variant has
     // weight; when all are 0, all share equally.
@@ -1477,32 +1524,28 @@ fn route_of(routed: &super::tree::RoutedNode, table: &ClientTable) -> (Route, Ve
             })
             .collect()
     };
-    match &routed.policy {
+    let one_each = || -> Vec<Vec<usize>> { (0..routed.ids.len()).map(|i| vec![i]).collect() };
+    // The base route and, per base variant, the input variants it holds.
+    let (base, members, sticky_within): (Route, Vec<Vec<usize>>, Option<(u8, u8)>) = match &routed.policy {
         RoutingPolicy::Weighted => {
             report.policy = "Weighted".into();
-            report.variants = routed.ids.iter().map(|id| vec![id.clone()]).collect();
-            (
-                Route::Weighted {
-                    cumulative: cumulative(),
-                },
-                routed.sets.clone(),
-                report,
-            )
+            let route = Route::Weighted {
+                cumulative: cumulative(),
+            };
+            (route, one_each(), None)
         }
         RoutingPolicy::StickyWeighted { v4_prefix, v6_prefix } => {
             report.policy = format!("Weighted, sticky per client subnet (/{v4_prefix}, /{v6_prefix})");
-            report.variants = routed.ids.iter().map(|id| vec![id.clone()]).collect();
-            (
-                Route::Sticky {
-                    cumulative: cumulative(),
-                    seeds: routed.ids.iter().map(|id| super::routing::variant_seed(id)).collect(),
-                    weights: routed.weights.iter().map(|&w| f64::from(effective_weight(w))).collect(),
-                    v4_prefix: (*v4_prefix).min(32),
-                    v6_prefix: (*v6_prefix).min(128),
-                },
-                routed.sets.clone(),
-                report,
-            )
+            let prefixes = ((*v4_prefix).min(32), (*v6_prefix).min(128));
+            let route = Route::Sticky {
+                cumulative: cumulative(),
+                seeds: routed.ids.iter().map(|id| super::routing::variant_seed(id)).collect(),
+                weights: routed.weights.iter().map(|&w| f64::from(effective_weight(w))).collect(),
+                v4_prefix: prefixes.0,
+                v6_prefix: prefixes.1,
+            };
+            // Windows of a sticky name are sticky too.
+            (route, one_each(), Some(prefixes))
         }
         RoutingPolicy::Nearest { fallback } => {
             report.policy = "Nearest".into();
@@ -1518,25 +1561,226 @@ fn route_of(routed: &super::tree::RoutedNode, table: &ClientTable) -> (Route, Ve
                 })
                 .collect();
             let (sets, by_region, unknown) = nearest_sets(&variants, fallback, table);
-            let rendered: Vec<VariantSets> = sets
-                .iter()
-                .map(|set| merge_sets(set.iter().map(|&i| &routed.sets[i])))
+            let route = Route::Nearest {
+                zone: routed.zone as u32,
+                by_region: by_region.into_boxed_slice(),
+                unknown,
+            };
+            (route, sets, routed.sticky_within)
+        }
+        RoutingPolicy::Every => {
+            report.policy = "All".into();
+            let route = Route::Weighted {
+                cumulative: Box::new([1]),
+            };
+            (route, vec![(0..routed.ids.len()).collect()], routed.sticky_within)
+        }
+    };
+    let sticky_within = sticky_within.map(|(v4, v6)| (v4.min(32), v6.min(128)));
+    if let (Some((v4, v6)), RoutingPolicy::Nearest { .. } | RoutingPolicy::Every) =
+        (routed.sticky_within, &routed.policy)
+    {
+        report
+            .policy
+            .push_str(&format!(", sticky per client subnet (/{v4}, /{v6}) within the set"));
+    }
+    if let Some(n) = routed.max_answers {
+        report.policy.push_str(&format!(", at most {n} address(es) per family"));
+    }
+    let split_by_cluster =
+        routed.sticky_within.is_some() && matches!(routed.policy, RoutingPolicy::Nearest { .. } | RoutingPolicy::Every);
+    if routed.max_answers.is_none() && !split_by_cluster {
+        let rendered: Vec<VariantSets> = members
+            .iter()
+            .map(|set| match set.as_slice() {
+                [one] => routed.sets[*one].clone(),
+                many => merge_sets(many.iter().map(|&i| &routed.sets[i])),
+            })
+            .collect();
+        report.variants = members
+            .iter()
+            .map(|set| set.iter().map(|&i| routed.ids[i].clone()).collect())
+            .collect();
+        return (base, rendered, report);
+    }
+    // Two stages: each base variant becomes a group of rendered variants
+    // (one per cluster when sticky within the set; windows of at most
+    // `max_answers` addresses per family).
+    let weighted = matches!(
+        routed.policy,
+        RoutingPolicy::Weighted | RoutingPolicy::StickyWeighted { .. }
+    );
+    let mut split = super::routing::SplitRoute {
+        base,
+        groups: Box::new([]),
+        seeds: Box::new([]),
+        weights: Box::new([]),
+        cumulative: Box::new([]),
+        prefixes: sticky_within,
+    };
+    let (mut groups, mut seeds, mut weights, mut cumulative) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut rendered: Vec<VariantSets> = Vec::new();
+    for set in &members {
+        let start = rendered.len() as u32;
+        // (input variants, seed, weight, RRsets) of each part of the group.
+        let parts: Vec<(Vec<usize>, u64, VariantSets)> = if split_by_cluster && set.len() > 1 {
+            set.iter()
+                .map(|&i| {
+                    (
+                        vec![i],
+                        super::routing::variant_seed(&routed.ids[i]),
+                        routed.sets[i].clone(),
+                    )
+                })
+                .collect()
+        } else if weighted && routed.max_answers.is_some() {
+            // The drawn variant first, then the others in an order drawn
+            // by weight without replacement (fixed per first variant, so
+            // pre-rendered), to the limit.
+            let first = set[0];
+            let key = super::routing::variant_seed(&routed.ids[first]);
+            let score = |i: usize| {
+                let weight = f64::from(effective_weight(routed.weights[i]));
+                super::routing::rendezvous_score(key, super::routing::variant_seed(&routed.ids[i]), weight)
+            };
+            let mut following: Vec<usize> = (0..routed.ids.len())
+                .filter(|&i| i != first && effective_weight(routed.weights[i]) > 0)
                 .collect();
-            report.variants = sets
-                .iter()
-                .map(|set| set.iter().map(|&i| routed.ids[i].clone()).collect())
-                .collect();
-            (
-                Route::Nearest {
-                    zone: routed.zone as u32,
-                    by_region: by_region.into_boxed_slice(),
-                    unknown,
+            following.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+            let n = usize::from(routed.max_answers.unwrap_or(u16::MAX));
+            let (sets, used) = filled(routed, first, &following, n);
+            vec![(used, super::routing::variant_seed(&routed.ids[first]), sets)]
+        } else {
+            let sets = match set.as_slice() {
+                [one] => routed.sets[*one].clone(),
+                many => merge_sets(many.iter().map(|&i| &routed.sets[i])),
+            };
+            vec![(set.clone(), 0, sets)]
+        };
+        let mut total = 0u32;
+        for (used, seed, sets) in parts {
+            let windows = match routed.max_answers {
+                Some(n) => address_windows(&sets, usize::from(n)),
+                None => vec![sets],
+            };
+            let count = windows.len();
+            for (k, window) in windows.into_iter().enumerate() {
+                let ids: Vec<String> = used
+                    .iter()
+                    .filter(|&&i| shares_an_address(&routed.sets[i], &window))
+                    .map(|&i| routed.ids[i].clone())
+                    .collect();
+                report.variants.push(ids);
+                seeds.push(if count == 1 {
+                    seed
+                } else {
+                    super::routing::window_seed(seed, k)
+                });
+                weights.push(1.0 / count as f64);
+                total = total.saturating_add((WINDOW_WEIGHT / count as u32).max(1));
+                cumulative.push(total);
+                rendered.push(window);
+            }
+        }
+        groups.push((start, rendered.len() as u32 - start));
+    }
+    split.groups = groups.into_boxed_slice();
+    split.seeds = seeds.into_boxed_slice();
+    split.weights = weights.into_boxed_slice();
+    split.cumulative = cumulative.into_boxed_slice();
+    (Route::Split(Box::new(split)), rendered, report)
+}
+
+/// The integer weight a part of a group shares among its windows.
+const WINDOW_WEIGHT: u32 = 1 << 20;
+
+/// At most this many windows of one set: past it, windows start evenly
+/// spaced, so each address is still in about the same number of them.
+const MAX_WINDOWS: usize = 64;
+
+/// `sets` cut to at most `n` addresses per family: one window when every
+/// family fits, else cyclic windows over the (sorted) addresses, one per
+/// starting address of the largest family (at most [`MAX_WINDOWS`]);
+/// each address is in the same number of windows. Other types are kept.
+fn address_windows(sets: &VariantSets, n: usize) -> Vec<VariantSets> {
+    let n = n.max(1);
+    let is_address = |t: &RecordType| matches!(t, RecordType::A | RecordType::AAAA);
+    let largest = sets
+        .iter()
+        .filter(|(t, _)| is_address(t))
+        .map(|(_, s)| s.rdatas.len())
+        .max()
+        .unwrap_or(0);
+    if largest <= n {
+        return vec![sets.clone()];
+    }
+    let count = largest.min(MAX_WINDOWS);
+    (0..count)
+        .map(|k| {
+            let mut window = VariantSets::new();
+            for (rtype, set) in sets.iter() {
+                let all: Vec<_> = set.rdatas.iter().collect();
+                let rdatas = if is_address(rtype) && all.len() > n {
+                    let from = k * all.len() / count;
+                    (0..n)
+                        .map(|j| all[(from + j) % all.len()].clone().into_owned())
+                        .collect()
+                } else {
+                    set.rdatas.clone()
+                };
+                window.insert(*rtype, RRset { ttl: set.ttl, rdatas });
+            }
+            window
+        })
+        .collect()
+}
+
+/// `Weighted` with a limit: variant `first`'s RRsets, each address family
+/// filled up to `n` from `following` in order (duplicates skipped); and
+/// the variants used.
+fn filled(routed: &super::tree::RoutedNode, first: usize, following: &[usize], n: usize) -> (VariantSets, Vec<usize>) {
+    let mut out = routed.sets[first].clone();
+    let mut used = vec![first];
+    for &other in following {
+        let mut took = false;
+        for (rtype, set) in routed.sets[other].iter() {
+            if !matches!(rtype, RecordType::A | RecordType::AAAA) {
+                continue;
+            }
+            let merged = out.get_or_insert(
+                *rtype,
+                RRset {
+                    ttl: set.ttl,
+                    rdatas: super::rdatas::Rdatas::new(),
                 },
-                rendered,
-                report,
-            )
+            );
+            for rdata in &set.rdatas {
+                if merged.rdatas.len() >= n {
+                    break;
+                }
+                if !merged.rdatas.contains(&rdata) {
+                    merged.ttl = merged.ttl.min(set.ttl);
+                    merged.rdatas.push(rdata.into_owned());
+                    took = true;
+                }
+            }
+        }
+        if took {
+            used.push(other);
         }
     }
+    (out, used)
+}
+
+/// Whether `window` holds one of `sets`' A or AAAA records.
+fn shares_an_address(sets: &VariantSets, window: &VariantSets) -> bool {
+    sets.iter()
+        .filter(|(t, _)| matches!(t, RecordType::A | RecordType::AAAA))
+        .any(|(t, set)| {
+            window
+                .get(t)
+                .is_some_and(|w| set.rdatas.iter().any(|r| w.rdatas.contains(&r)))
+        })
 }
 
 /// The union of several variants' RRsets (smallest TTL per type).

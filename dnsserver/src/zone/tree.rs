@@ -228,6 +228,10 @@ pub(crate) struct RoutedNode {
     pub weights: Vec<u32>,
     pub regions: Vec<Option<String>>,
     pub sets: Vec<VariantSets>,
+    /// [`super::routing::RoutedName::max_answers`] (0 taken as none).
+    pub max_answers: Option<u16>,
+    /// [`super::routing::RoutedName::sticky_within`].
+    pub sticky_within: Option<(u8, u8)>,
 }
 
 /// All served zones and their names.
@@ -402,7 +406,15 @@ impl Tree {
                 let key = wire_key(&owner);
                 let hashes = tree.owner_hashes[zone].entry(key.clone()).or_default();
                 hashes.routed = hashes.routed.wrapping_add(routed_hash(routed));
-                let node = tree.nodes.get(&key).map(|n| (n.zone, &n.rrsets));
+                // Only this zone's records count: another zone's node at
+                // the name (a more specific zone holding it) is no plain
+                // record of this routed name, and the incremental path
+                // judges it the same way.
+                let node = tree
+                    .nodes
+                    .get(&key)
+                    .filter(|n| n.zone == zone)
+                    .map(|n| (n.zone, &n.rrsets));
                 let mut skips = Vec::new();
                 let already = tree.routed_keys.contains_key(&key);
                 if let Some(node) = routed_node(zone, &owner, routed, node, already, &mut skips) {
@@ -657,14 +669,7 @@ impl Tree {
                 }
             }
             let owns = self.zone_for(&name) == Some(zone);
-            let node = if !rrsets.is_empty() {
-                Some((zone, &rrsets))
-            } else {
-                self.nodes
-                    .get(&key)
-                    .filter(|n| n.zone != zone && !n.rrsets.is_empty())
-                    .map(|n| (n.zone, &n.rrsets))
-            };
+            let node = (!rrsets.is_empty()).then_some((zone, &rrsets));
             let mut routed_node_new = None;
             for r in routed {
                 hashes.routed = hashes.routed.wrapping_add(routed_hash(r));
@@ -1094,11 +1099,11 @@ fn routed_node(
     match node {
         Some((node_zone, rrsets)) if node_zone == zone && !rrsets.contains_key(&RecordType::CNAME) => {}
         Some(_) => {
-            skip("a routed name must hold addresses of its own zone, not a CNAME; policy ignored".into());
+            skip("a routed name must hold addresses, not a CNAME; policy ignored".into());
             return None;
         }
         None => {
-            skip("a routed name needs its plain records too; policy ignored".into());
+            skip("a routed name needs its plain records too, in its own zone; policy ignored".into());
             return None;
         }
     }
@@ -1114,6 +1119,8 @@ fn routed_node(
         weights: Vec::new(),
         regions: Vec::new(),
         sets: Vec::new(),
+        max_answers: routed.max_answers.filter(|&n| n > 0),
+        sticky_within: routed.sticky_within,
     };
     for variant in &routed.variants {
         let mut sets = VariantSets::new();

@@ -68,6 +68,8 @@ fn signed_zone(algorithm: DnssecAlgorithm) -> (ZoneContent, DnssecKey) {
             variant("west", 1, &["203.0.113.11"]),
             variant("eu", 1, &["198.51.100.20"]),
         ],
+        max_answers: None,
+        sticky_within: None,
     });
     let pkcs8 = DnssecKey::generate_pkcs8(algorithm).unwrap();
     let key = DnssecKey::from_pkcs8(algorithm, &pkcs8).unwrap();
@@ -734,6 +736,8 @@ async fn nearest_variants_by_ecs_are_signed() {
                 ..variant("eu", 0, &["198.51.100.20"])
             },
         ],
+        max_answers: None,
+        sticky_within: None,
     };
     zone.client_regions = fedns_dnsserver::ClientRegions {
         networks: vec![
@@ -809,6 +813,8 @@ async fn unbound_validates_nearest_answers_by_ecs() {
                 ..variant("eu", 0, &[])
             },
         ],
+        max_answers: None,
+        sticky_within: None,
     };
     zone.routed.push(weighted);
     // A routed name's plain records: what it answers without a policy.

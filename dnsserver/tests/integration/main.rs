@@ -4,6 +4,7 @@
 
 mod common;
 
+mod answer_limits;
 mod answer_path;
 mod dnssec;
 mod knot_differential;

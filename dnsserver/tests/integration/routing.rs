@@ -52,12 +52,14 @@ fn routed_zones(policy: RoutingPolicy, weights: [u32; 3], regions: ClientRegions
             variant("west", weights[1], Some("us-west-2"), &["203.0.113.11"]),
             variant("eu", weights[2], Some("eu-west-1"), &["198.51.100.20"]),
         ],
+        max_answers: None,
+        sticky_within: None,
     });
     zones[0].client_regions = regions;
     zones
 }
 
-async fn serve(zones: Vec<fedns_dnsserver::ZoneContent>, geo: Option<GeoIpDb>) -> (DnsServer, SocketAddr) {
+pub(crate) async fn serve(zones: Vec<fedns_dnsserver::ZoneContent>, geo: Option<GeoIpDb>) -> (DnsServer, SocketAddr) {
     let store = ZoneStore::new();
     store.set_geoip(geo.map(Arc::new));
     let outcome = store.publish(zones);
@@ -72,7 +74,7 @@ async fn serve(zones: Vec<fedns_dnsserver::ZoneContent>, geo: Option<GeoIpDb>) -
     (server, addr)
 }
 
-fn query(qname: &str, qtype: RecordType, ecs: Option<(&str, u8)>) -> Vec<u8> {
+pub(crate) fn query(qname: &str, qtype: RecordType, ecs: Option<(&str, u8)>) -> Vec<u8> {
     let mut message = Message::new(0x4242, MessageType::Query, OpCode::Query);
     message.add_query(Query::query(name(qname), qtype));
     let mut edns = Edns::new();
@@ -86,7 +88,7 @@ fn query(qname: &str, qtype: RecordType, ecs: Option<(&str, u8)>) -> Vec<u8> {
     message.to_vec().unwrap()
 }
 
-fn ask_from(source: &str, addr: SocketAddr, packet: &[u8]) -> Message {
+pub(crate) fn ask_from(source: &str, addr: SocketAddr, packet: &[u8]) -> Message {
     let socket = UdpSocket::bind((source, 0)).unwrap();
     socket.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     socket.send_to(packet, addr).unwrap();
@@ -95,7 +97,7 @@ fn ask_from(source: &str, addr: SocketAddr, packet: &[u8]) -> Message {
     Message::from_vec(&buf[..len]).unwrap()
 }
 
-fn addresses(m: &Message) -> Vec<String> {
+pub(crate) fn addresses(m: &Message) -> Vec<String> {
     let mut out: Vec<String> = m
         .answers
         .iter()
@@ -107,7 +109,7 @@ fn addresses(m: &Message) -> Vec<String> {
 }
 
 /// The ECS option of a response: (source, scope).
-fn ecs_of(m: &Message) -> Option<(u8, u8)> {
+pub(crate) fn ecs_of(m: &Message) -> Option<(u8, u8)> {
     let edns = m.edns.as_ref()?;
     match edns.options().get(EdnsCode::Subnet)? {
         EdnsOption::Subnet(subnet) => Some((subnet.source_prefix(), subnet.scope_prefix())),
