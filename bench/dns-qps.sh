@@ -31,8 +31,9 @@
 # the limiter's cost is in the figures.
 #
 # Then traffic policies: the same fedns invocation twice, on a
-# zone where half the names are under Weighted or Nearest (3 clusters each,
-# a client table on the Domain) and on the same zone without policies,
+# zone where half the names are under Weighted, Nearest, sticky Weighted
+# or All with maxAnswers 2 (10 clusters each, a client table on the
+# Domain) and on the same zone without policies,
 # with EDNS Client Subnet on half the queries (two dnsperf clients at once,
 # one sending ECS 192.0.2.0/24): queries/s, server CPU per answered query
 # and the ratios policy/policy-free (target >= 0.9), over REPEAT alternating
@@ -105,9 +106,11 @@ with open(f"{work}/manifests.yaml", "w") as m:
         for i, name in enumerate(names):
             if i % 50 == ns:
                 m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i)}, {addr(i + 7)}]}}\n")
-# Traffic policies: the same names; half of them (even i) as three
-# clusters under Weighted (i % 4 == 0) or Nearest (i % 4 == 2); the
-# baseline has the same names and addresses with no policy.
+# Traffic policies: the same names; half of them (even i) as ten
+# clusters under Weighted (i % 8 == 0), Nearest (i % 8 == 2), Weighted
+# sticky per client subnet (i % 8 == 4) or All with maxAnswers 2
+# (i % 8 == 6); the baseline has the same names and addresses with no
+# policy (every address in every answer).
 regions = ["eu-west-1", "us-west-2", "ap-south-1"]
 for variant in ("policy", "plain"):
     with open(f"{work}/manifests-{variant}.yaml", "w") as m:
@@ -122,13 +125,18 @@ for variant in ("policy", "plain"):
                 if i % 2 == 1:
                     m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i)}, {addr(i + 7)}]}}\n")
                     continue
-                for c, offset in enumerate((0, 7, 13)):
-                    if variant == "plain":
-                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}]}}\n")
-                    elif i % 4 == 0:
-                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}], setIdentifier: c{c}, providerSpecific: [{{name: aws/weight, value: '{c + 1}'}}]}}\n")
+                offsets = [7 * c for c in range(10)]
+                if variant == "plain" or i % 8 == 6:
+                    limit = ", providerSpecific: [{name: fedns/max-answers, value: '2'}]" if variant == "policy" else ""
+                    targets = ", ".join(addr(i + o) for o in offsets)
+                    m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{targets}]{limit}}}\n")
+                    continue
+                for c, offset in enumerate(offsets):
+                    if i % 8 in (0, 4):
+                        sticky = ", {name: fedns/sticky-client-subnet, value: '24,56'}" if i % 8 == 4 else ""
+                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}], setIdentifier: c{c}, providerSpecific: [{{name: aws/weight, value: '{c + 1}'}}{sticky}]}}\n")
                     else:
-                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}], setIdentifier: c{c}, providerSpecific: [{{name: fedns/nearest-region, value: {regions[c]}}}]}}\n")
+                        m.write(f"  - {{dnsName: {name}, recordType: A, recordTTL: 30, targets: [{addr(i + offset)}], setIdentifier: c{c}, providerSpecific: [{{name: fedns/nearest-region, value: {regions[c % 3]}}}]}}\n")
 with open(f"{work}/queries.txt", "w") as q:
     for _ in range(200000):
         if random.random() < 0.1:
@@ -408,7 +416,7 @@ fi
 
 if [ "${POLICIES:-1}" = 1 ]; then
   echo
-  echo "== traffic policies: half the names Weighted/Nearest, ECS on half the queries"
+  echo "== traffic policies: half the names Weighted/Nearest/sticky Weighted/maxAnswers 2 over 10 clusters, ECS on half the queries"
   # Rates drift by tens of percent within minutes on shared machines: run
   # the two variants alternately REPEAT times and compare each pair.
   PAIRS=()

@@ -38,6 +38,15 @@ pub const FEDNS_NEAREST_FALLBACK: &str = "fedns/nearest-fallback";
 /// `24,56`. Its presence marks stickiness.
 pub const FEDNS_STICKY_CLIENT_SUBNET: &str = "fedns/sticky-client-subnet";
 
+/// fedns property (external-dns has none): at most this many addresses per
+/// family in one answer (`spec.routing.maxAnswers`), on every endpoint of
+/// the global name, routed or not.
+pub const FEDNS_MAX_ANSWERS: &str = "fedns/max-answers";
+
+/// The largest `maxAnswers` (a UDP answer of 64 A records is 1,050
+/// octets with the question: still under the 1,232-octet EDNS size).
+pub const MAX_ANSWERS_LIMIT: i64 = 64;
+
 /// Default IPv4 prefix of a sticky client subnet (resolvers' usual ECS /24).
 pub const DEFAULT_STICKY_IPV4_PREFIX: i64 = 24;
 /// Default IPv6 prefix of a sticky client subnet (/56, a typical site).
@@ -123,7 +132,7 @@ impl RoutingPolicy {
     {"rule": "!has(self.priorities) || size(self.priorities) == 0 || self.policy == 'Failover'", "message": "priorities apply to policy Failover only"},
     {"rule": "self.policy != 'Failover' || (has(self.priorities) && size(self.priorities) > 0)", "message": "policy Failover needs priorities"},
     {"rule": "!has(self.fallback) || size(self.fallback) == 0 || self.policy == 'Nearest'", "message": "fallback applies to policy Nearest only"},
-    {"rule": "!has(self.stickiness) || self.stickiness == 'None' || self.policy == 'Weighted'", "message": "stickiness applies to policy Weighted only"},
+    {"rule": "!has(self.stickiness) || self.stickiness == 'None' || self.policy != 'All'", "message": "stickiness applies to policies Weighted, Failover and Nearest (All answers every cluster: use Weighted with equal weights)"},
     {"rule": "!has(self.clientSubnetPrefix) || (has(self.stickiness) && self.stickiness == 'ClientSubnet')", "message": "clientSubnetPrefix applies to stickiness ClientSubnet only"}
 ]))]
 pub struct Routing {
@@ -147,15 +156,31 @@ pub struct Routing {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64), inner(length(min = 1, max = 63)))]
     pub fallback: Vec<String>,
-    /// `Weighted`: `None` (default: every query drawn afresh) or
-    /// `ClientSubnet` (a client subnet keeps its cluster, chosen by
-    /// weighted rendezvous hashing of the subnet).
+    /// `None` (default: every query drawn afresh) or `ClientSubnet` (a
+    /// client subnet keeps its cluster, chosen by weighted rendezvous
+    /// hashing of the subnet). `Weighted`: among every cluster, by weight;
+    /// `Failover`: one cluster of the answering priority group instead of
+    /// all of them; `Nearest`: one cluster of the client's region (or of
+    /// the fallback set) instead of all of them. Not with `All`.
     #[serde(default, skip_serializing_if = "is_not_sticky")]
     pub stickiness: Stickiness,
     /// `stickiness: ClientSubnet`: the prefix lengths of a client subnet
     /// (default IPv4 /24, IPv6 /56).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_subnet_prefix: Option<ClientSubnetPrefix>,
+    /// At most this many addresses per family (A, AAAA) in one answer of
+    /// the global name, 1..64, with any policy (unset: no limit). A set
+    /// with more is answered a window of its addresses: with `All`,
+    /// `Failover` and `Nearest` windows rotate over the set (each address
+    /// in the same share of answers); with `Weighted` the drawn cluster's
+    /// addresses come first, then other clusters' in an order drawn by
+    /// weight. With stickiness a client subnet keeps its window. Route53:
+    /// `All` becomes multivalue answer record sets when the limit is 8 or
+    /// more (Route53 answers up to 8), otherwise `PolicyDowngraded`; Cloud
+    /// DNS has no limit (`PolicyDowngraded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64))]
+    pub max_answers: Option<i64>,
 }
 
 fn is_not_sticky(stickiness: &Stickiness) -> bool {
@@ -164,9 +189,9 @@ fn is_not_sticky(stickiness: &Stickiness) -> bool {
 
 impl Routing {
     /// The sticky prefix lengths (IPv4, IPv6) when answers are sticky per
-    /// client subnet.
+    /// client subnet (any policy but `All`).
     pub fn sticky_prefixes(&self) -> Option<(i64, i64)> {
-        (self.policy == RoutingPolicy::Weighted && self.stickiness == Stickiness::ClientSubnet).then(|| {
+        (self.policy != RoutingPolicy::All && self.stickiness == Stickiness::ClientSubnet).then(|| {
             let prefix = self.client_subnet_prefix.unwrap_or_default();
             (prefix.ipv4, prefix.ipv6)
         })

@@ -93,10 +93,12 @@ fn global_endpoints(
     shards: &[PolicyShard],
     ttl: i64,
 ) -> Vec<Endpoint> {
-    match routing.filter(|r| r.policy != RoutingPolicy::All) {
+    let mut endpoints = match routing.filter(|r| r.policy != RoutingPolicy::All) {
         Some(routing) => policy_endpoints(name, routing, shards, ttl),
         None => address_endpoints(name, all, ttl),
-    }
+    };
+    super::routing::add_max_answers(&mut endpoints, routing);
+    endpoints
 }
 
 fn address_endpoints(name: &str, addrs: &BTreeSet<IpAddr>, ttl: i64) -> Vec<Endpoint> {

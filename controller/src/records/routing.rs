@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use fedns_api::routing::{
-    GeoRegion, AWS_FAILOVER, AWS_GEO_CONTINENT, AWS_GEO_COUNTRY, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK,
-    FEDNS_NEAREST_REGION, FEDNS_STICKY_CLIENT_SUBNET,
+    GeoRegion, AWS_FAILOVER, AWS_GEO_CONTINENT, AWS_GEO_COUNTRY, AWS_REGION, AWS_WEIGHT, FEDNS_MAX_ANSWERS,
+    FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION, FEDNS_STICKY_CLIENT_SUBNET,
 };
 use fedns_api::{Endpoint, ProviderSpecificProperty, RecordType, Routing, RoutingPolicy};
 
@@ -218,10 +218,7 @@ pub fn policy_endpoints(name: &str, routing: &Routing, shards: &[PolicyShard], t
         RoutingPolicy::Weighted => {
             for shard in shards {
                 let weight = weight_of(routing, &shard.cluster, shard.region.as_deref());
-                let mut properties = vec![property(AWS_WEIGHT, weight.to_string())];
-                if let Some((v4, v6)) = routing.sticky_prefixes() {
-                    properties.push(property(FEDNS_STICKY_CLIENT_SUBNET, format!("{v4},{v6}")));
-                }
+                let properties = vec![property(AWS_WEIGHT, weight.to_string())];
                 out.extend(per_family(name, shard, ttl, &properties));
             }
         }
@@ -256,7 +253,27 @@ pub fn policy_endpoints(name: &str, routing: &Routing, shards: &[PolicyShard], t
             }
         }
     }
+    if let Some((v4, v6)) = routing.sticky_prefixes() {
+        for endpoint in &mut out {
+            endpoint
+                .provider_specific
+                .push(property(FEDNS_STICKY_CLIENT_SUBNET, format!("{v4},{v6}")));
+        }
+    }
     out
+}
+
+/// Adds `fedns/max-answers` (`spec.routing.maxAnswers`) to every endpoint
+/// of the global name, routed or not.
+pub fn add_max_answers(endpoints: &mut [Endpoint], routing: Option<&Routing>) {
+    let Some(n) = routing.and_then(|r| r.max_answers) else {
+        return;
+    };
+    for endpoint in endpoints {
+        endpoint
+            .provider_specific
+            .push(property(FEDNS_MAX_ANSWERS, n.to_string()));
+    }
 }
 
 /// Adds external-dns's geolocation property (`aws/geolocation-country-code`
@@ -337,6 +354,35 @@ mod tests {
         r.stickiness = fedns_api::routing::Stickiness::None;
         let e = policy_endpoints("n.example.com", &r, &shards, 30);
         assert_eq!(props(&e[0]), ["aws/weight=0"]);
+    }
+
+    #[test]
+    fn sticky_failover_and_nearest_and_max_answers_are_written_too() {
+        let shards = [shard("east", "us-east-1", &["203.0.113.1"])];
+        let mut r = routing(RoutingPolicy::Nearest);
+        r.stickiness = fedns_api::routing::Stickiness::ClientSubnet;
+        let e = policy_endpoints("n.example.com", &r, &shards, 30);
+        assert!(
+            props(&e[0]).contains(&"fedns/sticky-client-subnet=24,56".to_string()),
+            "{:?}",
+            props(&e[0])
+        );
+        let mut r = routing(RoutingPolicy::Failover);
+        r.priorities = vec![vec!["us-east-1".into()]];
+        r.stickiness = fedns_api::routing::Stickiness::ClientSubnet;
+        let e = policy_endpoints("n.example.com", &r, &shards, 30);
+        assert_eq!(
+            props(&e[0]),
+            ["aws/failover=PRIMARY", "fedns/sticky-client-subnet=24,56"]
+        );
+        // maxAnswers goes on every endpoint of the name, routed or not.
+        let mut e = e;
+        r.max_answers = Some(2);
+        add_max_answers(&mut e, Some(&r));
+        assert_eq!(props(&e[0])[2], "fedns/max-answers=2");
+        let mut plain = vec![e[0].clone()];
+        add_max_answers(&mut plain, None);
+        assert_eq!(plain[0].provider_specific.len(), 3, "no routing: unchanged");
     }
 
     #[test]

@@ -507,10 +507,10 @@ fn json_merge(into: &mut Value, from: &Value) {
     }
 }
 
-/// `spec.routing.stickiness` and `clientSubnetPrefix`: sticky answers are
-/// for `Weighted` only, the prefixes in range, and the prefix only with
-/// stickiness; on the emulator and on a real API server alike, naming the
-/// field.
+/// `spec.routing.stickiness`, `clientSubnetPrefix` and `maxAnswers`:
+/// sticky answers are for every policy but `All`, the prefixes in range,
+/// the prefix only with stickiness, the answer limit 1..64; on the
+/// emulator and on a real API server alike, naming the field.
 #[tokio::test]
 async fn stickiness_is_checked_at_admission() {
     for (server, client, _emulator) in api_servers().await {
@@ -528,6 +528,10 @@ async fn stickiness_is_checked_at_admission() {
             json!({"policy": "Weighted", "stickiness": "ClientSubnet", "clientSubnetPrefix": {"ipv4": 20}}),
             json!({"policy": "Weighted", "stickiness": "None"}),
             json!({"policy": "Nearest", "stickiness": "None"}),
+            json!({"policy": "Nearest", "stickiness": "ClientSubnet"}),
+            json!({"policy": "Failover", "priorities": [["eu"]], "stickiness": "ClientSubnet", "maxAnswers": 2}),
+            json!({"policy": "All", "maxAnswers": 1}),
+            json!({"maxAnswers": 64}),
         ] {
             if let Err(e) = dry_run_create(&client, &record(good.clone())).await {
                 panic!("{server}: {good} refused: {e}");
@@ -535,9 +539,15 @@ async fn stickiness_is_checked_at_admission() {
         }
         for (bad, field, why) in [
             (
-                json!({"policy": "Nearest", "stickiness": "ClientSubnet"}),
+                json!({"policy": "All", "stickiness": "ClientSubnet"}),
                 "spec.routing",
-                "stickiness applies to policy Weighted only",
+                "stickiness applies to policies Weighted, Failover and Nearest",
+            ),
+            (json!({"policy": "All", "maxAnswers": 0}), "spec.routing.maxAnswers", ""),
+            (
+                json!({"policy": "Weighted", "maxAnswers": 65}),
+                "spec.routing.maxAnswers",
+                "",
             ),
             (
                 json!({"policy": "Weighted", "clientSubnetPrefix": {"ipv4": 20}}),

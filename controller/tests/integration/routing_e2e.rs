@@ -154,6 +154,33 @@ fn spread(port: u16, name: &str, n: usize) -> std::collections::BTreeMap<String,
     seen
 }
 
+/// `fedns explain NAME [--client-subnet SUBNET]` against the host
+/// cluster, its output (it must succeed).
+fn explain_cli(kubeconfig: &std::path::Path, name: &str, subnet: Option<&str>) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fedns"));
+    command.args(["explain", name, "--kubeconfig", kubeconfig.to_str().unwrap()]);
+    if let Some(subnet) = subnet {
+        command.args(["--client-subnet", subnet]);
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The answer of `name` for each of the 40 client subnets
+/// `<prefix>.0.0/24`..`<prefix>.39.0/24` (ECS): one cluster's address, or
+/// "" for no or several addresses.
+fn one_per_subnet(dns: u16, name: &str, prefix: &str) -> Vec<String> {
+    (0..40)
+        .map(
+            |i| match dig_with(dns, name, &[&format!("+subnet={prefix}.{i}.0/24")]).as_slice() {
+                [one] => one.clone(),
+                _ => String::new(),
+            },
+        )
+        .collect()
+}
+
 /// Members a (us-east-1), b (us-west-2) and c (eu-west-1) with probed
 /// load balancers, and a controller serving them (`tag` names the state
 /// dir); the controller's DNS port.
@@ -462,21 +489,7 @@ async fn sticky_weighted_keeps_each_subnet_and_moves_only_a_failed_clusters() {
     let took = started.elapsed();
     println!("sticky after {took:?}: {sticky_props:?}");
     assert!(sticky_props.iter().all(|v| v == "24,56"), "{sticky_props:?}");
-    let subnets: Vec<String> = (0..40).map(|i| format!("+subnet=10.9.{i}.0/24")).collect();
-    // One cluster's address per subnet ("" for no or several answers).
-    let answers = || -> Vec<String> {
-        subnets
-            .iter()
-            .map(|s| {
-                let got = dig_with(dns, &web, &[s]);
-                if got.len() == 1 {
-                    got[0].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .collect()
-    };
+    let answers = || one_per_subnet(dns, &web, "10.9");
     // The published answer is sticky once every subnet answers one
     // cluster, the same twice in a row (the first publish may still be
     // plain Weighted).
@@ -502,13 +515,7 @@ async fn sticky_weighted_keeps_each_subnet_and_moves_only_a_failed_clusters() {
     // `fedns explain --client-subnet` names the cluster each subnet hashes to.
     let kubeconfig = dir.join("host.kubeconfig");
     for i in [0usize, 1, 2, 3] {
-        let out = Command::new(env!("CARGO_BIN_EXE_fedns"))
-            .args(["explain", &web, "--kubeconfig", kubeconfig.to_str().unwrap()])
-            .args(["--client-subnet", &format!("10.9.{i}.0/24")])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = explain_cli(&kubeconfig, &web, Some(&format!("10.9.{i}.0/24")));
         let cluster = if before[i] == "127.0.2.1" { "a" } else { "b" };
         assert!(
             text.contains(&format!("answered with {cluster} (SCOPE PREFIX-LENGTH 24)"))
@@ -532,6 +539,111 @@ async fn sticky_weighted_keeps_each_subnet_and_moves_only_a_failed_clusters() {
         }
     }
     // b returns: the same subnets come back to it.
+    responders[1].resume().await.unwrap();
+    let mut after = Vec::new();
+    eventually("b's subnets return to b", || {
+        after = answers();
+        saw(format!("{after:?}"));
+        after == before
+    })
+    .await;
+    federation.stop();
+}
+
+/// `maxAnswers` and stickiness inside a Failover group, end to end:
+/// `nginx` as `All` with `maxAnswers: 2` answers 2 of its 3 clusters each
+/// time (all 3 over many answers) and `fedns explain` says so; `api` as
+/// Failover over the group {a, b} with `stickiness: ClientSubnet` answers
+/// one of a and b per subnet (never c, in the last group), b's subnets
+/// move to a when b fails, a's stay, and b's come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_answers_and_a_sticky_failover_group() {
+    use kube::api::{Patch, PatchParams};
+    let (
+        ProbedFederation {
+            responders,
+            federation,
+            dir,
+        },
+        dns,
+        _controller,
+    ) = routed("limits").await;
+    let (nginx, api) = (format!("nginx.{ZONE}"), format!("api.{ZONE}"));
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host, "ns");
+    let patch = |routing: serde_json::Value| Patch::Merge(serde_json::json!({"spec": {"routing": routing}}));
+    records
+        .patch(
+            "nginx",
+            &PatchParams::default(),
+            &patch(serde_json::json!({"policy": "All", "fallback": null, "maxAnswers": 2})),
+        )
+        .await
+        .unwrap();
+    records
+        .patch(
+            "api",
+            &PatchParams::default(),
+            &patch(serde_json::json!({"priorities": [["us-east-1", "us-west-2"]], "stickiness": "ClientSubnet"})),
+        )
+        .await
+        .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    let took = eventually("nginx answers 2 addresses at a time, all 3 over many answers", || {
+        seen.clear();
+        for _ in 0..30 {
+            let got = dig_with(dns, &nginx, &[]);
+            if got.len() != 2 {
+                saw(format!("{got:?}"));
+                return false;
+            }
+            seen.extend(got);
+        }
+        saw(format!("{seen:?}"));
+        seen.len() == 3
+    })
+    .await;
+    println!("maxAnswers 2 answered after {took:?}: {seen:?}");
+    let kubeconfig = dir.join("host.kubeconfig");
+    let text = explain_cli(&kubeconfig, &nginx, None);
+    assert!(
+        text.contains("maxAnswers 2: each answer holds at most 2 A address(es) of the chosen set (this name has 3)"),
+        "{text}"
+    );
+
+    let answers = || one_per_subnet(dns, &api, "10.8");
+    let mut before = Vec::new();
+    eventually("every subnet answers one cluster of {a, b}, the same twice", || {
+        before = answers();
+        saw(format!("{before:?}"));
+        before.iter().all(|a| a == "127.0.2.1" || a == "127.0.2.2") && answers() == before
+    })
+    .await;
+    let on = |answers: &[String], ip: &str| answers.iter().filter(|a| *a == ip).count();
+    println!(
+        "40 subnets: a {} b {}",
+        on(&before, "127.0.2.1"),
+        on(&before, "127.0.2.2")
+    );
+    assert!(
+        on(&before, "127.0.2.1") > 0 && on(&before, "127.0.2.2") > 0,
+        "{before:?}"
+    );
+    let text = explain_cli(&kubeconfig, &api, Some("10.8.0.0/24"));
+    let cluster = if before[0] == "127.0.2.1" { "a" } else { "b" };
+    assert!(
+        text.contains(&format!("answered with {cluster} (SCOPE PREFIX-LENGTH 24)"))
+            && text.contains("Failover with ClientSubnet stickiness"),
+        "{text}"
+    );
+    responders[1].stop();
+    let mut during = Vec::new();
+    eventually("b's subnets move to a", || {
+        during = answers();
+        saw(format!("{during:?}"));
+        during.iter().all(|a| a == "127.0.2.1")
+    })
+    .await;
     responders[1].resume().await.unwrap();
     let mut after = Vec::new();
     eventually("b's subnets return to b", || {

@@ -327,6 +327,9 @@ impl CorednsEtcd {
         // names are published with every member (Failover RRsets already
         // hold the active role only).
         for rrset in desired {
+            if let Some(why) = rrset.answer_limit_lost("CoreDNS's etcd plugin") {
+                report.downgraded.push((rrset.name.clone(), rrset.record_type, why));
+            }
             if let Some(routing) = rrset
                 .routing
                 .as_ref()

@@ -578,6 +578,9 @@ fn plan_zone_in(zone: &ZoneSettings<'_>, apex: &str, desired: &[DesiredRRset], h
             set_identifier: String::new(),
             ..rrset.clone()
         };
+        if let Some(why) = rrset.answer_limit_lost("Cloud DNS") {
+            out.downgraded.push((rrset.name.clone(), rrset.record_type, why));
+        }
         match records::routing_policy(rrset, zone.public) {
             Ok(Some(policy)) => {
                 if let Some(why) = rrset.routing.as_ref().and_then(|r| r.stickiness_lost("Cloud DNS")) {

@@ -638,6 +638,22 @@ fn plan_zone_with(
                 if let Some(why) = rrset.routing.as_ref().and_then(|r| r.stickiness_lost("Route53")) {
                     out.downgraded.push((rrset.name.clone(), rrset.record_type, why));
                 }
+                // Routed record sets have no answer limit (multivalue
+                // answers are a policy of their own).
+                if let (Some(routing), Some(n)) = (
+                    rrset
+                        .routing
+                        .as_ref()
+                        .filter(|r| r.policy != fedns_api::RoutingPolicy::All),
+                    rrset.answer_limit(),
+                ) {
+                    let why = format!(
+                        "Route53 has no answer limit for {} record sets: published {} with every address of the chosen set; at most {n} per answer come from fedns's own DNS server only",
+                        routing.policy.as_str(),
+                        routing.policy.as_str()
+                    );
+                    out.downgraded.push((rrset.name.clone(), rrset.record_type, why));
+                }
                 expanded.extend(sets)
             }
             Err(why) => {
@@ -814,6 +830,57 @@ fn geolocation_record_sets(
     out
 }
 
+/// A plain RRset with an answer limit (`fedns/max-answers`) of 8 or more
+/// as multivalue answer record sets, one per address (`SetIdentifier` =
+/// the address): Route53 answers up to 8 of them, so at most the limit.
+/// Without a limit, or with fewer addresses than it: as it is.
+///
+/// # Errors
+/// A limit under 8, which Route53 cannot keep (the caller publishes all).
+fn multivalue_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String> {
+    use crate::plan::desired::{RoutedMember, RoutedSet};
+    let Some(n) = rrset.answer_limit() else {
+        return Ok(vec![rrset.clone()]);
+    };
+    if n < ROUTE53_MULTIVALUE_ANSWERS {
+        return Err(format!(
+            "Route53 multivalue answers hold up to {ROUTE53_MULTIVALUE_ANSWERS} records, more than maxAnswers {n}: all {} addresses are answered; at most {n} per answer come from fedns's own DNS server only",
+            rrset.targets.len()
+        ));
+    }
+    Ok(rrset
+        .targets
+        .iter()
+        .map(|target| {
+            let member = RoutedMember {
+                set_identifier: target.clone(),
+                targets: vec![target.clone()],
+                weight: None,
+                failover: None,
+                region: None,
+                aws_region: None,
+                provider_specific: rrset.provider_specific.clone(),
+                geo: None,
+            };
+            DesiredRRset {
+                targets: vec![target.clone()],
+                set_identifier: target.clone(),
+                routing: Some(RoutedSet {
+                    policy: fedns_api::RoutingPolicy::All,
+                    members: vec![member],
+                    fallback: Vec::new(),
+                    sticky: None,
+                    locations: Vec::new(),
+                }),
+                ..rrset.clone()
+            }
+        })
+        .collect())
+}
+
+/// How many healthy records Route53 puts in a multivalue answer.
+const ROUTE53_MULTIVALUE_ANSWERS: u16 = 8;
+
 /// One routed RRset as Route53 record sets: `Weighted` → one weighted
 /// record set per member (`SetIdentifier` = the cluster, `Weight`);
 /// `Failover` → a `PRIMARY` and a `SECONDARY` record set (several clusters
@@ -828,8 +895,9 @@ fn routed_record_sets(rrset: &DesiredRRset) -> Result<Vec<DesiredRRset>, String>
     use crate::plan::desired::{RoutedMember, RoutedSet};
     use fedns_api::RoutingPolicy;
     let Some(routing) = rrset.routing.as_ref().filter(|r| r.policy != RoutingPolicy::All) else {
-        return Ok(vec![rrset.clone()]);
+        return multivalue_record_sets(rrset);
     };
+
     let one = |member: RoutedMember, targets: Vec<String>| DesiredRRset {
         targets,
         set_identifier: member.set_identifier.clone(),

@@ -196,6 +196,7 @@ pub fn build_routed_rrset(
             Some(("weight", w)) => builder.weight(w.parse::<i64>().map_err(|_| format!("weight {w:?}"))?),
             Some(("failover", role)) => builder.failover(ResourceRecordSetFailover::from(role)),
             Some(("region", region)) => builder.region(ResourceRecordSetRegion::from(region)),
+            Some(("multivalue", "true")) => builder.multi_value_answer(true),
             Some(("geo", location)) => {
                 let geo = match location.split_once(':') {
                     Some(("country", code)) => GeoLocation::builder().country_code(code),
@@ -256,8 +257,15 @@ pub struct Held {
 /// The routing attribute of a record set, as [`DesiredRRset::policy_key`]
 /// writes it; empty when it has none fedns writes.
 fn policy_of(raw: &ResourceRecordSet) -> String {
-    if raw.set_identifier().is_none() || raw.multi_value_answer().is_some() {
+    if raw.set_identifier().is_none() {
         return String::new();
+    }
+    if let Some(multivalue) = raw.multi_value_answer() {
+        return if multivalue {
+            "multivalue=true".to_owned()
+        } else {
+            String::new()
+        };
     }
     if let Some(geo) = raw.geo_location() {
         return match (geo.continent_code(), geo.country_code(), geo.subdivision_code()) {

@@ -60,6 +60,18 @@ fn apex_records() -> Vec<ResourceRecordSet> {
 }
 
 /// (action, type, name) of every change, in order.
+/// The apex records and every record set `plan` writes, as Route53 would
+/// hold them after it.
+fn applied(plan: &ZonePlan) -> Vec<ResourceRecordSet> {
+    let mut zone = apex_records();
+    for unit in &plan.units {
+        for change in &unit.changes {
+            zone.push(change.resource_record_set().unwrap().clone());
+        }
+    }
+    zone
+}
+
 fn summary(plan: &ZonePlan) -> Vec<(String, String, String)> {
     plan.units
         .iter()
@@ -357,12 +369,7 @@ fn routing_policies_become_route53_routing_record_sets_with_matching_registry_re
     assert!(plan.downgraded[0].2.contains("basement"), "{:?}", plan.downgraded);
 
     // Read back as written: nothing to change.
-    let mut zone = apex_records();
-    for unit in &plan.units {
-        for change in &unit.changes {
-            zone.push(change.resource_record_set().unwrap().clone());
-        }
-    }
+    let zone = applied(&plan);
     let again = plan_zone("fedns", "example.com", "Z1", &desired, &zone);
     assert!(again.units.is_empty(), "{:#?}", summary(&again));
     assert_eq!(again.owned, 7);
@@ -431,12 +438,7 @@ fn nearest_without_aws_regions_uses_the_domains_geo_table() {
         .unwrap();
     assert_eq!(default.resource_records()[0].value(), "192.0.2.2");
     // Read back: nothing to change.
-    let mut zone = apex_records();
-    for unit in &plan.units {
-        for change in &unit.changes {
-            zone.push(change.resource_record_set().unwrap().clone());
-        }
-    }
+    let zone = applied(&plan);
     let again = plan_zone("fedns", "example.com", "Z1", &[rrset], &zone);
     assert!(again.units.is_empty(), "{:#?}", summary(&again));
 }
@@ -470,5 +472,60 @@ fn sticky_weighted_is_published_weighted_and_reported_downgraded() {
     assert!(
         why.contains("Route53 has no client-subnet stickiness") && why.contains("/24"),
         "{why}"
+    );
+}
+
+/// `maxAnswers` on a plain name: 8 or more → multivalue answer record
+/// sets, one per address (read back: nothing to change); under 8 →
+/// published plain and reported downgraded; on a Weighted name → still
+/// weighted record sets, reported downgraded (they have no limit).
+#[test]
+fn max_answers_become_multivalue_record_sets_where_route53_can_keep_them() {
+    use fedns_api::routing::FEDNS_MAX_ANSWERS;
+    let targets: Vec<String> = (1..=10).map(|i| format!("192.0.2.{i}")).collect();
+    let limited = |name: &str, n: &str| {
+        let mut rrset = want(
+            name,
+            RecordType::A,
+            &targets.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        rrset.provider_specific = vec![(FEDNS_MAX_ANSWERS.to_owned(), n.to_owned())];
+        rrset
+    };
+    let desired = vec![limited("mv.example.com", "8"), limited("two.example.com", "2")];
+    let plan = plan_zone("fedns", "example.com", "Z1", &desired, &apex_records());
+    let rows = routed_rows(&plan);
+    let multivalue: Vec<_> = rows
+        .iter()
+        .filter(|r| r.0 == "mv.example.com." && r.2 == "multivalue=true")
+        .collect();
+    assert_eq!(multivalue.len(), 10, "{rows:#?}");
+    assert!(
+        rows.contains(&("two.example.com.".into(), String::new(), String::new())),
+        "{rows:#?}"
+    );
+    assert_eq!(plan.downgraded.len(), 1, "{:?}", plan.downgraded);
+    assert!(plan.downgraded[0].2.contains("up to 8"), "{:?}", plan.downgraded);
+    let zone = applied(&plan);
+    let again = plan_zone("fedns", "example.com", "Z1", &desired, &zone);
+    assert!(again.units.is_empty(), "{:#?}", summary(&again));
+
+    let mut weighted = routed(
+        "w.example.com",
+        fedns_api::RoutingPolicy::Weighted,
+        &[("east", "weight=1", "192.0.2.1"), ("west", "weight=3", "192.0.2.2")],
+    );
+    weighted.provider_specific = vec![(FEDNS_MAX_ANSWERS.to_owned(), "1".to_owned())];
+    let plan = plan_zone("fedns", "example.com", "Z1", &[weighted], &apex_records());
+    assert_eq!(plan.downgraded.len(), 1, "{:?}", plan.downgraded);
+    assert!(
+        plan.downgraded[0].2.contains("no answer limit for Weighted"),
+        "{:?}",
+        plan.downgraded
+    );
+    let rows = routed_rows(&plan);
+    assert!(
+        rows.contains(&("w.example.com.".into(), "west".into(), "weight=3".into())),
+        "still weighted: {rows:#?}"
     );
 }

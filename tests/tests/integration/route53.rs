@@ -42,6 +42,19 @@ async fn values(admin: &aws_sdk_route53::Client, zone: &str, name: &str, t: &str
         .unwrap_or_default()
 }
 
+/// Every record set of hosted zone `zone` (one page: these tests' zones
+/// are small).
+async fn record_sets(admin: &aws_sdk_route53::Client, zone: &str) -> Vec<aws_sdk_route53::types::ResourceRecordSet> {
+    admin
+        .list_resource_record_sets()
+        .hosted_zone_id(zone)
+        .send()
+        .await
+        .unwrap()
+        .resource_record_sets()
+        .to_vec()
+}
+
 fn changes_seen(proxy: &FaultProxy, since: usize) -> usize {
     proxy.seen()[since..]
         .iter()
@@ -477,14 +490,7 @@ async fn routing_policies_become_routing_record_sets() {
     assert_eq!(report.downgraded.len(), 1, "{report:?}");
     assert_eq!(report.downgraded[0].0, "lab.example.com");
 
-    let sets = admin
-        .list_resource_record_sets()
-        .hosted_zone_id(&zone)
-        .send()
-        .await
-        .unwrap()
-        .resource_record_sets()
-        .to_vec();
+    let sets = record_sets(&admin, &zone).await;
     let mut rows: Vec<String> = sets
         .iter()
         .filter(|s| s.set_identifier().is_some())
@@ -565,14 +571,7 @@ async fn nearest_becomes_geolocation_record_sets_from_the_domains_geo_table() {
     let report = route53.sync_all(&fixture, SyncMode::Changed).await;
     assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
     assert!(report.downgraded.is_empty(), "{report:?}");
-    let sets = admin
-        .list_resource_record_sets()
-        .hosted_zone_id(&zone)
-        .send()
-        .await
-        .unwrap()
-        .resource_record_sets()
-        .to_vec();
+    let sets = record_sets(&admin, &zone).await;
     let mut rows: Vec<String> = sets
         .iter()
         .filter(|s| s.name() == "g.example.com." && s.set_identifier().is_some())
@@ -599,6 +598,46 @@ async fn nearest_becomes_geolocation_record_sets_from_the_domains_geo_table() {
             "default country=Some(\"*\") continent=None [\"203.0.113.1\", \"203.0.113.2\"]",
         ]
     );
+    let again = route53.sync_all(&fixture, SyncMode::Full).await;
+    assert_eq!((again.writes, again.changes), (0, 0), "{again:?}");
+}
+
+/// `maxAnswers: 8` on a name of 10 addresses: ten multivalue answer
+/// record sets (one per address) in moto, with their registry records; a
+/// second sync writes nothing; `maxAnswers: 2` is published plain and
+/// reported downgraded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_answers_become_multivalue_answer_record_sets() {
+    let moto = Moto::start();
+    let admin = moto::client(&moto.url());
+    let zone = moto::create_zone(&admin, "example.com").await;
+    let route53 = provider(&moto.url(), |_| {});
+    let targets: Vec<String> = (1..=10).map(|i| format!("203.0.113.{i}")).collect();
+    let ep = |name: &str, n: &str| {
+        json!({"dnsName": name, "recordType": "A", "recordTTL": 30, "targets": targets,
+               "providerSpecific": [{"name": "fedns/max-answers", "value": n}]})
+    };
+    let fixture = desired(json!([ep("mv.example.com", "8"), ep("two.example.com", "2")]));
+    let report = route53.sync_all(&fixture, SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.rejected.is_empty(), "{report:?}");
+    assert_eq!(report.downgraded.len(), 1, "{report:?}");
+    assert_eq!(report.downgraded[0].0, "two.example.com");
+    let sets = record_sets(&admin, &zone).await;
+    let multivalue: Vec<String> = sets
+        .iter()
+        .filter(|s| s.name() == "mv.example.com." && s.multi_value_answer() == Some(true))
+        .map(|s| {
+            format!(
+                "{} {:?}",
+                s.set_identifier().unwrap_or_default(),
+                s.resource_records()[0].value()
+            )
+        })
+        .collect();
+    println!("{multivalue:#?}");
+    assert_eq!(multivalue.len(), 10, "{sets:#?}");
+    assert!(multivalue.contains(&"203.0.113.7 \"203.0.113.7\"".to_owned()));
+    assert_eq!(values(&admin, &zone, "two.example.com", "A").await.len(), 10);
     let again = route53.sync_all(&fixture, SyncMode::Full).await;
     assert_eq!((again.writes, again.changes), (0, 0), "{again:?}");
 }

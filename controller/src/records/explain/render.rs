@@ -12,6 +12,9 @@ fn render_routing(out: &mut String, routing: &RoutingExplanation) {
     if !routing.fallback.is_empty() {
         let _ = writeln!(out, "    fallback {}", routing.fallback.join(" → "));
     }
+    if let Some(limit) = &routing.answer_limit {
+        let _ = writeln!(out, "    {limit}");
+    }
     if let Some(client) = &routing.client {
         let _ = writeln!(
             out,

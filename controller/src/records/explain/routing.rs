@@ -15,6 +15,10 @@ pub struct RoutingExplanation {
     pub members: Vec<String>,
     /// `Nearest`: the region order after the client's own.
     pub fallback: Vec<String>,
+    /// `maxAnswers`, when the name has more addresses than it: one line
+    /// saying how many of how many each answer holds, and which.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_limit: Option<String>,
     /// What the client asked about gets, if one was given.
     pub client: Option<ClientExplanation>,
 }
@@ -50,13 +54,52 @@ pub fn explain_routing(
     use fedns_api::RoutingPolicy;
     let wanted = name.trim_end_matches('.').to_ascii_lowercase();
     let desired = fedns_providers::plan::desired::desired_zones(domains, endpoints);
-    let (zone, routing) = desired.zones.iter().find_map(|z| {
-        z.rrsets
+    let zone = desired
+        .zones
+        .iter()
+        .find(|z| z.rrsets.iter().any(|r| r.name == wanted))?;
+    let limit = zone
+        .rrsets
+        .iter()
+        .filter(|r| r.name == wanted)
+        .filter_map(|r| r.answer_limit().map(|n| (n, r.targets.len(), r.record_type)))
+        .max();
+    let answer_limit = limit.map(|(n, total, rtype)| {
+        format!(
+            "maxAnswers {n}: each answer holds at most {n} {rtype} address(es) of the chosen set (this name has {total}); \
+             a window of them, rotated per query, kept per client subnet when sticky"
+        )
+    });
+    let Some(routing) = zone
+        .rrsets
+        .iter()
+        .filter(|r| r.name == wanted)
+        .find_map(|r| r.routing.as_ref())
+    else {
+        // All with an answer limit: every address, N at a time.
+        answer_limit.as_ref()?;
+        let targets: Vec<&str> = zone
+            .rrsets
             .iter()
             .filter(|r| r.name == wanted)
-            .find_map(|r| r.routing.as_ref())
-            .map(|routing| (z, routing))
-    })?;
+            .flat_map(|r| r.targets.iter().map(String::as_str))
+            .collect();
+        return Some(RoutingExplanation {
+            policy: "All".into(),
+            members: vec![format!("every healthy cluster: {}", targets.join(" "))],
+            fallback: Vec::new(),
+            answer_limit,
+            client: client.map(|subnet| ClientExplanation {
+                subnet: subnet.to_string(),
+                region: None,
+                scope: 0,
+                clusters: vec!["every healthy cluster".into()],
+                reason:
+                    "All does not depend on the client: each answer holds a window of the addresses, rotated per query"
+                        .into(),
+            }),
+        });
+    };
     let members: std::collections::BTreeMap<&str, Vec<&fedns_providers::plan::desired::RoutedMember>> =
         z_members(zone, &wanted);
     let total: u32 = members.values().filter_map(|m| m[0].weight).sum();
@@ -82,9 +125,13 @@ pub fn explain_routing(
         })
         .collect();
     let mut out = RoutingExplanation {
-        policy: routing.policy.as_str().to_owned(),
+        policy: match routing.sticky {
+            Some((v4, v6)) => format!("{}, sticky per client subnet (/{v4}, /{v6})", routing.policy.as_str()),
+            None => routing.policy.as_str().to_owned(),
+        },
         members: lines,
         fallback: routing.fallback.clone(),
+        answer_limit,
         client: None,
     };
     let Some(subnet) = client else {
@@ -92,7 +139,7 @@ pub fn explain_routing(
     };
     let address = (subnet.prefix_len() > 0).then(|| subnet.trunc().network());
     out.client = Some(match routing.policy {
-        RoutingPolicy::Failover => {
+        RoutingPolicy::Failover if routing.sticky.is_none() || address.is_none() => {
             let active: Vec<String> = members
                 .iter()
                 .filter(|(_, ms)| ms[0].failover.as_deref() == Some("PRIMARY"))
@@ -120,11 +167,28 @@ pub fn explain_routing(
         _ => {
             let snapshot = fedns_dnsserver::Snapshot::build_with_geoip(&[(zone.content.clone(), 1)], geo);
             let choice = snapshot.choice_for(&format!("{wanted}."), address)?;
-            let sticky = routing.sticky.filter(|_| routing.policy == RoutingPolicy::Weighted);
+            let sticky = routing.sticky;
+            let subnet_text = |client: std::net::IpAddr| {
+                ipnet::IpNet::new(client, choice.scope).map_or_else(|_| client.to_string(), |n| n.trunc().to_string())
+            };
             let reason = match (routing.policy, &choice.region, address) {
+                (RoutingPolicy::Failover, _, Some(client)) => format!(
+                    "Failover with ClientSubnet stickiness: of the answering priority group, the client's subnet {} hashes (rendezvous) to this cluster and keeps it while it is healthy (SCOPE {})",
+                    subnet_text(client),
+                    choice.scope
+                ),
+                (RoutingPolicy::Nearest, Some(region), Some(client))
+                    if sticky.is_some() && members.values().any(|ms| ms[0].region.as_deref() == Some(region.as_str())) =>
+                {
+                    format!(
+                        "the client is in region {region}, which has healthy clusters; with ClientSubnet stickiness its subnet {} hashes (rendezvous) to this one of them (SCOPE {})",
+                        subnet_text(client),
+                        choice.scope
+                    )
+                }
                 (RoutingPolicy::Weighted, _, Some(client)) if sticky.is_some() => format!(
                     "Weighted with ClientSubnet stickiness: the client's subnet {} hashes (weighted rendezvous) to this cluster and keeps it while it is healthy; resolvers cache the answer for that subnet (SCOPE {})",
-                    ipnet::IpNet::new(client, choice.scope).map_or_else(|_| client.to_string(), |n| n.trunc().to_string()),
+                    subnet_text(client),
                     choice.scope
                 ),
                 (RoutingPolicy::Weighted, _, None) if sticky.is_some() => {

@@ -11,7 +11,7 @@ use super::model::{
     DesiredRRset, DesiredZone, DesiredZones, DomainProblem, EndpointProblem, ProblemKind, RoutedMember, RoutedSet,
     DEFAULT_TTL,
 };
-use super::routing::{endpoint_routing, locations_of, routed_names, EndpointRouting};
+use super::routing::{endpoint_routing, locations_of, max_answers_of, routed_names, EndpointRouting};
 use super::targets::{canonical_target, parse_target, to_name};
 use super::zone::{clamp_u32, client_regions_of, zone_of};
 use crate::plan::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};
@@ -216,6 +216,14 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                 continue;
             }
             let key = (apex.clone(), owner.clone());
+            let properties: Vec<(String, String)> = endpoint
+                .provider_specific
+                .iter()
+                .map(|p| (p.name.clone(), p.value.clone()))
+                .collect();
+            if let Some(Err(why)) = max_answers_of(&properties) {
+                out.problems.push(problem(&owner, why));
+            }
             match endpoint_routing(endpoint) {
                 None => {
                     plain_names.insert(key);

@@ -102,8 +102,29 @@ impl DesiredRRset {
                 Some(location) => format!("geo={location}"),
                 None => format!("region={}", member.aws_region.as_deref().unwrap_or_default()),
             },
-            RoutingPolicy::All => String::new(),
+            // A multivalue answer record set (Route53, for `maxAnswers`).
+            RoutingPolicy::All => "multivalue=true".to_owned(),
         }
+    }
+
+    /// `fedns/max-answers` of this RRset when it has more targets than
+    /// that: the limit a provider must keep or report as lost.
+    pub fn answer_limit(&self) -> Option<u16> {
+        if !matches!(self.record_type, RecordType::A | RecordType::AAAA) {
+            return None;
+        }
+        let n = super::routing::max_answers_of(&self.provider_specific)?.ok()?;
+        (self.targets.len() > usize::from(n)).then_some(n)
+    }
+
+    /// Why `provider` (a product name) cannot keep this RRset's answer
+    /// limit, for providers without any: `None` when it has none to keep.
+    pub fn answer_limit_lost(&self, provider: &str) -> Option<String> {
+        let n = self.answer_limit()?;
+        Some(format!(
+            "{provider} has no answer limit: all {} addresses are answered; at most {n} per answer come from fedns's own DNS server only",
+            self.targets.len()
+        ))
     }
 }
 

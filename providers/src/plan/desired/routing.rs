@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use fedns_api::routing::{
-    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION, FEDNS_STICKY_CLIENT_SUBNET,
-    MAX_WEIGHT,
+    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_MAX_ANSWERS, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION,
+    FEDNS_STICKY_CLIENT_SUBNET, MAX_ANSWERS_LIMIT, MAX_WEIGHT,
 };
 use fedns_api::RoutingPolicy;
 use fedns_dnsserver::hickory_proto::rr::Record;
@@ -88,13 +88,7 @@ pub(super) fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<
     let sticky = match get(FEDNS_STICKY_CLIENT_SUBNET) {
         None => None,
         Some(value) => match parse_sticky(&value) {
-            Some(prefixes) if policy == RoutingPolicy::Weighted => Some(prefixes),
-            Some(_) => {
-                return Some(Err(format!(
-                    "set {}: {FEDNS_STICKY_CLIENT_SUBNET} applies to {AWS_WEIGHT} only",
-                    endpoint.set_identifier
-                )))
-            }
+            Some(prefixes) => Some(prefixes),
             None => {
                 return Some(Err(format!(
                     "set {}: {FEDNS_STICKY_CLIENT_SUBNET} {value:?} is not IPV4,IPV6 prefix lengths (e.g. 24,56; 8..32 and 16..128)",
@@ -124,6 +118,19 @@ pub(super) fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<
     }))
 }
 
+/// An endpoint's `fedns/max-answers` (`providerSpecific` as name/value
+/// pairs): `None` when absent, `Err` with a reason when it is not a whole
+/// number 1..64.
+pub(crate) fn max_answers_of(properties: &[(String, String)]) -> Option<Result<u16, String>> {
+    let value = properties.iter().find(|(name, _)| name == FEDNS_MAX_ANSWERS)?.1.trim();
+    Some(match value.parse::<i64>() {
+        Ok(n) if (1..=MAX_ANSWERS_LIMIT).contains(&n) => Ok(n as u16),
+        _ => Err(format!(
+            "{FEDNS_MAX_ANSWERS} {value:?} is not a whole number 1..{MAX_ANSWERS_LIMIT}; answered without a limit"
+        )),
+    })
+}
+
 /// `24,56` → (24, 56); IPv4 8..32, IPv6 16..128.
 fn parse_sticky(value: &str) -> Option<(u8, u8)> {
     let (v4, v6) = value.split_once(',')?;
@@ -146,55 +153,88 @@ pub(super) fn locations_of(regions: &fedns_dnsserver::ClientRegions) -> Vec<(Str
     countries.chain(continents).collect()
 }
 
-/// The embedded server's routed names (`Weighted`, `Nearest`) of one
-/// zone's RRsets: one variant per set identifier with its A and AAAA
-/// records. `Failover` needs none: its RRsets already hold the active role.
+/// The embedded server's routed names of one zone's RRsets: `Weighted`
+/// and `Nearest` names, one variant per set identifier with its A and
+/// AAAA records; and, for `fedns/max-answers` or stickiness, `Failover`
+/// names (their RRsets hold the active role: one variant per cluster of
+/// it) and plain names (one variant of every address) as `Every`.
 pub(super) fn routed_names(rrsets: &[DesiredRRset]) -> Vec<fedns_dnsserver::RoutedName> {
     use fedns_dnsserver::{RoutedName, RoutedVariant, RoutingPolicy as Served};
     let mut by_name: BTreeMap<&str, Vec<&DesiredRRset>> = BTreeMap::new();
     for set in rrsets {
-        if set
-            .routing
-            .as_ref()
-            .is_some_and(|r| r.policy != RoutingPolicy::Failover)
-        {
+        if !matches!(set.record_type, fedns_api::RecordType::A | fedns_api::RecordType::AAAA) {
+            continue;
+        }
+        let limited = matches!(max_answers_of(&set.provider_specific), Some(Ok(_)));
+        let wanted = match &set.routing {
+            Some(r) if r.policy == RoutingPolicy::Failover => limited || r.sticky.is_some(),
+            Some(_) => true,
+            None => limited,
+        };
+        if wanted {
             by_name.entry(&set.name).or_default().push(set);
         }
     }
     let mut out = Vec::new();
     for (name, sets) in by_name {
         let Some(owner) = to_name(name) else { continue };
-        let Some(first) = sets[0].routing.as_ref() else {
-            continue;
-        };
-        let policy = match (first.policy, first.sticky) {
-            (RoutingPolicy::Weighted, Some((v4_prefix, v6_prefix))) => Served::StickyWeighted { v4_prefix, v6_prefix },
-            (RoutingPolicy::Weighted, None) => Served::Weighted,
-            _ => Served::Nearest {
-                fallback: first.fallback.clone(),
-            },
-        };
-        let mut variants: BTreeMap<&str, RoutedVariant> = BTreeMap::new();
-        for set in &sets {
-            let Some(routing) = &set.routing else { continue };
-            for member in &routing.members {
-                let variant = variants.entry(&member.set_identifier).or_insert_with(|| RoutedVariant {
-                    id: member.set_identifier.clone(),
-                    weight: member.weight.unwrap_or(0),
-                    region: member.region.clone(),
+        let max_answers = sets
+            .iter()
+            .find_map(|s| max_answers_of(&s.provider_specific).and_then(Result::ok));
+        let mut variants: BTreeMap<String, RoutedVariant> = BTreeMap::new();
+        let mut push =
+            |id: &str, weight: Option<u32>, region: Option<&String>, set: &DesiredRRset, targets: &[String]| {
+                let variant = variants.entry(id.to_owned()).or_insert_with(|| RoutedVariant {
+                    id: id.to_owned(),
+                    weight: weight.unwrap_or(0),
+                    region: region.cloned(),
                     records: Vec::new(),
                 });
-                for target in &member.targets {
+                for target in targets {
                     if let Ok(rdata) = parse_target(set.record_type, target) {
                         variant.records.push(Record::from_rdata(owner.clone(), set.ttl, rdata));
                     }
                 }
+            };
+        let first = sets[0].routing.as_ref();
+        let policy = match first {
+            Some(r) if r.policy == RoutingPolicy::Weighted => match r.sticky {
+                Some((v4_prefix, v6_prefix)) => Served::StickyWeighted { v4_prefix, v6_prefix },
+                None => Served::Weighted,
+            },
+            Some(r) if r.policy == RoutingPolicy::Nearest => Served::Nearest {
+                fallback: r.fallback.clone(),
+            },
+            _ => Served::Every,
+        };
+        for set in &sets {
+            match &set.routing {
+                Some(routing) => {
+                    for member in &routing.members {
+                        // Failover: only the active role, which the RRset holds.
+                        if routing.policy == RoutingPolicy::Failover
+                            && !member.targets.iter().all(|t| set.targets.contains(t))
+                        {
+                            continue;
+                        }
+                        push(
+                            &member.set_identifier,
+                            member.weight,
+                            member.region.as_ref(),
+                            set,
+                            &member.targets,
+                        );
+                    }
+                }
+                None => push("all", None, None, set, &set.targets),
             }
         }
         out.push(RoutedName {
             name: owner,
             policy,
             variants: variants.into_values().collect(),
+            max_answers,
+            sticky_within: first.and_then(|r| r.sticky),
         });
     }
     out

@@ -403,15 +403,15 @@ fn sticky_weighted_endpoints_become_a_sticky_routed_name() {
             v6_prefix: 56
         }
     );
-    // Out of range, or on a policy other than Weighted: a problem, answered as All.
+    // Out of range or one prefix only: a problem, answered as All.
     for (props, why) in [
         (
             vec![(AWS_WEIGHT, "1"), (FEDNS_STICKY_CLIENT_SUBNET, "33,56")],
             "not IPV4,IPV6 prefix lengths",
         ),
         (
-            vec![(AWS_FAILOVER, "PRIMARY"), (FEDNS_STICKY_CLIENT_SUBNET, "24,56")],
-            "applies to aws/weight only",
+            vec![(AWS_FAILOVER, "PRIMARY"), (FEDNS_STICKY_CLIENT_SUBNET, "24")],
+            "not IPV4,IPV6 prefix lengths",
         ),
     ] {
         let desired = desired_zones(
@@ -427,6 +427,70 @@ fn sticky_weighted_endpoints_become_a_sticky_routed_name() {
             desired.problems
         );
     }
+}
+
+/// `fedns/max-answers` on a plain name makes it an `Every` routed name of
+/// every address; on a sticky Failover name, `Every` over the active
+/// role's clusters only; a bad value is a problem and no limit.
+#[test]
+fn max_answers_and_sticky_failover_become_every_routed_names() {
+    use fedns_api::routing::{FEDNS_MAX_ANSWERS, FEDNS_STICKY_CLIENT_SUBNET};
+    use fedns_dnsserver::RoutingPolicy as Served;
+    let mut plain = ep(
+        "all.example.com",
+        RecordType::A,
+        &["203.0.113.1", "203.0.113.2", "203.0.113.3"],
+        Some(30),
+    );
+    plain.provider_specific = vec![fedns_api::ProviderSpecificProperty {
+        name: FEDNS_MAX_ANSWERS.into(),
+        value: "2".into(),
+    }];
+    let f = "f.example.com";
+    let failover = |set: &str, ip: &str, role: &str| {
+        routed(
+            f,
+            RecordType::A,
+            set,
+            &[ip],
+            &[(AWS_FAILOVER, role), (FEDNS_STICKY_CLIENT_SUBNET, "24,56")],
+        )
+    };
+    let mut bad = ep("bad.example.com", RecordType::A, &["203.0.113.9"], Some(30));
+    bad.provider_specific = vec![fedns_api::ProviderSpecificProperty {
+        name: FEDNS_MAX_ANSWERS.into(),
+        value: "65".into(),
+    }];
+    let desired = desired_zones(
+        &[domain("myfed", "example.com")],
+        &[endpoints(
+            "a",
+            vec![
+                plain,
+                failover("east", "203.0.113.4", "PRIMARY"),
+                failover("west", "203.0.113.5", "PRIMARY"),
+                failover("eu", "203.0.113.6", "SECONDARY"),
+                bad,
+            ],
+        )],
+    );
+    assert!(
+        desired.problems.iter().any(|p| p
+            .message
+            .starts_with("fedns/max-answers \"65\" is not a whole number 1..64")),
+        "{:?}",
+        desired.problems
+    );
+    let routed = &desired.zones[0].content.routed;
+    assert_eq!(routed.len(), 2, "{routed:?}");
+    let all = routed.iter().find(|r| r.name.to_ascii() == "all.example.com.").unwrap();
+    assert_eq!((all.policy.clone(), all.max_answers), (Served::Every, Some(2)));
+    assert_eq!(all.variants.len(), 1);
+    assert_eq!(all.variants[0].records.len(), 3);
+    let f = routed.iter().find(|r| r.name.to_ascii() == "f.example.com.").unwrap();
+    assert_eq!((f.policy.clone(), f.sticky_within), (Served::Every, Some((24, 56))));
+    let ids: Vec<&str> = f.variants.iter().map(|v| v.id.as_str()).collect();
+    assert_eq!(ids, ["east", "west"], "the active role only");
 }
 
 #[test]
