@@ -18,13 +18,15 @@
 //!   provider implements, its sync report and metrics.
 //! * The providers, one folder each: the [`embedded`] sink (the
 //!   `fedns-dnsserver` store, with zone-transfer keys from Secrets),
-//!   [`route53`], [`google_clouddns`] (Cloud DNS v1 REST), and
+//!   [`route53`], [`google_clouddns`] (Cloud DNS v1 REST),
 //!   [`coredns_etcd`] (etcd over its v3 JSON gateway,
-//!   [`coredns_etcd::etcd`]).
+//!   [`coredns_etcd::etcd`]), and [`webhook`] (any external-dns webhook
+//!   provider).
 //!
 //! Layers, each depending only on those below it: `plan` at the bottom;
 //! `provider` (the contract, which names `plan`'s desired RRsets); the
-//! providers (`embedded`, `route53`, `google_clouddns`, `coredns_etcd`), which may use `plan`
+//! providers (`embedded`, `route53`, `google_clouddns`, `coredns_etcd`,
+//! `webhook`), which may use `plan`
 //! and `provider` but never each other nor `source`; `source` at the top,
 //! which drives them all. Depends on `fedns-api` and `fedns-dnsserver` only.
 
@@ -35,3 +37,4 @@ pub mod plan;
 pub mod provider;
 pub mod route53;
 pub mod source;
+pub mod webhook;

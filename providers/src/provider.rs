@@ -381,6 +381,32 @@ impl RateLimit {
     }
 }
 
+/// An HTTP client for a provider's API: rustls with the ring provider
+/// (set here, not process-wide: reqwest's rustls has none of its own) and
+/// the system's root certificates, each request bounded by `timeout`,
+/// connecting within 5 s.
+///
+/// # Errors
+/// TLS set-up or the client cannot be built.
+pub fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| format!("building the HTTP client: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

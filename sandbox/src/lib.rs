@@ -135,6 +135,7 @@ mod status;
 mod store;
 pub mod tls;
 pub mod upstream_crds;
+pub mod webhook_provider;
 
 use std::path::PathBuf;
 

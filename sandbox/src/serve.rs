@@ -7,7 +7,7 @@ use hyper::service::Service;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
@@ -47,4 +47,36 @@ pub(crate) async fn connection<S, B>(
             }
         }
     }
+}
+
+/// Accepts connections on `listener` until `stopped` changes (or its
+/// sender is dropped), serving each with a service from `make` through
+/// [`connection`]; an accept error waits 20 ms and goes on.
+pub(crate) fn accept_loop<F, S, B>(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    mut stopped: watch::Receiver<()>,
+    make: F,
+) where
+    F: Fn() -> S + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                _ = stopped.changed() => return,
+            };
+            let Ok((tcp, _)) = accepted else {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                continue;
+            };
+            tokio::spawn(connection(tcp, tls.clone(), make(), stopped.clone()));
+        }
+    });
 }

@@ -136,6 +136,7 @@ async fn publishes_to_every_provider_at_once() {
             ..Route53Args::default()
         },
         google: Default::default(),
+        webhook: Default::default(),
         dns_listen: vec![format!("127.0.0.1:{}", free_port()).parse().unwrap()],
         udp_workers: Some(1),
         metrics_addr: "127.0.0.1:0".parse().unwrap(),

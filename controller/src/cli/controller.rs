@@ -15,6 +15,7 @@ use fedns_providers::google_clouddns::{CloudDnsConfig, GoogleCloudDns};
 use fedns_providers::provider::ProviderMetrics;
 use fedns_providers::route53::{Route53, Route53Config};
 use fedns_providers::source::kube_source::{self, SharedEndpoints, Sinks, SourceConfig, SourceState};
+use fedns_providers::webhook::{Webhook, WebhookConfig};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::runtime::events::Reporter;
@@ -458,6 +459,24 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     if args.provider.contains(&Provider::GoogleClouddns) {
         sinks.providers.push(Arc::new(GoogleCloudDns::new(
             clouddns_config(args),
+            provider_metrics.clone(),
+        )));
+    }
+    if args.provider.contains(&Provider::Webhook) {
+        let webhook = &args.webhook;
+        sinks.providers.push(Arc::new(Webhook::new(
+            WebhookConfig {
+                url: webhook.url.clone(),
+                owner_id: args.owner_id.clone(),
+                txt_wildcard_replacement: args.txt_wildcard_replacement.clone().unwrap_or_default(),
+                timeout: Duration::from_secs(webhook.timeout.max(1)),
+                negotiate: fedns_providers::webhook::api::Retry {
+                    attempts: webhook.negotiate_attempts.max(1),
+                    initial: Duration::from_millis(500),
+                },
+                max_body: webhook.max_body.max(1),
+                max_endpoints_per_request: webhook.max_endpoints_per_request.max(1),
+            },
             provider_metrics.clone(),
         )));
     }

@@ -599,20 +599,10 @@ fn plan_zone_in(zone: &ZoneSettings<'_>, apex: &str, desired: &[DesiredRRset], h
     }
 
     let plan = planner::plan(&allowed, &current, owner);
-    out.conflicts.extend(
-        plan.conflicts
-            .into_iter()
-            .map(|c| (c.holder_text(), c))
-            .map(|(h, c)| (c.desired, h)),
-    );
+    out.conflicts
+        .extend(plan.conflicts.into_iter().map(planner::Conflict::reported));
 
-    let ours = |name: &str, t: RecordType| {
-        ownership
-            .typed
-            .get(&(name.to_owned(), t, String::new()))
-            .filter(|(o, _)| o == owner)
-            .map(|(_, set)| set)
-    };
+    let ours = |name: &str, t: RecordType| ownership.ours(owner, name, t, "");
     let mut touched: BTreeSet<(String, RecordType)> = BTreeSet::new();
     for change in plan.changes {
         let mut unit = Unit {
@@ -655,16 +645,17 @@ fn plan_zone_in(zone: &ZoneSettings<'_>, apex: &str, desired: &[DesiredRRset], h
         out.units.push(unit);
     }
     // Our registry records whose RRset is gone and not wanted: clean up.
-    for ((name, record_type, _), (record_owner, txt)) in &ownership.typed {
-        let key = (name.clone(), *record_type);
-        if record_owner == owner && !raw_of.contains_key(&key) && !touched.contains(&key) {
-            out.units.push(Unit {
-                name: name.clone(),
-                record_type: *record_type,
-                deletions: vec![txt.clone()],
-                additions: Vec::new(),
-            });
-        }
+    let keep = |name: &str, t: RecordType, _: &str| {
+        let key = (name.to_owned(), t);
+        raw_of.contains_key(&key) || touched.contains(&key)
+    };
+    for (name, record_type, txt) in ownership.stale(owner, keep) {
+        out.units.push(Unit {
+            name: name.to_owned(),
+            record_type,
+            deletions: vec![txt.clone()],
+            additions: Vec::new(),
+        });
     }
     out.units.sort_by(|a, b| a.name.cmp(&b.name));
     out

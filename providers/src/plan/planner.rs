@@ -84,6 +84,12 @@ impl Plan {
 }
 
 impl Conflict {
+    /// The conflict as a provider reports it: (what we wanted, who holds it).
+    pub fn reported(self) -> (DesiredRRset, String) {
+        let holder = self.holder_text();
+        (self.desired, holder)
+    }
+
     /// Who holds the name, in the words of a condition message:
     /// `owner "x"`, or `a record with no owner`.
     pub fn holder_text(&self) -> String {

@@ -278,6 +278,30 @@ impl<T: Clone> Ownership<T> {
         true
     }
 
+    /// `our_owner`'s registry record of the `record_type` RRset at `name`
+    /// (set identifier `set`), as held.
+    pub fn ours(&self, our_owner: &str, name: &str, record_type: RecordType, set: &str) -> Option<&T> {
+        self.typed
+            .get(&(name.to_owned(), record_type, set.to_owned()))
+            .filter(|(owner, _)| owner == our_owner)
+            .map(|(_, held)| held)
+    }
+
+    /// `our_owner`'s registry records to clean up: those whose RRset
+    /// `keep(name, type, set identifier)` says is neither held nor being
+    /// written, as (name, type, the record as held).
+    pub fn stale<'a>(
+        &'a self,
+        our_owner: &str,
+        keep: impl Fn(&str, RecordType, &str) -> bool,
+    ) -> Vec<(&'a str, RecordType, &'a T)> {
+        self.typed
+            .iter()
+            .filter(|((name, record_type, set), (owner, _))| owner == our_owner && !keep(name, *record_type, set))
+            .map(|((name, record_type, _), (_, held))| (name.as_str(), *record_type, held))
+            .collect()
+    }
+
     /// Other owners' registry records whose RRset is gone (`held(name,
     /// type, set identifier)` false): they still claim it, as empty
     /// RRsets the planner will not touch.

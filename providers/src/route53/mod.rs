@@ -680,12 +680,8 @@ fn plan_zone_with(
     }
 
     let plan = planner::plan(&allowed, &current, owner);
-    out.conflicts.extend(
-        plan.conflicts
-            .into_iter()
-            .map(|c| (c.holder_text(), c))
-            .map(|(h, c)| (c.desired, h)),
-    );
+    out.conflicts
+        .extend(plan.conflicts.into_iter().map(planner::Conflict::reported));
 
     let mut built = |units: &mut Vec<Unit>,
                      name: &str,

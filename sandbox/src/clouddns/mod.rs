@@ -485,24 +485,9 @@ impl CloudDns {
     }
 }
 
-fn serve(listener: TcpListener, inner: Arc<Inner>, tls: Option<TlsAcceptor>, mut stopped: watch::Receiver<()>) {
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
-                _ = stopped.changed() => return,
-            };
-            let Ok((tcp, _)) = accepted else {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            };
-            let inner = inner.clone();
-            let tls = tls.clone();
-            let closed = stopped.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |request| http::handle(inner.clone(), request));
-                crate::serve::connection(tcp, tls, service, closed).await;
-            });
-        }
+fn serve(listener: TcpListener, inner: Arc<Inner>, tls: Option<TlsAcceptor>, stopped: watch::Receiver<()>) {
+    crate::serve::accept_loop(listener, tls, stopped, move || {
+        let inner = inner.clone();
+        service_fn(move |request| http::handle(inner.clone(), request))
     });
 }

@@ -12,3 +12,4 @@ mod large_zone;
 mod monitoring;
 mod pipeline_leadership;
 mod route53;
+mod webhook;

@@ -75,7 +75,7 @@ impl Command {
 mod tests {
     use super::*;
     use crate::cli::args::controller::SourceArgs;
-    use crate::cli::args::providers::{GoogleArgs, Provider, Route53Args, ZoneVisibility};
+    use crate::cli::args::providers::{GoogleArgs, Provider, Route53Args, WebhookArgs, ZoneVisibility};
     use clap::Parser;
 
     #[test]
@@ -105,6 +105,32 @@ mod tests {
         assert_eq!(args.provider, vec![Provider::Route53, Provider::Embedded]);
         assert_eq!(args.route53.zone_ids, vec!["Z1", "Z2"]);
         assert_eq!(args.route53.requests_per_second, 2.5);
+    }
+
+    #[test]
+    fn webhook_flags_and_defaults_match_the_command_line() {
+        let cli = Cli::try_parse_from(["fedns", "controller"]).expect("parses");
+        let Command::Controller(args) = cli.command else {
+            panic!("not the controller")
+        };
+        assert_eq!(args.webhook, WebhookArgs::default());
+        let cli = Cli::try_parse_from([
+            "fedns",
+            "controller",
+            "--provider",
+            "webhook",
+            "--webhook-url",
+            "http://127.0.0.1:8888",
+            "--webhook-max-endpoints-per-request",
+            "50",
+        ])
+        .expect("parses");
+        let Command::Controller(args) = cli.command else {
+            panic!("not the controller")
+        };
+        assert_eq!(args.provider, vec![Provider::Webhook]);
+        assert_eq!(args.webhook.url, "http://127.0.0.1:8888");
+        assert_eq!(args.webhook.max_endpoints_per_request, 50);
     }
 
     #[test]

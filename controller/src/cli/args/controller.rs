@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::dns_server::RrlArgs;
-use super::providers::{EtcdArgs, GoogleArgs, Provider, Route53Args};
+use super::providers::{EtcdArgs, GoogleArgs, Provider, Route53Args, WebhookArgs};
 use crate::members::MemberSource;
 
 /// Arguments of `fedns controller`.
@@ -45,6 +45,9 @@ pub struct ControllerArgs {
     /// google-clouddns settings.
     #[command(flatten)]
     pub google: GoogleArgs,
+    /// webhook settings.
+    #[command(flatten)]
+    pub webhook: WebhookArgs,
     /// DNS listen address of the embedded server (repeatable).
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:53")]
     pub dns_listen: Vec<SocketAddr>,

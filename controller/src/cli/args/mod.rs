@@ -24,7 +24,7 @@ pub use dns_server::{DnsServerArgs, MemberSideArgs, RrlArgs};
 pub use docs::{DocsArgs, Document};
 pub use explain::{ExplainArgs, ExplainOutput};
 pub use join::JoinArgs;
-pub use providers::{EtcdArgs, GoogleArgs, Provider, Route53Args, ZoneVisibility};
+pub use providers::{EtcdArgs, GoogleArgs, Provider, Route53Args, WebhookArgs, ZoneVisibility};
 pub use sandbox::{SandboxAction, SandboxArgs};
 
 // Defined beside the logging it configures (which sits below the command

@@ -1,5 +1,6 @@
 //! Where `fedns controller` publishes: the providers and each one's flags
-//! (Google Cloud DNS, Route53, CoreDNS's etcd).
+//! (Google Cloud DNS, Route53, CoreDNS's etcd, an external-dns webhook
+//! provider).
 
 use std::path::PathBuf;
 
@@ -17,6 +18,46 @@ pub enum Provider {
     /// Google Cloud DNS managed zones (also accepted as `google`).
     #[value(alias = "google")]
     GoogleClouddns,
+    /// Any external-dns webhook provider (Cloudflare, PowerDNS, NS1, ...),
+    /// at `--webhook-url`.
+    Webhook,
+}
+
+/// Settings of the webhook provider (external-dns's
+/// `--webhook-provider-*` flags, same defaults).
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct WebhookArgs {
+    /// The provider's URL (usually a sidecar on localhost).
+    #[arg(long = "webhook-url", value_name = "URL", default_value = "http://localhost:8888")]
+    pub url: String,
+    /// Bound of one call to the provider, seconds (external-dns: read 5 s
+    /// + write 10 s).
+    #[arg(long = "webhook-timeout", value_name = "SECONDS", default_value_t = 15)]
+    pub timeout: u64,
+    /// Negotiation attempts at start (transport errors and 5xx retried
+    /// with exponential backoff from 0.5 s), the first included.
+    #[arg(long = "webhook-negotiate-attempts", value_name = "N", default_value_t = 5)]
+    pub negotiate_attempts: u32,
+    /// Largest response body, octets (external-dns's default 32 MiB).
+    #[arg(long = "webhook-max-body-size", value_name = "OCTETS", default_value_t = 32 << 20)]
+    pub max_body: usize,
+    /// Endpoints per `POST /records` at most (a name's record and its
+    /// ownership record always go together).
+    #[arg(long = "webhook-max-endpoints-per-request", value_name = "N", default_value_t = 500)]
+    pub max_endpoints_per_request: usize,
+}
+
+impl Default for WebhookArgs {
+    /// The command line's defaults (checked by a test).
+    fn default() -> Self {
+        WebhookArgs {
+            url: "http://localhost:8888".into(),
+            timeout: 15,
+            negotiate_attempts: 5,
+            max_body: 32 << 20,
+            max_endpoints_per_request: 500,
+        }
+    }
 }
 
 /// Visibility of Cloud DNS managed zones.

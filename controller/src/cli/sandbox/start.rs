@@ -144,6 +144,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         },
         route53: Default::default(),
         google: Default::default(),
+        webhook: Default::default(),
         dns_listen: vec![args.dns_listen],
         udp_workers: Some(1),
         // No response rate limiting in the sandbox.

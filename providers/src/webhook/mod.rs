@@ -1,0 +1,629 @@
+//! The `webhook` provider: publishes each Domain's RRsets to an
+//! external-dns webhook provider (Cloudflare, PowerDNS, Infoblox, NS1,
+//! deSEC, Hetzner, an RFC 2136 bridge, ...) over the protocol external-dns
+//! itself speaks ([`api`]), sharing the zone safely with other tools.
+//!
+//! * Negotiation once per connection: the provider's domain filter. A zone
+//!   the filter does not take is not synced (reported on the Domain's
+//!   DNSEndpoints as an error naming the filter); within a taken zone,
+//!   names the filter refuses are rejected one by one.
+//! * Per sync: `GET /records` once, then per zone the desired RRsets go
+//!   through `POST /adjustendpoints` (so the provider's own normalisation,
+//!   a TTL floor or a lower-cased target, becomes what fedns wants and
+//!   never causes a rewrite loop), are planned against what the provider
+//!   holds, and the changes are sent with `POST /records`.
+//! * Ownership: external-dns's TXT registry ([`crate::plan::registry`]),
+//!   its records written through the same protocol as ordinary TXT
+//!   endpoints (`a-<name>` holding the quoted heritage string, no TTL), as
+//!   external-dns's registry does over a webhook. Records without one of
+//!   fedns's owner id are never changed; a desired RRset colliding with
+//!   them is a conflict.
+//! * Batching and isolation: at most `max_endpoints_per_request`
+//!   endpoints per `POST /records` (a name's record and its registry
+//!   record always together). A request the provider refuses (a status
+//!   other than 204 and outside 500..=510) is halved until the refused
+//!   names stand alone; those are reported on their DNSEndpoint and the
+//!   rest is applied. 500..=510 is split the same way (external-dns's
+//!   server helper answers 500 for any provider error), but more than a
+//!   few such failures in a row, or no answer at all, stop the zone until
+//!   the next sync (soon); other zones go on.
+//! * Traffic policies: the protocol defines none, and no provider's
+//!   `webhook/<x>` properties mean the same thing, so routed names are
+//!   published with every member (`All`) and reported `PolicyDowngraded`,
+//!   as `maxAnswers` is.
+//!
+//! Layer: a provider. It may use `plan` and the `provider` contract; never
+//! `source` nor another provider.
+
+pub mod api;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use fedns_api::RecordType;
+use futures::future::BoxFuture;
+
+use crate::plan::desired::{DesiredRRset, DesiredZones};
+use crate::plan::planner::{self, CurrentRRset, ZonePlan};
+use crate::plan::registry::{self, Ownership};
+use crate::provider::{AppliedCache, ErrorScope, Provider, ProviderMetrics, SyncMode, SyncReport};
+use api::{CallError, Changes, Client, DomainFilter, WireEndpoint};
+
+/// The provider's name in conditions, metrics and logs.
+pub const NAME: &str = "webhook";
+
+/// Requests failing with 500..=510 in a row before a zone's sync stops.
+const MAX_FAILED_IN_A_ROW: usize = 6;
+
+/// Settings of the webhook provider.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// The provider's URL (external-dns's `--webhook-provider-url`,
+    /// default `http://localhost:8888`).
+    pub url: String,
+    /// Owner id written into registry records.
+    pub owner_id: String,
+    /// external-dns's `--txt-wildcard-replacement` (empty: none).
+    pub txt_wildcard_replacement: String,
+    /// Bound of one call (external-dns: read 5 s + write 10 s).
+    pub timeout: Duration,
+    /// Negotiation retries (external-dns: 5 attempts from 0.5 s).
+    pub negotiate: api::Retry,
+    /// Largest response body, octets (external-dns: 32 MiB).
+    pub max_body: usize,
+    /// Endpoints per `POST /records` at most.
+    pub max_endpoints_per_request: usize,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            url: "http://localhost:8888".into(),
+            owner_id: "fedns".into(),
+            txt_wildcard_replacement: String::new(),
+            timeout: Duration::from_secs(15),
+            negotiate: api::Retry {
+                attempts: 5,
+                initial: Duration::from_millis(500),
+            },
+            max_body: api::DEFAULT_MAX_BODY,
+            max_endpoints_per_request: 500,
+        }
+    }
+}
+
+/// The webhook provider.
+pub struct Webhook {
+    config: WebhookConfig,
+    /// The client and the negotiated filter, once negotiated.
+    session: tokio::sync::Mutex<Option<(Client, std::sync::Arc<DomainFilter>)>>,
+    applied: AppliedCache,
+    metrics: ProviderMetrics,
+}
+
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("url", &self.config.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One logical change: a name's record and its registry record, sent in
+/// one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// Owner name.
+    pub name: String,
+    /// Its type.
+    pub record_type: RecordType,
+    /// The endpoints to send.
+    pub changes: Changes,
+}
+
+impl Webhook {
+    /// A provider for `config`, counting into `metrics` (no connection yet).
+    pub fn new(config: WebhookConfig, metrics: ProviderMetrics) -> Self {
+        Webhook {
+            config,
+            session: tokio::sync::Mutex::new(None),
+            applied: AppliedCache::default(),
+            metrics,
+        }
+    }
+
+    /// The metrics this provider counts into.
+    pub fn metrics(&self) -> &ProviderMetrics {
+        &self.metrics
+    }
+
+    /// The client and the provider's domain filter, negotiated on first use.
+    async fn session(&self) -> Result<(Client, std::sync::Arc<DomainFilter>), String> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = slot.as_ref() {
+            return Ok(session.clone());
+        }
+        let client = Client::new(&self.config.url, self.config.timeout, self.config.max_body)?;
+        let filter = client.negotiate(self.config.negotiate).await;
+        self.metrics.api_call(NAME, "negotiate", filter.is_ok());
+        let filter = std::sync::Arc::new(filter.map_err(|e| e.message)?);
+        tracing::info!(provider = NAME, url = %self.config.url, filter = %filter.describe(), "negotiated with the webhook provider");
+        *slot = Some((client.clone(), filter.clone()));
+        Ok((client, filter))
+    }
+
+    /// Negotiate again at the next sync (the provider may have restarted
+    /// with another filter).
+    async fn forget_session(&self) {
+        *self.session.lock().await = None;
+    }
+
+    /// Plans one zone (see [`plan_zone`]).
+    pub fn plan_zone(&self, apex: &str, desired: &[DesiredRRset], held: &[WireEndpoint]) -> ZonePlan<Unit> {
+        plan_zone(
+            &self.config.owner_id,
+            &self.config.txt_wildcard_replacement,
+            apex,
+            desired,
+            held,
+        )
+    }
+
+    /// Sends `units` in requests of at most `max_endpoints_per_request`
+    /// endpoints; refused requests are halved down to single units, which
+    /// go into `report.rejected`.
+    ///
+    /// # Errors
+    /// A transient failure: the zone stops until the next sync.
+    async fn apply(
+        &self,
+        client: &Client,
+        apex: &str,
+        units: Vec<Unit>,
+        report: &mut SyncReport,
+    ) -> Result<(), String> {
+        let mut pending = pack(units, self.config.max_endpoints_per_request.max(1));
+        pending.reverse();
+        // external-dns's server helper answers 500 for any provider error,
+        // a refused record included: a 5xx request is split like a refused
+        // one, but failures in a row past this bound mean the provider is
+        // failing, not a record: the zone stops and is retried soon.
+        let mut failed_in_a_row = 0;
+        while let Some(units) = pending.pop() {
+            let mut changes = Changes::default();
+            for unit in &units {
+                changes.extend(unit.changes.clone());
+            }
+            let result = client.apply(&changes).await;
+            self.metrics.api_call(NAME, "apply", result.is_ok());
+            let refused = match result {
+                Ok(()) => {
+                    failed_in_a_row = 0;
+                    report.writes += 1;
+                    report.changes += units.len();
+                    self.metrics.changes_applied(NAME, apex, units.len());
+                    continue;
+                }
+                // No answer at all: the provider is down.
+                Err(e) if e.status.is_none() => return Err(e.message),
+                Err(e) if e.transient() => {
+                    failed_in_a_row += 1;
+                    if failed_in_a_row > MAX_FAILED_IN_A_ROW {
+                        return Err(format!("{e} ({failed_in_a_row} requests in a row failed)"));
+                    }
+                    e
+                }
+                Err(e) => e,
+            };
+            if units.len() > 1 {
+                tracing::info!(
+                    provider = NAME,
+                    zone = apex,
+                    changes = units.len(),
+                    "the provider refused a request ({refused}); splitting it"
+                );
+                let mut first = units;
+                let second = first.split_off(first.len() / 2);
+                pending.push(second);
+                pending.push(first);
+            } else {
+                for unit in units {
+                    tracing::warn!(provider = NAME, zone = apex, name = %unit.name, record_type = %unit.record_type, "the provider refused the change: {refused}");
+                    report.rejected.push((
+                        unit.name,
+                        unit.record_type,
+                        format!("the webhook provider refused it: {refused}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The desired RRsets of a zone as the provider will hold them
+    /// (`POST /adjustendpoints`); those it drops are rejected.
+    async fn adjusted(
+        &self,
+        client: &Client,
+        desired: &[DesiredRRset],
+        report: &mut SyncReport,
+    ) -> Result<Vec<DesiredRRset>, CallError> {
+        if desired.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wire: Vec<WireEndpoint> = desired.iter().map(|d| endpoint_of(d, None)).collect();
+        let result = client.adjust(&wire).await;
+        self.metrics.api_call(NAME, "adjust", result.is_ok());
+        let adjusted = result?;
+        let by_key: BTreeMap<(String, String, String), &WireEndpoint> = adjusted.iter().map(|e| (e.key(), e)).collect();
+        let mut out = Vec::with_capacity(desired.len());
+        for rrset in desired {
+            let key = (rrset.name.clone(), rrset.record_type.as_str().to_owned(), String::new());
+            match by_key.get(&key) {
+                Some(endpoint) => {
+                    let mut rrset = rrset.clone();
+                    rrset.ttl = u32::try_from(endpoint.record_ttl.max(0)).unwrap_or(u32::MAX);
+                    rrset.targets = targets_of(rrset.record_type, &endpoint.targets);
+                    out.push(rrset);
+                }
+                None => report.rejected.push((
+                    rrset.name.clone(),
+                    rrset.record_type,
+                    "the webhook provider's adjustendpoints left it out (a record it does not support)".into(),
+                )),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn sync_zone(
+        &self,
+        client: &Client,
+        filter: &DomainFilter,
+        apex: &str,
+        desired: &[DesiredRRset],
+        held: &[WireEndpoint],
+        report: &mut SyncReport,
+    ) -> Result<(), String> {
+        if !filter.matches(apex) {
+            if desired.is_empty() {
+                return Ok(());
+            }
+            return Err(format!(
+                "the webhook provider at {} does not take the zone {apex} (its domain filter: {})",
+                self.config.url,
+                filter.describe()
+            ));
+        }
+        let mut taken = Vec::new();
+        for rrset in desired {
+            if filter.matches(&rrset.name) {
+                taken.push(rrset.clone());
+            } else {
+                report.rejected.push((
+                    rrset.name.clone(),
+                    rrset.record_type,
+                    format!(
+                        "the webhook provider's domain filter ({}) does not take the name",
+                        filter.describe()
+                    ),
+                ));
+            }
+        }
+        for rrset in &taken {
+            if let Some(why) = rrset.answer_limit_lost("the external-dns webhook protocol") {
+                report.downgraded.push((rrset.name.clone(), rrset.record_type, why));
+            }
+            if let Some(routing) = rrset
+                .routing
+                .as_ref()
+                .filter(|r| r.policy != fedns_api::RoutingPolicy::All)
+            {
+                report.downgraded.push((
+                    rrset.name.clone(),
+                    rrset.record_type,
+                    format!(
+                        "the external-dns webhook protocol carries no traffic policy: {} published as All ({} members in every answer)",
+                        routing.policy.as_str(),
+                        routing.members.len()
+                    ),
+                ));
+            }
+        }
+        let taken: Vec<DesiredRRset> = taken
+            .into_iter()
+            .map(|rrset| DesiredRRset {
+                routing: None,
+                set_identifier: String::new(),
+                ..rrset
+            })
+            .collect();
+        let adjusted = self.adjusted(client, &taken, report).await.map_err(|e| e.message)?;
+        let in_zone: Vec<WireEndpoint> = held
+            .iter()
+            .filter(|e| {
+                let name = e.key().0;
+                name == apex || name.ends_with(&format!(".{apex}"))
+            })
+            .cloned()
+            .collect();
+        let plan = self.plan_zone(apex, &adjusted, &in_zone);
+        self.metrics.records_owned(NAME, apex, plan.owned);
+        report.conflicts.extend(plan.conflicts);
+        report.rejected.extend(plan.rejected);
+        let count = plan.units.len();
+        self.apply(client, apex, plan.units, report).await?;
+        if count > 0 {
+            tracing::info!(provider = NAME, zone = apex, changes = count, "applied changes");
+        }
+        Ok(())
+    }
+
+    /// Brings the webhook provider in line with `desired`, zone by zone.
+    pub async fn sync_all(&self, desired: &DesiredZones, mode: SyncMode) -> SyncReport {
+        let started = Instant::now();
+        let mut report = SyncReport::default();
+        let (client, filter) = match self.session().await {
+            Ok(session) => session,
+            Err(e) => {
+                tracing::warn!(provider = NAME, "no webhook provider (retried soon): {e}");
+                self.applied.clear();
+                report.errors.push((ErrorScope::Provider, e));
+                return report;
+            }
+        };
+        let (_, pending) = self.applied.pending(desired, mode, &mut report);
+        if pending.is_empty() {
+            return report;
+        }
+        let held = client.records().await;
+        self.metrics.api_call(NAME, "records", held.is_ok());
+        let held = match held {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(provider = NAME, "reading records failed (retried soon): {e}");
+                if !e.transient() {
+                    self.forget_session().await;
+                }
+                self.applied.clear();
+                report.errors.push((ErrorScope::Provider, e.message));
+                return report;
+            }
+        };
+        for (apex, rrsets) in pending {
+            let mut outcome = SyncReport::default();
+            let result = self
+                .sync_zone(&client, &filter, &apex, rrsets, &held, &mut outcome)
+                .await;
+            self.applied.finish(NAME, &apex, rrsets, result, outcome, &mut report);
+        }
+        self.metrics.sync_duration(NAME, started);
+        report
+    }
+}
+
+impl Provider for Webhook {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn sync<'a>(&'a self, desired: &'a DesiredZones, mode: SyncMode) -> BoxFuture<'a, SyncReport> {
+        Box::pin(self.sync_all(desired, mode))
+    }
+}
+
+/// Targets of a desired RRset as external-dns endpoints carry them: TXT as
+/// the text itself (its character-strings joined), names without the
+/// trailing dot (fedns's canonical form already), the rest as they are.
+fn wire_targets(rrset: &DesiredRRset) -> Vec<String> {
+    rrset
+        .targets
+        .iter()
+        .map(|t| match rrset.record_type {
+            RecordType::TXT => crate::plan::txt::concatenated(t),
+            _ => t.clone(),
+        })
+        .collect()
+}
+
+/// Targets a provider holds in fedns's canonical form, sorted.
+fn targets_of(record_type: RecordType, targets: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = targets
+        .iter()
+        .map(|t| match record_type {
+            RecordType::TXT => crate::plan::txt::presentation(&crate::plan::txt::split(t.as_bytes())),
+            _ => crate::plan::presentation::canonical_value(record_type, t),
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A desired RRset as an endpoint; `labels` for a registry record.
+fn endpoint_of(rrset: &DesiredRRset, labels: Option<BTreeMap<String, String>>) -> WireEndpoint {
+    WireEndpoint {
+        dns_name: rrset.name.clone(),
+        targets: wire_targets(rrset),
+        record_type: rrset.record_type.as_str().to_owned(),
+        set_identifier: String::new(),
+        record_ttl: i64::from(rrset.ttl),
+        labels: labels.unwrap_or_default(),
+        provider_specific: Vec::new(),
+    }
+}
+
+/// The registry record for a desired RRset, as external-dns's TXT registry
+/// writes it over a webhook: a TXT endpoint at the affixed name holding the
+/// quoted heritage string, no TTL, label `ownedRecord` = the name.
+fn registry_endpoint(owner: &str, ownership: &Ownership<WireEndpoint>, rrset: &DesiredRRset) -> WireEndpoint {
+    let resource = rrset.sources.iter().next().map(|s| registry::resource_of(s));
+    WireEndpoint {
+        dns_name: ownership.txt_name(&rrset.name, rrset.record_type),
+        targets: vec![format!("\"{}\"", registry::txt_value(owner, resource.as_deref()))],
+        record_type: "TXT".into(),
+        set_identifier: String::new(),
+        record_ttl: 0,
+        labels: BTreeMap::from([("ownedRecord".to_owned(), rrset.name.clone())]),
+        provider_specific: Vec::new(),
+    }
+}
+
+/// The owner id of a registry endpoint, if it is one.
+fn registry_owner(endpoint: &WireEndpoint) -> Option<String> {
+    if !endpoint.record_type.eq_ignore_ascii_case("TXT") {
+        return None;
+    }
+    endpoint
+        .targets
+        .iter()
+        .find_map(|t| registry::parse_value(t.trim().trim_matches('"')))
+        .map(|(owner, _)| owner)
+}
+
+/// Same registry content (targets, ignoring quoting)?
+fn same_registry(a: &WireEndpoint, b: &WireEndpoint) -> bool {
+    let text = |e: &WireEndpoint| -> Vec<String> {
+        e.targets
+            .iter()
+            .map(|t| t.trim().trim_matches('"').to_owned())
+            .collect()
+    };
+    text(a) == text(b)
+}
+
+/// The plan for one zone: `held` is every endpoint the provider holds in
+/// it (registry records included), `desired` the zone's RRsets as adjusted
+/// by the provider.
+pub fn plan_zone(
+    owner: &str,
+    txt_wildcard_replacement: &str,
+    apex: &str,
+    desired: &[DesiredRRset],
+    held: &[WireEndpoint],
+) -> ZonePlan<Unit> {
+    let mut out = ZonePlan::default();
+    let mut ownership: Ownership<WireEndpoint> = Ownership::new(txt_wildcard_replacement, true);
+    let mut plain: Vec<&WireEndpoint> = Vec::new();
+    for endpoint in held {
+        match registry_owner(endpoint) {
+            Some(record_owner) => ownership.claim(&endpoint.key().0, "", record_owner, endpoint.clone(), owner),
+            None => plain.push(endpoint),
+        }
+    }
+    let mut current: Vec<CurrentRRset> = Vec::new();
+    let mut raw_of: BTreeMap<(String, RecordType), &WireEndpoint> = BTreeMap::new();
+    for endpoint in plain {
+        let (name, rtype, set) = endpoint.key();
+        let Some(record_type) = RecordType::from_mnemonic(&rtype) else {
+            continue;
+        };
+        current.push(CurrentRRset {
+            owner: ownership.owner(&name, record_type, &set),
+            name: name.clone(),
+            record_type,
+            ttl: u32::try_from(endpoint.record_ttl.max(0)).unwrap_or(u32::MAX),
+            targets: targets_of(record_type, &endpoint.targets),
+            set_identifier: set.clone(),
+            policy: String::new(),
+        });
+        raw_of.insert((name, record_type), endpoint);
+    }
+    current.extend(ownership.orphan_claims(owner, |name, t, _| raw_of.contains_key(&(name.to_owned(), t))));
+    out.owned = current.iter().filter(|c| c.owner.as_deref() == Some(owner)).count();
+
+    let allowed: Vec<DesiredRRset> = desired
+        .iter()
+        .filter(|rrset| ownership.admit(rrset, apex, "the webhook provider", &mut out))
+        .cloned()
+        .collect();
+    let plan = planner::plan(&allowed, &current, owner);
+    out.conflicts
+        .extend(plan.conflicts.into_iter().map(planner::Conflict::reported));
+    let ours = |name: &str, t: RecordType| ownership.ours(owner, name, t, "");
+    let mut touched: BTreeSet<(String, RecordType)> = BTreeSet::new();
+    for change in plan.changes {
+        let mut changes = Changes::default();
+        let (name, record_type) = match change {
+            planner::Change::Create(d) | planner::Change::Update { desired: d, .. } => {
+                let key = (d.name.clone(), d.record_type);
+                let new = endpoint_of(&d, None);
+                match raw_of.get(&key) {
+                    Some(held) => {
+                        changes.update_old.push((*held).clone());
+                        changes.update_new.push(new);
+                    }
+                    None => changes.create.push(new),
+                }
+                let registry = registry_endpoint(owner, &ownership, &d);
+                match ours(&d.name, d.record_type) {
+                    Some(txt) if same_registry(txt, &registry) => {}
+                    Some(txt) => {
+                        changes.update_old.push(txt.clone());
+                        changes.update_new.push(registry);
+                    }
+                    None => changes.create.push(registry),
+                }
+                touched.insert(key.clone());
+                key
+            }
+            planner::Change::Delete(c) => {
+                let key = (c.name.clone(), c.record_type);
+                if let Some(held) = raw_of.get(&key) {
+                    changes.delete.push((*held).clone());
+                }
+                if let Some(txt) = ours(&c.name, c.record_type) {
+                    changes.delete.push(txt.clone());
+                }
+                touched.insert(key.clone());
+                key
+            }
+        };
+        out.units.push(Unit {
+            name,
+            record_type,
+            changes,
+        });
+    }
+    // Our registry records whose record is gone and not wanted: clean up.
+    let keep = |name: &str, t: RecordType, _: &str| {
+        let key = (name.to_owned(), t);
+        raw_of.contains_key(&key) || touched.contains(&key)
+    };
+    for (name, record_type, txt) in ownership.stale(owner, keep) {
+        out.units.push(Unit {
+            name: name.to_owned(),
+            record_type,
+            changes: Changes {
+                delete: vec![txt.clone()],
+                ..Changes::default()
+            },
+        });
+    }
+    out.units.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// `units` in requests of at most `max` endpoints (a unit larger than that
+/// goes alone).
+fn pack(units: Vec<Unit>, max: usize) -> Vec<Vec<Unit>> {
+    let mut out: Vec<Vec<Unit>> = Vec::new();
+    let mut size = 0;
+    for unit in units {
+        let n = unit.changes.len();
+        match out.last_mut() {
+            Some(batch) if size + n <= max => {
+                batch.push(unit);
+                size += n;
+            }
+            _ => {
+                out.push(vec![unit]);
+                size = n;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
