@@ -1,7 +1,8 @@
-//! `fedns sandbox --provider google-clouddns`: the sandbox starts a Cloud
-//! DNS API stand-in on loopback, the controller publishes the federation's
-//! names to it (with external-dns registry records), and the first screen
-//! says where to look.
+//! `fedns sandbox --provider google-clouddns` and `--provider webhook`:
+//! the sandbox starts a Cloud DNS API stand-in (or an external-dns webhook
+//! provider stand-in) on loopback, the controller publishes the
+//! federation's names to it (with external-dns registry records), and the
+//! first screen says where to look.
 
 use std::net::SocketAddr;
 
@@ -52,5 +53,49 @@ async fn clouddns_sandbox_publishes_to_the_stand_in_and_says_where() {
         Ok(_) => panic!("route53 is not emulated"),
         Err(e) => e.to_string(),
     };
-    assert!(error.contains("emulates Cloud DNS only"), "{error}");
+    assert!(
+        error.contains("emulates Cloud DNS and an external-dns webhook provider only"),
+        "{error}"
+    );
+}
+
+/// `fedns sandbox --provider webhook`: the sandbox starts an external-dns
+/// webhook provider stand-in, the controller publishes the federation's
+/// names to it through the protocol (with external-dns registry records,
+/// TTLs as the provider's adjustendpoints raised them), and the first
+/// screen says where to look.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_sandbox_publishes_to_the_stand_in_and_says_where() {
+    let args = SandboxArgs {
+        action: None,
+        state_dir: temp_dir("webhook-sandbox"),
+        dns_listen: SocketAddr::from(([127, 0, 0, 1], free_port())),
+        metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        members_from: None,
+        engine: None,
+        verbose: false,
+        provider: vec![Provider::Webhook],
+    };
+    let running = sandbox::start(&args).await.unwrap();
+    let provider = running.webhook.clone().expect("the stand-in runs");
+    let lines = sandbox::webhook_lines(&provider);
+    assert!(
+        lines.contains("curl -s -H 'Accept: application/external.dns.webhook+json;version=1' http://127.0.0.1:"),
+        "{lines}"
+    );
+    let published = |name: &str, t: &str| {
+        provider
+            .records()
+            .into_iter()
+            .find(|e| e["dnsName"] == name && e["recordType"] == t)
+    };
+    let took = eventually("the global name at the webhook provider", || {
+        published("nginx.ns.myfed.svc.example.com", "A").is_some()
+            && published("a-nginx.ns.myfed.svc.example.com", "TXT").is_some()
+    })
+    .await;
+    println!("published through the webhook protocol after {took:?}");
+    let global = published("nginx.ns.myfed.svc.example.com", "A").unwrap_or_default();
+    assert_eq!(global["recordTTL"], 60, "the provider's TTL floor: {global}");
+    running.shutdown().await;
 }

@@ -44,8 +44,9 @@ pub struct SandboxArgs {
     #[arg(long)]
     pub verbose: bool,
     /// Also publish to this provider (repeatable): `google-clouddns`
-    /// publishes to a Cloud DNS API stand-in on loopback, whose address the
-    /// first screen prints. The embedded server always answers.
+    /// publishes to a Cloud DNS API stand-in on loopback, `webhook` to an
+    /// external-dns webhook provider stand-in; the first screen prints
+    /// where to look. The embedded server always answers.
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub provider: Vec<Provider>,
 }

@@ -39,6 +39,6 @@ mod seed;
 mod start;
 
 pub use control::control;
-pub use running::{clouddns_lines, Running};
+pub use running::{clouddns_lines, webhook_lines, Running};
 pub use seed::AGENT_NAMESPACE;
 pub use start::{run, start, LOG_FILE};

@@ -42,6 +42,8 @@ pub struct Running {
     pub(super) tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The Cloud DNS stand-in (`--provider google-clouddns`).
     pub clouddns: Option<fedns_sandbox::clouddns::CloudDns>,
+    /// The external-dns webhook provider stand-in (`--provider webhook`).
+    pub webhook: Option<Arc<fedns_sandbox::webhook_provider::WebhookProvider>>,
     /// Each member's discovery replica (`<state-dir>/<member>.dns`).
     pub discovery: Vec<discovery::MemberReplica>,
     /// Each member's `fedns agent` (a vantage point), with the built-in
@@ -59,6 +61,16 @@ pub fn clouddns_lines(dns: &fedns_sandbox::clouddns::CloudDns) -> String {
     )
 }
 
+/// Where to look at what the webhook provider published.
+pub fn webhook_lines(provider: &fedns_sandbox::webhook_provider::WebhookProvider) -> String {
+    format!(
+        "\nexternal-dns webhook provider stand-in (--provider webhook): example.com, TTLs raised to 60 s by its adjustendpoints\n  \
+         curl -s -H 'Accept: {}' {}/records\n\n",
+        fedns_sandbox::webhook_provider::MEDIA_TYPE,
+        provider.url()
+    )
+}
+
 /// Project and managed zone of the Cloud DNS stand-in (`--provider
 /// google-clouddns`).
 pub(super) const CLOUDDNS_PROJECT: &str = "fedns-sandbox";
@@ -71,6 +83,9 @@ impl Running {
         print!("{}", self.screen());
         if let Some(dns) = &self.clouddns {
             print!("{}", clouddns_lines(dns));
+        }
+        if let Some(provider) = &self.webhook {
+            print!("{}", webhook_lines(provider));
         }
         self.intro_printed.notify_one();
     }

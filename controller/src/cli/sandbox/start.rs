@@ -169,6 +169,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         },
     };
     let clouddns = start_clouddns(args, &mut controller_args).await?;
+    let webhook = start_webhook(args, &mut controller_args).await?;
     if probed {
         // deploy/agent/ creates the agents' namespace in each member before
         // the controller writes probe targets there; so does the sandbox,
@@ -229,6 +230,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         controller: Some(controller),
         tasks,
         clouddns,
+        webhook,
         discovery,
         agents,
     })
@@ -239,10 +241,10 @@ pub(super) fn check_providers(args: &SandboxArgs) -> anyhow::Result<()> {
     match args
         .provider
         .iter()
-        .find(|p| !matches!(p, Provider::Embedded | Provider::GoogleClouddns))
+        .find(|p| !matches!(p, Provider::Embedded | Provider::GoogleClouddns | Provider::Webhook))
     {
         Some(other) => anyhow::bail!(
-            "fedns sandbox emulates Cloud DNS only: --provider {other:?} is not available (embedded, google-clouddns)"
+            "fedns sandbox emulates Cloud DNS and an external-dns webhook provider only: --provider {other:?} is not available (embedded, google-clouddns, webhook)"
         ),
         None => Ok(()),
     }
@@ -279,6 +281,36 @@ pub(super) async fn start_clouddns(
         ..Default::default()
     };
     Ok(Some(dns))
+}
+
+/// `--provider webhook`: starts an external-dns webhook provider stand-in
+/// on loopback (an in-memory zone taking example.com, with a TTL floor of
+/// 60 s in its adjustendpoints, as many real providers have) and points the
+/// controller's webhook provider at it.
+///
+/// # Errors
+/// The stand-in not starting.
+pub(super) async fn start_webhook(
+    args: &SandboxArgs,
+    controller: &mut ControllerArgs,
+) -> anyhow::Result<Option<Arc<fedns_sandbox::webhook_provider::WebhookProvider>>> {
+    use fedns_sandbox::webhook_provider::{WebhookProvider, WebhookProviderConfig};
+    if !args.provider.contains(&Provider::Webhook) {
+        return Ok(None);
+    }
+    let provider = WebhookProvider::start(WebhookProviderConfig {
+        domain_filter: vec!["example.com".into()],
+        min_ttl: 60,
+        ..WebhookProviderConfig::default()
+    })
+    .await
+    .context("starting the webhook provider stand-in")?;
+    controller.provider.push(Provider::Webhook);
+    controller.webhook = crate::cli::WebhookArgs {
+        url: provider.url(),
+        ..Default::default()
+    };
+    Ok(Some(Arc::new(provider)))
 }
 
 /// Fails early, in clear words, when the DNS address cannot be bound (the
