@@ -27,7 +27,8 @@
 //!   below [`WebhookProviderConfig::min_ttl`] (a "not configured" 0
 //!   included) raised to it, as providers with a TTL floor do.
 //! * Faults: [`WebhookProvider::fail_next`] (the next N requests get a
-//!   status, e.g. 503), [`WebhookProvider::stop`]/[`WebhookProvider::resume`]
+//!   status, e.g. 503), [`WebhookProvider::fail_next_writes`] (the next N
+//!   `POST /records` only), [`WebhookProvider::stop`]/[`WebhookProvider::resume`]
 //!   (connections refused: the port is closed and opened again).
 //!   [`WebhookProvider::records`] and [`WebhookProvider::requests`] for
 //!   assertions; [`WebhookProvider::put`] writes as another tool would.
@@ -91,6 +92,8 @@ struct Inner {
     records: Mutex<BTreeMap<Key, Value>>,
     /// (requests left, status) of an injected fault.
     fail: Mutex<(usize, u16)>,
+    /// (`POST /records` requests left, status) of an injected fault.
+    fail_writes: Mutex<(usize, u16)>,
     requests: AtomicU64,
 }
 
@@ -229,6 +232,11 @@ async fn handle(inner: Arc<Inner>, request: Request<Incoming>) -> Result<Respons
                 respond(200, Some(MEDIA_TYPE), json_of(&Value::Array(records)))
             }
             Method::POST => match decode() {
+                Ok(_) if lock(&inner.fail_writes).0 > 0 => {
+                    let mut fail = lock(&inner.fail_writes);
+                    fail.0 -= 1;
+                    respond(fail.1, None, b"injected fault\n".to_vec())
+                }
                 Ok(changes) if changes.is_object() => match inner.apply(&changes) {
                     Ok(()) => respond(204, None, Vec::new()),
                     Err(why) => {
@@ -278,6 +286,7 @@ impl WebhookProvider {
             config,
             records: Mutex::new(BTreeMap::new()),
             fail: Mutex::new((0, 500)),
+            fail_writes: Mutex::new((0, 500)),
             requests: AtomicU64::new(0),
         });
         let (stop, stopped) = watch::channel(());
@@ -312,6 +321,12 @@ impl WebhookProvider {
     /// The next `n` requests get `status` (and a short body).
     pub fn fail_next(&self, n: usize, status: u16) {
         *lock(&self.inner.fail) = (n, status);
+    }
+
+    /// The next `n` `POST /records` requests get `status` (reads and
+    /// adjustments still answer).
+    pub fn fail_next_writes(&self, n: usize, status: u16) {
+        *lock(&self.inner.fail_writes) = (n, status);
     }
 
     /// Closes the port: connections are refused until [`Self::resume`].

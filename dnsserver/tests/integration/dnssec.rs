@@ -780,6 +780,39 @@ async fn nearest_variants_by_ecs_are_signed() {
     }
 }
 
+/// `maxAnswers` on a signed zone: every window of the name's addresses is
+/// its own RRset, signed; each answer holds one address and one RRSIG that
+/// verifies, and every address comes up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answer_windows_are_signed() {
+    use fedns_dnsserver::hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+    let (mut zone, key) = signed_zone(DnssecAlgorithm::EcdsaP256Sha256);
+    zone.routed[0].policy = RoutingPolicy::Every;
+    zone.routed[0].max_answers = Some(1);
+    let (_server, addr, _store) = serve(zone).await;
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..60 {
+        let mut message = Message::new(9, MessageType::Query, OpCode::Query);
+        message.add_query(Query::query(name(ROUTED), RecordType::A));
+        let mut edns = Edns::new();
+        edns.set_max_payload(1232);
+        edns.set_dnssec_ok(true);
+        message.set_edns(edns);
+        let answer = query_udp(addr, &message.to_vec().unwrap()).unwrap();
+        let addresses: Vec<String> = answer
+            .answers
+            .iter()
+            .filter(|r| r.record_type() == RecordType::A)
+            .map(|r| r.data.to_string())
+            .collect();
+        assert_eq!(addresses.len(), 1, "{answer:?}");
+        assert_eq!(verify_all(&answer, &key), 1, "one RRSIG over the one-address RRset");
+        seen.extend(addresses);
+    }
+    println!("60 signed answers of one address: {seen:?}");
+    assert_eq!(seen.len(), 3, "{seen:?}");
+}
+
 /// A `Nearest` name through Unbound with its EDNS Client Subnet module:
 /// each client subnet's variant reaches the client validated (AD), and a
 /// Weighted name beside it too.

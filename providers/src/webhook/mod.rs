@@ -189,6 +189,10 @@ impl Webhook {
         // one, but failures in a row past this bound mean the provider is
         // failing, not a record: the zone stops and is retried soon.
         let mut failed_in_a_row = 0;
+        // Records that failed alone with 500..=510: refused, unless the
+        // provider turns out to be failing as a whole (then the zone stops
+        // and they are retried with it).
+        let mut suspect: Vec<(String, RecordType, String)> = Vec::new();
         while let Some(units) = pending.pop() {
             let mut changes = Changes::default();
             for unit in &units {
@@ -199,6 +203,7 @@ impl Webhook {
             let refused = match result {
                 Ok(()) => {
                     failed_in_a_row = 0;
+                    report.rejected.append(&mut suspect);
                     report.writes += 1;
                     report.changes += units.len();
                     self.metrics.changes_applied(NAME, apex, units.len());
@@ -229,14 +234,20 @@ impl Webhook {
             } else {
                 for unit in units {
                     tracing::warn!(provider = NAME, zone = apex, name = %unit.name, record_type = %unit.record_type, "the provider refused the change: {refused}");
-                    report.rejected.push((
+                    let rejected = (
                         unit.name,
                         unit.record_type,
                         format!("the webhook provider refused it: {refused}"),
-                    ));
+                    );
+                    if refused.transient() {
+                        suspect.push(rejected);
+                    } else {
+                        report.rejected.push(rejected);
+                    }
                 }
             }
         }
+        report.rejected.append(&mut suspect);
         Ok(())
     }
 

@@ -240,6 +240,33 @@ async fn large_changes_go_in_requests_and_a_refused_record_is_isolated() {
     assert!(report.writes >= 6, "600 endpoints in requests of 100 at most");
 }
 
+/// Writes failing with 503 while reads work: a few split attempts, then
+/// the zone's sync stops with an error (no endless halving); the next sync
+/// writes everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_writes_stop_the_zone_after_a_few_and_lose_nothing() {
+    let stand_in = WebhookProvider::start(WebhookProviderConfig::default()).await.unwrap();
+    let webhook = provider(&stand_in.url(), |c| c.max_endpoints_per_request = 100);
+    let endpoints: Vec<Value> = (0..200)
+        .map(|i| ep(&format!("n{i}.example.com"), "A", &["192.0.2.1"]))
+        .collect();
+    let fixture = desired(Value::Array(endpoints));
+    stand_in.fail_next_writes(1000, 503);
+    let before = stand_in.requests();
+    let failing = webhook.sync_all(&fixture, SyncMode::Changed).await;
+    let requests = stand_in.requests() - before;
+    println!("failing: {:?} after {requests} requests", failing.errors);
+    assert!(
+        matches!(&failing.errors[..], [(ErrorScope::Zone(_), why)] if why.contains("requests in a row failed")),
+        "{failing:#?}"
+    );
+    assert!(failing.rejected.is_empty(), "nothing reported as refused: {failing:#?}");
+    assert!(requests <= 10, "{requests} requests");
+    stand_in.fail_next_writes(0, 503);
+    assert_clean(&webhook.sync_all(&fixture, SyncMode::Changed).await);
+    assert_eq!(held(&stand_in).len(), 200);
+}
+
 /// Records of another owner (external-dns in another cluster) and records
 /// without an owner are conflicts, never changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
