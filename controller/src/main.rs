@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => run_async(cli::explain::run(args)),
         Command::DiscoveryConfig(args) => run_async(cli::discovery_config::run(args)),
         Command::Agent(args) => run_async(cli::agent::run(args)),
+        Command::WebhookProvider(args) => run_async(cli::webhook_provider::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,5 +12,6 @@ pub mod docs;
 pub mod explain;
 pub mod join;
 pub mod sandbox;
+pub mod webhook_provider;
 
 pub use args::*;

@@ -28,3 +28,4 @@ mod replicas;
 mod routing_e2e;
 mod sandbox_e2e;
 mod vantage;
+mod webhook_serve;

@@ -11,6 +11,7 @@ use super::docs::DocsArgs;
 use super::explain::ExplainArgs;
 use super::join::JoinArgs;
 use super::sandbox::SandboxArgs;
+use super::webhook_provider::WebhookProviderArgs;
 use crate::logging::LogFormat;
 
 /// fedns: global DNS and cross-cluster service discovery for Kubernetes federations.
@@ -48,6 +49,10 @@ pub enum Command {
     /// Probe the federation's load balancers from inside a member cluster
     /// (a vantage point) and report what it sees to the controller.
     Agent(AgentArgs),
+    /// Serve fedns's zones as an external-dns webhook provider: an
+    /// unmodified external-dns (`--provider=webhook`) publishes into the
+    /// federation's DNS through it.
+    WebhookProvider(WebhookProviderArgs),
     /// Print a reference document generated from this binary (hidden: it
     /// keeps `docs/` current).
     #[command(hide = true)]
@@ -66,6 +71,7 @@ impl Command {
             Command::Explain(_) => "explain",
             Command::DiscoveryConfig(_) => "discovery-config",
             Command::Agent(_) => "agent",
+            Command::WebhookProvider(_) => "webhook-provider",
             Command::Docs(_) => "docs",
         }
     }

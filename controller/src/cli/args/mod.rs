@@ -14,6 +14,7 @@ mod explain;
 mod join;
 mod providers;
 mod sandbox;
+mod webhook_provider;
 
 pub use agent::AgentArgs;
 pub use command::{Cli, Command};
@@ -26,6 +27,7 @@ pub use explain::{ExplainArgs, ExplainOutput};
 pub use join::JoinArgs;
 pub use providers::{EtcdArgs, GoogleArgs, Provider, Route53Args, WebhookArgs, ZoneVisibility};
 pub use sandbox::{SandboxAction, SandboxArgs};
+pub use webhook_provider::WebhookProviderArgs;
 
 // Defined beside the logging it configures (which sits below the command
 // line); named here with the other argument types.

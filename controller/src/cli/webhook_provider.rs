@@ -1,0 +1,390 @@
+//! `fedns webhook-provider`: fedns's zones as an external-dns webhook
+//! provider, so an unmodified external-dns in any member cluster
+//! (`--provider=webhook`) publishes into the federation's DNS.
+//!
+//! It serves the protocol external-dns speaks (the same wire types as
+//! fedns's own client, `fedns_providers::webhook::api`, read from
+//! kubernetes-sigs/external-dns commit 2bf1bf8af: `provider/webhook/api/httpapi.go`
+//! for routes and statuses) and keeps what one external-dns instance
+//! publishes in one DNSEndpoint of the host cluster,
+//! `<namespace>/external-dns-<owner>` (label
+//! `multiclusterdns.fedns.io/webhook-owner`), which the controller
+//! publishes like any other: the Domain's `allowedNamespaces`, the
+//! one-name-one-owner rule across every DNSEndpoint (the oldest claim
+//! keeps a name), health and policies of the embedded server.
+//!
+//! * `GET /` (and any other path): the Domains' zones as
+//!   `{"include": [...]}` with the media type as `Content-Type`.
+//! * `GET /records`: the DNSEndpoint's endpoints, as stored (external-dns's
+//!   TXT registry records included, byte for byte, so it keeps owning them).
+//! * `POST /adjustendpoints`: names lower-cased without the trailing dot;
+//!   endpoints of a type fedns does not publish are left out (so
+//!   external-dns does not try them again each cycle).
+//! * `POST /records`: the changes applied to the DNSEndpoint (created,
+//!   replaced with its resourceVersion, retried on a write conflict,
+//!   deleted when empty), 204. A name another external-dns instance's
+//!   DNSEndpoint already holds is refused: 500 naming the holder (external-dns
+//!   logs it and retries next interval; the protocol has no per-record
+//!   refusal). Kubernetes errors are 500 (a soft error to external-dns).
+//! * Authentication: none by default, as external-dns sends none; listen
+//!   on localhost as a sidecar of external-dns. `--token-file` requires a
+//!   bearer token (401 without it) for a setup with a proxy in between.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use fedns_api::{DNSEndpoint, Domain, Endpoint, ProviderSpecificProperty, RecordType};
+use fedns_providers::webhook::api::{Changes, Property, WireEndpoint, MEDIA_TYPE};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::Client;
+use tokio::net::TcpListener;
+
+use super::WebhookProviderArgs;
+
+/// Label naming the external-dns instance a DNSEndpoint is written for.
+pub const OWNER_LABEL: &str = "multiclusterdns.fedns.io/webhook-owner";
+
+/// Largest request body, octets (external-dns's default cap, 32 MiB).
+const MAX_BODY: usize = 32 << 20;
+
+/// What one server needs.
+#[derive(Clone)]
+pub struct WebhookServer {
+    /// Client of the host cluster.
+    pub client: Client,
+    /// Namespace of this instance's DNSEndpoint.
+    pub namespace: String,
+    /// This external-dns instance's name.
+    pub owner: String,
+    /// Namespace of the Domains.
+    pub domain_namespace: String,
+    /// Bearer token required on every protocol request, if any.
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for WebhookServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookServer")
+            .field("namespace", &self.namespace)
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+fn media(status: StatusCode, body: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, MEDIA_TYPE)], body).into_response()
+}
+
+/// A provider error as external-dns's server helper reports it: 500 (a
+/// soft error to external-dns), here with the reason as the body.
+fn failed(why: String) -> Response {
+    tracing::warn!("webhook provider: {why}");
+    (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n")).into_response()
+}
+
+fn json_body<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut body = serde_json::to_vec(value).unwrap_or_default();
+    body.push(b'\n');
+    body
+}
+
+impl WebhookServer {
+    fn object_name(&self) -> String {
+        format!("external-dns-{}", self.owner)
+    }
+
+    fn authorised(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.token else { return true };
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| given.trim() == token)
+    }
+
+    async fn stored(&self) -> Result<Option<DNSEndpoint>, kube::Error> {
+        Api::<DNSEndpoint>::namespaced(self.client.clone(), &self.namespace)
+            .get_opt(&self.object_name())
+            .await
+    }
+
+    /// Who else (another instance's DNSEndpoint) holds one of `names`.
+    async fn held_elsewhere(&self, names: &[String]) -> Result<Option<(String, String)>, kube::Error> {
+        let all: Api<DNSEndpoint> = Api::all(self.client.clone());
+        let others = all.list(&ListParams::default().labels(OWNER_LABEL)).await?;
+        for other in others {
+            let namespace = other.metadata.namespace.clone().unwrap_or_default();
+            let name = other.metadata.name.clone().unwrap_or_default();
+            if namespace == self.namespace && name == self.object_name() {
+                continue;
+            }
+            if let Some(e) = other
+                .spec
+                .endpoints
+                .iter()
+                .find(|e| names.contains(&normal(&e.dns_name)))
+            {
+                return Ok(Some((format!("{namespace}/{name}"), e.dns_name.clone())));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn write(&self, endpoints: Vec<Endpoint>) -> Result<(), kube::Error> {
+        let api: Api<DNSEndpoint> = Api::namespaced(self.client.clone(), &self.namespace);
+        let name = self.object_name();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = match api.get_opt(&name).await? {
+                None if endpoints.is_empty() => return Ok(()),
+                None => {
+                    let object = DNSEndpoint {
+                        metadata: ObjectMeta {
+                            name: Some(name.clone()),
+                            namespace: Some(self.namespace.clone()),
+                            labels: Some(BTreeMap::from([(OWNER_LABEL.to_owned(), self.owner.clone())])),
+                            ..ObjectMeta::default()
+                        },
+                        spec: fedns_api::DNSEndpointSpec {
+                            endpoints: endpoints.clone(),
+                        },
+                        status: None,
+                    };
+                    api.create(&PostParams::default(), &object).await.map(|_| ())
+                }
+                Some(_) if endpoints.is_empty() => api.delete(&name, &Default::default()).await.map(|_| ()),
+                Some(mut object) => {
+                    object.spec.endpoints = endpoints.clone();
+                    api.replace(&name, &PostParams::default(), &object).await.map(|_| ())
+                }
+            };
+            match result {
+                Err(kube::Error::Api(e)) if e.code == 409 && attempt < 5 => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+/// A name as external-dns compares it: lower case, no trailing dot.
+fn normal(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+fn key_of(e: &WireEndpoint) -> (String, String, String) {
+    e.key()
+}
+
+fn wire_of(e: &Endpoint) -> WireEndpoint {
+    WireEndpoint {
+        dns_name: e.dns_name.clone(),
+        targets: e.targets.clone(),
+        record_type: e.record_type.as_str().to_owned(),
+        set_identifier: e.set_identifier.clone(),
+        record_ttl: e.record_ttl.unwrap_or(0),
+        labels: e.labels.clone(),
+        provider_specific: e
+            .provider_specific
+            .iter()
+            .map(|p| Property {
+                name: p.name.clone(),
+                value: p.value.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// An endpoint as fedns stores it; None for a type fedns does not publish.
+fn endpoint_of(e: &WireEndpoint) -> Option<Endpoint> {
+    Some(Endpoint {
+        dns_name: e.dns_name.clone(),
+        targets: e.targets.clone(),
+        record_type: RecordType::from_mnemonic(&e.record_type.to_ascii_uppercase())?,
+        set_identifier: e.set_identifier.clone(),
+        record_ttl: (e.record_ttl > 0).then_some(e.record_ttl),
+        labels: e.labels.clone(),
+        provider_specific: e
+            .provider_specific
+            .iter()
+            .map(|p| ProviderSpecificProperty {
+                name: p.name.clone(),
+                value: p.value.clone(),
+            })
+            .collect(),
+    })
+}
+
+async fn negotiate(State(server): State<Arc<WebhookServer>>, headers: HeaderMap) -> Response {
+    if !server.authorised(&headers) {
+        return (StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response();
+    }
+    let domains: Api<Domain> = Api::namespaced(server.client.clone(), &server.domain_namespace);
+    match domains.list(&ListParams::default()).await {
+        Ok(list) => {
+            let mut include: Vec<String> = list.items.iter().map(|d| normal(&d.spec.domain)).collect();
+            include.sort();
+            include.dedup();
+            media(StatusCode::OK, json_body(&serde_json::json!({ "include": include })))
+        }
+        Err(e) => failed(format!("listing Domains in {}: {e}", server.domain_namespace)),
+    }
+}
+
+async fn records(State(server): State<Arc<WebhookServer>>, headers: HeaderMap) -> Response {
+    if !server.authorised(&headers) {
+        return (StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response();
+    }
+    match server.stored().await {
+        Ok(object) => {
+            let endpoints: Vec<WireEndpoint> = object
+                .map(|o| o.spec.endpoints.iter().map(wire_of).collect())
+                .unwrap_or_default();
+            media(StatusCode::OK, json_body(&endpoints))
+        }
+        Err(e) => failed(format!(
+            "reading DNSEndpoint {}/{}: {e}",
+            server.namespace,
+            server.object_name()
+        )),
+    }
+}
+
+async fn adjust(State(server): State<Arc<WebhookServer>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !server.authorised(&headers) {
+        return (StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response();
+    }
+    let Ok(endpoints) = serde_json::from_slice::<Option<Vec<WireEndpoint>>>(&body) else {
+        return (StatusCode::BAD_REQUEST, "the body is not a JSON array of endpoints\n").into_response();
+    };
+    let adjusted: Vec<WireEndpoint> = endpoints
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| RecordType::from_mnemonic(&e.record_type.to_ascii_uppercase()).is_some())
+        .map(|mut e| {
+            e.dns_name = normal(&e.dns_name);
+            e.record_type = e.record_type.to_ascii_uppercase();
+            e
+        })
+        .collect();
+    media(StatusCode::OK, json_body(&adjusted))
+}
+
+async fn apply(State(server): State<Arc<WebhookServer>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !server.authorised(&headers) {
+        return (StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response();
+    }
+    let Ok(changes) = serde_json::from_slice::<Changes>(&body) else {
+        return (StatusCode::BAD_REQUEST, "the body is not external-dns changes\n").into_response();
+    };
+    if changes.update_old.len() != changes.update_new.len() {
+        return (StatusCode::BAD_REQUEST, "updateOld and updateNew differ in length\n").into_response();
+    }
+    let current = match server.stored().await {
+        Ok(object) => object.map(|o| o.spec.endpoints).unwrap_or_default(),
+        Err(e) => {
+            return failed(format!(
+                "reading DNSEndpoint {}/{}: {e}",
+                server.namespace,
+                server.object_name()
+            ))
+        }
+    };
+    let mut by_key: BTreeMap<(String, String, String), WireEndpoint> =
+        current.iter().map(wire_of).map(|e| (key_of(&e), e)).collect();
+    for gone in changes.update_old.iter().chain(&changes.delete) {
+        by_key.remove(&key_of(gone));
+    }
+    let mut claimed = Vec::new();
+    for new in changes.create.iter().chain(&changes.update_new) {
+        let Some(_) = endpoint_of(new) else {
+            return failed(format!(
+                "record type {:?} of {} is not one fedns publishes",
+                new.record_type, new.dns_name
+            ));
+        };
+        claimed.push(normal(&new.dns_name));
+        by_key.insert(key_of(new), new.clone());
+    }
+    match server.held_elsewhere(&claimed).await {
+        Ok(Some((holder, name))) => {
+            return failed(format!(
+                "{name} is held by another external-dns instance's DNSEndpoint {holder}, which claimed it first"
+            ))
+        }
+        Ok(None) => {}
+        Err(e) => return failed(format!("listing other instances' DNSEndpoints: {e}")),
+    }
+    let endpoints: Vec<Endpoint> = by_key.values().filter_map(endpoint_of).collect();
+    match server.write(endpoints).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => failed(format!(
+            "writing DNSEndpoint {}/{}: {e}",
+            server.namespace,
+            server.object_name()
+        )),
+    }
+}
+
+/// Serves the protocol on `listener` in the background.
+pub fn serve(listener: TcpListener, server: WebhookServer) -> tokio::task::JoinHandle<()> {
+    let app = Router::new()
+        .route("/records", get(records).post(apply))
+        .route("/adjustendpoints", post(adjust))
+        .fallback(negotiate)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .with_state(Arc::new(server));
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "webhook provider stopped");
+        }
+    })
+}
+
+/// `fedns webhook-provider`.
+///
+/// # Errors
+/// The host cluster is unreachable, a token file is unreadable, or an
+/// address cannot be bound.
+pub async fn run(args: &WebhookProviderArgs) -> anyhow::Result<()> {
+    let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the token file {}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let state = crate::http::HttpState::new(prometheus_client::registry::Registry::default());
+    crate::http::serve(args.health_listen, state.clone())
+        .await
+        .with_context(|| format!("binding {} (/healthz, /metrics)", args.health_listen))?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {} (the webhook protocol)", args.listen))?;
+    let bound: SocketAddr = listener.local_addr()?;
+    serve(
+        listener,
+        WebhookServer {
+            client,
+            namespace: args.namespace.clone(),
+            owner: args.owner.clone(),
+            domain_namespace: args.domain_namespace.clone(),
+            token,
+        },
+    );
+    state.set_ready(true);
+    tracing::info!(addr = %bound, namespace = %args.namespace, owner = %args.owner, "webhook provider listening");
+    crate::http::shutdown_signal().await;
+    Ok(())
+}
