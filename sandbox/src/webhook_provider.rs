@@ -28,7 +28,8 @@
 //!   included) raised to it, as providers with a TTL floor do.
 //! * Faults: [`WebhookProvider::fail_next`] (the next N requests get a
 //!   status, e.g. 503), [`WebhookProvider::fail_next_writes`] (the next N
-//!   `POST /records` only), [`WebhookProvider::stop`]/[`WebhookProvider::resume`]
+//!   `POST /records` only), [`WebhookProvider::set_latency`] (a slow
+//!   provider), [`WebhookProvider::stop`]/[`WebhookProvider::resume`]
 //!   (connections refused: the port is closed and opened again).
 //!   [`WebhookProvider::records`] and [`WebhookProvider::requests`] for
 //!   assertions; [`WebhookProvider::put`] writes as another tool would.
@@ -94,6 +95,8 @@ struct Inner {
     fail: Mutex<(usize, u16)>,
     /// (`POST /records` requests left, status) of an injected fault.
     fail_writes: Mutex<(usize, u16)>,
+    /// Delay before every answer.
+    latency: Mutex<std::time::Duration>,
     requests: AtomicU64,
 }
 
@@ -210,6 +213,10 @@ impl Inner {
 
 async fn handle(inner: Arc<Inner>, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     inner.requests.fetch_add(1, Ordering::Relaxed);
+    let latency = *lock(&inner.latency);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     {
         let mut fail = lock(&inner.fail);
         if fail.0 > 0 {
@@ -287,6 +294,7 @@ impl WebhookProvider {
             records: Mutex::new(BTreeMap::new()),
             fail: Mutex::new((0, 500)),
             fail_writes: Mutex::new((0, 500)),
+            latency: Mutex::new(std::time::Duration::ZERO),
             requests: AtomicU64::new(0),
         });
         let (stop, stopped) = watch::channel(());
@@ -327,6 +335,11 @@ impl WebhookProvider {
     /// adjustments still answer).
     pub fn fail_next_writes(&self, n: usize, status: u16) {
         *lock(&self.inner.fail_writes) = (n, status);
+    }
+
+    /// Delays every answer by `latency` (a slow provider).
+    pub fn set_latency(&self, latency: std::time::Duration) {
+        *lock(&self.inner.latency) = latency;
     }
 
     /// Closes the port: connections are refused until [`Self::resume`].

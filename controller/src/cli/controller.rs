@@ -466,7 +466,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         let webhook = &args.webhook;
         sinks.providers.push(Arc::new(Webhook::new(
             WebhookConfig {
-                url: webhook.url.clone(),
+                urls: webhook.urls.clone(),
                 owner_id: args.owner_id.clone(),
                 txt_wildcard_replacement: args.txt_wildcard_replacement.clone().unwrap_or_default(),
                 timeout: Duration::from_secs(webhook.timeout.max(1)),

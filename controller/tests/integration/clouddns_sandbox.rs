@@ -62,8 +62,9 @@ async fn clouddns_sandbox_publishes_to_the_stand_in_and_says_where() {
 /// `fedns sandbox --provider webhook`: the sandbox starts an external-dns
 /// webhook provider stand-in, the controller publishes the federation's
 /// names to it through the protocol (with external-dns registry records,
-/// TTLs as the provider's adjustendpoints raised them), and the first
-/// screen says where to look.
+/// TTLs as the provider's adjustendpoints raised them); a stand-in
+/// external-dns pushes `legacy.example.com` into `fedns webhook-provider`,
+/// which the DNS server then answers; the first screen says where to look.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_sandbox_publishes_to_the_stand_in_and_says_where() {
     let args = SandboxArgs {
@@ -78,11 +79,12 @@ async fn webhook_sandbox_publishes_to_the_stand_in_and_says_where() {
     };
     let running = sandbox::start(&args).await.unwrap();
     let provider = running.webhook.clone().expect("the stand-in runs");
-    let lines = sandbox::webhook_lines(&provider);
+    let lines = sandbox::webhook_lines(&provider, running.webhook_provider.as_deref(), running.dns_addr);
     assert!(
         lines.contains("curl -s -H 'Accept: application/external.dns.webhook+json;version=1' http://127.0.0.1:"),
         "{lines}"
     );
+    assert!(lines.contains("+short legacy.example.com A"), "{lines}");
     let published = |name: &str, t: &str| {
         provider
             .records()
@@ -97,5 +99,17 @@ async fn webhook_sandbox_publishes_to_the_stand_in_and_says_where() {
     println!("published through the webhook protocol after {took:?}");
     let global = published("nginx.ns.myfed.svc.example.com", "A").unwrap_or_default();
     assert_eq!(global["recordTTL"], 60, "the provider's TTL floor: {global}");
+    // The other way: what the stand-in external-dns pushed into fedns
+    // webhook-provider is answered by the sandbox's DNS server, and also
+    // published on to the webhook provider like any name.
+    let dns = running.dns_addr.port();
+    eventually("legacy.example.com answered", || {
+        dig(dns, "legacy.example.com", "A", false) == ["192.0.2.80"]
+    })
+    .await;
+    eventually("legacy.example.com published on", || {
+        published("legacy.example.com", "A").is_some()
+    })
+    .await;
     running.shutdown().await;
 }

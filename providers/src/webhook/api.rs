@@ -121,20 +121,26 @@ impl WireEndpoint {
 }
 
 /// external-dns's `plan.Changes`: `updateOld[i]` is replaced by
-/// `updateNew[i]`.
+/// `updateNew[i]`. Read with Go's leniency for the keys' case
+/// (`Create`, `UpdateOld`, ...; external-dns's own server test sends
+/// `Create` and `Delete`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Changes {
     /// Records to create.
+    #[serde(alias = "Create")]
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
     pub create: Vec<WireEndpoint>,
     /// Records as held, each replaced by the same index of `update_new`.
+    #[serde(alias = "UpdateOld")]
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
     pub update_old: Vec<WireEndpoint>,
     /// Their replacements.
+    #[serde(alias = "UpdateNew")]
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
     pub update_new: Vec<WireEndpoint>,
     /// Records to delete, as held.
+    #[serde(alias = "Delete")]
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
     pub delete: Vec<WireEndpoint>,
 }

@@ -27,6 +27,10 @@
 //!   server helper answers 500 for any provider error), but more than a
 //!   few such failures in a row, or no answer at all, stop the zone until
 //!   the next sync (soon); other zones go on.
+//! * Other tools' ownership records among the desired RRsets (an
+//!   external-dns publishing into fedns through `fedns webhook-provider`)
+//!   are not published on: fedns's own registry record for the name takes
+//!   their place.
 //! * Traffic policies: the protocol defines none, and no provider's
 //!   `webhook/<x>` properties mean the same thing, so routed names are
 //!   published with every member (`All`) and reported `PolicyDowngraded`,
@@ -58,9 +62,10 @@ const MAX_FAILED_IN_A_ROW: usize = 6;
 /// Settings of the webhook provider.
 #[derive(Debug, Clone)]
 pub struct WebhookConfig {
-    /// The provider's URL (external-dns's `--webhook-provider-url`,
-    /// default `http://localhost:8888`).
-    pub url: String,
+    /// The providers' URLs (external-dns's `--webhook-provider-url`,
+    /// default `http://localhost:8888`); each zone goes to the first whose
+    /// negotiated domain filter takes it.
+    pub urls: Vec<String>,
     /// Owner id written into registry records.
     pub owner_id: String,
     /// external-dns's `--txt-wildcard-replacement` (empty: none).
@@ -78,7 +83,7 @@ pub struct WebhookConfig {
 impl Default for WebhookConfig {
     fn default() -> Self {
         WebhookConfig {
-            url: "http://localhost:8888".into(),
+            urls: vec!["http://localhost:8888".into()],
             owner_id: "fedns".into(),
             txt_wildcard_replacement: String::new(),
             timeout: Duration::from_secs(15),
@@ -95,8 +100,8 @@ impl Default for WebhookConfig {
 /// The webhook provider.
 pub struct Webhook {
     config: WebhookConfig,
-    /// The client and the negotiated filter, once negotiated.
-    session: tokio::sync::Mutex<Option<(Client, std::sync::Arc<DomainFilter>)>>,
+    /// Per URL, the client and the negotiated filter, once negotiated.
+    sessions: tokio::sync::Mutex<Vec<Option<Session>>>,
     applied: AppliedCache,
     metrics: ProviderMetrics,
 }
@@ -104,9 +109,16 @@ pub struct Webhook {
 impl std::fmt::Debug for Webhook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Webhook")
-            .field("url", &self.config.url)
+            .field("urls", &self.config.urls)
             .finish_non_exhaustive()
     }
+}
+
+/// One negotiated provider.
+#[derive(Debug, Clone)]
+struct Session {
+    client: Client,
+    filter: std::sync::Arc<DomainFilter>,
 }
 
 /// One logical change: a name's record and its registry record, sent in
@@ -125,8 +137,8 @@ impl Webhook {
     /// A provider for `config`, counting into `metrics` (no connection yet).
     pub fn new(config: WebhookConfig, metrics: ProviderMetrics) -> Self {
         Webhook {
+            sessions: tokio::sync::Mutex::new(vec![None; config.urls.len()]),
             config,
-            session: tokio::sync::Mutex::new(None),
             applied: AppliedCache::default(),
             metrics,
         }
@@ -137,25 +149,40 @@ impl Webhook {
         &self.metrics
     }
 
-    /// The client and the provider's domain filter, negotiated on first use.
-    async fn session(&self) -> Result<(Client, std::sync::Arc<DomainFilter>), String> {
-        let mut slot = self.session.lock().await;
-        if let Some(session) = slot.as_ref() {
-            return Ok(session.clone());
+    /// Each URL's client and domain filter, negotiated on first use (and
+    /// again after a failure); a URL that cannot be negotiated gives its
+    /// reason.
+    async fn sessions(&self) -> Vec<Result<Session, String>> {
+        let mut slots = self.sessions.lock().await;
+        let mut out = Vec::with_capacity(self.config.urls.len());
+        for (url, slot) in self.config.urls.iter().zip(slots.iter_mut()) {
+            if let Some(session) = slot.as_ref() {
+                out.push(Ok(session.clone()));
+                continue;
+            }
+            let negotiated = async {
+                let client = Client::new(url, self.config.timeout, self.config.max_body)?;
+                let filter = client.negotiate(self.config.negotiate).await;
+                self.metrics.api_call(NAME, "negotiate", filter.is_ok());
+                let filter = std::sync::Arc::new(filter.map_err(|e| e.message)?);
+                tracing::info!(provider = NAME, url = %url, filter = %filter.describe(), "negotiated with the webhook provider");
+                Ok::<Session, String>(Session { client, filter })
+            }
+            .await;
+            if let Ok(session) = &negotiated {
+                *slot = Some(session.clone());
+            }
+            out.push(negotiated);
         }
-        let client = Client::new(&self.config.url, self.config.timeout, self.config.max_body)?;
-        let filter = client.negotiate(self.config.negotiate).await;
-        self.metrics.api_call(NAME, "negotiate", filter.is_ok());
-        let filter = std::sync::Arc::new(filter.map_err(|e| e.message)?);
-        tracing::info!(provider = NAME, url = %self.config.url, filter = %filter.describe(), "negotiated with the webhook provider");
-        *slot = Some((client.clone(), filter.clone()));
-        Ok((client, filter))
+        out
     }
 
-    /// Negotiate again at the next sync (the provider may have restarted
-    /// with another filter).
-    async fn forget_session(&self) {
-        *self.session.lock().await = None;
+    /// Negotiate with the provider at `index` again at the next sync (it
+    /// may have restarted with another filter).
+    async fn forget_session(&self, index: usize) {
+        if let Some(slot) = self.sessions.lock().await.get_mut(index) {
+            *slot = None;
+        }
     }
 
     /// Plans one zone (see [`plan_zone`]).
@@ -296,18 +323,15 @@ impl Webhook {
         held: &[WireEndpoint],
         report: &mut SyncReport,
     ) -> Result<(), String> {
-        if !filter.matches(apex) {
-            if desired.is_empty() {
-                return Ok(());
-            }
-            return Err(format!(
-                "the webhook provider at {} does not take the zone {apex} (its domain filter: {})",
-                self.config.url,
-                filter.describe()
-            ));
-        }
         let mut taken = Vec::new();
         for rrset in desired {
+            if is_registry_record(rrset) {
+                // Another tool's ownership record (an external-dns that
+                // published into fedns): metadata, not data to publish on;
+                // fedns's own registry record takes its place here.
+                tracing::debug!(provider = NAME, name = %rrset.name, "external-dns ownership record not published on");
+                continue;
+            }
             if filter.matches(&rrset.name) {
                 taken.push(rrset.clone());
             } else {
@@ -370,46 +394,79 @@ impl Webhook {
         Ok(())
     }
 
-    /// Brings the webhook provider in line with `desired`, zone by zone.
+    /// Brings the webhook providers in line with `desired`, zone by zone:
+    /// each zone to the first provider whose negotiated filter takes it.
     pub async fn sync_all(&self, desired: &DesiredZones, mode: SyncMode) -> SyncReport {
         let started = Instant::now();
         let mut report = SyncReport::default();
-        let (client, filter) = match self.session().await {
-            Ok(session) => session,
-            Err(e) => {
-                tracing::warn!(provider = NAME, "no webhook provider (retried soon): {e}");
-                self.applied.clear();
-                report.errors.push((ErrorScope::Provider, e));
-                return report;
-            }
-        };
-        let (_, pending) = self.applied.pending(desired, mode, &mut report);
-        if pending.is_empty() {
+        let sessions = self.sessions().await;
+        if sessions.iter().all(Result::is_err) {
+            let why: Vec<String> = sessions.into_iter().filter_map(Result::err).collect();
+            tracing::warn!(
+                provider = NAME,
+                "no webhook provider (retried soon): {}",
+                why.join("; ")
+            );
+            self.applied.clear();
+            report.errors.push((ErrorScope::Provider, why.join("; ")));
             return report;
         }
-        let held = client.records().await;
-        self.metrics.api_call(NAME, "records", held.is_ok());
-        let held = match held {
-            Ok(held) => held,
-            Err(e) => {
-                tracing::warn!(provider = NAME, "reading records failed (retried soon): {e}");
-                if !e.transient() {
-                    self.forget_session().await;
-                }
-                self.applied.clear();
-                report.errors.push((ErrorScope::Provider, e.message));
-                return report;
-            }
-        };
+        let (_, pending) = self.applied.pending(desired, mode, &mut report);
+        // Each provider's records, read once per sync when one of its zones
+        // is synced.
+        let mut held: BTreeMap<usize, Result<Vec<WireEndpoint>, String>> = BTreeMap::new();
         for (apex, rrsets) in pending {
             let mut outcome = SyncReport::default();
-            let result = self
-                .sync_zone(&client, &filter, &apex, rrsets, &held, &mut outcome)
-                .await;
+            let chosen = sessions
+                .iter()
+                .enumerate()
+                .find_map(|(i, s)| s.as_ref().ok().filter(|s| s.filter.matches(&apex)).map(|s| (i, s)));
+            let result = match chosen {
+                None if rrsets.is_empty() => Ok(()),
+                None => Err(self.untaken(&apex, &sessions)),
+                Some((index, session)) => {
+                    let records = match held.entry(index) {
+                        std::collections::btree_map::Entry::Occupied(read) => read.into_mut(),
+                        std::collections::btree_map::Entry::Vacant(slot) => {
+                            let records = session.client.records().await;
+                            self.metrics.api_call(NAME, "records", records.is_ok());
+                            if let Err(e) = &records {
+                                if !e.transient() {
+                                    self.forget_session(index).await;
+                                }
+                            }
+                            slot.insert(records.map_err(|e| e.message))
+                        }
+                    };
+                    match records {
+                        Ok(records) => {
+                            self.sync_zone(&session.client, &session.filter, &apex, rrsets, records, &mut outcome)
+                                .await
+                        }
+                        Err(e) => Err(e.clone()),
+                    }
+                }
+            };
             self.applied.finish(NAME, &apex, rrsets, result, outcome, &mut report);
         }
         self.metrics.sync_duration(NAME, started);
         report
+    }
+
+    /// Why no provider takes the zone `apex`: each one's filter, or why it
+    /// could not be asked.
+    fn untaken(&self, apex: &str, sessions: &[Result<Session, String>]) -> String {
+        let each: Vec<String> = self
+            .config
+            .urls
+            .iter()
+            .zip(sessions)
+            .map(|(url, s)| match s {
+                Ok(s) => format!("{url} (its domain filter: {})", s.filter.describe()),
+                Err(e) => format!("{url} (not negotiated: {e})"),
+            })
+            .collect();
+        format!("no webhook provider takes the zone {apex}: {}", each.join("; "))
     }
 }
 
@@ -421,6 +478,15 @@ impl Provider for Webhook {
     fn sync<'a>(&'a self, desired: &'a DesiredZones, mode: SyncMode) -> BoxFuture<'a, SyncReport> {
         Box::pin(self.sync_all(desired, mode))
     }
+}
+
+/// A TXT RRset holding an external-dns ownership value (`heritage=external-dns,...`).
+fn is_registry_record(rrset: &DesiredRRset) -> bool {
+    rrset.record_type == RecordType::TXT
+        && rrset
+            .targets
+            .iter()
+            .any(|t| registry::parse_value(&crate::plan::txt::concatenated(t)).is_some())
 }
 
 /// Targets of a desired RRset as external-dns endpoints carry them: TXT as

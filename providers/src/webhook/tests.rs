@@ -112,6 +112,16 @@ fn wire_format_follows_external_dns_examples() {
     assert_eq!(changes.create.len(), 1);
     assert_eq!(changes.delete[0].record_type, "CNAME");
     assert_eq!(serde_json::to_value(&changes).unwrap(), examples["changes"]);
+    // Go's decoder takes keys in any case: so does fedns's server.
+    let mixed: Changes = serde_json::from_str(examples["mixedCaseChanges"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (
+            mixed.create[0].dns_name.as_str(),
+            mixed.update_old[0].dns_name.as_str(),
+            mixed.delete[0].dns_name.as_str()
+        ),
+        ("foo", "bar", "qux")
+    );
     // Go encodes nil slices as null: read as empty.
     let nulls: Changes =
         serde_json::from_str(r#"{"create":null,"updateOld":null,"delete":[{"dnsName":"a","targets":null}]}"#).unwrap();

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 fn provider(url: &str, tweak: impl FnOnce(&mut WebhookConfig)) -> Webhook {
     let mut config = WebhookConfig {
-        url: url.into(),
+        urls: vec![url.into()],
         timeout: Duration::from_secs(5),
         negotiate: Retry {
             attempts: 3,
@@ -137,13 +137,84 @@ async fn the_negotiated_domain_filter_limits_what_is_sent() {
         .await;
     assert_eq!(report.errors.len(), 1, "{report:#?}");
     assert!(
-        matches!(&report.errors[0], (ErrorScope::Zone(z), why) if z == "example.com" && why.contains("does not take the zone example.com") && why.contains("example.org")),
+        matches!(&report.errors[0], (ErrorScope::Zone(z), why) if z == "example.com" && why.contains("no webhook provider takes the zone example.com") && why.contains("example.org")),
         "{report:#?}"
     );
     assert!(stand_in.records().is_empty());
     let inside = fedns_e2e::desired("example.org", json!([ep("www.example.org", "A", &["192.0.2.1"])]));
     assert_clean(&webhook.sync_all(&inside, SyncMode::Changed).await);
     assert_eq!(held(&stand_in).len(), 1);
+}
+
+/// Two providers, each taking its own zone: each zone goes to the
+/// provider whose filter takes it; one provider down or slow stops only
+/// its zone, the other's goes on, and nothing is lost when it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_go_to_the_provider_that_takes_them_and_one_failing_spares_the_other() {
+    let com = WebhookProvider::start(WebhookProviderConfig {
+        domain_filter: vec!["example.com".into()],
+        ..WebhookProviderConfig::default()
+    })
+    .await
+    .unwrap();
+    let org = WebhookProvider::start(WebhookProviderConfig {
+        domain_filter: vec!["example.org".into()],
+        ..WebhookProviderConfig::default()
+    })
+    .await
+    .unwrap();
+    let webhook = Webhook::new(
+        WebhookConfig {
+            urls: vec![org.url(), com.url()],
+            timeout: Duration::from_millis(500),
+            negotiate: Retry {
+                attempts: 2,
+                initial: Duration::from_millis(20),
+            },
+            ..WebhookConfig::default()
+        },
+        ProviderMetrics::default(),
+    );
+    let both = |n: &str| {
+        let mut zones = fedns_e2e::desired(
+            "example.com",
+            json!([ep(&format!("{n}.example.com"), "A", &["192.0.2.1"])]),
+        );
+        let org = fedns_e2e::desired(
+            "example.org",
+            json!([ep(&format!("{n}.example.org"), "A", &["192.0.2.2"])]),
+        );
+        zones.zones.extend(org.zones);
+        zones
+    };
+    assert_clean(&webhook.sync_all(&both("a"), SyncMode::Changed).await);
+    assert_eq!(held(&com).len(), 1);
+    assert_eq!(held(&org).len(), 1);
+    // example.org's provider slow past the timeout: only its zone fails.
+    org.set_latency(Duration::from_secs(2));
+    let slow = webhook.sync_all(&both("b"), SyncMode::Changed).await;
+    println!("slow: {:?}", slow.errors);
+    assert!(
+        matches!(&slow.errors[..], [(ErrorScope::Zone(z), _)] if z == "example.org"),
+        "{slow:#?}"
+    );
+    assert!(held(&com).iter().any(|r| r.0 == "b.example.com"), "{:#?}", held(&com));
+    // Down: the same.
+    org.set_latency(Duration::ZERO);
+    org.stop();
+    let down = webhook.sync_all(&both("c"), SyncMode::Changed).await;
+    assert!(
+        matches!(&down.errors[..], [(ErrorScope::Zone(z), _)] if z == "example.org"),
+        "{down:#?}"
+    );
+    assert!(held(&com).iter().any(|r| r.0 == "c.example.com"));
+    // Back: the next sync publishes what it missed.
+    org.resume().await.unwrap();
+    assert_clean(&webhook.sync_all(&both("c"), SyncMode::Changed).await);
+    assert_eq!(
+        held(&org).iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["c.example.org"]
+    );
 }
 
 /// A provider whose adjustendpoints raises TTLs to 60: what it holds is

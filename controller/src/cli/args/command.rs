@@ -127,6 +127,8 @@ mod tests {
             "webhook",
             "--webhook-url",
             "http://127.0.0.1:8888",
+            "--webhook-url",
+            "http://127.0.0.1:8889",
             "--webhook-max-endpoints-per-request",
             "50",
         ])
@@ -135,7 +137,7 @@ mod tests {
             panic!("not the controller")
         };
         assert_eq!(args.provider, vec![Provider::Webhook]);
-        assert_eq!(args.webhook.url, "http://127.0.0.1:8888");
+        assert_eq!(args.webhook.urls, ["http://127.0.0.1:8888", "http://127.0.0.1:8889"]);
         assert_eq!(args.webhook.max_endpoints_per_request, 50);
     }
 

@@ -27,9 +27,16 @@ pub enum Provider {
 /// `--webhook-provider-*` flags, same defaults).
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct WebhookArgs {
-    /// The provider's URL (usually a sidecar on localhost).
-    #[arg(long = "webhook-url", value_name = "URL", default_value = "http://localhost:8888")]
-    pub url: String,
+    /// A provider's URL (usually a sidecar on localhost); repeatable or
+    /// comma-separated: each zone goes to the first provider whose
+    /// negotiated domain filter takes it.
+    #[arg(
+        long = "webhook-url",
+        value_name = "URL",
+        value_delimiter = ',',
+        default_value = "http://localhost:8888"
+    )]
+    pub urls: Vec<String>,
     /// Bound of one call to the provider, seconds (external-dns: read 5 s
     /// + write 10 s).
     #[arg(long = "webhook-timeout", value_name = "SECONDS", default_value_t = 15)]
@@ -51,7 +58,7 @@ impl Default for WebhookArgs {
     /// The command line's defaults (checked by a test).
     fn default() -> Self {
         WebhookArgs {
-            url: "http://localhost:8888".into(),
+            urls: vec!["http://localhost:8888".into()],
             timeout: 15,
             negotiate_attempts: 5,
             max_body: 32 << 20,

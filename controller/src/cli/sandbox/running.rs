@@ -44,6 +44,9 @@ pub struct Running {
     pub clouddns: Option<fedns_sandbox::clouddns::CloudDns>,
     /// The external-dns webhook provider stand-in (`--provider webhook`).
     pub webhook: Option<Arc<fedns_sandbox::webhook_provider::WebhookProvider>>,
+    /// `fedns webhook-provider`'s URL, into which a stand-in external-dns
+    /// pushed a record (`--provider webhook`).
+    pub webhook_provider: Option<String>,
     /// Each member's discovery replica (`<state-dir>/<member>.dns`).
     pub discovery: Vec<discovery::MemberReplica>,
     /// Each member's `fedns agent` (a vantage point), with the built-in
@@ -61,14 +64,31 @@ pub fn clouddns_lines(dns: &fedns_sandbox::clouddns::CloudDns) -> String {
     )
 }
 
-/// Where to look at what the webhook provider published.
-pub fn webhook_lines(provider: &fedns_sandbox::webhook_provider::WebhookProvider) -> String {
-    format!(
+/// Where to look at what the webhook provider published, and at what a
+/// stand-in external-dns pushed into `fedns webhook-provider`.
+pub fn webhook_lines(
+    provider: &fedns_sandbox::webhook_provider::WebhookProvider,
+    fedns_provider: Option<&str>,
+    dns: std::net::SocketAddr,
+) -> String {
+    let mut out = format!(
         "\nexternal-dns webhook provider stand-in (--provider webhook): example.com, TTLs raised to 60 s by its adjustendpoints\n  \
-         curl -s -H 'Accept: {}' {}/records\n\n",
+         curl -s -H 'Accept: {}' {}/records\n",
         fedns_sandbox::webhook_provider::MEDIA_TYPE,
         provider.url()
-    )
+    );
+    if let Some(url) = fedns_provider {
+        out.push_str(&format!(
+            "fedns webhook-provider at {url}: a stand-in external-dns pushed {} (DNSEndpoint ns/external-dns-sandbox)\n  \
+             dig @{} -p {} +short {} A\n",
+            super::start::EXTERNAL_DNS_NAME,
+            dns.ip(),
+            dns.port(),
+            super::start::EXTERNAL_DNS_NAME
+        ));
+    }
+    out.push('\n');
+    out
 }
 
 /// Project and managed zone of the Cloud DNS stand-in (`--provider
@@ -85,7 +105,10 @@ impl Running {
             print!("{}", clouddns_lines(dns));
         }
         if let Some(provider) = &self.webhook {
-            print!("{}", webhook_lines(provider));
+            print!(
+                "{}",
+                webhook_lines(provider, self.webhook_provider.as_deref(), self.dns_addr)
+            );
         }
         self.intro_printed.notify_one();
     }

@@ -170,6 +170,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     };
     let clouddns = start_clouddns(args, &mut controller_args).await?;
     let webhook = start_webhook(args, &mut controller_args).await?;
+    let webhook_provider = push_as_external_dns(args).await?;
     if probed {
         // deploy/agent/ creates the agents' namespace in each member before
         // the controller writes probe targets there; so does the sandbox,
@@ -231,6 +232,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         tasks,
         clouddns,
         webhook,
+        webhook_provider,
         discovery,
         agents,
     })
@@ -307,10 +309,90 @@ pub(super) async fn start_webhook(
     .context("starting the webhook provider stand-in")?;
     controller.provider.push(Provider::Webhook);
     controller.webhook = crate::cli::WebhookArgs {
-        url: provider.url(),
+        urls: vec![provider.url()],
         ..Default::default()
     };
     Ok(Some(Arc::new(provider)))
+}
+
+/// The name the sandbox's stand-in external-dns publishes through
+/// `fedns webhook-provider` (`--provider webhook`), and its address
+/// (answer data only: nothing is contacted).
+pub const EXTERNAL_DNS_NAME: &str = "legacy.example.com";
+const EXTERNAL_DNS_ADDRESS: &str = "192.0.2.80";
+
+/// `--provider webhook`, the other way round: starts `fedns
+/// webhook-provider` in process (DNSEndpoint `ns/external-dns-sandbox`)
+/// and pushes one record into it as an external-dns would (negotiation,
+/// adjustendpoints, the record and its TXT registry record); the
+/// controller then answers it. Returns the webhook provider's URL.
+///
+/// # Errors
+/// The server not starting, or the push refused.
+pub(super) async fn push_as_external_dns(args: &SandboxArgs) -> anyhow::Result<Option<String>> {
+    use fedns_providers::webhook::api::{Changes, Client, Retry, WireEndpoint};
+    if !args.provider.contains(&Provider::Webhook) {
+        return Ok(None);
+    }
+    let host = crate::kube_client::client(Some(&args.state_dir.join("host.kubeconfig")))
+        .await
+        .context("a client of the host")?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding the webhook provider")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    crate::cli::webhook_provider::serve(
+        listener,
+        crate::cli::webhook_provider::WebhookServer {
+            client: host,
+            namespace: "ns".into(),
+            owner: "sandbox".into(),
+            domain_namespace: NAMESPACE.into(),
+            token: None,
+        },
+    );
+    let external_dns = Client::new(&url, std::time::Duration::from_secs(15), 32 << 20).map_err(anyhow::Error::msg)?;
+    let filter = external_dns
+        .negotiate(Retry {
+            attempts: 3,
+            initial: std::time::Duration::from_millis(200),
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("negotiating with fedns webhook-provider: {e}"))?;
+    anyhow::ensure!(
+        filter.matches(EXTERNAL_DNS_NAME),
+        "fedns webhook-provider does not offer {EXTERNAL_DNS_NAME} ({})",
+        filter.describe()
+    );
+    let record = WireEndpoint {
+        dns_name: EXTERNAL_DNS_NAME.into(),
+        targets: vec![EXTERNAL_DNS_ADDRESS.into()],
+        record_type: "A".into(),
+        record_ttl: 30,
+        ..WireEndpoint::default()
+    };
+    let mut create = external_dns
+        .adjust(&[record])
+        .await
+        .map_err(|e| anyhow::anyhow!("adjustendpoints: {e}"))?;
+    let mut registry = WireEndpoint {
+        dns_name: format!("a-{EXTERNAL_DNS_NAME}"),
+        targets: vec![
+            "\"heritage=external-dns,external-dns/owner=sandbox,external-dns/resource=service/ns/legacy\"".into(),
+        ],
+        record_type: "TXT".into(),
+        ..WireEndpoint::default()
+    };
+    registry.labels.insert("ownedRecord".into(), EXTERNAL_DNS_NAME.into());
+    create.push(registry);
+    external_dns
+        .apply(&Changes {
+            create,
+            ..Changes::default()
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("pushing {EXTERNAL_DNS_NAME}: {e}"))?;
+    Ok(Some(url))
 }
 
 /// Fails early, in clear words, when the DNS address cannot be bound (the
