@@ -81,15 +81,21 @@ pub fn webhook_lines(
         out.push_str(&format!(
             "fedns webhook-provider at {url}: a stand-in external-dns pushed {} (DNSEndpoint ns/external-dns-sandbox)\n  \
              dig @{} -p {} +short {} A\n",
-            super::start::EXTERNAL_DNS_NAME,
+            EXTERNAL_DNS_NAME,
             dns.ip(),
             dns.port(),
-            super::start::EXTERNAL_DNS_NAME
+            EXTERNAL_DNS_NAME
         ));
     }
     out.push('\n');
     out
 }
+
+/// The name the sandbox's stand-in external-dns publishes through
+/// `fedns webhook-provider` (`--provider webhook`), and its address
+/// (answer data only: nothing is contacted).
+pub(super) const EXTERNAL_DNS_NAME: &str = "legacy.example.com";
+pub(super) const EXTERNAL_DNS_ADDRESS: &str = "192.0.2.80";
 
 /// Project and managed zone of the Cloud DNS stand-in (`--provider
 /// google-clouddns`).

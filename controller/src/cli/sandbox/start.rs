@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use super::changes::print_changes;
 use super::control::{control, serve_control, Control, CONTROL_FILE};
 use super::discovery;
-use super::running::{Running, CLOUDDNS_PROJECT, CLOUDDNS_ZONE};
+use super::running::{Running, CLOUDDNS_PROJECT, CLOUDDNS_ZONE, EXTERNAL_DNS_ADDRESS, EXTERNAL_DNS_NAME};
 use super::seed::{
     agent_source, member_seed, seed_host_for_exported_state, AGENT_NAMESPACE, ENGINE_HOST_SEED, HOST_SEED,
     KARMADA_PULL_MEMBER, LOAD_BALANCERS, NAMESPACE,
@@ -314,12 +314,6 @@ pub(super) async fn start_webhook(
     };
     Ok(Some(Arc::new(provider)))
 }
-
-/// The name the sandbox's stand-in external-dns publishes through
-/// `fedns webhook-provider` (`--provider webhook`), and its address
-/// (answer data only: nothing is contacted).
-pub const EXTERNAL_DNS_NAME: &str = "legacy.example.com";
-const EXTERNAL_DNS_ADDRESS: &str = "192.0.2.80";
 
 /// `--provider webhook`, the other way round: starts `fedns
 /// webhook-provider` in process (DNSEndpoint `ns/external-dns-sandbox`)

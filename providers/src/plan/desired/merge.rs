@@ -7,11 +7,12 @@ use fedns_api::{names, DNSEndpoint, Domain, RecordType, RoutingPolicy, TsigKeyRe
 use fedns_dnsserver::hickory_proto::rr::{RData, Record};
 use fedns_dnsserver::ZoneContent;
 
+use super::model::max_answers_of;
 use super::model::{
     DesiredRRset, DesiredZone, DesiredZones, DomainProblem, EndpointProblem, ProblemKind, RoutedMember, RoutedSet,
     DEFAULT_TTL,
 };
-use super::routing::{endpoint_routing, locations_of, max_answers_of, routed_names, EndpointRouting};
+use super::routing::{endpoint_routing, locations_of, routed_names, EndpointRouting};
 use super::targets::{canonical_target, parse_target, to_name};
 use super::zone::{clamp_u32, client_regions_of, zone_of};
 use crate::plan::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};

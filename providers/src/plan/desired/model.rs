@@ -113,7 +113,7 @@ impl DesiredRRset {
         if !matches!(self.record_type, RecordType::A | RecordType::AAAA) {
             return None;
         }
-        let n = super::routing::max_answers_of(&self.provider_specific)?.ok()?;
+        let n = max_answers_of(&self.provider_specific)?.ok()?;
         (self.targets.len() > usize::from(n)).then_some(n)
     }
 
@@ -230,4 +230,23 @@ impl DesiredZones {
             .iter()
             .filter(move |p| p.namespace == namespace && p.name == name)
     }
+}
+
+/// An endpoint's `fedns/max-answers` (`providerSpecific` as name/value
+/// pairs): `None` when absent, `Err` with a reason when it is not a whole
+/// number 1..64.
+pub(crate) fn max_answers_of(properties: &[(String, String)]) -> Option<Result<u16, String>> {
+    let value = properties
+        .iter()
+        .find(|(name, _)| name == fedns_api::routing::FEDNS_MAX_ANSWERS)?
+        .1
+        .trim();
+    Some(match value.parse::<i64>() {
+        Ok(n) if (1..=fedns_api::routing::MAX_ANSWERS_LIMIT).contains(&n) => Ok(n as u16),
+        _ => Err(format!(
+            "{} {value:?} is not a whole number 1..{}; answered without a limit",
+            fedns_api::routing::FEDNS_MAX_ANSWERS,
+            fedns_api::routing::MAX_ANSWERS_LIMIT
+        )),
+    })
 }

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 
 use fedns_api::routing::{
-    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_MAX_ANSWERS, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION,
-    FEDNS_STICKY_CLIENT_SUBNET, MAX_ANSWERS_LIMIT, MAX_WEIGHT,
+    AWS_FAILOVER, AWS_REGION, AWS_WEIGHT, FEDNS_NEAREST_FALLBACK, FEDNS_NEAREST_REGION, FEDNS_STICKY_CLIENT_SUBNET,
+    MAX_WEIGHT,
 };
 use fedns_api::RoutingPolicy;
 use fedns_dnsserver::hickory_proto::rr::Record;
 
-use super::model::{DesiredRRset, RoutedMember};
+use super::model::{max_answers_of, DesiredRRset, RoutedMember};
 use super::targets::{parse_target, to_name};
 
 /// The routing facts one endpoint carries, before merging.
@@ -116,19 +116,6 @@ pub(super) fn endpoint_routing(endpoint: &fedns_api::Endpoint) -> Option<Result<
         fallback,
         sticky,
     }))
-}
-
-/// An endpoint's `fedns/max-answers` (`providerSpecific` as name/value
-/// pairs): `None` when absent, `Err` with a reason when it is not a whole
-/// number 1..64.
-pub(crate) fn max_answers_of(properties: &[(String, String)]) -> Option<Result<u16, String>> {
-    let value = properties.iter().find(|(name, _)| name == FEDNS_MAX_ANSWERS)?.1.trim();
-    Some(match value.parse::<i64>() {
-        Ok(n) if (1..=MAX_ANSWERS_LIMIT).contains(&n) => Ok(n as u16),
-        _ => Err(format!(
-            "{FEDNS_MAX_ANSWERS} {value:?} is not a whole number 1..{MAX_ANSWERS_LIMIT}; answered without a limit"
-        )),
-    })
 }
 
 /// `24,56` → (24, 56); IPv4 8..32, IPv6 16..128.
