@@ -57,6 +57,21 @@ pub struct Etcd {
     child: Option<Child>,
 }
 
+/// `path` opened for appending (etcd's standard error), or nowhere.
+fn log_file(path: &Path) -> Stdio {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_or_else(|_| Stdio::null(), Stdio::from)
+}
+
+/// The last lines of a log, for a failure message.
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
 /// PEM files of an [`Etcd::start_tls`] member: the CA clients trust and a
 /// client identity it accepts.
 #[derive(Debug, Clone)]
@@ -163,13 +178,30 @@ impl Etcd {
                 "error",
             ])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            // Kept, so a start that fails says why.
+            .stderr(log_file(&self.dir.join("etcd.log")))
             .spawn()
             .expect("start etcd");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
-            assert!(Instant::now() < deadline, "etcd did not start within 30 s");
+            let exited = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                let log = std::fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default();
+                if log.contains("address already in use") && started.elapsed() < Duration::from_secs(30) {
+                    // Another process took a port between the check and
+                    // etcd's bind: new ports, once more.
+                    self.client_port = free_port();
+                    self.peer_port = free_port();
+                    self.child = None;
+                    return self.resume();
+                }
+                panic!("etcd exited ({status}) before accepting connections: {}", tail(&log));
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let log = std::fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default();
+                panic!("etcd did not accept connections within 30 s: {}", tail(&log));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }
