@@ -15,14 +15,17 @@ pub enum RecordKey {
     Service(String, String),
     /// IngressDNSRecord `namespace/name`.
     Ingress(String, String),
+    /// RouteDNSRecord `namespace/name`.
+    Route(String, String),
 }
 
 impl RecordKey {
-    /// `service:ns/name` or `ingress:ns/name`.
+    /// `service:ns/name`, `ingress:ns/name` or `route:ns/name`.
     pub fn id(&self) -> String {
         match self {
             RecordKey::Service(ns, n) => format!("service:{ns}/{n}"),
             RecordKey::Ingress(ns, n) => format!("ingress:{ns}/{n}"),
+            RecordKey::Route(ns, n) => format!("route:{ns}/{n}"),
         }
     }
 
@@ -33,6 +36,7 @@ impl RecordKey {
         match kind {
             "service" => Some(RecordKey::Service(ns.into(), name.into())),
             "ingress" => Some(RecordKey::Ingress(ns.into(), name.into())),
+            "route" => Some(RecordKey::Route(ns.into(), name.into())),
             _ => None,
         }
     }

@@ -7,7 +7,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use crate::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
+use crate::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, RouteDNSRecord, ServiceDNSRecord};
 
 /// One generated CRD and the file it is kept in under `deploy/crds/`.
 #[derive(Debug, Clone)]
@@ -38,7 +38,8 @@ impl CrdFile {
 }
 
 /// Every fedns CRD in the documented order: MemberCluster, Domain,
-/// ServiceDNSRecord, IngressDNSRecord, DNSEndpoint.
+/// ServiceDNSRecord, IngressDNSRecord, DNSEndpoint, RouteDNSRecord (last:
+/// added after the others' file names were in use).
 pub fn all() -> Vec<CrdFile> {
     [
         MemberCluster::crd(),
@@ -46,6 +47,7 @@ pub fn all() -> Vec<CrdFile> {
         ServiceDNSRecord::crd(),
         IngressDNSRecord::crd(),
         DNSEndpoint::crd(),
+        RouteDNSRecord::crd(),
     ]
     .into_iter()
     .enumerate()

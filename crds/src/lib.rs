@@ -10,6 +10,7 @@
 //! | `Domain` | `multiclusterdns.fedns.io` | [`domain`] |
 //! | `ServiceDNSRecord` | `multiclusterdns.fedns.io` | [`records`] |
 //! | `IngressDNSRecord` | `multiclusterdns.fedns.io` | [`records`] |
+//! | `RouteDNSRecord` | `multiclusterdns.fedns.io` | [`records`] |
 //! | `DNSEndpoint` | `multiclusterdns.fedns.io` | [`dns_endpoint`] |
 //!
 //! All kinds are namespaced, have a status subresource, and carry
@@ -45,6 +46,7 @@ pub use health::{
 pub use member_cluster::{HealthCheck, MemberCluster, MemberClusterSpec, MemberClusterStatus, SecretReference};
 pub use records::{
     BackendHealth, ClusterDNS, IngressClusterDNS, IngressDNSRecord, IngressDNSRecordSpec, IngressDNSRecordStatus,
+    RouteClusterDNS, RouteDNSRecord, RouteDNSRecordSpec, RouteDNSRecordStatus, RouteHostname, RouteKind,
     ServiceDNSRecord, ServiceDNSRecordSpec, ServiceDNSRecordStatus,
 };
 pub use routing::{ClientRegion, GeoRegion, Routing, RoutingPolicy};

@@ -50,13 +50,14 @@
 //! `reverse`, `sort`, `sortBy`, `lists.range`), the sets extension
 //! (`sets.contains`, `sets.equivalent`, `sets.intersects`), and from
 //! Kubernetes' library: `isSorted`, `sum`, `min`, `max`, `indexOf` and
-//! `lastIndexOf` on lists, `find` and `findAll`, `isURL`, `isIP`, `isCIDR`.
+//! `lastIndexOf` on lists, `find` and `findAll`, `isURL`, `isIP`, `isCIDR`;
+//! `duration(string)` as nanoseconds, for comparisons only (no duration type).
 //!
 //! ## Not supported
 //! [`CelRules::compile`] refuses, naming it, any rule that calls another
 //! function (Kubernetes' `url()`, `quantity`/`isQuantity`, `ip()`/`cidr()`
 //! values and their methods, `format.*`, `semver`, `authorizer`, two-variable
-//! comprehensions, `transformList`/`transformMap`, `first`/`last`, `duration`,
+//! comprehensions, `transformList`/`transformMap`, `first`/`last`,
 //! `timestamp` and the time accessors: the crate is built without `chrono`),
 //! references an identifier other than `self`, `oldSelf`, a comprehension
 //! variable or a type name, builds a message (struct) literal, sits on a
@@ -454,6 +455,7 @@ const SUPPORTED_FUNCTIONS: &[&str] = &[
     "findAll",
     "isURL",
     "isIP",
+    "duration",
     "isCIDR",
 ];
 
@@ -1035,6 +1037,7 @@ fn build_env() -> Env {
         )?;
         env.add_overload("isURL", "is_url", vec![STRING_TYPE], is_url_fn)?;
         env.add_overload("isIP", "is_ip", vec![STRING_TYPE], is_ip_fn)?;
+        env.add_overload("duration", "string_to_duration", vec![STRING_TYPE], duration_fn)?;
         env.add_overload("isCIDR", "is_cidr", vec![STRING_TYPE], is_cidr_fn)?;
         env.add_overload(
             "sets.contains",
@@ -1343,6 +1346,73 @@ fn valid_escapes(s: &str) -> bool {
     true
 }
 
+/// `duration(string)`: Go's `time.ParseDuration` (what cel-go's
+/// `duration` calls), as an int of nanoseconds. The crate is built
+/// without `chrono`, so there is no duration type: comparing two
+/// durations (`==`, `!=`, `<`, `>`, ...) behaves as on the API server,
+/// which is all the CRDs fedns serves use (gateway-api's HTTPRoute
+/// `timeouts` rule); arithmetic mixing durations with numbers is not
+/// refused as the API server would.
+fn duration_fn<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let text = string_arg(&args, 0, "duration")?;
+    match parse_go_duration(&text) {
+        Some(nanos) => out(Value::Int(nanos)),
+        None => Err(ExecutionError::function_error(
+            "duration",
+            format!("time: invalid duration {:?}", text.as_str()),
+        )),
+    }
+}
+
+/// Go's `time.ParseDuration`: an optional sign, then one or more decimal
+/// numbers (with an optional fraction) each followed by a unit (`ns`,
+/// `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`); `0` alone is zero. Nanoseconds,
+/// `None` when malformed or out of range.
+fn parse_go_duration(text: &str) -> Option<i64> {
+    let (negative, mut rest) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number = &rest[..digits];
+        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+            return None;
+        }
+        let value: f64 = number.parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += value * scale;
+    }
+    if total > i64::MAX as f64 {
+        return None;
+    }
+    // Whole nanoseconds, as Go keeps them.
+    let nanos = total.round() as i64;
+    Some(if negative { -nanos } else { nanos })
+}
+
 fn is_ip_fn<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     out(Value::Bool(parse_ip(&string_arg(&args, 0, "isIP")?).is_some()))
 }
@@ -1612,7 +1682,6 @@ mod tests {
             ]
         );
         for (rule, function) in [
-            ("duration(self) > duration('1s')", "duration"),
             ("self.all(k, v, v != '')", "all"),
             ("format.dns1123Label().validate(self).hasValue()", "format.dns1123Label"),
             ("url(self).getHost() == ''", "url"),
@@ -1805,5 +1874,34 @@ mod tests {
         );
         assert_eq!(rules.validate(&json!({"n": 5}), None), vec![]);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_go_duration;
+
+    /// Go's `time.ParseDuration` examples and the Gateway API's Duration
+    /// shape (`^([0-9]{1,5}(h|m|s|ms)){1,4}$`).
+    #[test]
+    fn go_durations_parse_as_go_parses_them() {
+        for (text, nanos) in [
+            ("0", Some(0)),
+            ("0s", Some(0)),
+            ("1h30m", Some(5_400_000_000_000)),
+            ("10s", Some(10_000_000_000)),
+            ("500ms", Some(500_000_000)),
+            ("1.5h", Some(5_400_000_000_000)),
+            ("-2m", Some(-120_000_000_000)),
+            ("300us", Some(300_000)),
+            ("1h2m3s4ms", Some(3_723_004_000_000)),
+            ("", None),
+            ("1", None),
+            ("s", None),
+            ("1d", None),
+            ("1..5s", None),
+        ] {
+            assert_eq!(parse_go_duration(text), nanos, "{text:?}");
+        }
     }
 }

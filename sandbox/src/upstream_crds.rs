@@ -38,6 +38,50 @@ pub const CAPI_CLUSTERS: &str = include_str!("../crds/upstream/cluster-api/clust
 pub const CLUSTER_PROFILES: &str =
     include_str!("../crds/upstream/cluster-inventory-api/multicluster.x-k8s.io_clusterprofiles.yaml");
 
+/// The Gateway API CRDs (`gateway.networking.k8s.io`) of the standard
+/// channel, from <https://github.com/kubernetes-sigs/gateway-api> at
+/// `8bb74df00e56ec8f944d48c25e6c1c9c2f6848e3` (`v1.6.1`), paths
+/// `config/crd/standard/gateway.networking.k8s.io_<plural>.yaml`: the kinds
+/// fedns reads (GatewayClass, Gateway and the five route kinds; TLSRoute,
+/// TCPRoute and UDPRoute are `v1` in the standard channel since v1.6.0),
+/// as (plural, text).
+pub const GATEWAY_API: [(&str, &str); 7] = [
+    (
+        "gatewayclasses",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_gatewayclasses.yaml"),
+    ),
+    (
+        "gateways",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_gateways.yaml"),
+    ),
+    (
+        "httproutes",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_httproutes.yaml"),
+    ),
+    (
+        "grpcroutes",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_grpcroutes.yaml"),
+    ),
+    (
+        "tlsroutes",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_tlsroutes.yaml"),
+    ),
+    (
+        "tcproutes",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_tcproutes.yaml"),
+    ),
+    (
+        "udproutes",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_udproutes.yaml"),
+    ),
+];
+
+/// Every [`GATEWAY_API`] CRD as one multi-document YAML text, for a
+/// member emulator's `seed_yaml`.
+pub fn gateway_api_yaml() -> String {
+    GATEWAY_API.iter().map(|(_, text)| format!("---\n{text}\n")).collect()
+}
+
 /// Example objects shaped as the upstream controllers write them
 /// (`sandbox/crds/upstream/examples/`), each field citing its upstream
 /// source; one per served CRD above.
@@ -52,6 +96,10 @@ pub mod examples {
     pub const CAPI_CLUSTER: &str = include_str!("../crds/upstream/examples/cluster.cluster.x-k8s.io.yaml");
     /// A `ClusterProfile` as the cluster-inventory-api tests and demo write it.
     pub const CLUSTER_PROFILE: &str = include_str!("../crds/upstream/examples/clusterprofile.yaml");
+    /// A GatewayClass, Gateway and HTTPRoute as a Gateway controller
+    /// leaves them (gateway-api's `examples/standard/basic-http.yaml` with
+    /// the status its types define).
+    pub const GATEWAY_API: &str = include_str!("../crds/upstream/examples/gateway-api.yaml");
 }
 
 #[cfg(test)]
@@ -80,6 +128,53 @@ mod tests {
             let report = seed(&store, origin, example);
             assert_eq!((report.applied, report.skipped.len()), (1, 0), "{origin}: {report:?}");
         }
+    }
+
+    /// The Gateway API CRDs are served with their schemas and CEL rules:
+    /// the example objects are admitted, status included, and what the
+    /// upstream schema refuses is refused.
+    #[test]
+    fn the_gateway_api_crds_admit_their_example_and_refuse_what_upstream_refuses() {
+        let store = crate::store::Store::new(100);
+        let report = seed(&store, "gateway-api", &gateway_api_yaml());
+        assert_eq!((report.applied, report.skipped.len()), (7, 0), "{report:?}");
+        let report = seed(&store, "gateway-api example", examples::GATEWAY_API);
+        assert_eq!((report.applied, report.skipped.len()), (4, 0), "{report:?}");
+        let routes = store.resource("gateway.networking.k8s.io", "v1", "httproutes").unwrap();
+        let route = store.get(&routes, Some("default"), "example-route").unwrap();
+        assert_eq!(route["status"]["parents"][0]["conditions"][0]["type"], "Accepted");
+        // A listener hostname on a TCP listener: the Gateway's CEL rule
+        // ("hostname must not be specified for protocols ['TCP', 'UDP']").
+        let bad = examples::GATEWAY_API.replace(
+            "    protocol: HTTP\n    port: 80",
+            "    protocol: TCP\n    port: 80\n    hostname: db.example.com",
+        );
+        let refused = |origin: &str, text: &str| match crate::seed::seed_text(&store, origin, text) {
+            Err(crate::seed::SeedError::Rejected { error, .. }) => error.to_string(),
+            other => panic!("{origin}: admitted: {other:?}"),
+        };
+        let why = refused("bad gateway", &bad);
+        assert!(why.contains("hostname must not be specified"), "{why}");
+        // More than 16 hostnames on an HTTPRoute (maxItems 16).
+        let many: String = (0..17).map(|i| format!("  - \"h{i}.example.com\"\n")).collect();
+        let bad = examples::GATEWAY_API.replace("  - \"example.com\"\n", &many);
+        let why = refused("bad route", &bad);
+        assert!(why.contains("hostnames"), "{why}");
+        // The timeouts rule (a CEL `duration` comparison): a backend
+        // request timeout longer than the request's is refused, a shorter
+        // one admitted.
+        let timeouts = |request: &str, backend: &str| {
+            examples::GATEWAY_API.replace(
+                "  - backendRefs:\n",
+                &format!("  - timeouts: {{request: {request}, backendRequest: {backend}}}\n    backendRefs:\n"),
+            )
+        };
+        let why = refused("long backend timeout", &timeouts("10s", "1m"));
+        assert!(
+            why.contains("backendRequest timeout cannot be longer than request timeout"),
+            "{why}"
+        );
+        seed(&store, "short backend timeout", &timeouts("1m", "10s"));
     }
 
     /// kubefed's CRD document carries the empty status it was generated

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::events::Recorder;
 use anyhow::Context;
-use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
+use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, RouteDNSRecord, ServiceDNSRecord};
 use fedns_dnsserver::{AnswerConfig, DnsMetrics, DnsServer, ServerConfig, ZoneStore};
 use fedns_providers::coredns_etcd::{CorednsEtcd, EtcdConfig, EtcdTls};
 use fedns_providers::embedded::EmbeddedSink;
@@ -159,6 +159,10 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             auto.notify_one();
         }
     });
+    let routes = reflect_records(Api::<RouteDNSRecord>::all(host.clone()), published.clone(), {
+        let queue = queue.clone();
+        move |r: &RouteDNSRecord| queue.push(RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()))
+    });
     // Every record reads its Domain's spec, none its status, which the
     // publisher rewrites after every publish (the serial): only spec
     // changes requeue every record.
@@ -186,6 +190,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                 match owner.kind.as_str() {
                     "ServiceDNSRecord" => queue.push(RecordKey::Service(ns.clone(), owner.name.clone())),
                     "IngressDNSRecord" => queue.push(RecordKey::Ingress(ns.clone(), owner.name.clone())),
+                    "RouteDNSRecord" => queue.push(RecordKey::Route(ns.clone(), owner.name.clone())),
                     _ => {}
                 }
             }
@@ -195,6 +200,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     secrets.wait().await;
     services.wait().await;
     ingresses.wait().await;
+    routes.wait().await;
     domains.wait().await;
     endpoints.wait().await;
     tracing::info!("host cluster caches ready");
@@ -263,6 +269,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         registry,
         services: services.store,
         ingresses: ingresses.store,
+        routes: routes.store,
         domains: domains.store,
         endpoints: endpoints.store.clone(),
         // MemberClusters count only when they are a member source.

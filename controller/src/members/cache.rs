@@ -238,6 +238,20 @@ impl<T: Clone> FactCache<T> {
         self.read().get(namespace)?.get(name).cloned()
     }
 
+    /// Every `(namespace, name)` whose facts satisfy `pred`.
+    pub fn matching(&self, pred: impl Fn(&T) -> bool) -> Vec<(String, String)> {
+        let objects = self.read();
+        let mut found = Vec::new();
+        for (ns, names) in objects.iter() {
+            for (name, facts) in names {
+                if pred(facts) {
+                    found.push((ns.to_string(), name.to_string()));
+                }
+            }
+        }
+        found
+    }
+
     /// Number of objects held.
     pub fn len(&self) -> usize {
         self.read().values().map(HashMap::len).sum()

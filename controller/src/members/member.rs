@@ -67,6 +67,8 @@ pub struct Member {
     pub ingresses: Arc<FactCache<IngressFacts>>,
     /// Its Nodes.
     pub nodes: Store<Node>,
+    /// Its Gateways and routes (Gateway API), where it serves them.
+    pub gateway_api: Arc<super::gateway::GatewayApi>,
     /// Its MCS ServiceExports (`multicluster.x-k8s.io/v1alpha1`), watched
     /// only with `--auto-records`, and whether they have been listed once
     /// (or the member serves no such kind).

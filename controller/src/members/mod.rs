@@ -1,11 +1,12 @@
 //! Member clusters: the [`Registry`] keeps one [`Member`] per MemberCluster
-//! (client, watches, health prober) and writes the MemberCluster status.
+//! (client, watches, health prober; [`gateway`]: its Gateway API objects) and writes the MemberCluster status.
 //! May call the host API, [`crate::metrics`], and [`crate::queue`]
 //! (to ask for reconciles); nothing of `records`.
 
 pub mod cache;
 pub(crate) mod client;
 pub(crate) mod eks_token;
+pub mod gateway;
 mod member;
 mod probe;
 mod registry;

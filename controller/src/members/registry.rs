@@ -400,6 +400,21 @@ impl Registry {
             },
         ));
         let ready_slices: Arc<RwLock<SliceIndex>> = Arc::default();
+        let gateway_api: Arc<super::gateway::GatewayApi> = Arc::default();
+        tasks.extend(super::gateway::spawn_watches(
+            &name,
+            &client,
+            &gateway_api,
+            {
+                let queue = queue.clone();
+                move |_kind, ns, route| queue.push(RecordKey::Route(ns, route))
+            },
+            {
+                // A kind served or gone: every record says so.
+                let queue = queue.clone();
+                move || queue.push_all()
+            },
+        ));
         tasks.push(ctx.spawn_slices(
             Api::<EndpointSlice>::all(client.clone()),
             ready_slices.clone(),
@@ -408,10 +423,17 @@ impl Registry {
                 // A Service's readiness also decides the Ingresses routing
                 // to it or served by it (`spec.backends`).
                 let (queue, services, ingresses) = (queue.clone(), services.clone(), ingresses.clone());
+                let gateway_api = gateway_api.clone();
                 move |ns: String, svc: String| {
                     let facts = services.get(&ns, &svc);
                     for (ns, ingress) in ingresses.depending_on(&ns, &svc, facts.as_ref()) {
                         queue.push(RecordKey::Ingress(ns, ingress));
+                    }
+                    // And the routes whose backend it is.
+                    for kind in fedns_api::RouteKind::ALL {
+                        for (ns, route) in gateway_api.routes(kind).matching(|r| r.routes_to(&ns, &svc)) {
+                            queue.push(RecordKey::Route(ns, route));
+                        }
                     }
                     queue.push(RecordKey::Service(ns, svc));
                 }
@@ -455,6 +477,7 @@ impl Registry {
             services,
             ingresses,
             nodes,
+            gateway_api,
             service_exports,
             healthy: AtomicBool::new(persisted_ready && !settings.cordoned),
             ready_slices,

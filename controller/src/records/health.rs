@@ -64,6 +64,18 @@ impl Shard for IngressClusterDNS {
     }
 }
 
+impl Shard for fedns_api::RouteClusterDNS {
+    fn cluster(&self) -> &str {
+        &self.cluster
+    }
+    fn load_balancer(&self) -> &LoadBalancerStatus {
+        &self.load_balancer
+    }
+    fn load_balancer_mut(&mut self) -> &mut LoadBalancerStatus {
+        &mut self.load_balancer
+    }
+}
+
 /// What health decided for one record.
 #[derive(Debug)]
 pub(super) struct Selection<T> {

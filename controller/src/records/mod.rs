@@ -1,4 +1,5 @@
-//! DNS records: one reconciler per kind (ServiceDNSRecord, IngressDNSRecord)
+//! DNS records: one reconciler per kind (ServiceDNSRecord, IngressDNSRecord,
+//! RouteDNSRecord)
 //! sharing a [`RecordContext`], fed by the work queue ([`crate::queue`]), writing the
 //! DNSEndpoints the [`builder`] makes. May read [`crate::members`] and call
 //! the host API and [`crate::metrics`].
@@ -8,12 +9,14 @@ pub mod backends;
 pub mod builder;
 mod context;
 pub mod explain;
+pub mod gateway;
 mod health;
 mod ingress;
 mod model;
 pub mod object_size;
 pub mod published;
 pub mod resolver;
+mod route;
 pub mod routing;
 mod schedule;
 mod service;
@@ -22,5 +25,6 @@ mod worker;
 
 pub use context::{RecordContext, FIELD_MANAGER};
 pub use published::PublishedShards;
+pub use route::ATTACHED;
 pub use status::INPUT_VALID;
 pub use worker::run_workers;

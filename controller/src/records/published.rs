@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use fedns_api::{IngressDNSRecord, ServiceDNSRecord};
+use fedns_api::{IngressDNSRecord, RouteDNSRecord, ServiceDNSRecord};
 use kube::ResourceExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -58,6 +58,22 @@ impl WithPublishedShards for IngressDNSRecord {
     type Shard = fedns_api::IngressClusterDNS;
     fn record_key(&self) -> RecordKey {
         RecordKey::Ingress(self.namespace().unwrap_or_default(), self.name_any())
+    }
+    fn take_dns(&mut self) -> Vec<Self::Shard> {
+        self.status
+            .as_mut()
+            .map(|s| std::mem::take(&mut s.dns))
+            .unwrap_or_default()
+    }
+    fn set_dns(&mut self, dns: Vec<Self::Shard>) {
+        self.status.get_or_insert_with(Default::default).dns = dns;
+    }
+}
+
+impl WithPublishedShards for RouteDNSRecord {
+    type Shard = fedns_api::RouteClusterDNS;
+    fn record_key(&self) -> RecordKey {
+        RecordKey::Route(self.namespace().unwrap_or_default(), self.name_any())
     }
     fn take_dns(&mut self) -> Vec<Self::Shard> {
         self.status

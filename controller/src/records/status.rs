@@ -155,6 +155,16 @@ pub(super) async fn patch_status<K>(api: Api<K>, name: &str, status: serde_json:
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
+    // A JSON merge patch leaves out what it omits: a list that became
+    // empty (serialised as absent) is sent as null, which removes it.
+    // Without this a record whose last cluster left kept it in
+    // `status.dns` (found by the RouteDNSRecord test).
+    let mut status = status;
+    if let Some(fields) = status.as_object_mut() {
+        for list in ["dns", "probes"] {
+            fields.entry(list).or_insert(serde_json::Value::Null);
+        }
+    }
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
         .await
         .map(|_| ())

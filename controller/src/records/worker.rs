@@ -11,7 +11,7 @@ use kube::ResourceExt;
 
 use super::context::RecordContext;
 use super::schedule::{Planned, Schedule};
-use super::{ingress, service};
+use super::{ingress, route, service};
 use crate::queue::{Queue, RecordKey, Work};
 
 /// A fresh change whose record was written this long after the change
@@ -118,7 +118,12 @@ fn add_work(ctx: &RecordContext, schedule: &mut Schedule, work: Vec<Work>) {
                     .state()
                     .into_iter()
                     .map(|r| RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
-                schedule.start_pass(services.chain(ingresses), since);
+                let routes = ctx
+                    .routes
+                    .state()
+                    .into_iter()
+                    .map(|r| RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
+                schedule.start_pass(services.chain(ingresses).chain(routes), since);
             }
         }
     }
@@ -134,10 +139,12 @@ async fn reconcile(ctx: Arc<RecordContext>, planned: Planned) -> Done {
     let result = match &planned.key {
         RecordKey::Service(ns, name) => service::reconcile_service(&ctx, ns, name, planned.since).await,
         RecordKey::Ingress(ns, name) => ingress::reconcile_ingress(&ctx, ns, name, planned.since).await,
+        RecordKey::Route(ns, name) => route::reconcile_route(&ctx, ns, name, planned.since).await,
     };
     let kind = match planned.key {
         RecordKey::Service(..) => "ServiceDNSRecord",
         RecordKey::Ingress(..) => "IngressDNSRecord",
+        RecordKey::Route(..) => "RouteDNSRecord",
     };
     ctx.metrics.reconciled(kind, result.is_ok());
     if let Err(e) = &result {

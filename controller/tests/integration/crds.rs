@@ -636,3 +636,98 @@ async fn every_engine_crd_the_emulator_serves_is_accepted() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The vendored Gateway API CRDs (gateway-api v1.6.1) on the emulator and,
+/// with `FEDNS_REAL_KUBECONFIG`, on a real API server: both install them,
+/// admit the example objects, and refuse the same bad ones with the same
+/// CEL messages (a hostname on a TCP listener; a backend request timeout
+/// longer than the request's, a `duration` comparison).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_api_crds_behave_as_on_a_real_api_server() {
+    use fedns_sandbox::upstream_crds::{examples, gateway_api_yaml};
+    let dir = crate::common::temp_dir("gateway-api-crds");
+    let emulator = Emulator::start().await.expect("emulator");
+    let mut kubeconfigs = vec![("emulator".to_owned(), dir.join("emulator.kubeconfig"))];
+    emulator.write_kubeconfig(&kubeconfigs[0].1).expect("a kubeconfig");
+    if let Ok(path) = std::env::var(REAL_KUBECONFIG) {
+        kubeconfigs.push((format!("real API server ({path})"), PathBuf::from(path)));
+    }
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("written");
+        path
+    };
+    let crds = file("crds.yaml", &gateway_api_yaml());
+    let example = file("example.yaml", examples::GATEWAY_API);
+    let tcp_hostname = file(
+        "tcp-hostname.yaml",
+        &examples::GATEWAY_API.replace(
+            "    protocol: HTTP\n    port: 80",
+            "    protocol: TCP\n    port: 80\n    hostname: db.example.com",
+        ),
+    );
+    let long_backend = file(
+        "long-backend.yaml",
+        &examples::GATEWAY_API.replace(
+            "  - backendRefs:\n",
+            "  - timeouts: {request: 10s, backendRequest: 1m}\n    backendRefs:\n",
+        ),
+    );
+    let kubectl = |kubeconfig: &PathBuf, args: &[&str], path: &PathBuf| {
+        std::process::Command::new("kubectl")
+            .args(args)
+            .arg(path)
+            .env("KUBECONFIG", kubeconfig)
+            .env("HOME", &dir)
+            .output()
+            .expect("kubectl (./scripts/test.sh installs it)")
+    };
+    for (server, kubeconfig) in &kubeconfigs {
+        let out = kubectl(kubeconfig, &["apply", "--server-side", "-f"], &crds);
+        assert!(
+            out.status.success(),
+            "{server}: CRDs refused: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = kubectl(
+            kubeconfig,
+            &["wait", "--for", "condition=established", "--timeout=30s", "-f"],
+            &crds,
+        );
+        assert!(
+            out.status.success(),
+            "{server}: not established: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = kubectl(
+            kubeconfig,
+            &["apply", "--server-side", "--dry-run=server", "-f"],
+            &example,
+        );
+        assert!(
+            out.status.success(),
+            "{server}: example refused: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for (bad, message) in [
+            (
+                &tcp_hostname,
+                "hostname must not be specified for protocols ['TCP', 'UDP']",
+            ),
+            (
+                &long_backend,
+                "backendRequest timeout cannot be longer than request timeout",
+            ),
+        ] {
+            let out = kubectl(kubeconfig, &["apply", "--server-side", "--dry-run=server", "-f"], bad);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success() && stderr.contains(message),
+                "{server}: {}: {stderr}",
+                bad.display()
+            );
+        }
+    }
+    println!("Gateway API CRDs checked on {} server(s)", kubeconfigs.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -25,6 +25,7 @@ mod member_sources_fleet;
 mod min_healthy_e2e;
 mod real_host;
 mod replicas;
+mod routes_e2e;
 mod routing_e2e;
 mod sandbox_e2e;
 mod vantage;

@@ -1,0 +1,719 @@
+//! A member's Gateway API objects (`gateway.networking.k8s.io/v1`):
+//! compact facts of its Gateways and routes, as `RouteDNSRecord`s read
+//! them, and the watches that keep them. Field names and defaults follow
+//! kubernetes-sigs/gateway-api v1.6.1 (`apis/v1/gateway_types.go`,
+//! `apis/v1/shared_types.go`, `apis/v1/httproute_types.go`).
+//!
+//! Optional kinds: a member without the Gateway API CRDs (or without one
+//! route kind) answers 404; the kind is then marked not served, logged
+//! once, and listed again every [`NOT_SERVED_RETRY`] (no error storm).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fedns_api::RouteKind;
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::discovery::ApiResource;
+use kube::runtime::{watcher, WatchStreamExt};
+use serde::Deserialize;
+use tokio::task::JoinHandle;
+
+use super::cache::{FactCache, Relist};
+
+/// The Gateway API group.
+pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
+/// The version watched: every kind fedns reads is `v1` in the standard
+/// channel since gateway-api v1.6.0 (TLSRoute since v1.5.0, TCPRoute and
+/// UDPRoute since v1.6.0).
+pub const GATEWAY_VERSION: &str = "v1";
+
+/// How often a kind the member does not serve (404) is listed again.
+pub const NOT_SERVED_RETRY: Duration = Duration::from_secs(10);
+
+/// `GatewayStatusAddress.type` default (`apis/v1/gateway_types.go`).
+const IP_ADDRESS: &str = "IPAddress";
+/// A DNS name to reach the Gateway (`apis/v1/shared_types.go`).
+const HOSTNAME_ADDRESS: &str = "Hostname";
+
+/// A condition's status: `Some(true)` for `"True"`, `Some(false)` for
+/// `"False"`, `None` when absent or `Unknown`.
+fn condition(conditions: &[Condition], type_: &str) -> Option<bool> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .and_then(|c| match c.status.as_str() {
+            "True" => Some(true),
+            "False" => Some(false),
+            _ => None,
+        })
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Condition {
+    #[serde(rename = "type", default)]
+    type_: String,
+    #[serde(default)]
+    status: String,
+}
+
+// ---- Gateways ----
+
+/// One listener of a Gateway (`spec.listeners[]`) with its status.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListenerFacts {
+    /// `name` (the `sectionName` routes use).
+    pub name: Box<str>,
+    /// `hostname` (unset: any).
+    pub hostname: Option<Box<str>>,
+    /// `port`.
+    pub port: i32,
+    /// `protocol` (`HTTP`, `HTTPS`, `TLS`, `TCP`, `UDP`, or a domain-prefixed one).
+    pub protocol: Box<str>,
+    /// `allowedRoutes.namespaces.from` (default `Same`).
+    pub from: Box<str>,
+    /// `allowedRoutes.kinds[]` as (group, kind); empty: the protocol's kinds.
+    pub kinds: Box<[(Box<str>, Box<str>)]>,
+    /// `status.listeners[name]` has `Programmed=True`.
+    pub programmed: bool,
+    /// `status.listeners[name]` has `Conflicted=True`.
+    pub conflicted: bool,
+}
+
+/// What fedns reads of a member's Gateway.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GatewayFacts {
+    /// Its listeners.
+    pub listeners: Box<[ListenerFacts]>,
+    /// `status.addresses[]` as (type, value); type defaults to `IPAddress`.
+    pub addresses: Box<[(Box<str>, Box<str>)]>,
+    /// The Gateway's `Programmed` condition.
+    pub programmed: Option<bool>,
+    /// The Gateway's `Accepted` condition.
+    pub accepted: Option<bool>,
+}
+
+impl GatewayFacts {
+    /// The facts of `object` (a Gateway as JSON); what does not parse is
+    /// left at its default (an unparsable object serves nothing).
+    pub fn of(object: &DynamicObject) -> Self {
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Gateway {
+            spec: Spec,
+            status: Status,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Spec {
+            listeners: Vec<Listener>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Listener {
+            name: String,
+            hostname: Option<String>,
+            port: i32,
+            protocol: String,
+            allowed_routes: Option<AllowedRoutes>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct AllowedRoutes {
+            namespaces: Option<Namespaces>,
+            kinds: Vec<GroupKind>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Namespaces {
+            from: Option<String>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct GroupKind {
+            group: Option<String>,
+            kind: String,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Status {
+            addresses: Vec<Address>,
+            conditions: Vec<Condition>,
+            listeners: Vec<ListenerStatus>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Address {
+            #[serde(rename = "type")]
+            type_: Option<String>,
+            value: String,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct ListenerStatus {
+            name: String,
+            conditions: Vec<Condition>,
+        }
+        let gateway: Gateway = serde_json::from_value(object.data.clone()).unwrap_or_default();
+        let listeners = gateway
+            .spec
+            .listeners
+            .into_iter()
+            .map(|l| {
+                let status = gateway.status.listeners.iter().find(|s| s.name == l.name);
+                let allowed = l.allowed_routes.unwrap_or_default();
+                ListenerFacts {
+                    programmed: status.and_then(|s| condition(&s.conditions, "Programmed")) == Some(true),
+                    conflicted: status.and_then(|s| condition(&s.conditions, "Conflicted")) == Some(true),
+                    name: l.name.into(),
+                    hostname: l.hostname.map(Into::into),
+                    port: l.port,
+                    protocol: l.protocol.into(),
+                    from: allowed
+                        .namespaces
+                        .and_then(|n| n.from)
+                        .unwrap_or_else(|| "Same".into())
+                        .into(),
+                    kinds: allowed
+                        .kinds
+                        .into_iter()
+                        .map(|k| (k.group.unwrap_or_else(|| GATEWAY_GROUP.into()).into(), k.kind.into()))
+                        .collect(),
+                }
+            })
+            .collect();
+        GatewayFacts {
+            listeners,
+            addresses: gateway
+                .status
+                .addresses
+                .into_iter()
+                .map(|a| (a.type_.unwrap_or_else(|| IP_ADDRESS.into()).into(), a.value.into()))
+                .collect(),
+            programmed: condition(&gateway.status.conditions, "Programmed"),
+            accepted: condition(&gateway.status.conditions, "Accepted"),
+        }
+    }
+
+    /// Its addresses as core/v1 `LoadBalancerIngress` points (`IPAddress`
+    /// → `ip`, `Hostname` → `hostname`), and a line for each address of
+    /// another type, which fedns cannot publish (`NamedAddress`, domain-
+    /// prefixed types: implementation-specific).
+    pub fn load_balancer_points(&self) -> (Vec<k8s_openapi::api::core::v1::LoadBalancerIngress>, Vec<String>) {
+        let mut points = Vec::new();
+        let mut skipped = Vec::new();
+        for (type_, value) in self.addresses.iter() {
+            match &**type_ {
+                IP_ADDRESS => match value.parse::<std::net::IpAddr>() {
+                    Ok(ip) => points.push(k8s_openapi::api::core::v1::LoadBalancerIngress {
+                        ip: Some(ip.to_string()),
+                        ..Default::default()
+                    }),
+                    Err(_) => skipped.push(format!("address {value:?} of type IPAddress is no IP address")),
+                },
+                HOSTNAME_ADDRESS => points.push(k8s_openapi::api::core::v1::LoadBalancerIngress {
+                    hostname: Some(value.to_string()),
+                    ..Default::default()
+                }),
+                other => skipped.push(format!("address {value:?} of type {other} cannot be published")),
+            }
+        }
+        (points, skipped)
+    }
+}
+
+// ---- routes ----
+
+/// A `parentRef` (`apis/v1/shared_types.go` `ParentReference`), defaults
+/// applied except `namespace` (the route's, filled by the reader).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParentRef {
+    /// `group` (default `gateway.networking.k8s.io`).
+    pub group: Box<str>,
+    /// `kind` (default `Gateway`).
+    pub kind: Box<str>,
+    /// `namespace` (default: the route's).
+    pub namespace: Box<str>,
+    /// `name`.
+    pub name: Box<str>,
+    /// `sectionName` (a listener's name).
+    pub section_name: Option<Box<str>>,
+    /// `port`.
+    pub port: Option<i32>,
+}
+
+impl ParentRef {
+    /// Names the same parent object (group, kind, namespace, name).
+    pub fn same_object(&self, other: &ParentRef) -> bool {
+        (&self.group, &self.kind, &self.namespace, &self.name)
+            == (&other.group, &other.kind, &other.namespace, &other.name)
+    }
+}
+
+/// One `status.parents[]` entry of a route.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParentStatus {
+    /// `parentRef`.
+    pub parent: ParentRef,
+    /// `Accepted` condition.
+    pub accepted: Option<bool>,
+    /// `ResolvedRefs` condition.
+    pub resolved_refs: Option<bool>,
+}
+
+/// What fedns reads of a member's route (any kind).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RouteFacts {
+    /// `spec.hostnames` (empty for TCPRoute and UDPRoute).
+    pub hostnames: Box<[Box<str>]>,
+    /// `spec.parentRefs`.
+    pub parent_refs: Box<[ParentRef]>,
+    /// `status.parents`.
+    pub parents: Box<[ParentStatus]>,
+    /// Backend Services (`rules[].backendRefs[]` of group `""` and kind
+    /// `Service`) as (namespace, name), sorted, each once.
+    pub backends: Box<[(Box<str>, Box<str>)]>,
+    /// The first `rules[].matches[].path` of type `PathPrefix` or `Exact`
+    /// (HTTPRoute): a health check's default path.
+    pub first_path: Option<Box<str>>,
+}
+
+impl RouteFacts {
+    /// The facts of `object` (a route of any kind, as JSON).
+    pub fn of(object: &DynamicObject) -> Self {
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Route {
+            spec: Spec,
+            status: Status,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Spec {
+            hostnames: Vec<String>,
+            parent_refs: Vec<Parent>,
+            rules: Vec<Rule>,
+        }
+        #[derive(Deserialize, Default, Clone)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Parent {
+            group: Option<String>,
+            kind: Option<String>,
+            namespace: Option<String>,
+            name: String,
+            section_name: Option<String>,
+            port: Option<i32>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Rule {
+            backend_refs: Vec<Backend>,
+            matches: Vec<Match>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Backend {
+            group: Option<String>,
+            kind: Option<String>,
+            namespace: Option<String>,
+            name: String,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Match {
+            path: Option<PathMatch>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct PathMatch {
+            #[serde(rename = "type")]
+            type_: Option<String>,
+            value: Option<String>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Status {
+            parents: Vec<ParentEntry>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct ParentEntry {
+            parent_ref: Parent,
+            conditions: Vec<Condition>,
+        }
+        let namespace = object.metadata.namespace.clone().unwrap_or_default();
+        let route: Route = serde_json::from_value(object.data.clone()).unwrap_or_default();
+        let parent = |p: Parent| ParentRef {
+            group: p.group.unwrap_or_else(|| GATEWAY_GROUP.into()).into(),
+            kind: p.kind.unwrap_or_else(|| "Gateway".into()).into(),
+            namespace: p.namespace.unwrap_or_else(|| namespace.clone()).into(),
+            name: p.name.into(),
+            section_name: p.section_name.map(Into::into),
+            port: p.port,
+        };
+        let mut backends: Vec<(Box<str>, Box<str>)> = route
+            .spec
+            .rules
+            .iter()
+            .flat_map(|r| r.backend_refs.iter())
+            .filter(|b| {
+                b.group.as_deref().unwrap_or("").is_empty() && b.kind.as_deref().unwrap_or("Service") == "Service"
+            })
+            .map(|b| {
+                (
+                    b.namespace.clone().unwrap_or_else(|| namespace.clone()).into(),
+                    b.name.clone().into(),
+                )
+            })
+            .collect();
+        backends.sort();
+        backends.dedup();
+        let first_path = route
+            .spec
+            .rules
+            .iter()
+            .flat_map(|r| r.matches.iter())
+            .filter_map(|m| m.path.as_ref())
+            .find(|p| matches!(p.type_.as_deref().unwrap_or("PathPrefix"), "PathPrefix" | "Exact"))
+            .map(|p| p.value.clone().unwrap_or_else(|| "/".into()).into());
+        RouteFacts {
+            hostnames: route.spec.hostnames.into_iter().map(Into::into).collect(),
+            parent_refs: route.spec.parent_refs.into_iter().map(parent).collect(),
+            parents: route
+                .status
+                .parents
+                .into_iter()
+                .map(|p| ParentStatus {
+                    accepted: condition(&p.conditions, "Accepted"),
+                    resolved_refs: condition(&p.conditions, "ResolvedRefs"),
+                    parent: parent(p.parent_ref),
+                })
+                .collect(),
+            backends: backends.into_boxed_slice(),
+            first_path,
+        }
+    }
+
+    /// Names Gateway `namespace/name` among its parents (spec or status).
+    pub fn names_gateway(&self, namespace: &str, name: &str) -> bool {
+        self.parent_refs
+            .iter()
+            .chain(self.parents.iter().map(|p| &p.parent))
+            .any(|p| &*p.kind == "Gateway" && &*p.namespace == namespace && &*p.name == name)
+    }
+
+    /// Routes to Service `namespace/name`.
+    pub fn routes_to(&self, namespace: &str, name: &str) -> bool {
+        self.backends.iter().any(|(ns, n)| &**ns == namespace && &**n == name)
+    }
+}
+
+// ---- caches and watches ----
+
+/// Whether a member serves a Gateway API kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// Not listed yet.
+    Unknown,
+    /// Listed: the caches hold the member's objects.
+    Yes,
+    /// The member answered 404: no such kind (no CRD installed).
+    No,
+}
+
+impl Served {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            1 => Served::Yes,
+            2 => Served::No,
+            _ => Served::Unknown,
+        }
+    }
+}
+
+/// One member's Gateway API caches: its Gateways and its routes by kind,
+/// and whether each kind is served.
+#[derive(Debug, Default)]
+pub struct GatewayApi {
+    /// Gateways.
+    pub gateways: Arc<FactCache<GatewayFacts>>,
+    /// Routes, one cache per kind ([`RouteKind::ALL`] order).
+    pub routes: [Arc<FactCache<RouteFacts>>; 5],
+    /// Served state of Gateways then each route kind (as [`Served`]).
+    served: [Arc<AtomicU8>; 6],
+}
+
+impl GatewayApi {
+    /// The cache of `kind`'s routes.
+    pub fn routes(&self, kind: RouteKind) -> &FactCache<RouteFacts> {
+        &self.routes[kind_index(kind)]
+    }
+
+    /// Whether the member serves Gateways.
+    pub fn gateways_served(&self) -> Served {
+        Served::from_u8(self.served[0].load(Ordering::Relaxed))
+    }
+
+    /// Whether the member serves `kind`.
+    pub fn routes_served(&self, kind: RouteKind) -> Served {
+        Served::from_u8(self.served[1 + kind_index(kind)].load(Ordering::Relaxed))
+    }
+}
+
+fn kind_index(kind: RouteKind) -> usize {
+    RouteKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
+}
+
+fn resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: GATEWAY_GROUP.into(),
+        version: GATEWAY_VERSION.into(),
+        api_version: format!("{GATEWAY_GROUP}/{GATEWAY_VERSION}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Starts the watches of a member's Gateways and routes. `route_changed`
+/// is called with (kind, namespace, name) of every route that changed or
+/// may serve differently (its Gateway changed); `kind_state_changed` when
+/// a kind turns served or not served.
+pub(super) fn spawn_watches(
+    member: &str,
+    client: &kube::Client,
+    caches: &Arc<GatewayApi>,
+    route_changed: impl Fn(RouteKind, String, String) + Clone + Send + Sync + 'static,
+    kind_state_changed: impl Fn() + Clone + Send + Sync + 'static,
+) -> Vec<JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    {
+        let caches_for_gateways = caches.clone();
+        let changed = route_changed.clone();
+        tasks.push(spawn_kind(
+            member.to_owned(),
+            Api::all_with(client.clone(), &resource("Gateway", "gateways")),
+            caches.gateways.clone(),
+            GatewayFacts::of,
+            caches.served[0].clone(),
+            kind_state_changed.clone(),
+            move |ns: String, name: String| {
+                // A Gateway's change reaches every route naming it.
+                for kind in RouteKind::ALL {
+                    for (route_ns, route) in caches_for_gateways
+                        .routes(kind)
+                        .matching(|f| f.names_gateway(&ns, &name))
+                    {
+                        changed(kind, route_ns, route);
+                    }
+                }
+            },
+        ));
+    }
+    for (i, kind) in RouteKind::ALL.into_iter().enumerate() {
+        let changed = route_changed.clone();
+        tasks.push(spawn_kind(
+            member.to_owned(),
+            Api::all_with(client.clone(), &resource(kind.as_str(), kind.plural())),
+            caches.routes[i].clone(),
+            RouteFacts::of,
+            caches.served[1 + i].clone(),
+            kind_state_changed.clone(),
+            move |ns, name| changed(kind, ns, name),
+        ));
+    }
+    tasks
+}
+
+/// Watches one optional kind into `cache` with a reflector's semantics
+/// (see [`FactCache::replace`]); a 404 on listing marks it not served.
+fn spawn_kind<T: Clone + Send + Sync + 'static>(
+    member: String,
+    api: Api<DynamicObject>,
+    cache: Arc<FactCache<T>>,
+    facts: fn(&DynamicObject) -> T,
+    served: Arc<AtomicU8>,
+    state_changed: impl Fn() + Send + 'static,
+    on_change: impl Fn(String, String) + Send + 'static,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let kind = api.resource_url().rsplit('/').next().unwrap_or_default().to_owned();
+        let stream = watcher(api, watcher::Config::default().page_size(100)).backoff(backoff());
+        futures::pin_mut!(stream);
+        let mut pending: Option<Relist<T>> = None;
+        let set = |state: Served| {
+            let value = match state {
+                Served::Unknown => 0,
+                Served::Yes => 1,
+                Served::No => 2,
+            };
+            served.swap(value, Ordering::Relaxed) != value
+        };
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(event) => event,
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
+                    if set(Served::No) {
+                        tracing::info!(member = %member, resource = %kind, "the member serves no {kind} ({GATEWAY_GROUP}/{GATEWAY_VERSION}); listed again every {} s", NOT_SERVED_RETRY.as_secs());
+                        // Whatever was cached is gone with the kind.
+                        for (ns, name) in cache.replace(Relist::default()) {
+                            on_change(ns, name);
+                        }
+                        state_changed();
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    tracing::debug!(member = %member, resource = %kind, error = %e, "Gateway API watch failed; retrying");
+                    continue;
+                }
+            };
+            let id = |o: &DynamicObject| {
+                (
+                    o.metadata.namespace.clone().unwrap_or_default(),
+                    o.metadata.name.clone().unwrap_or_default(),
+                )
+            };
+            match event {
+                watcher::Event::Init => pending = Some(Relist::default()),
+                watcher::Event::InitApply(object) => {
+                    if let Some(p) = pending.as_mut() {
+                        let (ns, name) = id(&object);
+                        p.apply(&ns, &name, facts(&object));
+                    }
+                }
+                watcher::Event::InitDone => {
+                    if let Some(p) = pending.take() {
+                        let touched = cache.replace(p);
+                        if set(Served::Yes) {
+                            state_changed();
+                        }
+                        for (ns, name) in touched {
+                            on_change(ns, name);
+                        }
+                    }
+                }
+                watcher::Event::Apply(object) => {
+                    let (ns, name) = id(&object);
+                    cache.apply(&ns, &name, facts(&object));
+                    on_change(ns, name);
+                }
+                watcher::Event::Delete(object) => {
+                    let (ns, name) = id(&object);
+                    cache.delete(&ns, &name);
+                    on_change(ns, name);
+                }
+            }
+        }
+    })
+}
+
+/// Retries within [`NOT_SERVED_RETRY`]: a missing kind is asked for again
+/// that often, a failing watch sooner.
+fn backoff() -> watcher::ExponentialBackoff {
+    watcher::ExponentialBackoff::from(
+        backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(200))
+            .with_max_delay(NOT_SERVED_RETRY)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(namespace: &str, value: serde_json::Value) -> DynamicObject {
+        let mut object: DynamicObject = serde_json::from_value(value).unwrap();
+        object.metadata.namespace = Some(namespace.into());
+        object
+    }
+
+    /// The Gateway of gateway-api's `examples/standard/basic-http.yaml`
+    /// with the status a Gateway controller writes (`GatewayStatus` in
+    /// `apis/v1/gateway_types.go`).
+    #[test]
+    fn gateway_facts_read_listeners_status_and_addresses() {
+        let gateway = object(
+            "default",
+            serde_json::json!({
+                "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                "metadata": {"name": "example-gateway"},
+                "spec": {"gatewayClassName": "example-gateway-class", "listeners": [
+                    {"name": "http", "protocol": "HTTP", "port": 80},
+                    {"name": "https", "protocol": "HTTPS", "port": 443, "hostname": "*.example.com",
+                     "allowedRoutes": {"namespaces": {"from": "All"}, "kinds": [{"kind": "HTTPRoute"}]}}]},
+                "status": {
+                    "addresses": [{"type": "IPAddress", "value": "192.0.2.10"}, {"value": "2001:db8::1"},
+                                  {"type": "Hostname", "value": "lb.example.net"}, {"type": "NamedAddress", "value": "x"}],
+                    "conditions": [{"type": "Accepted", "status": "True"}, {"type": "Programmed", "status": "True"}],
+                    "listeners": [{"name": "http", "attachedRoutes": 1, "supportedKinds": [],
+                                   "conditions": [{"type": "Programmed", "status": "True"}]},
+                                  {"name": "https", "attachedRoutes": 0, "supportedKinds": [],
+                                   "conditions": [{"type": "Programmed", "status": "False"}]}]}
+            }),
+        );
+        let facts = GatewayFacts::of(&gateway);
+        assert_eq!(facts.listeners.len(), 2);
+        assert_eq!(
+            (&*facts.listeners[0].from, facts.listeners[0].programmed),
+            ("Same", true)
+        );
+        assert_eq!(facts.listeners[1].hostname.as_deref(), Some("*.example.com"));
+        assert_eq!(&*facts.listeners[1].from, "All");
+        assert_eq!(
+            &*facts.listeners[1].kinds,
+            [(Box::from(GATEWAY_GROUP), Box::from("HTTPRoute"))]
+        );
+        assert!(!facts.listeners[1].programmed);
+        assert_eq!((facts.accepted, facts.programmed), (Some(true), Some(true)));
+        let (points, skipped) = facts.load_balancer_points();
+        assert_eq!(points.len(), 3);
+        assert_eq!(points[1].ip.as_deref(), Some("2001:db8::1"));
+        assert_eq!(points[2].hostname.as_deref(), Some("lb.example.net"));
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+    }
+
+    /// An HTTPRoute as in gateway-api's `examples/standard/basic-http.yaml`,
+    /// with the `status.parents` shape of `RouteParentStatus`.
+    #[test]
+    fn route_facts_read_parents_backends_and_path() {
+        let route = object(
+            "default",
+            serde_json::json!({
+                "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": "example-route"},
+                "spec": {"parentRefs": [{"name": "example-gateway", "sectionName": "http"}],
+                         "hostnames": ["example.com"],
+                         "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/login"}}],
+                                    "backendRefs": [{"name": "example-svc", "port": 8080},
+                                                    {"name": "other", "namespace": "shop", "port": 80},
+                                                    {"group": "example.io", "kind": "Bucket", "name": "b"}]}]},
+                "status": {"parents": [{"parentRef": {"name": "example-gateway", "sectionName": "http"},
+                                        "controllerName": "example.net/gateway-controller",
+                                        "conditions": [{"type": "Accepted", "status": "True"},
+                                                       {"type": "ResolvedRefs", "status": "False"}]}]}
+            }),
+        );
+        let facts = RouteFacts::of(&route);
+        assert_eq!(&*facts.hostnames, [Box::from("example.com")]);
+        let parent = &facts.parent_refs[0];
+        assert_eq!(
+            (&*parent.group, &*parent.kind, &*parent.namespace, &*parent.name),
+            (GATEWAY_GROUP, "Gateway", "default", "example-gateway")
+        );
+        assert_eq!(parent.section_name.as_deref(), Some("http"));
+        assert!(facts.parents[0].parent.same_object(parent));
+        assert_eq!(
+            (facts.parents[0].accepted, facts.parents[0].resolved_refs),
+            (Some(true), Some(false))
+        );
+        assert_eq!(facts.backends.len(), 2);
+        assert!(facts.routes_to("default", "example-svc") && facts.routes_to("shop", "other"));
+        assert_eq!(facts.first_path.as_deref(), Some("/login"));
+        assert!(facts.names_gateway("default", "example-gateway"));
+        assert!(!facts.names_gateway("other", "example-gateway"));
+    }
+}

@@ -1,0 +1,324 @@
+//! The RouteDNSRecord reconciler: in each healthy member, the hostnames
+//! the Gateway API route of the record's name serves ([`super::gateway`])
+//! with its Gateways' addresses into `status.dns`, then the DNSEndpoint
+//! `route-<name>` publishing each hostname with the addresses of every
+//! cluster serving it.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use fedns_api::{conditions, BackendHealth, RouteClusterDNS, RouteDNSRecord, RouteKind};
+use k8s_openapi::api::core::v1::LoadBalancerStatus;
+use kube::api::Api;
+use kube::runtime::reflector::ObjectRef;
+use kube::Resource;
+
+use super::builder;
+use super::context::{owner_of, RecordContext};
+use super::gateway::attach;
+use super::health;
+use super::model::BuildProblem;
+use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
+use crate::members::gateway::Served;
+use crate::members::Member;
+use crate::queue::RecordKey;
+
+/// Condition of a RouteDNSRecord: whether some member serves the route
+/// (`True`), with, for every member that does not, why (the route is not
+/// accepted, its listener is not programmed, the member has no Gateway
+/// API kinds, ...).
+pub const ATTACHED: &str = "Attached";
+
+/// The route's state in one member, for the `Attached` condition.
+fn member_reason(member: &Member, kind: RouteKind, namespace: &str, name: &str) -> Option<String> {
+    let api = &member.gateway_api;
+    match (api.routes_served(kind), api.gateways_served()) {
+        (Served::No, _) => Some(format!(
+            "the member serves no {} (gateway.networking.k8s.io/v1)",
+            kind.as_str()
+        )),
+        (_, Served::No) => Some("the member serves no Gateway (gateway.networking.k8s.io/v1)".into()),
+        (Served::Unknown, _) | (_, Served::Unknown) => Some("Gateway API objects not listed yet".into()),
+        (Served::Yes, Served::Yes) => api
+            .routes(kind)
+            .get(namespace, name)
+            .is_none()
+            .then(|| format!("no {} {namespace}/{name}", kind.as_str())),
+    }
+}
+
+/// Whether `route`'s backend Services have ready endpoints in `member`
+/// under `policy` (a route with no Service backend counts).
+fn backends_ready(member: &Member, route: &crate::members::gateway::RouteFacts, policy: BackendHealth) -> bool {
+    if route.backends.is_empty() {
+        return true;
+    }
+    let mut ready = route
+        .backends
+        .iter()
+        .map(|(ns, svc)| member.has_ready_endpoints(ns, svc));
+    match policy {
+        BackendHealth::All => ready.all(|r| r),
+        BackendHealth::Any => ready.any(|r| r),
+    }
+}
+
+pub(super) async fn reconcile_route(
+    ctx: &RecordContext,
+    namespace: &str,
+    name: &str,
+    since: Instant,
+) -> Result<(), kube::Error> {
+    let record_key = RecordKey::Route(namespace.into(), name.into());
+    let key = record_key.id();
+    let endpoint_name = format!("route-{name}");
+    let Some(record) = ctx.routes.get(&ObjectRef::new(name).within(namespace)) else {
+        return ctx.record_gone(&record_key, namespace, &endpoint_name).await;
+    };
+    if record.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    let kind = record.spec.route_kind;
+    let generation = record.metadata.generation;
+    let mut old_status = record.status.clone().unwrap_or_default();
+    old_status.dns = ctx.published.get(&key);
+    let mut status = old_status.clone();
+    let mut problems = Vec::new();
+    // Probes carry a hostname of the route as Host header and SNI: the
+    // record's first host, else the first it published, else the first
+    // precise hostname the route names in any member.
+    let members = ctx.registry.members();
+    let first_host = record
+        .spec
+        .hosts
+        .first()
+        .cloned()
+        .or_else(|| {
+            old_status
+                .dns
+                .iter()
+                .flat_map(|s| s.hostnames.iter())
+                .map(|h| h.hostname.clone())
+                .next()
+        })
+        .or_else(|| {
+            members.iter().find_map(|m| {
+                let route = m.gateway_api.routes(kind).get(namespace, name)?;
+                route
+                    .hostnames
+                    .iter()
+                    .find(|h| !h.starts_with('*'))
+                    .map(|h| h.to_string())
+            })
+        })
+        .unwrap_or_default();
+    let first_path = members
+        .iter()
+        .find_map(|m| m.gateway_api.routes(kind).get(namespace, name)?.first_path)
+        .map(|p| p.to_string());
+    let check = match &record.spec.health_check {
+        None => None,
+        Some(spec) => health::ca_bundle(&ctx.host, namespace, spec)
+            .await
+            .and_then(|ca| health::check_of(spec, health::ingress_default_port(spec), &first_host, ca))
+            .map(|mut check| {
+                // `path` defaults to "/": the route's own first path then.
+                if spec.path == "/" {
+                    if let Some(path) = &first_path {
+                        check.spec.path = path.clone();
+                    }
+                }
+                check
+            })
+            .map_err(|message| problems.push(BuildProblem { cluster: None, message }))
+            .ok(),
+    };
+    let ttl = record.spec.record_ttl;
+    let policy = record.spec.backends.unwrap_or(BackendHealth::Any);
+    // Why each member serves nothing, for the `Attached` condition.
+    let unserved: RefCell<BTreeMap<String, String>> = RefCell::default();
+    let notes: RefCell<BTreeSet<String>> = RefCell::default();
+    let selection = health::select(
+        ctx,
+        &record_key,
+        &health::HealthRules {
+            check: check.as_ref(),
+            min_addresses: record.spec.min_healthy.and_then(|m| m.addresses),
+            fallback: record.spec.fallback_target.as_ref(),
+            when_all_unhealthy: record.spec.when_all_unhealthy,
+        },
+        &old_status.dns,
+        |shards| ctx.resolve_lb_hostnames(&key, shards.iter().map(|s| &s.load_balancer), ttl),
+        |member| {
+            let not_served = |why: String| {
+                unserved.borrow_mut().insert(member.name.clone(), why);
+                None
+            };
+            if let Some(why) = member_reason(member, kind, namespace, name) {
+                return not_served(why);
+            }
+            let route = member.gateway_api.routes(kind).get(namespace, name)?;
+            let served = match attach::served(kind, namespace, &route, &record.spec.hosts, |ns, gw| {
+                member.gateway_api.gateways.get(ns, gw)
+            }) {
+                Ok(served) => served,
+                Err(why) => return not_served(why),
+            };
+            notes
+                .borrow_mut()
+                .extend(served.notes.iter().map(|n| format!("{}: {n}", member.name)));
+            if !backends_ready(member, &route, policy) {
+                return not_served(format!(
+                    "its backend Services have no ready endpoints (spec.backends: {policy:?})"
+                ));
+            }
+            Some(RouteClusterDNS {
+                cluster: member.name.clone(),
+                load_balancer: served.load_balancer,
+                hostnames: served.hostnames,
+            })
+        },
+    );
+    let unserved = unserved.into_inner();
+    problems.extend(
+        notes
+            .into_inner()
+            .into_iter()
+            .map(|message| BuildProblem { cluster: None, message }),
+    );
+    let shards = selection.shards;
+    let resolved = selection.resolved;
+    let regions = ctx.cluster_regions();
+    if let Some(after) = selection.requeue_after {
+        ctx.requeue_after(record_key.clone(), after);
+    }
+    let drained = record.spec.routing.as_ref().map(|routing| {
+        super::routing::drained(routing, &selection.draining, &|cluster| {
+            regions.get(cluster).cloned().flatten()
+        })
+    });
+    let routing = drained.as_ref();
+    // hostname → (cluster, region, that cluster's addresses for it).
+    let mut by_hostname: BTreeMap<String, Vec<(String, Option<String>, LoadBalancerStatus)>> = BTreeMap::new();
+    for shard in &shards {
+        let region = regions.get(&shard.cluster).cloned().flatten();
+        for hostname in &shard.hostnames {
+            // Health may have dropped addresses from the shard's load
+            // balancer: keep those of this hostname's Gateways still there.
+            let points = shard
+                .load_balancer
+                .ingress
+                .iter()
+                .flatten()
+                .filter(|p| {
+                    let value = p.ip.as_deref().or(p.hostname.as_deref()).unwrap_or_default();
+                    hostname.addresses.iter().any(|a| a == value)
+                })
+                .cloned()
+                .collect::<Vec<_>>();
+            if points.is_empty() {
+                continue;
+            }
+            by_hostname.entry(hostname.hostname.clone()).or_default().push((
+                shard.cluster.clone(),
+                region.clone(),
+                LoadBalancerStatus { ingress: Some(points) },
+            ));
+        }
+    }
+    // Names known but served by no cluster now: the fallback answers them.
+    let mut known: BTreeSet<String> = record.spec.hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+    known.extend(
+        old_status
+            .dns
+            .iter()
+            .flat_map(|s| s.hostnames.iter().map(|h| h.hostname.clone())),
+    );
+    known.extend(by_hostname.keys().cloned());
+    let hostnames: Vec<String> = known.iter().cloned().collect();
+    let domains = ctx.domains_of(&hostnames);
+    let domain_refs: Vec<&fedns_api::Domain> = domains.iter().map(|d| d.as_ref()).collect();
+    problems.extend(ctx.routing_problems(routing, &domain_refs));
+    let mut endpoints = Vec::new();
+    for hostname in &known {
+        let pairs = by_hostname.get(hostname).map(Vec::as_slice).unwrap_or_default();
+        if pairs.is_empty() && selection.fallback_cname.is_none() {
+            continue;
+        }
+        endpoints.extend(builder::ingress_endpoints(
+            std::slice::from_ref(hostname),
+            pairs,
+            ttl,
+            routing,
+            selection.fallback_cname.as_deref(),
+            &resolved,
+            &mut problems,
+        ));
+    }
+    let geo_regions: Vec<&fedns_api::routing::GeoRegion> =
+        domain_refs.iter().flat_map(|d| d.spec.geo_regions.iter()).collect();
+    super::routing::add_geolocation(&mut endpoints, &geo_regions);
+    let written = ctx
+        .write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
+        .await?;
+    let too_large = written.too_large_message();
+    let mut changed = set_record_conditions(
+        &mut status.conditions,
+        shards.len(),
+        "no healthy member cluster serves the route through a Gateway with an address",
+        &problems,
+        too_large.as_deref(),
+        generation,
+    );
+    changed |= set_health_conditions(
+        &mut status.conditions,
+        check.is_some(),
+        selection.all_unhealthy,
+        selection.fallback.as_deref(),
+        shards.len(),
+        &selection.last_known,
+        generation,
+    );
+    let why: Vec<String> = unserved.iter().map(|(m, why)| format!("{m}: {why}")).collect();
+    let attached_message = if shards.is_empty() && why.is_empty() {
+        "no member cluster serves the route".to_owned()
+    } else if why.is_empty() {
+        format!("served in {} member cluster(s)", shards.len())
+    } else {
+        format!(
+            "served in {} member cluster(s); not in {}",
+            shards.len(),
+            why.join("; ")
+        )
+    };
+    changed |= conditions::set(
+        &mut status.conditions,
+        ATTACHED,
+        !shards.is_empty(),
+        if shards.is_empty() { "NotServed" } else { "Served" },
+        &attached_message.chars().take(2000).collect::<String>(),
+        generation,
+    );
+    if let Some(message) = &too_large {
+        changed |= set_too_large(&mut status.conditions, message, generation);
+    }
+    changed |= status.dns != shards || status.probes != selection.probes || status.observed_generation != generation;
+    let served = shards.len();
+    status.dns = shards;
+    status.probes = selection.probes;
+    status.observed_generation = generation;
+    let object = record.object_ref(&());
+    ctx.fail_open(&key, &object, selection.all_unhealthy, served).await;
+    ctx.report(&key, &object, &problems).await;
+    ctx.note_size(&key, &object, &written).await;
+    if changed && ctx.is_leader() {
+        patch_status(
+            Api::<RouteDNSRecord>::namespaced(ctx.host.clone(), namespace),
+            name,
+            serde_json::to_value(&status).unwrap_or_default(),
+        )
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,300 @@
+//! RouteDNSRecord end to end: three emulated members, two serving the
+//! upstream Gateway API CRDs (gateway-api v1.6.1, vendored) with a Gateway
+//! and an HTTPRoute shaped as a Gateway controller leaves them, the third
+//! without Gateway API at all. The answer (`dig`) follows the route's
+//! status, the listener's, the Gateway's addresses and the route's
+//! backends; the member without the CRDs is one line of the `Attached`
+//! condition. Addresses are TEST-NET ones: nothing probes them here.
+
+use crate::common::*;
+use fedns_api::RouteDNSRecord;
+use fedns_controller::federation::Federation;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde_json::json;
+
+const NAME: &str = "shop.example.com";
+
+fn gateway_resource(plural: &str, kind: &str) -> ApiResource {
+    ApiResource {
+        group: "gateway.networking.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "gateway.networking.k8s.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// A member's Gateway `infra/gw` (listener `web`, HTTP 80, any hostname
+/// under example.com, routes from every namespace) at `ip`, an HTTPRoute
+/// `ns/shop` for shop.example.com accepted by it, its backend Service
+/// `ns/web` with a ready endpoint. Status as `GatewayStatus` and
+/// `RouteParentStatus` define it (gateway-api `apis/v1`).
+fn member_yaml(region: &str, ip: &str) -> String {
+    let condition = |type_: &str| {
+        format!(
+            "{{type: {type_}, status: \"True\", reason: {type_}, message: \"\", observedGeneration: 1, lastTransitionTime: \"2026-11-26T00:00:00Z\"}}"
+        )
+    };
+    format!(
+        r#"{crds}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-{region}
+  labels: {{topology.kubernetes.io/region: {region}, topology.kubernetes.io/zone: {region}a}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: infra}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: ns}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: infra, generation: 1}}
+spec:
+  gatewayClassName: example
+  listeners:
+    - name: web
+      protocol: HTTP
+      port: 80
+      hostname: "*.example.com"
+      allowedRoutes: {{namespaces: {{from: All}}}}
+status:
+  addresses: [{{type: IPAddress, value: "{ip}"}}]
+  conditions: [{accepted}, {programmed}]
+  listeners:
+    - name: web
+      attachedRoutes: 1
+      supportedKinds: [{{group: gateway.networking.k8s.io, kind: HTTPRoute}}]
+      conditions: [{accepted}, {programmed}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: shop, namespace: ns, generation: 1}}
+spec:
+  parentRefs: [{{name: gw, namespace: infra}}]
+  hostnames: ["{NAME}"]
+  rules:
+    - matches: [{{path: {{type: PathPrefix, value: /shop}}}}]
+      backendRefs: [{{name: web, port: 8080}}]
+status:
+  parents:
+    - parentRef: {{group: gateway.networking.k8s.io, kind: Gateway, name: gw, namespace: infra}}
+      controllerName: example.net/gateway-controller
+      conditions: [{accepted}, {resolved}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: ns}}
+spec: {{ports: [{{port: 8080}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-abcde
+  namespace: ns
+  labels: {{kubernetes.io/service-name: web}}
+addressType: IPv4
+endpoints:
+  - addresses: ["10.1.0.5"]
+    conditions: {{ready: true}}
+"#,
+        crds = fedns_sandbox::upstream_crds::gateway_api_yaml(),
+        accepted = condition("Accepted"),
+        programmed = condition("Programmed"),
+        resolved = condition("ResolvedRefs"),
+    )
+}
+
+async fn patch_status(
+    client: &kube::Client,
+    resource: &ApiResource,
+    namespace: &str,
+    name: &str,
+    status: serde_json::Value,
+) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("status of {} {namespace}/{name}: {e}", resource.kind));
+}
+
+async fn attached(records: &Api<RouteDNSRecord>, name: &str) -> (String, String) {
+    let record = records.get(name).await.unwrap();
+    record
+        .status
+        .as_ref()
+        .and_then(|s| fedns_api::conditions::get(&s.conditions, fedns_controller::records::ATTACHED))
+        .map(|c| (c.status.clone(), c.message.clone()))
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_is_published_as_its_gateways_and_status_say() {
+    let dir = temp_dir("routes");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b", "c"]).await.unwrap();
+    for (name, ip) in [("a", "203.0.113.71"), ("b", "203.0.113.72")] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(name, &member_yaml(&format!("region-{name}"), ip))
+            .unwrap();
+        federation.register(name, json!({})).unwrap();
+    }
+    // c: no Gateway API CRDs; an Ingress-only member.
+    federation
+        .member("c")
+        .unwrap()
+        .seed_yaml(
+            "c",
+            "apiVersion: v1\nkind: Node\nmetadata: {name: node-c, labels: {topology.kubernetes.io/region: region-c}}\n",
+        )
+        .unwrap();
+    federation.register("c", json!({})).unwrap();
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            &format!(
+                "{MYFED_HOST_YAML}---\n{}",
+                "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: RouteDNSRecord\nmetadata: {name: shop, namespace: ns}\nspec: {routeKind: HTTPRoute, recordTTL: 5}\n"
+            ),
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let host = client_of(&federation.host).await;
+    let (a, b) = (
+        client_of(federation.member("a").unwrap()).await,
+        client_of(federation.member("b").unwrap()).await,
+    );
+    let records: Api<RouteDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let both = ["203.0.113.71", "203.0.113.72"];
+    eventually("the route's hostname from both Gateways", || {
+        dig(dns_port, NAME, "A", false) == both
+    })
+    .await;
+    // The member without Gateway API is one line of one condition.
+    let (status, message) = attached(&records, "shop").await;
+    assert_eq!(status, "True", "{message}");
+    assert!(
+        message.contains("c: the member serves no HTTPRoute") || message.contains("c: the member serves no Gateway"),
+        "{message}"
+    );
+    let record = records.get("shop").await.unwrap();
+    let dns = record.status.unwrap().dns;
+    assert_eq!(dns.len(), 2, "{dns:?}");
+    assert_eq!(dns[0].hostnames[0].hostname, NAME);
+    assert_eq!(dns[0].hostnames[0].listeners, ["infra/gw/web"]);
+
+    let gateways = gateway_resource("gateways", "Gateway");
+    let routes = gateway_resource("httproutes", "HTTPRoute");
+    let condition = |type_: &str, status: &str| {
+        json!({"type": type_, "status": status, "reason": if status == "True" { type_ } else { "Pending" },
+               "message": "", "observedGeneration": 1, "lastTransitionTime": "2026-11-26T00:01:00Z"})
+    };
+
+    // b's listener is no longer programmed: b leaves the name.
+    let listener = |programmed: &str| {
+        json!([{"name": "web", "attachedRoutes": 1,
+                "supportedKinds": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}],
+                "conditions": [condition("Accepted", "True"), condition("Programmed", programmed)]}])
+    };
+    patch_status(&b, &gateways, "infra", "gw", json!({"listeners": listener("False")})).await;
+    eventually("b's listener not programmed", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.71"]
+    })
+    .await;
+    let (_, message) = attached(&records, "shop").await;
+    assert!(
+        message.contains("b: Gateway infra/gw: listener web: it is not Programmed"),
+        "{message}"
+    );
+    patch_status(&b, &gateways, "infra", "gw", json!({"listeners": listener("True")})).await;
+    eventually("b's listener programmed again", || {
+        dig(dns_port, NAME, "A", false) == both
+    })
+    .await;
+
+    // a's route is no longer accepted: a leaves.
+    let parents = |accepted: &str| {
+        json!([{"parentRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw", "namespace": "infra"},
+                "controllerName": "example.net/gateway-controller",
+                "conditions": [condition("Accepted", accepted), condition("ResolvedRefs", "True")]}])
+    };
+    patch_status(&a, &routes, "ns", "shop", json!({"parents": parents("False")})).await;
+    eventually("a's route not accepted", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.72"]
+    })
+    .await;
+    patch_status(&a, &routes, "ns", "shop", json!({"parents": parents("True")})).await;
+    eventually("a's route accepted again", || dig(dns_port, NAME, "A", false) == both).await;
+
+    // b's Gateway loses its address: b leaves; it gets a new one: back.
+    patch_status(&b, &gateways, "infra", "gw", json!({"addresses": null})).await;
+    eventually("b's Gateway without an address", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.71"]
+    })
+    .await;
+    patch_status(
+        &b,
+        &gateways,
+        "infra",
+        "gw",
+        json!({"addresses": [{"type": "IPAddress", "value": "203.0.113.73"}]}),
+    )
+    .await;
+    eventually("b's Gateway at its new address", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.71", "203.0.113.73"]
+    })
+    .await;
+
+    // a's backend has no ready endpoint: a leaves (spec.backends defaults to Any).
+    let slices: Api<EndpointSlice> = Api::namespaced(a.clone(), "ns");
+    let ready = |ready: bool| json!({"endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": ready}}]});
+    slices
+        .patch("web-abcde", &PatchParams::default(), &Patch::Merge(ready(false)))
+        .await
+        .unwrap();
+    eventually("a's backend without endpoints", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.73"]
+    })
+    .await;
+    let (_, message) = attached(&records, "shop").await;
+    assert!(
+        message.contains("a: its backend Services have no ready endpoints"),
+        "{message}"
+    );
+    slices
+        .patch("web-abcde", &PatchParams::default(), &Patch::Merge(ready(true)))
+        .await
+        .unwrap();
+    eventually("a's backend ready again", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.71", "203.0.113.73"]
+    })
+    .await;
+
+    // The route is deleted in both: the name goes, the condition says so.
+    for member in [&a, &b] {
+        let api: Api<DynamicObject> = Api::namespaced_with(member.clone(), "ns", &routes);
+        api.delete("shop", &Default::default()).await.unwrap();
+    }
+    eventually("no member has the route", || {
+        dig_status(dns_port, NAME, "A") == "NXDOMAIN"
+    })
+    .await;
+    let (status, message) = attached(&records, "shop").await;
+    assert_eq!(status, "False", "{message}");
+    assert!(message.contains("a: no HTTPRoute ns/shop"), "{message}");
+    let dns = records.get("shop").await.unwrap().status.unwrap().dns;
+    assert!(dns.is_empty(), "status.dns keeps a cluster that left: {dns:?}");
+}
