@@ -318,6 +318,14 @@ pub struct RouteDNSRecordSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(inner(length(min = 1, max = MAX_NAME_OCTETS), pattern(HOSTNAME_PATTERN)))]
     pub hosts: Vec<String>,
+    /// In a member where the route serves nothing (no such route, not
+    /// accepted, no Gateway address), the Ingress of the same name and
+    /// namespace serves `spec.hosts` instead, with its load balancer
+    /// addresses: one name fed by Gateways in some members and Ingresses
+    /// in others, for moving from Ingress to Gateway API a member at a
+    /// time. Needs `spec.hosts`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ingress_fallback: bool,
     /// TTL of the published records, in seconds.
     #[serde(default = "default_record_ttl", rename = "recordTTL")]
     #[schemars(range(min = 1, max = 86400))]

@@ -446,7 +446,11 @@ impl Registry {
             IngressFacts::of,
             {
                 let queue = queue.clone();
-                move |ns, name| queue.push(RecordKey::Ingress(ns, name))
+                move |ns: String, name: String| {
+                    // A RouteDNSRecord of the same name may fall back on it.
+                    queue.push(RecordKey::Route(ns.clone(), name.clone()));
+                    queue.push(RecordKey::Ingress(ns, name));
+                }
             },
         ));
         tasks.push(ctx.spawn(

@@ -64,6 +64,40 @@ fn backends_ready(member: &Member, route: &crate::members::gateway::RouteFacts, 
     }
 }
 
+/// Marks a hostname served through an Ingress (`spec.ingressFallback`)
+/// in `status.dns[].hostnames[].listeners`.
+const INGRESS_LISTENER: &str = "Ingress";
+
+/// A member's shard from its Ingress `namespace/name`: every host of
+/// `hosts` with every address of the Ingress's load balancer.
+fn ingress_shard(member: &Member, namespace: &str, name: &str, hosts: &[String]) -> Option<RouteClusterDNS> {
+    let lb = member.ingresses.get(namespace, name)?.load_balancer.to_status();
+    if !super::context::has_lb_address(&lb) {
+        return None;
+    }
+    let addresses: Vec<String> = lb
+        .ingress
+        .iter()
+        .flatten()
+        .filter_map(|p| p.ip.clone().or_else(|| p.hostname.clone()))
+        .collect();
+    let mut hostnames: Vec<fedns_api::RouteHostname> = hosts
+        .iter()
+        .map(|h| fedns_api::RouteHostname {
+            hostname: h.trim_end_matches('.').to_ascii_lowercase(),
+            addresses: addresses.clone(),
+            listeners: vec![format!("{INGRESS_LISTENER} {namespace}/{name}")],
+        })
+        .collect();
+    hostnames.sort_by(|a, b| a.hostname.cmp(&b.hostname));
+    hostnames.dedup_by(|a, b| a.hostname == b.hostname);
+    Some(RouteClusterDNS {
+        cluster: member.name.clone(),
+        load_balancer: lb,
+        hostnames,
+    })
+}
+
 pub(super) async fn reconcile_route(
     ctx: &RecordContext,
     namespace: &str,
@@ -155,15 +189,28 @@ pub(super) async fn reconcile_route(
                 unserved.borrow_mut().insert(member.name.clone(), why);
                 None
             };
+            // The Ingress of the same name, where the route serves nothing
+            // and `spec.ingressFallback` asks for it.
+            let ingress = |why: String| {
+                if !record.spec.ingress_fallback || record.spec.hosts.is_empty() {
+                    return not_served(why);
+                }
+                match ingress_shard(member, namespace, name, &record.spec.hosts) {
+                    Some(shard) => Some(shard),
+                    None => not_served(format!("{why}; no Ingress {namespace}/{name} with an address either")),
+                }
+            };
             if let Some(why) = member_reason(member, kind, namespace, name) {
-                return not_served(why);
+                return ingress(why);
             }
-            let route = member.gateway_api.routes(kind).get(namespace, name)?;
+            let Some(route) = member.gateway_api.routes(kind).get(namespace, name) else {
+                return ingress(format!("no {} {namespace}/{name}", kind.as_str()));
+            };
             let served = match attach::served(kind, namespace, &route, &record.spec.hosts, |ns, gw| {
                 member.gateway_api.gateways.get(ns, gw)
             }) {
                 Ok(served) => served,
-                Err(why) => return not_served(why),
+                Err(why) => return ingress(why),
             };
             notes
                 .borrow_mut()
@@ -181,6 +228,12 @@ pub(super) async fn reconcile_route(
         },
     );
     let unserved = unserved.into_inner();
+    if record.spec.ingress_fallback && record.spec.hosts.is_empty() {
+        problems.push(BuildProblem {
+            cluster: None,
+            message: "spec.ingressFallback needs spec.hosts (the names an Ingress serves); ignored".into(),
+        });
+    }
     problems.extend(
         notes
             .into_inner()

@@ -298,3 +298,181 @@ async fn a_route_is_published_as_its_gateways_and_status_say() {
     let dns = records.get("shop").await.unwrap().status.unwrap().dns;
     assert!(dns.is_empty(), "status.dns keeps a cluster that left: {dns:?}");
 }
+
+/// Waits (30 s at most) until DNSEndpoint `name` satisfies `check`.
+async fn wait_for_endpoint(
+    endpoints: &Api<fedns_api::DNSEndpoint>,
+    name: &str,
+    check: impl Fn(Option<&fedns_api::DNSEndpoint>) -> bool,
+) {
+    let started = std::time::Instant::now();
+    loop {
+        if check(endpoints.get_opt(name).await.unwrap().as_ref()) {
+            println!("DNSEndpoint {name}: after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < EVENTUALLY,
+            "DNSEndpoint {name}: not as expected within 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// An Ingress `ns/shop` at `ip` in a member (the Gateway API CRDs
+/// installed, no Gateway yet).
+fn ingress_member_yaml(region: &str, ip: &str) -> String {
+    format!(
+        r#"{crds}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-{region}
+  labels: {{topology.kubernetes.io/region: {region}}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: ns}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: shop, namespace: ns}}
+spec:
+  rules:
+    - host: {NAME}
+      http:
+        paths:
+          - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 8080}}}}}}}}
+status: {{loadBalancer: {{ingress: [{{ip: "{ip}"}}]}}}}
+"#,
+        crds = fedns_sandbox::upstream_crds::gateway_api_yaml(),
+    )
+}
+
+/// The documented move from Ingress to Gateway API (docs/operations.md,
+/// "Moving a name from Ingress to Gateway API"), while a client queries
+/// the name every few milliseconds: a RouteDNSRecord with
+/// `ingressFallback` is created beside the IngressDNSRecord, the
+/// IngressDNSRecord is deleted, then member a gets a Gateway and its
+/// Ingress goes. No answer ever lacks a cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moving_a_name_from_ingress_to_gateway_loses_no_cluster() {
+    let dir = temp_dir("ingress-to-gateway");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
+    for (name, ip) in [("a", "203.0.113.81"), ("b", "203.0.113.82")] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(name, &ingress_member_yaml(&format!("region-{name}"), ip))
+            .unwrap();
+        federation.register(name, json!({})).unwrap();
+    }
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            &format!(
+                "{MYFED_HOST_YAML}---\n{}",
+                "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: IngressDNSRecord\nmetadata: {name: shop, namespace: ns}\nspec: {hosts: [shop.example.com], recordTTL: 5}\n"
+            ),
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let host = client_of(&federation.host).await;
+    eventually("the Ingress record answers", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.81", "203.0.113.82"]
+    })
+    .await;
+
+    // A client asks all along; every answer must hold a (its Ingress or
+    // its Gateway) and b.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Two clients, so the answers are dense around each step.
+    let queriers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let (mut answers, mut bad) = (0usize, Vec::new());
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let answer = dig(dns_port, NAME, "A", false);
+                    let has_a = answer.iter().any(|a| a == "203.0.113.81" || a == "203.0.113.83");
+                    let has_b = answer.iter().any(|a| a == "203.0.113.82");
+                    answers += 1;
+                    if !(has_a && has_b) {
+                        bad.push(answer);
+                    }
+                }
+                (answers, bad)
+            })
+        })
+        .collect();
+
+    // 1. The RouteDNSRecord beside it: its DNSEndpoint is the newer claim
+    //    of the name, so the Ingress record keeps answering.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let records: Api<RouteDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let record: RouteDNSRecord = serde_json::from_value(json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "RouteDNSRecord",
+        "metadata": {"name": "shop", "namespace": "ns"},
+        "spec": {"hosts": [NAME], "ingressFallback": true, "recordTTL": 5}
+    }))
+    .unwrap();
+    records.create(&Default::default(), &record).await.unwrap();
+    let endpoints: Api<fedns_api::DNSEndpoint> = Api::namespaced(host.clone(), "ns");
+    wait_for_endpoint(&endpoints, "route-shop", |e| {
+        e.is_some_and(|e| e.spec.endpoints.first().is_some_and(|e| e.targets.len() == 2))
+    })
+    .await;
+
+    // 2. The IngressDNSRecord goes: the route record's claim takes over.
+    let ingress_records: Api<fedns_api::IngressDNSRecord> = Api::namespaced(host.clone(), "ns");
+    ingress_records.delete("shop", &Default::default()).await.unwrap();
+    wait_for_endpoint(&endpoints, "ingress-shop", |e| e.is_none()).await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+
+    // 3. Member a gets a Gateway and the route; then its Ingress goes.
+    let gateway = member_yaml("region-a", "203.0.113.83");
+    // The member's objects less the CRDs, Node and Namespaces it has.
+    let objects: String = gateway
+        .split("\n---\n")
+        .filter(|d| {
+            [
+                "kind: Gateway\n",
+                "kind: HTTPRoute\n",
+                "kind: Service\n",
+                "kind: EndpointSlice\n",
+                "{name: infra}",
+            ]
+            .iter()
+            .any(|k| d.contains(k))
+        })
+        .map(|d| format!("---\n{d}\n"))
+        .collect();
+    federation
+        .member("a")
+        .unwrap()
+        .seed_yaml("a-gateway", &objects)
+        .unwrap();
+    eventually("a is served through its Gateway", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.82", "203.0.113.83"]
+    })
+    .await;
+    let a = client_of(federation.member("a").unwrap()).await;
+    let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> = Api::namespaced(a.clone(), "ns");
+    ingresses.delete("shop", &Default::default()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(dig(dns_port, NAME, "A", false), ["203.0.113.82", "203.0.113.83"]);
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut answers, mut bad) = (0, Vec::new());
+    for querier in queriers {
+        let (n, b) = querier.join().unwrap();
+        answers += n;
+        bad.extend(b);
+    }
+    println!("{answers} answers while moving, {} without a cluster", bad.len());
+    assert!(answers > 20, "too few answers: {answers}");
+    assert!(bad.is_empty(), "answers without a cluster: {bad:?}");
+}
