@@ -315,6 +315,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                 .collect();
             let mut services = Vec::new();
             let mut ingresses = Vec::new();
+            let mut routes = Vec::new();
             for endpoint in &endpoints {
                 let namespace = endpoint.namespace().unwrap_or_default();
                 for owner in endpoint.owner_references() {
@@ -330,6 +331,15 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                         ),
                         "IngressDNSRecord" => ingresses.extend(
                             ctx.ingresses
+                                .get(&reflector::ObjectRef::new(&owner.name).within(&namespace))
+                                .map(|r| {
+                                    let mut r = (*r).clone();
+                                    ctx.published.restore(&mut r);
+                                    r
+                                }),
+                        ),
+                        "RouteDNSRecord" => routes.extend(
+                            ctx.routes
                                 .get(&reflector::ObjectRef::new(&owner.name).within(&namespace))
                                 .map(|r| {
                                     let mut r = (*r).clone();
@@ -354,9 +364,28 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                     .find(|(ns, n, _)| ns == namespace && n == name)
                     .and_then(|(_, _, policy)| *policy)
             };
-            let facts = move |cluster: &str, namespace: &str, name: &str, service: bool| {
+            let route_specs: Vec<_> = routes
+                .iter()
+                .map(|r| (r.namespace().unwrap_or_default(), r.name_any(), r.spec.clone()))
+                .collect();
+            let facts = move |cluster: &str, namespace: &str, name: &str, followed: records::explain::Followed| {
                 let member = registry.members().into_iter().find(|m| m.name == cluster)?;
-                Some(if service {
+                if let records::explain::Followed::Route(kind) = followed {
+                    let spec = route_specs
+                        .iter()
+                        .find(|(ns, n, _)| ns == namespace && n == name)
+                        .map(|(_, _, spec)| spec)?;
+                    let exists = member.gateway_api.routes(kind).get(namespace, name).is_some();
+                    return Some(records::explain::MemberFacts {
+                        exists,
+                        has_load_balancer: true,
+                        ready_endpoints: None,
+                        backends_problem: None,
+                        endpoints: None,
+                        route_problem: records::route_problem(&member, spec, namespace, name),
+                    });
+                }
+                Some(if followed == records::explain::Followed::Service {
                     let found = member.services.get(namespace, name);
                     records::explain::MemberFacts {
                         exists: found.is_some(),
@@ -364,6 +393,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                         ready_endpoints: Some(member.has_ready_endpoints(namespace, name)),
                         backends_problem: None,
                         endpoints: Some(member.endpoint_counts(namespace, name)),
+                        route_problem: None,
                     }
                 } else {
                     let found = member.ingresses.get(namespace, name);
@@ -380,10 +410,12 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
                         endpoints: found
                             .as_ref()
                             .map(|ingress| records::backends::controller_endpoints(&member, ingress)),
+                        route_problem: None,
                     }
                 })
             };
-            let explanation = records::explain::explain(name, &endpoints, &services, &ingresses, &members, &facts);
+            let explanation =
+                records::explain::explain(name, &endpoints, &services, &ingresses, &routes, &members, &facts);
             if json {
                 serde_json::to_string_pretty(&explanation).unwrap_or_default()
             } else {

@@ -4,7 +4,7 @@
 //! member caches' endpoint readiness).
 
 use anyhow::Context;
-use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, ServiceDNSRecord};
+use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, RouteDNSRecord, ServiceDNSRecord};
 use kube::api::{Api, ListParams};
 
 use crate::cli::{ExplainArgs, ExplainOutput};
@@ -35,6 +35,11 @@ pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
         .await
         .context("listing IngressDNSRecords")?
         .items;
+    let routes = Api::<RouteDNSRecord>::all(client.clone())
+        .list(&list)
+        .await
+        .context("listing RouteDNSRecords")?
+        .items;
     let domains = Api::<Domain>::namespaced(client.clone(), &args.namespace)
         .list(&list)
         .await
@@ -50,6 +55,7 @@ pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
         &endpoints,
         &services,
         &ingresses,
+        &routes,
         &members,
         &|_, _, _, _| None,
     );
@@ -167,8 +173,15 @@ async fn from_cluster(args: &ExplainArgs, host: kube::Client, member: &str) -> a
                 .context("listing IngressDNSRecords")?
                 .items;
             let members = members_api.list(&list).await.context("listing MemberClusters")?.items;
-            let mut target_explanation =
-                explain(target, &endpoints, &records, &ingresses, &members, &|_, _, _, _| None);
+            let mut target_explanation = explain(
+                target,
+                &endpoints,
+                &records,
+                &ingresses,
+                &[],
+                &members,
+                &|_, _, _, _| None,
+            );
             target_explanation.routing = explain_routing(target, &domains, &endpoints, args.client_subnet, None);
             Some(target_explanation)
         }

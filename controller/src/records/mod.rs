@@ -25,6 +25,6 @@ mod worker;
 
 pub use context::{RecordContext, FIELD_MANAGER};
 pub use published::PublishedShards;
-pub use route::ATTACHED;
+pub use route::{route_problem, ATTACHED};
 pub use status::INPUT_VALID;
 pub use worker::run_workers;

@@ -98,6 +98,30 @@ fn ingress_shard(member: &Member, namespace: &str, name: &str, hosts: &[String])
     })
 }
 
+/// Why the route of record `namespace/name` (`spec`) serves nothing in
+/// `member`, or `None` when it serves (what `fedns explain` says of the
+/// member; the Ingress fallback is not considered).
+pub fn route_problem(
+    member: &Member,
+    spec: &fedns_api::RouteDNSRecordSpec,
+    namespace: &str,
+    name: &str,
+) -> Option<String> {
+    let kind = spec.route_kind;
+    if let Some(why) = member_reason(member, kind, namespace, name) {
+        return Some(why);
+    }
+    let route = member.gateway_api.routes(kind).get(namespace, name)?;
+    if let Err(why) = attach::served(kind, namespace, &route, &spec.hosts, |ns, gw| {
+        member.gateway_api.gateways.get(ns, gw)
+    }) {
+        return Some(why);
+    }
+    let policy = spec.backends.unwrap_or(BackendHealth::Any);
+    (!backends_ready(member, &route, policy))
+        .then(|| format!("its backend Services have no ready endpoints (spec.backends: {policy:?})"))
+}
+
 pub(super) async fn reconcile_route(
     ctx: &RecordContext,
     namespace: &str,

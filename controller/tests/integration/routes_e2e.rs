@@ -219,6 +219,9 @@ async fn a_route_is_published_as_its_gateways_and_status_say() {
         message.contains("b: Gateway infra/gw: listener web: it is not Programmed"),
         "{message}"
     );
+    // `fedns explain` (the controller's /debug/explain) names it too.
+    let explanation = explained(metrics_port, NAME, "listener web: it is not Programmed").await;
+    assert!(explanation.contains("RouteDNSRecord ns/shop"), "{explanation}");
     patch_status(&b, &gateways, "infra", "gw", json!({"listeners": listener("True")})).await;
     eventually("b's listener programmed again", || {
         dig(dns_port, NAME, "A", false) == both

@@ -3,7 +3,8 @@
 
 use crate::members::sources::{ENGINE_READY_ANNOTATION, SOURCE_ANNOTATION};
 use fedns_api::{
-    conditions, AddressHealth, ClusterDNS, DNSEndpoint, IngressDNSRecord, MemberCluster, ServiceDNSRecord,
+    conditions, AddressHealth, ClusterDNS, DNSEndpoint, IngressDNSRecord, MemberCluster, RouteDNSRecord,
+    ServiceDNSRecord,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
@@ -27,6 +28,33 @@ pub struct MemberFacts {
     /// Endpoints (ready, all) of the Service, or of the Ingress's
     /// controller Service, for `spec.minHealthy.endpoints`.
     pub endpoints: Option<(u32, u32)>,
+    /// Why the route serves nothing in the member (RouteDNSRecords: not
+    /// accepted, listener not programmed, no Gateway address, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_problem: Option<String>,
+}
+
+/// The kind of object a record follows in each member, for the member
+/// facts of [`explain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Followed {
+    /// A Service (ServiceDNSRecord).
+    Service,
+    /// An Ingress (IngressDNSRecord).
+    Ingress,
+    /// A Gateway API route of this kind (RouteDNSRecord).
+    Route(fedns_api::RouteKind),
+}
+
+impl Followed {
+    /// The kind's name: `Service`, `Ingress`, `HTTPRoute`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Followed::Service => "Service",
+            Followed::Ingress => "Ingress",
+            Followed::Route(kind) => kind.as_str(),
+        }
+    }
 }
 
 /// One cluster's part in the answer.
@@ -106,6 +134,7 @@ pub fn ds_records_for(name: &str, domains: &[fedns_api::Domain]) -> Vec<String> 
 /// What the explanation reads of a record, whichever kind.
 struct RecordView {
     kind: &'static str,
+    followed: Followed,
     namespace: String,
     name: String,
     /// Clusters in `status.dns`.
@@ -148,6 +177,7 @@ fn below_minimum(
 enum Record<'a> {
     Service(&'a ServiceDNSRecord),
     Ingress(&'a IngressDNSRecord),
+    Route(&'a RouteDNSRecord),
 }
 
 /// Explains `name` from the host's objects; `facts` adds what the
@@ -157,8 +187,9 @@ pub fn explain(
     endpoints: &[DNSEndpoint],
     services: &[ServiceDNSRecord],
     ingresses: &[IngressDNSRecord],
+    routes: &[RouteDNSRecord],
     members: &[MemberCluster],
-    facts: &dyn Fn(&str, &str, &str, bool) -> Option<MemberFacts>,
+    facts: &dyn Fn(&str, &str, &str, Followed) -> Option<MemberFacts>,
 ) -> Explanation {
     let wanted = name.trim_end_matches('.').to_ascii_lowercase();
     let publishing: Vec<&DNSEndpoint> = endpoints
@@ -197,6 +228,10 @@ pub fn explain(
                     .iter()
                     .find(|r| r.name_any() == owner.name && r.namespace().as_deref() == Some(namespace.as_str()))
                     .map(Record::Ingress),
+                "RouteDNSRecord" => routes
+                    .iter()
+                    .find(|r| r.name_any() == owner.name && r.namespace().as_deref() == Some(namespace.as_str()))
+                    .map(Record::Route),
                 _ => None,
             })
     });
@@ -208,6 +243,7 @@ pub fn explain(
             let status = r.status.clone().unwrap_or_default();
             RecordView {
                 kind: "ServiceDNSRecord",
+                followed: Followed::Service,
                 namespace: r.namespace().unwrap_or_default(),
                 name: r.name_any(),
                 served: status.dns.iter().map(|d: &ClusterDNS| d.cluster.clone()).collect(),
@@ -221,6 +257,21 @@ pub fn explain(
             let status = r.status.clone().unwrap_or_default();
             RecordView {
                 kind: "IngressDNSRecord",
+                followed: Followed::Ingress,
+                namespace: r.namespace().unwrap_or_default(),
+                name: r.name_any(),
+                served: status.dns.iter().map(|d| d.cluster.clone()).collect(),
+                probes: status.probes,
+                conditions: status.conditions,
+                has_check: r.spec.health_check.is_some(),
+                min_healthy: r.spec.min_healthy,
+            }
+        }
+        Record::Route(r) => {
+            let status = r.status.clone().unwrap_or_default();
+            RecordView {
+                kind: "RouteDNSRecord",
+                followed: Followed::Route(r.spec.route_kind),
                 namespace: r.namespace().unwrap_or_default(),
                 name: r.name_any(),
                 served: status.dns.iter().map(|d| d.cluster.clone()).collect(),
@@ -233,6 +284,7 @@ pub fn explain(
     };
     let RecordView {
         kind,
+        followed,
         namespace,
         name: record_name,
         served,
@@ -241,7 +293,6 @@ pub fn explain(
         has_check,
         min_healthy,
     } = view;
-    let is_service = kind == "ServiceDNSRecord";
     explanation.record = Some(format!("{kind} {namespace}/{record_name}"));
     let failing_open =
         conditions::get(&record_conditions, conditions::READY).is_some_and(|c| c.reason == conditions::ALL_UNHEALTHY);
@@ -263,7 +314,7 @@ pub fn explain(
         };
         let addresses: Vec<AddressHealth> = probes.iter().filter(|p| p.cluster == cluster).cloned().collect();
         let in_answer = served.contains(&cluster);
-        let member_facts = facts(&cluster, &namespace, &record_name, is_service);
+        let member_facts = facts(&cluster, &namespace, &record_name, followed);
         let down: Vec<&AddressHealth> = addresses.iter().filter(|a| a.state == "Down").collect();
         let drain = crate::records::health::drain_share(Some(member), jiff::Timestamp::now());
         let reason = if let (true, Some((tenths, _))) = (member.spec.cordoned && in_answer, drain) {
@@ -309,10 +360,11 @@ pub fn explain(
             format!("API server not ready ({control_plane}) and no last-known addresses")
         } else {
             match &member_facts {
-                Some(f) if !f.exists => format!(
-                    "no {} {namespace}/{record_name} in this cluster",
-                    if is_service { "Service" } else { "Ingress" }
-                ),
+                Some(f) if !f.exists => format!("no {} {namespace}/{record_name} in this cluster", followed.as_str()),
+                Some(MemberFacts {
+                    route_problem: Some(problem),
+                    ..
+                }) => problem.clone(),
                 Some(f) if !f.has_load_balancer => "its load balancer has no address".to_owned(),
                 Some(f) if f.ready_endpoints == Some(false) => "no ready endpoint in its EndpointSlices".to_owned(),
                 Some(MemberFacts {

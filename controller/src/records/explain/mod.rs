@@ -9,6 +9,6 @@ mod build;
 mod render;
 mod routing;
 
-pub use build::{ds_records_for, explain, ClusterExplanation, Explanation, MemberFacts};
+pub use build::{ds_records_for, explain, ClusterExplanation, Explanation, Followed, MemberFacts};
 pub use render::render;
 pub use routing::{explain_routing, ClientExplanation, RoutingExplanation};
