@@ -24,6 +24,7 @@
 pub mod crd;
 pub mod dns_endpoint;
 pub mod domain;
+pub mod gateway;
 pub mod health;
 pub mod member_cluster;
 pub mod names;

@@ -121,6 +121,7 @@ mod eks_auth;
 mod emulator;
 mod faults;
 mod formats;
+pub mod gateway_controller;
 mod list_types;
 pub mod ports;
 pub mod request_log;

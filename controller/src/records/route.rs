@@ -175,11 +175,25 @@ pub(super) async fn reconcile_route(
         .iter()
         .find_map(|m| m.gateway_api.routes(kind).get(namespace, name)?.first_path)
         .map(|p| p.to_string());
+    // The probe port defaults to the port of a listener serving the route.
+    let listener_port = members.iter().find_map(|m| {
+        let route = m.gateway_api.routes(kind).get(namespace, name)?;
+        attach::served(kind, namespace, &route, &record.spec.hosts, |ns, gw| {
+            m.gateway_api.gateways.get(ns, gw)
+        })
+        .ok()?
+        .first_port
+        .and_then(|p| u16::try_from(p).ok())
+        .filter(|p| *p > 0)
+    });
     let check = match &record.spec.health_check {
         None => None,
         Some(spec) => health::ca_bundle(&ctx.host, namespace, spec)
             .await
-            .and_then(|ca| health::check_of(spec, health::ingress_default_port(spec), &first_host, ca))
+            .and_then(|ca| {
+                let port = listener_port.unwrap_or_else(|| health::ingress_default_port(spec));
+                health::check_of(spec, port, &first_host, ca)
+            })
             .map(|mut check| {
                 // `path` defaults to "/": the route's own first path then.
                 if spec.path == "/" {
@@ -197,6 +211,8 @@ pub(super) async fn reconcile_route(
     // Why each member serves nothing, for the `Attached` condition.
     let unserved: RefCell<BTreeMap<String, String>> = RefCell::default();
     let notes: RefCell<BTreeSet<String>> = RefCell::default();
+    // Members served through their Ingress (`spec.ingressFallback`), and why.
+    let via_ingress: RefCell<BTreeMap<String, String>> = RefCell::default();
     let selection = health::select(
         ctx,
         &record_key,
@@ -220,7 +236,10 @@ pub(super) async fn reconcile_route(
                     return not_served(why);
                 }
                 match ingress_shard(member, namespace, name, &record.spec.hosts) {
-                    Some(shard) => Some(shard),
+                    Some(shard) => {
+                        via_ingress.borrow_mut().insert(member.name.clone(), why);
+                        Some(shard)
+                    }
                     None => not_served(format!("{why}; no Ingress {namespace}/{name} with an address either")),
                 }
             };
@@ -252,6 +271,7 @@ pub(super) async fn reconcile_route(
         },
     );
     let unserved = unserved.into_inner();
+    let via_ingress = via_ingress.into_inner();
     if record.spec.ingress_fallback && record.spec.hosts.is_empty() {
         problems.push(BuildProblem {
             cluster: None,
@@ -358,7 +378,12 @@ pub(super) async fn reconcile_route(
         generation,
     );
     let why: Vec<String> = unserved.iter().map(|(m, why)| format!("{m}: {why}")).collect();
-    let attached_message = if shards.is_empty() && why.is_empty() {
+    let ingress_served: Vec<String> = via_ingress
+        .iter()
+        .filter(|(m, _)| shards.iter().any(|s| &s.cluster == *m))
+        .map(|(m, why)| format!("{m} through its Ingress ({why})"))
+        .collect();
+    let mut attached_message = if shards.is_empty() && why.is_empty() {
         "no member cluster serves the route".to_owned()
     } else if why.is_empty() {
         format!("served in {} member cluster(s)", shards.len())
@@ -369,6 +394,9 @@ pub(super) async fn reconcile_route(
             why.join("; ")
         )
     };
+    if !ingress_served.is_empty() {
+        attached_message.push_str(&format!("; {}", ingress_served.join("; ")));
+    }
     changed |= conditions::set(
         &mut status.conditions,
         ATTACHED,

@@ -23,7 +23,7 @@ fn crds_output_matches_deploy_crds() {
         .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('0')))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 5, "one file per CRD in {}", dir.display());
+    assert_eq!(files.len(), 6, "one file per CRD in {}", dir.display());
     let on_disk: Vec<u8> = files.iter().flat_map(|f| std::fs::read(f).unwrap()).collect();
     assert!(
         on_disk == out.stdout,
@@ -55,6 +55,7 @@ fn crds_out_dir_writes_the_same_files() {
             "03-servicednsrecords.multiclusterdns.fedns.io.yaml",
             "04-ingressdnsrecords.multiclusterdns.fedns.io.yaml",
             "05-dnsendpoints.multiclusterdns.fedns.io.yaml",
+            "06-routednsrecords.multiclusterdns.fedns.io.yaml",
             "kustomization.yaml",
         ]
     );

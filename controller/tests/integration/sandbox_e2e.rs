@@ -191,6 +191,36 @@ async fn the_sandbox_shows_both_failure_modes() {
         dig(port, GLOBAL, "A", false) == ALL
     })
     .await;
+    // web.example.com: Gateways in us-east-1 and us-west-2 (the stand-in
+    // Gateway controller gives them the load balancer addresses), the
+    // Ingress in eu-west-1.
+    eventually("web.example.com from two Gateways and an Ingress", || {
+        dig(port, "web.example.com", "A", false) == ALL
+    })
+    .await;
+    let host = client_of(&running.federation.host).await;
+    let routes: Api<fedns_api::RouteDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let web = routes.get("web").await.unwrap();
+    let attached = web
+        .status
+        .as_ref()
+        .and_then(|s| fedns_api::conditions::get(&s.conditions, "Attached"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(attached.contains("eu-west-1 through its Ingress"), "{attached}");
+    let listeners: Vec<String> = web
+        .status
+        .unwrap_or_default()
+        .dns
+        .iter()
+        .flat_map(|d| d.hostnames.iter().flat_map(|h| h.listeners.clone()))
+        .collect();
+    assert_eq!(
+        listeners,
+        ["Ingress ns/web", "infra/gw/http", "infra/gw/http"],
+        "{listeners:?}"
+    );
+
     // The responders answer what the probes ask.
     let lb = running.load_balancers["us-west-2"];
     let (status, body) = http_get(&format!("http://{lb}/healthz")).await;
@@ -225,6 +255,11 @@ async fn the_sandbox_shows_both_failure_modes() {
         [EAST]
     );
     assert_eq!(dig(port, "shop.example.com", "A", false), SHOP_ALL);
+    // The Gateway at that address leaves web.example.com too.
+    eventually("us-west-2's Gateway leaves web.example.com", || {
+        dig(port, "web.example.com", "A", false) == [EAST, EU]
+    })
+    .await;
 
     // fix-lb: back after one passing probe.
     sandbox::control(&state_dir, "fix-lb", "us-west-2").await.unwrap();
@@ -233,6 +268,10 @@ async fn the_sandbox_shows_both_failure_modes() {
     })
     .await;
     println!("back after `fedns sandbox fix-lb us-west-2`: {took:?}");
+    eventually("us-west-2's Gateway back in web.example.com", || {
+        dig(port, "web.example.com", "A", false) == ALL
+    })
+    .await;
     assert_eq!(
         dig(port, "nginx.ns.myfed.svc.us-west-2.example.com", "A", false),
         [WEST]
@@ -240,7 +279,6 @@ async fn the_sandbox_shows_both_failure_modes() {
 
     // fail on every member: the controller sees every API server down, and
     // every name keeps its last answers.
-    let host = client_of(&running.federation.host).await;
     let members: Api<MemberCluster> = Api::namespaced(host, "fedns-system");
     for cluster in ["us-east-1", "us-west-2", "eu-west-1"] {
         sandbox::control(&state_dir, "fail", cluster).await.unwrap();
@@ -638,6 +676,7 @@ DNS on 127.0.0.1 port {port} (UDP and TCP). Try:
   dig @127.0.0.1 -p {port} nginx.ns.myfed.svc.us-west-2.example.com
   dig @127.0.0.1 -p {port} nginx.ns.myfed.svc.us-west-2a.us-west-2.example.com
   dig @127.0.0.1 -p {port} shop.example.com
+  dig @127.0.0.1 -p {port} web.example.com   (RouteDNSRecord ns/web: the HTTPRoute ns/web behind each member's Gateway, its Ingress where a member has none)
 Inside us-east-1: its cluster DNS would forward myfed.svc.cluster.local to {east_dns} (address in {dir}/us-east-1.dns):
   dig @127.0.0.1 -p {east_dns_port} nginx.ns.myfed.svc.cluster.local   (a pod's nginx.ns.myfed: the local Service)
 Stop a member's API server (nginx stays while its load balancer passes), and bring it back:

@@ -89,10 +89,19 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     for (name, paths, text) in &seed.members {
         let member = federation.member(name)?;
         let report = match text {
-            Some(text) => member.seed_yaml(
-                &format!("examples/sandbox/members/{name}/state.yaml"),
-                &text.replace("{{lb-port}}", &lb_port.to_string()),
-            )?,
+            Some(text) => {
+                // Members with Gateways get the Gateway API CRDs first.
+                if text.contains("kind: Gateway\n") {
+                    member.seed_yaml(
+                        "gateway-api v1.6.1 CRDs",
+                        &fedns_sandbox::upstream_crds::gateway_api_yaml(),
+                    )?;
+                }
+                member.seed_yaml(
+                    &format!("examples/sandbox/members/{name}/state.yaml"),
+                    &text.replace("{{lb-port}}", &lb_port.to_string()),
+                )?
+            }
             None => member.seed_paths(paths)?,
         };
         for item in &report.skipped {
@@ -182,6 +191,18 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     let controller = spawn_controller(controller_args, stop.clone())?;
     let intro_printed = Arc::new(Notify::new());
     let mut tasks = vec![tokio::spawn(print_changes(federation.clone(), intro_printed.clone()))];
+    // A stand-in Gateway controller per member with Gateways: their
+    // address is the member's load balancer (`break-lb` breaks it too).
+    for (name, responder) in &responders {
+        if let Ok(member) = federation.member(name) {
+            let address = vec![("IPAddress".to_owned(), responder.address().ip().to_string())];
+            tasks.push(tokio::spawn(fedns_sandbox::gateway_controller::run(
+                member.store().clone(),
+                address,
+                std::time::Duration::from_millis(300),
+            )));
+        }
+    }
     let load_balancers = responders.iter().map(|(name, r)| (name.clone(), r.address())).collect();
     let (control_addr, control_task) = serve_control(Control {
         federation: federation.clone(),

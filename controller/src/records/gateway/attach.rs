@@ -16,7 +16,7 @@
 //!   checked here; `Selector` needs Namespace labels fedns does not read
 //!   in members, so the parent's `Accepted=True` is trusted for it;
 //! - the listener reports `Programmed=True` and not `Conflicted=True`;
-//! - the hostnames intersect ([`super::hostnames::intersect`]).
+//! - the hostnames intersect ([`fedns_api::gateway::intersect`]).
 //!
 //! Addresses are the Gateway's `status.addresses` ("All intersected
 //! hostnames ... MUST resolve to all addresses in that Gateway's
@@ -27,8 +27,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use fedns_api::{RouteHostname, RouteKind};
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus};
 
-use super::hostnames::{intersect, is_wildcard};
 use crate::members::gateway::{GatewayFacts, ListenerFacts, RouteFacts, GATEWAY_GROUP};
+use fedns_api::gateway::{intersect, is_wildcard};
 
 /// What a route serves in one member.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -40,6 +40,9 @@ pub struct Served {
     /// What was left out and why (a wildcard, an address of a type that
     /// cannot be published), for the record's conditions.
     pub notes: Vec<String>,
+    /// The port of the first listener serving a hostname: a health
+    /// check's default port.
+    pub first_port: Option<i32>,
 }
 
 /// Whether a listener's `protocol` carries routes of `kind` (the
@@ -114,6 +117,7 @@ pub fn served(
     // hostname → (listener ids, addresses)
     let mut names: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
     let mut points: Vec<LoadBalancerIngress> = Vec::new();
+    let mut first_port: Option<i32> = None;
     if route.parents.is_empty() {
         return Err("no Gateway has accepted it (status.parents is empty)".into());
     }
@@ -203,6 +207,7 @@ pub fn served(
                     continue;
                 }
                 took_any = true;
+                first_port.get_or_insert(listener.port);
                 let entry = names.entry(hostname).or_default();
                 entry.0.insert(listener_id.clone());
                 entry.1.extend(values.iter().cloned());
@@ -243,6 +248,7 @@ pub fn served(
             .collect(),
         load_balancer: LoadBalancerStatus { ingress: Some(points) },
         notes: notes.into_iter().collect(),
+        first_port,
     })
 }
 

@@ -1,6 +1,5 @@
-//! Gateway API routes as records: the hostname intersection
-//! ([`hostnames`]) and the attachment rules that decide what a route
-//! serves in one member ([`attach`]).
+//! Gateway API routes as records: the attachment rules that decide what a
+//! route serves in one member ([`attach`]; the hostname intersection is
+//! [`fedns_api::gateway`], shared with the emulator's Gateway controller).
 
 pub mod attach;
-pub mod hostnames;

@@ -273,6 +273,38 @@ impl Running {
         if let Some((_, host, _)) = &ingress {
             digs.push(dig(host.clone(), None));
         }
+        // The first RouteDNSRecord with a host: a Gateway API route.
+        let routes = super::survey::items(
+            &self.federation.host,
+            "multiclusterdns.fedns.io",
+            "v1alpha1",
+            "routednsrecords",
+        );
+        if let Some((route, host)) = routes.iter().find_map(|r| {
+            let host = r.pointer("/spec/hosts/0").and_then(serde_json::Value::as_str)?;
+            Some((r, host.to_owned()))
+        }) {
+            let kind = route
+                .pointer("/spec/routeKind")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("HTTPRoute");
+            let name = format!(
+                "{}/{}",
+                super::survey::meta(route, "namespace"),
+                super::survey::meta(route, "name")
+            );
+            let fallback = route.pointer("/spec/ingressFallback") == Some(&serde_json::Value::Bool(true));
+            let (try_, _) = dig(host, None);
+            let note = format!(
+                "RouteDNSRecord {name}: the {kind} {name} behind each member's Gateway{}",
+                if fallback {
+                    ", its Ingress where a member has none"
+                } else {
+                    ""
+                }
+            );
+            digs.push((try_, Some(note)));
+        }
         if !digs.is_empty() {
             let (ip, port) = (self.dns_addr.ip(), self.dns_addr.port());
             screen.text(format!("DNS on {ip} port {port} (UDP and TCP). Try:"));

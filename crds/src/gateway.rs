@@ -1,5 +1,6 @@
-//! Hostname intersection of a Gateway listener and a route, as the Gateway
-//! API defines it (`site/content/en/docs/concepts/hostnames.md` of
+//! Gateway API terms fedns shares between its controller and its
+//! emulator's stand-in Gateway controller: the hostname intersection of a
+//! Gateway listener and a route, as the Gateway API defines it (`site/content/en/docs/concepts/hostnames.md` of
 //! kubernetes-sigs/gateway-api v1.6.1, "Hostname Intersection"; the
 //! `hostname` fields in `apis/v1/gateway_types.go` and
 //! `apis/v1/httproute_types.go`).
