@@ -479,3 +479,119 @@ async fn moving_a_name_from_ingress_to_gateway_loses_no_cluster() {
     assert!(answers > 20, "too few answers: {answers}");
     assert!(bad.is_empty(), "answers without a cluster: {bad:?}");
 }
+
+/// Two routes in different namespaces claiming one hostname, each with its
+/// RouteDNSRecord: the one-name-one-owner rules hold for routes as for the
+/// other kinds. The earlier record's DNSEndpoint keeps the name; the other
+/// namespace's is refused (`Published=False`, `Conflict`, naming the
+/// holder) and never changes the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_routes_claiming_one_hostname_have_one_owner() {
+    let dir = temp_dir("routes-one-owner");
+    let federation = Federation::start(&dir, "fedns-system", &["a"]).await.unwrap();
+    let condition = |type_: &str| {
+        format!(
+            "{{type: {type_}, status: \"True\", reason: {type_}, message: \"\", observedGeneration: 1, lastTransitionTime: \"2026-11-26T00:00:00Z\"}}"
+        )
+    };
+    let (accepted, programmed, resolved) = (
+        condition("Accepted"),
+        condition("Programmed"),
+        condition("ResolvedRefs"),
+    );
+    let gateway = |name: &str, ip: &str| {
+        format!(
+            r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: {name}, namespace: infra, generation: 1}}
+spec:
+  gatewayClassName: example
+  listeners: [{{name: web, protocol: HTTP, port: 80, allowedRoutes: {{namespaces: {{from: All}}}}}}]
+status:
+  addresses: [{{type: IPAddress, value: "{ip}"}}]
+  conditions: [{accepted}, {programmed}]
+  listeners:
+    - {{name: web, attachedRoutes: 1, supportedKinds: [{{group: gateway.networking.k8s.io, kind: HTTPRoute}}], conditions: [{accepted}, {programmed}]}}
+"#
+        )
+    };
+    let route = |namespace: &str, gateway: &str| {
+        format!(
+            r#"
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {namespace}}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web, namespace: {namespace}, generation: 1}}
+spec:
+  parentRefs: [{{name: {gateway}, namespace: infra}}]
+  hostnames: ["{NAME}"]
+status:
+  parents:
+    - parentRef: {{group: gateway.networking.k8s.io, kind: Gateway, name: {gateway}, namespace: infra}}
+      controllerName: example.net/gateway-controller
+      conditions: [{accepted}, {resolved}]
+"#
+        )
+    };
+    let member = format!(
+        "{}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: infra}}\n{}{}{}{}",
+        fedns_sandbox::upstream_crds::gateway_api_yaml(),
+        gateway("gw1", "203.0.113.91"),
+        gateway("gw2", "203.0.113.92"),
+        route("one", "gw1"),
+        route("two", "gw2"),
+    );
+    federation.member("a").unwrap().seed_yaml("a", &member).unwrap();
+    federation.register("a", json!({})).unwrap();
+    let record = |namespace: &str| {
+        format!(
+            "---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: RouteDNSRecord\nmetadata: {{name: web, namespace: {namespace}}}\nspec: {{recordTTL: 5}}\n"
+        )
+    };
+    federation
+        .host
+        .seed_yaml("host", &format!("{MYFED_HOST_YAML}{}", record("one")))
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    eventually("namespace one's route answers", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.91"]
+    })
+    .await;
+    // creationTimestamp has whole seconds: the second claim is later.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    federation.host.seed_yaml("host-two", &record("two")).unwrap();
+    let host = client_of(&federation.host).await;
+    let two: Api<fedns_api::DNSEndpoint> = Api::namespaced(host.clone(), "two");
+    let started = std::time::Instant::now();
+    let (reason, message) = loop {
+        let condition = two.get_opt("route-web").await.unwrap().and_then(|e| {
+            e.status
+                .and_then(|s| fedns_api::conditions::get(&s.conditions, "embedded/Published").cloned())
+                .filter(|c| c.status == "False")
+        });
+        if let Some(c) = condition {
+            println!("route-web in two refused after {:?}", started.elapsed());
+            break (c.reason, c.message);
+        }
+        assert!(started.elapsed() < EVENTUALLY, "two/route-web never refused");
+        assert_eq!(
+            dig(dns_port, NAME, "A", false),
+            ["203.0.113.91"],
+            "the later claim changed the answer"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(reason, "Conflict", "{message}");
+    assert!(message.contains("one/route-web, which claimed it first"), "{message}");
+    for _ in 0..10 {
+        assert_eq!(dig(dns_port, NAME, "A", false), ["203.0.113.91"]);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
