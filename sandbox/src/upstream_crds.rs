@@ -76,6 +76,31 @@ pub const GATEWAY_API: [(&str, &str); 7] = [
     ),
 ];
 
+/// `tcproutes.gateway.networking.k8s.io` of the *experimental* channel of
+/// gateway-api `v1.4.1` (<https://github.com/kubernetes-sigs/gateway-api> at
+/// `477d172e6ac5eccb82b65781ddb8f924afec4170`, path
+/// `config/crd/experimental/gateway.networking.k8s.io_tcproutes.yaml`):
+/// TCPRoute served as `v1alpha2` only, as on a member that installed
+/// gateway-api before v1.6. Stands in for a member a release behind.
+pub const GATEWAY_API_V1_4_TCPROUTES: &str =
+    include_str!("../crds/upstream/gateway-api/v1.4.1-experimental/gateway.networking.k8s.io_tcproutes.yaml");
+
+/// [`gateway_api_yaml`] with TCPRoute as gateway-api v1.4.1's experimental
+/// channel serves it ([`GATEWAY_API_V1_4_TCPROUTES`], `v1alpha2`).
+pub fn gateway_api_yaml_with_v1alpha2_tcproutes() -> String {
+    GATEWAY_API
+        .iter()
+        .map(|(plural, text)| {
+            let text = if *plural == "tcproutes" {
+                GATEWAY_API_V1_4_TCPROUTES
+            } else {
+                text
+            };
+            format!("---\n{text}\n")
+        })
+        .collect()
+}
+
 /// Every [`GATEWAY_API`] CRD as one multi-document YAML text, for a
 /// member emulator's `seed_yaml`.
 pub fn gateway_api_yaml() -> String {

@@ -161,7 +161,11 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     });
     let routes = reflect_records(Api::<RouteDNSRecord>::all(host.clone()), published.clone(), {
         let queue = queue.clone();
-        move |r: &RouteDNSRecord| queue.push(RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()))
+        let auto = auto_changed.clone();
+        move |r: &RouteDNSRecord| {
+            queue.push(RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
     });
     // Every record reads its Domain's spec, none its status, which the
     // publisher rewrites after every publish (the serial): only spec
@@ -256,6 +260,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
             &identity,
             &services.store,
             &ingresses.store,
+            &routes.store,
             &domains.store,
             &leader,
             &auto_changed,

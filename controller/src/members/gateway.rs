@@ -1,4 +1,5 @@
-//! A member's Gateway API objects (`gateway.networking.k8s.io/v1`):
+//! A member's Gateway API objects (`gateway.networking.k8s.io`, `v1`, or
+//! the version an older gateway-api release serves, see [`versions`]):
 //! compact facts of its Gateways and routes, as `RouteDNSRecord`s read
 //! them, and the watches that keep them. Field names and defaults follow
 //! kubernetes-sigs/gateway-api v1.6.1 (`apis/v1/gateway_types.go`,
@@ -24,10 +25,6 @@ use super::cache::{FactCache, Relist};
 
 /// The Gateway API group.
 pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
-/// The version watched: every kind fedns reads is `v1` in the standard
-/// channel since gateway-api v1.6.0 (TLSRoute since v1.5.0, TCPRoute and
-/// UDPRoute since v1.6.0).
-pub const GATEWAY_VERSION: &str = "v1";
 
 /// How often a kind the member does not serve (404) is listed again.
 pub const NOT_SERVED_RETRY: Duration = Duration::from_secs(10);
@@ -277,6 +274,11 @@ pub struct RouteFacts {
     /// The first `rules[].matches[].path` of type `PathPrefix` or `Exact`
     /// (HTTPRoute): a health check's default path.
     pub first_path: Option<Box<str>>,
+    /// `metadata.uid` (an automatic record's owner reference).
+    pub uid: Option<Box<str>>,
+    /// The `multiclusterdns.fedns.io/` annotations (automatic records):
+    /// (key, value), sorted by key.
+    pub fedns_annotations: Box<[(Box<str>, Box<str>)]>,
 }
 
 impl RouteFacts {
@@ -392,7 +394,44 @@ impl RouteFacts {
                 .collect(),
             backends: backends.into_boxed_slice(),
             first_path,
+            uid: object.metadata.uid.as_deref().map(Into::into),
+            fedns_annotations: fedns_annotations(object.metadata.annotations.iter().flatten()),
         }
+    }
+
+    /// The facts of a kubefed federated route (`types.kubefed.io/v1beta1`
+    /// `Federated<Kind>`, as `kubefedctl enable` generates it): its
+    /// `spec.template` is the route; the fedns annotations are read from
+    /// the federated object and, where absent there, from the template.
+    pub fn of_federated(object: &DynamicObject) -> Self {
+        let template = object.data.pointer("/spec/template").cloned().unwrap_or_default();
+        let inner = DynamicObject {
+            types: None,
+            metadata: kube::api::ObjectMeta {
+                namespace: object.metadata.namespace.clone(),
+                name: object.metadata.name.clone(),
+                ..Default::default()
+            },
+            data: template.clone(),
+        };
+        let mut facts = RouteFacts::of(&inner);
+        let from_template: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(template.pointer("/metadata/annotations").cloned().unwrap_or_default())
+                .unwrap_or_default();
+        let mut annotations: std::collections::BTreeMap<String, String> = from_template;
+        annotations.extend(
+            object
+                .metadata
+                .annotations
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        facts.fedns_annotations = fedns_annotations(annotations.iter());
+        facts.uid = object.metadata.uid.as_deref().map(Into::into);
+        // A template has no status: what it says of parents is the members'.
+        facts.parents = Box::new([]);
+        facts
     }
 
     /// Names Gateway `namespace/name` among its parents (spec or status).
@@ -409,6 +448,18 @@ impl RouteFacts {
     }
 }
 
+/// The prefix of the annotations automatic records read.
+const FEDNS_ANNOTATION_PREFIX: &str = "multiclusterdns.fedns.io/";
+
+fn fedns_annotations<'a>(all: impl Iterator<Item = (&'a String, &'a String)>) -> Box<[(Box<str>, Box<str>)]> {
+    let mut kept: Vec<(Box<str>, Box<str>)> = all
+        .filter(|(k, _)| k.starts_with(FEDNS_ANNOTATION_PREFIX))
+        .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+        .collect();
+    kept.sort();
+    kept.into_boxed_slice()
+}
+
 // ---- caches and watches ----
 
 /// Whether a member serves a Gateway API kind.
@@ -420,6 +471,10 @@ pub enum Served {
     Yes,
     /// The member answered 404: no such kind (no CRD installed).
     No,
+    /// The member answered 403: fedns's identity may not list the kind
+    /// (its RBAC lacks `gateway.networking.k8s.io`). Counts as listed, so
+    /// nothing waits for it.
+    Forbidden,
 }
 
 impl Served {
@@ -427,6 +482,7 @@ impl Served {
         match v {
             1 => Served::Yes,
             2 => Served::No,
+            3 => Served::Forbidden,
             _ => Served::Unknown,
         }
     }
@@ -459,20 +515,51 @@ impl GatewayApi {
     pub fn routes_served(&self, kind: RouteKind) -> Served {
         Served::from_u8(self.served[1 + kind_index(kind)].load(Ordering::Relaxed))
     }
+
+    /// Whether every route kind has been listed or found not served.
+    pub fn routes_listed(&self) -> bool {
+        RouteKind::ALL
+            .into_iter()
+            .all(|k| self.routes_served(k) != Served::Unknown)
+    }
 }
 
 fn kind_index(kind: RouteKind) -> usize {
     RouteKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
-fn resource(kind: &str, plural: &str) -> ApiResource {
+/// The versions of a kind fedns reads, most preferred first: `v1`, then
+/// what earlier gateway-api releases served (checked against the CRDs of
+/// v1.0.0 to v1.6.1): Gateway and HTTPRoute `v1beta1` (before v1.0),
+/// GRPCRoute `v1alpha2` (v1.0 experimental), TLSRoute `v1alpha3` (v1.3–v1.4
+/// experimental) and `v1alpha2`, TCPRoute and UDPRoute `v1alpha2`
+/// (experimental until v1.6). Every field fedns reads has the same name
+/// and meaning in each.
+fn versions(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "Gateway" | "HTTPRoute" => &["v1", "v1beta1"],
+        "GRPCRoute" | "TCPRoute" | "UDPRoute" => &["v1", "v1alpha2"],
+        "TLSRoute" => &["v1", "v1alpha3", "v1alpha2"],
+        _ => &["v1"],
+    }
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource {
-        group: GATEWAY_GROUP.into(),
-        version: GATEWAY_VERSION.into(),
-        api_version: format!("{GATEWAY_GROUP}/{GATEWAY_VERSION}"),
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
         kind: kind.into(),
         plural: plural.into(),
     }
+}
+
+/// `kind`'s API in each version of [`versions`].
+fn apis_of(client: &kube::Client, kind: &str, plural: &str) -> Vec<Api<DynamicObject>> {
+    versions(kind)
+        .iter()
+        .map(|v| Api::all_with(client.clone(), &resource(GATEWAY_GROUP, v, kind, plural)))
+        .collect()
 }
 
 /// Starts the watches of a member's Gateways and routes. `route_changed`
@@ -492,7 +579,7 @@ pub(super) fn spawn_watches(
         let changed = route_changed.clone();
         tasks.push(spawn_kind(
             member.to_owned(),
-            Api::all_with(client.clone(), &resource("Gateway", "gateways")),
+            apis_of(client, "Gateway", "gateways"),
             caches.gateways.clone(),
             GatewayFacts::of,
             caches.served[0].clone(),
@@ -514,7 +601,7 @@ pub(super) fn spawn_watches(
         let changed = route_changed.clone();
         tasks.push(spawn_kind(
             member.to_owned(),
-            Api::all_with(client.clone(), &resource(kind.as_str(), kind.plural())),
+            apis_of(client, kind.as_str(), kind.plural()),
             caches.routes[i].clone(),
             RouteFacts::of,
             caches.served[1 + i].clone(),
@@ -525,11 +612,64 @@ pub(super) fn spawn_watches(
     tasks
 }
 
+/// Starts watches of the route *templates* in a cluster that holds them
+/// (the host, Karmada's control plane, Clusternet's parent) into
+/// `caches.routes`, for automatic records: the routes of every kind, or
+/// with `kubefed` kubefed's federated routes (`types.kubefed.io/v1beta1`
+/// `FederatedHTTPRoute` etc., as `kubefedctl enable` names them), read by
+/// [`RouteFacts::of_federated`]. `changed` is called on every change.
+pub fn spawn_route_templates(
+    label: &str,
+    client: &kube::Client,
+    caches: &Arc<GatewayApi>,
+    kubefed: bool,
+    changed: impl Fn() + Clone + Send + Sync + 'static,
+) -> Vec<JoinHandle<()>> {
+    RouteKind::ALL
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            let apis = if kubefed {
+                let federated = resource(
+                    KUBEFED_TYPES_GROUP,
+                    "v1beta1",
+                    &format!("Federated{}", kind.as_str()),
+                    &format!("federated{}", kind.plural()),
+                );
+                vec![Api::all_with(client.clone(), &federated)]
+            } else {
+                apis_of(client, kind.as_str(), kind.plural())
+            };
+            let facts: fn(&DynamicObject) -> RouteFacts = if kubefed {
+                RouteFacts::of_federated
+            } else {
+                RouteFacts::of
+            };
+            let on_change = changed.clone();
+            spawn_kind(
+                label.to_owned(),
+                apis,
+                caches.routes[i].clone(),
+                facts,
+                caches.served[1 + i].clone(),
+                changed.clone(),
+                move |_, _| on_change(),
+            )
+        })
+        .collect()
+}
+
+/// kubefed's group of federated types.
+const KUBEFED_TYPES_GROUP: &str = "types.kubefed.io";
+
 /// Watches one optional kind into `cache` with a reflector's semantics
-/// (see [`FactCache::replace`]); a 404 on listing marks it not served.
+/// (see [`FactCache::replace`]). `apis` are its versions, most preferred
+/// first: a 404 on listing one tries the next; a 404 from every one marks
+/// the kind not served (logged once) and starts again from the first
+/// after [`NOT_SERVED_RETRY`].
 fn spawn_kind<T: Clone + Send + Sync + 'static>(
     member: String,
-    api: Api<DynamicObject>,
+    apis: Vec<Api<DynamicObject>>,
     cache: Arc<FactCache<T>>,
     facts: fn(&DynamicObject) -> T,
     served: Arc<AtomicU8>,
@@ -537,72 +677,106 @@ fn spawn_kind<T: Clone + Send + Sync + 'static>(
     on_change: impl Fn(String, String) + Send + 'static,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let kind = api.resource_url().rsplit('/').next().unwrap_or_default().to_owned();
-        let stream = watcher(api, watcher::Config::default().page_size(100)).backoff(backoff());
-        futures::pin_mut!(stream);
-        let mut pending: Option<Relist<T>> = None;
         let set = |state: Served| {
             let value = match state {
                 Served::Unknown => 0,
                 Served::Yes => 1,
                 Served::No => 2,
+                Served::Forbidden => 3,
             };
             served.swap(value, Ordering::Relaxed) != value
         };
-        while let Some(item) = stream.next().await {
-            let event = match item {
-                Ok(event) => event,
-                Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
-                    if set(Served::No) {
-                        tracing::info!(member = %member, resource = %kind, "the member serves no {kind} ({GATEWAY_GROUP}/{GATEWAY_VERSION}); listed again every {} s", NOT_SERVED_RETRY.as_secs());
-                        // Whatever was cached is gone with the kind.
-                        for (ns, name) in cache.replace(Relist::default()) {
-                            on_change(ns, name);
-                        }
-                        state_changed();
+        let Some(first) = apis.first() else { return };
+        let kind = first.resource_url().rsplit('/').next().unwrap_or_default().to_owned();
+        let mut version = 0;
+        let mut not_found = 0;
+        let mut watching: Option<String> = None;
+        loop {
+            let api = apis[version].clone();
+            let url = api.resource_url().to_owned();
+            let stream = watcher(api, watcher::Config::default().page_size(100)).backoff(backoff());
+            futures::pin_mut!(stream);
+            let mut pending: Option<Relist<T>> = None;
+            while let Some(item) = stream.next().await {
+                let event = match item {
+                    Ok(event) => event,
+                    Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
+                        not_found += 1;
+                        break;
                     }
-                    continue;
-                }
-                Err(e) => {
-                    tracing::debug!(member = %member, resource = %kind, error = %e, "Gateway API watch failed; retrying");
-                    continue;
-                }
-            };
-            let id = |o: &DynamicObject| {
-                (
-                    o.metadata.namespace.clone().unwrap_or_default(),
-                    o.metadata.name.clone().unwrap_or_default(),
-                )
-            };
-            match event {
-                watcher::Event::Init => pending = Some(Relist::default()),
-                watcher::Event::InitApply(object) => {
-                    if let Some(p) = pending.as_mut() {
-                        let (ns, name) = id(&object);
-                        p.apply(&ns, &name, facts(&object));
-                    }
-                }
-                watcher::Event::InitDone => {
-                    if let Some(p) = pending.take() {
-                        let touched = cache.replace(p);
-                        if set(Served::Yes) {
+                    Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 403 => {
+                        if set(Served::Forbidden) {
+                            tracing::warn!(member = %member, resource = %url, "fedns may not list {url} (403: {}); grant get/list/watch on it. Treated as none; asked again every {} s", status.message, NOT_SERVED_RETRY.as_secs());
+                            for (ns, name) in cache.replace(Relist::default()) {
+                                on_change(ns, name);
+                            }
                             state_changed();
                         }
-                        for (ns, name) in touched {
-                            on_change(ns, name);
+                        tokio::time::sleep(NOT_SERVED_RETRY).await;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::debug!(member = %member, resource = %url, error = %e, "Gateway API watch failed; retrying");
+                        continue;
+                    }
+                };
+                let id = |o: &DynamicObject| {
+                    (
+                        o.metadata.namespace.clone().unwrap_or_default(),
+                        o.metadata.name.clone().unwrap_or_default(),
+                    )
+                };
+                match event {
+                    watcher::Event::Init => pending = Some(Relist::default()),
+                    watcher::Event::InitApply(object) => {
+                        if let Some(p) = pending.as_mut() {
+                            let (ns, name) = id(&object);
+                            p.apply(&ns, &name, facts(&object));
                         }
                     }
+                    watcher::Event::InitDone => {
+                        not_found = 0;
+                        if watching.as_deref() != Some(url.as_str()) {
+                            tracing::info!(member = %member, "watching {url}");
+                            watching = Some(url.clone());
+                        }
+                        if let Some(p) = pending.take() {
+                            let touched = cache.replace(p);
+                            if set(Served::Yes) {
+                                state_changed();
+                            }
+                            for (ns, name) in touched {
+                                on_change(ns, name);
+                            }
+                        }
+                    }
+                    watcher::Event::Apply(object) => {
+                        let (ns, name) = id(&object);
+                        cache.apply(&ns, &name, facts(&object));
+                        on_change(ns, name);
+                    }
+                    watcher::Event::Delete(object) => {
+                        let (ns, name) = id(&object);
+                        cache.delete(&ns, &name);
+                        on_change(ns, name);
+                    }
                 }
-                watcher::Event::Apply(object) => {
-                    let (ns, name) = id(&object);
-                    cache.apply(&ns, &name, facts(&object));
-                    on_change(ns, name);
+            }
+            // The stream ended on a 404: this version is not served.
+            version = (version + 1) % apis.len();
+            if not_found >= apis.len() {
+                not_found = 0;
+                watching = None;
+                if set(Served::No) {
+                    let tried: Vec<&str> = apis.iter().map(|a| a.resource_url()).collect();
+                    tracing::info!(member = %member, resource = %kind, "the cluster serves no {kind} (404 from {}); listed again every {} s", tried.join(", "), NOT_SERVED_RETRY.as_secs());
+                    // Whatever was cached is gone with the kind.
+                    for (ns, name) in cache.replace(Relist::default()) {
+                        on_change(ns, name);
+                    }
+                    state_changed();
                 }
-                watcher::Event::Delete(object) => {
-                    let (ns, name) = id(&object);
-                    cache.delete(&ns, &name);
-                    on_change(ns, name);
-                }
+                tokio::time::sleep(NOT_SERVED_RETRY).await;
             }
         }
     })

@@ -54,7 +54,8 @@ pub struct Registry {
     pub(super) recorder: Recorder,
     pub(super) metrics: Arc<ControllerMetrics>,
     /// With `--auto-records`: watch every member's MCS ServiceExports and
-    /// wake this on their changes.
+    /// wake this on their changes and on its routes' changes (annotated
+    /// routes make records).
     pub(super) service_exports: Mutex<Option<Arc<Notify>>>,
 }
 
@@ -407,7 +408,14 @@ impl Registry {
             &gateway_api,
             {
                 let queue = queue.clone();
-                move |_kind, ns, route| queue.push(RecordKey::Route(ns, route))
+                // With --auto-records an annotated route may make a record.
+                let auto_records = self.service_exports.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                move |_kind, ns, route| {
+                    queue.push(RecordKey::Route(ns, route));
+                    if let Some(changed) = &auto_records {
+                        changed.notify_one();
+                    }
+                }
             },
             {
                 // A kind served or gone: every record says so.

@@ -35,10 +35,17 @@ fn member_reason(member: &Member, kind: RouteKind, namespace: &str, name: &str) 
     let api = &member.gateway_api;
     match (api.routes_served(kind), api.gateways_served()) {
         (Served::No, _) => Some(format!(
-            "the member serves no {} (gateway.networking.k8s.io/v1)",
+            "the member serves no {} (no gateway.networking.k8s.io CRD for it)",
             kind.as_str()
         )),
-        (_, Served::No) => Some("the member serves no Gateway (gateway.networking.k8s.io/v1)".into()),
+        (_, Served::No) => Some("the member serves no Gateway (no gateway.networking.k8s.io CRD for it)".into()),
+        (Served::Forbidden, _) => Some(format!(
+            "fedns may not list {}s there (403: the member's RBAC lacks gateway.networking.k8s.io)",
+            kind.as_str()
+        )),
+        (_, Served::Forbidden) => {
+            Some("fedns may not list Gateways there (403: the member's RBAC lacks gateway.networking.k8s.io)".into())
+        }
         (Served::Unknown, _) | (_, Served::Unknown) => Some("Gateway API objects not listed yet".into()),
         (Served::Yes, Served::Yes) => api
             .routes(kind)

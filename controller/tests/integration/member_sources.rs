@@ -597,6 +597,60 @@ spec:
     federated.delete("web", &DeleteParams::default()).await.unwrap();
     wait_record(&records, "web", false).await;
 
+    // A federated route (`kubefedctl enable httproutes.gateway.networking.k8s.io`
+    // makes the type, kubefed's enable.go: kind Federated<Kind>, plural
+    // federated<plural>; only the kind served here, an open schema) made
+    // after the controller started: a RouteDNSRecord owned by it.
+    s.federation
+        .host
+        .seed_yaml(
+            "federated-routes",
+            r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: federatedhttproutes.types.kubefed.io}
+spec:
+  group: types.kubefed.io
+  scope: Namespaced
+  names: {kind: FederatedHTTPRoute, listKind: FederatedHTTPRouteList, plural: federatedhttproutes, singular: federatedhttproute}
+  versions:
+    - name: v1beta1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedHTTPRoute
+metadata: {name: shop, namespace: ns}
+spec:
+  template:
+    metadata:
+      annotations: {multiclusterdns.fedns.io/domain: myfed}
+    spec:
+      parentRefs: [{name: gw, namespace: infra}]
+      hostnames: [shop.example.com]
+  placement: {clusters: [{name: a}, {name: b}]}
+"#,
+        )
+        .unwrap();
+    let route_records: Api<fedns_api::RouteDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let started = std::time::Instant::now();
+    let route_record = loop {
+        if let Some(r) = route_records.get_opt("shop").await.unwrap() {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no RouteDNSRecord from the FederatedHTTPRoute"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    println!("RouteDNSRecord from a FederatedHTTPRoute after {:?}", started.elapsed());
+    assert_eq!(route_record.spec.route_kind, fedns_api::RouteKind::HTTPRoute);
+    assert_eq!(route_record.owner_references()[0].kind, "FederatedHTTPRoute");
+
     // Removal.
     clusters.delete("a", &DeleteParams::default()).await.unwrap();
     wait_global(&s, "a removed", "203.0.113.2").await;

@@ -12,6 +12,7 @@ use fedns_controller::federation::Federation;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::json;
+use std::time::Duration;
 
 const NAME: &str = "shop.example.com";
 
@@ -594,4 +595,220 @@ status:
         assert_eq!(dig(dns_port, NAME, "A", false), ["203.0.113.91"]);
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// A member's Gateway `infra/gw-tcp` (listener `db`, TCP 5432) at `ip` and
+/// a TCPRoute `ns/db` of gateway-api v1.4.1's experimental channel
+/// (`v1alpha2`, the only version such a member serves), accepted by it and
+/// annotated for an automatic record named db.example.com.
+fn v1alpha2_tcp_route_yaml(ip: &str) -> String {
+    let condition = |type_: &str| {
+        format!(
+            "{{type: {type_}, status: \"True\", reason: {type_}, message: \"\", observedGeneration: 1, lastTransitionTime: \"2026-11-26T00:00:00Z\"}}"
+        )
+    };
+    format!(
+        r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw-tcp, namespace: infra, generation: 1}}
+spec:
+  gatewayClassName: example
+  listeners:
+    - {{name: db, protocol: TCP, port: 5432, allowedRoutes: {{namespaces: {{from: All}}}}}}
+status:
+  addresses: [{{type: IPAddress, value: "{ip}"}}]
+  conditions: [{accepted}, {programmed}]
+  listeners:
+    - name: db
+      attachedRoutes: 1
+      supportedKinds: [{{group: gateway.networking.k8s.io, kind: TCPRoute}}]
+      conditions: [{accepted}, {programmed}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata:
+  name: db
+  namespace: ns
+  generation: 1
+  annotations: {{multiclusterdns.fedns.io/domain: myfed, multiclusterdns.fedns.io/hosts: db.example.com}}
+spec:
+  parentRefs: [{{name: gw-tcp, namespace: infra, sectionName: db}}]
+  rules: [{{backendRefs: [{{name: web, port: 8080}}]}}]
+status:
+  parents:
+    - parentRef: {{group: gateway.networking.k8s.io, kind: Gateway, name: gw-tcp, namespace: infra, sectionName: db}}
+      controllerName: example.net/gateway-controller
+      conditions: [{accepted}, {resolved}]
+"#,
+        accepted = condition("Accepted"),
+        programmed = condition("Programmed"),
+        resolved = condition("ResolvedRefs"),
+    )
+}
+
+async fn wait_route_record(records: &Api<RouteDNSRecord>, name: &str, present: bool) -> Option<RouteDNSRecord> {
+    let started = std::time::Instant::now();
+    loop {
+        match records.get_opt(name).await.unwrap() {
+            Some(r) if present => {
+                println!("RouteDNSRecord {name} made after {:?}", started.elapsed());
+                return Some(r);
+            }
+            None if !present => {
+                println!("RouteDNSRecord {name} gone after {:?}", started.elapsed());
+                return None;
+            }
+            _ => {}
+        }
+        assert!(
+            started.elapsed() < EVENTUALLY,
+            "RouteDNSRecord {name} present={present} not reached in {EVENTUALLY:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `--auto-records` for routes: an annotated HTTPRoute template in the host
+/// makes a RouteDNSRecord it owns; an annotated TCPRoute in a member that
+/// serves TCPRoute only as `v1alpha2` (gateway-api v1.4.1 experimental)
+/// makes one too, and is published from that version; removing the
+/// annotation or the route removes the record and the name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotated_routes_make_records_from_any_served_version() {
+    let dir = temp_dir("routes-auto");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b"]).await.unwrap();
+    let (ip_a, ip_b) = ("203.0.113.81", "203.0.113.82");
+    federation
+        .member("a")
+        .unwrap()
+        .seed_yaml("a", &member_yaml("region-a", ip_a))
+        .unwrap();
+    // b: TCPRoute as gateway-api v1.4.1's experimental channel serves it.
+    let b_yaml = member_yaml("region-b", ip_b).replace(
+        &fedns_sandbox::upstream_crds::gateway_api_yaml(),
+        &fedns_sandbox::upstream_crds::gateway_api_yaml_with_v1alpha2_tcproutes(),
+    );
+    assert!(b_yaml.contains("v1alpha2"), "b serves the v1.4.1 TCPRoute CRD");
+    let b = federation.member("b").unwrap();
+    b.seed_yaml("b", &b_yaml).unwrap();
+    b.seed_yaml("b-tcp", &v1alpha2_tcp_route_yaml(ip_b)).unwrap();
+    for name in ["a", "b"] {
+        federation.register(name, json!({})).unwrap();
+    }
+    // The host holds the templates: an annotated HTTPRoute and a plain one.
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            &format!(
+                "{MYFED_HOST_YAML}{crds}---\n{}",
+                r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: shop
+  namespace: ns
+  annotations: {multiclusterdns.fedns.io/domain: myfed, multiclusterdns.fedns.io/ttl: "20"}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: ["shop.example.com"]
+  rules: [{backendRefs: [{name: web, port: 8080}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: plain, namespace: ns}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: ["plain.example.com"]
+"#,
+                crds = fedns_sandbox::upstream_crds::gateway_api_yaml(),
+            ),
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1", "--auto-records"]);
+    let host = client_of(&federation.host).await;
+    let records: Api<RouteDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let routes: Api<DynamicObject> =
+        Api::namespaced_with(host.clone(), "ns", &gateway_resource("httproutes", "HTTPRoute"));
+
+    let shop = wait_route_record(&records, "shop", true).await.unwrap();
+    assert_eq!(shop.spec.route_kind, fedns_api::RouteKind::HTTPRoute);
+    assert_eq!(shop.spec.record_ttl, 20);
+    assert!(shop.spec.hosts.is_empty(), "every hostname the route serves");
+    let template_uid = routes.get("shop").await.unwrap().metadata.uid.unwrap();
+    let owner = &shop.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("HTTPRoute", template_uid.as_str())
+    );
+    assert_eq!(
+        shop.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("app.kubernetes.io/managed-by"))
+            .map(String::as_str),
+        Some("fedns")
+    );
+    eventually("shop.example.com from both members' Gateways", || {
+        dig(dns_port, NAME, "A", false) == [ip_a, ip_b]
+    })
+    .await;
+
+    // The member's v1alpha2 TCPRoute: a record of its own, no owner (it
+    // lives in a member), published with b's Gateway address.
+    let db = wait_route_record(&records, "db", true).await.unwrap();
+    assert_eq!(db.spec.route_kind, fedns_api::RouteKind::TCPRoute);
+    assert_eq!(db.spec.hosts, ["db.example.com"]);
+    assert!(db.metadata.owner_references.unwrap_or_default().is_empty());
+    eventually("db.example.com from b's v1alpha2 TCPRoute", || {
+        dig(dns_port, "db.example.com", "A", false) == [ip_b]
+    })
+    .await;
+    assert!(
+        records.get_opt("plain").await.unwrap().is_none(),
+        "no annotation, no record"
+    );
+    assert!(
+        controller.log_contains("watching /apis/gateway.networking.k8s.io/v1alpha2/tcproutes"),
+        "b's TCPRoutes are watched in the version b serves"
+    );
+
+    // The annotation removed from the template: record and name go.
+    routes
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"multiclusterdns.fedns.io/domain": null}}})),
+        )
+        .await
+        .unwrap();
+    wait_route_record(&records, "shop", false).await;
+    eventually("shop.example.com gone", || {
+        dig_status(dns_port, NAME, "A") == "NXDOMAIN"
+    })
+    .await;
+
+    // The member's route deleted: its record and name go.
+    let b_client = client_of(b).await;
+    let tcp_routes: Api<DynamicObject> = Api::namespaced_with(
+        b_client,
+        "ns",
+        &ApiResource {
+            version: "v1alpha2".into(),
+            api_version: "gateway.networking.k8s.io/v1alpha2".into(),
+            ..gateway_resource("tcproutes", "TCPRoute")
+        },
+    );
+    tcp_routes
+        .delete("db", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    wait_route_record(&records, "db", false).await;
+    eventually("db.example.com gone", || {
+        dig_status(dns_port, "db.example.com", "A") == "NXDOMAIN"
+    })
+    .await;
+    federation.stop();
 }

@@ -129,11 +129,12 @@ pub struct SourceArgs {
     /// Where the other inventories are (`--member-source clusternet|capi|argocd|clusterprofile`).
     #[command(flatten)]
     pub inventories: InventoryArgs,
-    /// Make ServiceDNSRecords and IngressDNSRecords from Service and Ingress
-    /// templates (and kubefed FederatedServices) annotated
-    /// `multiclusterdns.fedns.io/domain: <Domain>`; delete them when their
-    /// source goes. Records not labelled `app.kubernetes.io/managed-by: fedns`
-    /// are never changed.
+    /// Make ServiceDNSRecords, IngressDNSRecords and RouteDNSRecords from
+    /// Service, Ingress and Gateway API route templates (and kubefed
+    /// FederatedServices and federated routes; annotated routes in the
+    /// members too) annotated `multiclusterdns.fedns.io/domain: <Domain>`;
+    /// delete them when their source goes. Records not labelled
+    /// `app.kubernetes.io/managed-by: fedns` are never changed.
     #[arg(long)]
     pub auto_records: bool,
     /// Domain for `--auto-records` sources without the domain annotation

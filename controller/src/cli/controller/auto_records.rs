@@ -1,12 +1,13 @@
 //! The `--auto-records` inputs of `fedns controller`: caches of the
-//! templates (Services, Ingresses, kubefed's FederatedServices) in the host
-//! and in the engines' control planes, slimmed to what the templates say.
+//! templates (Services, Ingresses, Gateway API routes, kubefed's
+//! FederatedServices and federated routes) in the host and in the engines'
+//! control planes, slimmed to what the templates say.
 
 use std::sync::Arc;
 
 use crate::events::Recorder;
 use anyhow::Context;
-use fedns_api::{Domain, IngressDNSRecord, ServiceDNSRecord};
+use fedns_api::{Domain, IngressDNSRecord, RouteDNSRecord, ServiceDNSRecord};
 use kube::api::Api;
 use kube::runtime::reflector::Store;
 use kube::Resource;
@@ -14,6 +15,7 @@ use tokio::sync::{watch, Notify};
 
 use super::host_caches::{reflect_dynamic, reflect_slim, reporter};
 use crate::cli::ControllerArgs;
+use crate::members::gateway::{spawn_route_templates, GatewayApi};
 use crate::members::{MemberSource, Registry};
 use crate::records::auto::{AutoRecords, TemplateSource};
 
@@ -28,11 +30,12 @@ pub(super) async fn auto_records(
     identity: &str,
     services: &Store<ServiceDNSRecord>,
     ingresses: &Store<IngressDNSRecord>,
+    routes: &Store<RouteDNSRecord>,
     domains: &Store<Domain>,
     leader: &watch::Receiver<bool>,
     changed: &Arc<Notify>,
 ) -> anyhow::Result<AutoRecords> {
-    let source = |client: &kube::Client, in_host: bool, federated: bool| {
+    let source = |client: &kube::Client, label: &str, in_host: bool, federated: bool| {
         let wake = |changed: &Arc<Notify>| {
             let changed = changed.clone();
             move || changed.notify_one()
@@ -48,7 +51,17 @@ pub(super) async fn auto_records(
             };
             reflect_dynamic(client, &resource, w3)
         });
+        // Route templates: a cluster without the Gateway API CRDs (or
+        // kubefed's federated route types) has none, and says so once.
+        let route_caches = |kubefed: bool| {
+            let caches: Arc<GatewayApi> = Arc::default();
+            let changed = changed.clone();
+            spawn_route_templates(label, client, &caches, kubefed, move || changed.notify_one());
+            caches
+        };
         TemplateSource {
+            routes: route_caches(false),
+            federated_routes: federated.then(|| route_caches(true)),
             services: reflect_slim(
                 Api::<k8s_openapi::api::core::v1::Service>::all(client.clone()),
                 slim_template,
@@ -68,6 +81,7 @@ pub(super) async fn auto_records(
     };
     let mut sources = vec![source(
         host,
+        "host",
         true,
         args.sources.member_source.contains(&MemberSource::Kubefed),
     )];
@@ -76,7 +90,7 @@ pub(super) async fn auto_records(
             let karmada = crate::kube_client::client(Some(path))
                 .await
                 .context("the Karmada control plane (--karmada-kubeconfig)")?;
-            sources.push(source(&karmada, false, false));
+            sources.push(source(&karmada, "karmada", false, false));
         }
     }
     // Clusternet's templates (the Services its Subscriptions feed) are in the parent.
@@ -85,7 +99,7 @@ pub(super) async fn auto_records(
             let parent = crate::kube_client::client(Some(path))
                 .await
                 .context("Clusternet's parent cluster (--clusternet-kubeconfig)")?;
-            sources.push(source(&parent, false, false));
+            sources.push(source(&parent, "clusternet-parent", false, false));
         }
     }
     Ok(AutoRecords {
@@ -94,6 +108,7 @@ pub(super) async fn auto_records(
         sources,
         services: services.clone(),
         ingresses: ingresses.clone(),
+        routes: routes.clone(),
         domains: domains.clone(),
         default_domain: args.sources.auto_records_domain.clone(),
         leader: leader.clone(),

@@ -1,5 +1,5 @@
-//! Automatic records (`--auto-records`): ServiceDNSRecords and
-//! IngressDNSRecords made from what the user already has, instead of by
+//! Automatic records (`--auto-records`): ServiceDNSRecords,
+//! IngressDNSRecords and RouteDNSRecords made from what the user already has, instead of by
 //! hand (kubefed's way):
 //! * a Service or Ingress *template* (the object a propagation engine
 //!   copies to members) annotated `multiclusterdns.fedns.io/domain: <Domain>`,
@@ -12,7 +12,16 @@
 //!   same annotation on the ServiceExport, else `--auto-records-domain`.
 //!   Several members exporting one Service make one record. While a
 //!   member's ServiceExports are not listed yet, no record made from a
-//!   ServiceExport is deleted.
+//!   ServiceExport is deleted;
+//! * a Gateway API route (`HTTPRoute` … `UDPRoute`) annotated the same way,
+//!   in the host, the engines' control planes, as a kubefed
+//!   `Federated<Kind>`, or in any member (plain kubectl, Argo CD): a
+//!   `RouteDNSRecord` of its kind and name, with the annotation
+//!   `multiclusterdns.fedns.io/hosts` (comma-separated) as its `spec.hosts`
+//!   (required for TCPRoute and UDPRoute). The same route in several
+//!   clusters makes one record, owned by the host's copy if there is one.
+//!   While a member's routes are not listed yet, no RouteDNSRecord is
+//!   deleted.
 //!
 //! Optional annotations: `multiclusterdns.fedns.io/ttl` (seconds,
 //! 1..86400) and `multiclusterdns.fedns.io/dns-prefix`. An Ingress gives its
@@ -31,6 +40,6 @@ mod sync;
 
 pub use plan::{
     plan, wanted, Action, Existing, Problem, RecordKind, Template, Wanted, DOMAIN_ANNOTATION,
-    GENERATED_FROM_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, PREFIX_ANNOTATION, TTL_ANNOTATION,
+    GENERATED_FROM_ANNOTATION, HOSTS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, PREFIX_ANNOTATION, TTL_ANNOTATION,
 };
 pub use sync::{AutoRecords, TemplateSource};

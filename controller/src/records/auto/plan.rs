@@ -18,6 +18,10 @@ pub const TTL_ANNOTATION: &str = "multiclusterdns.fedns.io/ttl";
 /// Annotation giving the record's `dnsPrefix`.
 pub const PREFIX_ANNOTATION: &str = "multiclusterdns.fedns.io/dns-prefix";
 
+/// Annotation on a route giving its record's `spec.hosts`, comma-separated
+/// (needed on TCPRoute and UDPRoute, which carry no hostnames).
+pub const HOSTS_ANNOTATION: &str = "multiclusterdns.fedns.io/hosts";
+
 /// Label marking what fedns generated (and alone may change or delete).
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
@@ -34,6 +38,8 @@ pub enum RecordKind {
     Service,
     /// IngressDNSRecord.
     Ingress,
+    /// RouteDNSRecord.
+    Route,
 }
 
 impl RecordKind {
@@ -41,6 +47,7 @@ impl RecordKind {
         match self {
             RecordKind::Service => "ServiceDNSRecord",
             RecordKind::Ingress => "IngressDNSRecord",
+            RecordKind::Route => "RouteDNSRecord",
         }
     }
 }
@@ -48,7 +55,8 @@ impl RecordKind {
 /// One annotated source object, reduced to what a record needs.
 #[derive(Debug, Clone)]
 pub struct Template {
-    /// `Service`, `Ingress` or `FederatedService`.
+    /// `Service`, `Ingress`, `FederatedService`, `ServiceExport`, a route
+    /// kind (`HTTPRoute`…) or a kubefed federated route kind.
     pub kind: &'static str,
     /// Its apiVersion.
     pub api_version: &'static str,
@@ -62,6 +70,8 @@ pub struct Template {
     pub annotations: BTreeMap<String, String>,
     /// An Ingress's rule hosts.
     pub hosts: Vec<String>,
+    /// A route's kind (the record is a RouteDNSRecord).
+    pub route_kind: Option<fedns_api::RouteKind>,
     /// Lives in the host (gets an owner reference), else in the Karmada
     /// control plane (index 1 of the recorders).
     pub in_host: bool,
@@ -150,12 +160,46 @@ pub fn wanted(
             ));
         }
         let mut spec = serde_json::Map::new();
-        let kind = if t.kind == "Ingress" {
+        let kind = if t.route_kind.is_some() {
+            RecordKind::Route
+        } else if t.kind == "Ingress" {
             RecordKind::Ingress
         } else {
             RecordKind::Service
         };
         match kind {
+            RecordKind::Route => {
+                let route_kind = t.route_kind.unwrap_or_default();
+                spec.insert("routeKind".into(), json!(route_kind.as_str()));
+                let hosts: Vec<String> = t
+                    .annotations
+                    .get(HOSTS_ANNOTATION)
+                    .map(|h| {
+                        h.split(',')
+                            .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                            .filter(|h| !h.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let bad: Vec<&String> = hosts.iter().filter(|h| names::validate_hostname(h).is_err()).collect();
+                if !bad.is_empty() {
+                    problems.push(problem(
+                        "InvalidAnnotation",
+                        format!("annotation {HOSTS_ANNOTATION}: {bad:?} are not DNS names; no RouteDNSRecord made"),
+                    ));
+                    continue;
+                }
+                if hosts.is_empty() && !route_kind.has_hostnames() {
+                    problems.push(problem(
+                        "InvalidAnnotation",
+                        format!("a {} carries no hostnames: annotation {HOSTS_ANNOTATION} names them; no RouteDNSRecord made", route_kind.as_str()),
+                    ));
+                    continue;
+                }
+                if !hosts.is_empty() {
+                    spec.insert("hosts".into(), json!(hosts));
+                }
+            }
             RecordKind::Service => {
                 spec.insert("domainRef".into(), json!(domain));
             }
@@ -188,7 +232,7 @@ pub fn wanted(
         }
         if let Some(prefix) = t.annotations.get(PREFIX_ANNOTATION) {
             let prefix = prefix.trim().trim_end_matches('.');
-            if kind == RecordKind::Ingress {
+            if kind != RecordKind::Service {
                 problems.push(problem(
                     "InvalidAnnotation",
                     format!("annotation {PREFIX_ANNOTATION} applies to Services only; ignored"),
@@ -204,8 +248,9 @@ pub fn wanted(
         }
         let key = (kind, t.namespace.clone(), t.name.clone());
         if let Some(first) = out.get(&key) {
-            if t.kind == "ServiceExport" && first.source == t.id() {
-                // The same Service exported by another member: one record.
+            if first.source == t.id() {
+                // The same object in another cluster (a Service exported
+                // by several members, a route's copies): one record.
                 continue;
             }
             problems.push(problem(
@@ -297,7 +342,11 @@ pub fn plan(wanted: &[Wanted], existing: &[Existing]) -> Vec<Action> {
                 let spec_differs = w
                     .spec
                     .as_object()
-                    .is_some_and(|want| want.iter().any(|(k, v)| e.spec.get(k) != Some(v)));
+                    .is_some_and(|want| want.iter().any(|(k, v)| e.spec.get(k) != Some(v)))
+                    // A route's hosts annotation removed: back to every hostname.
+                    || (w.kind == RecordKind::Route
+                        && w.spec.get("hosts").is_none()
+                        && e.spec.get("hosts").is_some_and(|h| h.as_array().is_some_and(|a| !a.is_empty())));
                 let owner_differs = w
                     .owner
                     .as_ref()
@@ -329,8 +378,122 @@ mod tests {
             uid: Some(format!("uid-{name}")),
             annotations: annotations.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
             hosts: vec!["shop.example.com".into(), "*.example.com".into()],
+            route_kind: None,
             in_host: true,
         }
+    }
+
+    fn route(kind: fedns_api::RouteKind, name: &str, annotations: &[(&str, &str)]) -> Template {
+        Template {
+            kind: kind.as_str(),
+            api_version: "gateway.networking.k8s.io/v1",
+            hosts: Vec::new(),
+            route_kind: Some(kind),
+            ..template("Service", name, annotations)
+        }
+    }
+
+    #[test]
+    fn annotated_routes_become_route_records() {
+        use fedns_api::RouteKind;
+        let templates = vec![
+            route(
+                RouteKind::HTTPRoute,
+                "web",
+                &[(DOMAIN_ANNOTATION, "myfed"), (TTL_ANNOTATION, "30")],
+            ),
+            route(
+                RouteKind::TCPRoute,
+                "db",
+                &[
+                    (DOMAIN_ANNOTATION, "myfed"),
+                    (HOSTS_ANNOTATION, "db.example.com, DB2.example.com."),
+                ],
+            ),
+            // No hostnames and no annotation naming them: a problem.
+            route(RouteKind::UDPRoute, "dns", &[(DOMAIN_ANNOTATION, "myfed")]),
+            route(
+                RouteKind::TLSRoute,
+                "bad",
+                &[(DOMAIN_ANNOTATION, "myfed"), (HOSTS_ANNOTATION, "not a name")],
+            ),
+            route(RouteKind::GRPCRoute, "plain", &[]),
+            // A dns-prefix on a route is ignored, with a problem.
+            route(
+                RouteKind::GRPCRoute,
+                "api",
+                &[(DOMAIN_ANNOTATION, "myfed"), (PREFIX_ANNOTATION, "x")],
+            ),
+        ];
+        let (wanted, problems) = wanted(&templates, &domains(), None);
+        let specs: Vec<(&str, &Value)> = wanted.iter().map(|w| (w.name.as_str(), &w.spec)).collect();
+        assert_eq!(
+            specs,
+            vec![
+                ("api", &json!({"routeKind": "GRPCRoute"})),
+                (
+                    "db",
+                    &json!({"routeKind": "TCPRoute", "hosts": ["db.example.com", "db2.example.com"]})
+                ),
+                ("web", &json!({"routeKind": "HTTPRoute", "recordTTL": 30})),
+            ]
+        );
+        assert!(wanted.iter().all(|w| w.kind == RecordKind::Route));
+        assert_eq!(wanted[2].source, "HTTPRoute/ns/web");
+        let messages: Vec<(&str, &str)> = problems
+            .iter()
+            .map(|p| (p.source.as_str(), p.message.as_str()))
+            .collect();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(
+            messages[0].0 == "UDPRoute/ns/dns" && messages[0].1.contains(HOSTS_ANNOTATION),
+            "{messages:?}"
+        );
+        assert!(
+            messages[1].0 == "TLSRoute/ns/bad" && messages[1].1.contains("not a name"),
+            "{messages:?}"
+        );
+        assert!(
+            messages[2].0 == "GRPCRoute/ns/api" && messages[2].1.contains("Services only"),
+            "{messages:?}"
+        );
+    }
+
+    #[test]
+    fn a_route_and_its_copies_make_one_record_the_first_source_owning_it() {
+        let in_host = route(fedns_api::RouteKind::HTTPRoute, "web", &[(DOMAIN_ANNOTATION, "myfed")]);
+        let member_copy = Template {
+            in_host: false,
+            uid: Some("uid-in-member".into()),
+            ..in_host.clone()
+        };
+        let (wanted, problems) = wanted(&[in_host, member_copy.clone(), member_copy], &domains(), None);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(wanted.len(), 1);
+        assert_eq!(wanted[0].owner.as_ref().unwrap().uid, "uid-web");
+    }
+
+    #[test]
+    fn a_removed_hosts_annotation_updates_the_route_record() {
+        let (wanted, _) = wanted(
+            &[route(
+                fedns_api::RouteKind::HTTPRoute,
+                "web",
+                &[(DOMAIN_ANNOTATION, "myfed")],
+            )],
+            &domains(),
+            None,
+        );
+        let existing = Existing {
+            kind: RecordKind::Route,
+            namespace: "ns".into(),
+            name: "web".into(),
+            generated: true,
+            spec: json!({"routeKind": "HTTPRoute", "hosts": ["web.example.com"], "recordTTL": 300}),
+            owners: vec![wanted[0].owner.clone().unwrap()],
+            generated_from: Some("HTTPRoute/ns/web".into()),
+        };
+        assert!(matches!(&plan(&wanted, &[existing])[0], Action::Update(_)));
     }
 
     fn domains() -> BTreeSet<String> {

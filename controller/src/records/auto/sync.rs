@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::events::Recorder;
-use fedns_api::{Domain, IngressDNSRecord, ServiceDNSRecord};
+use crate::members::gateway::GatewayApi;
+use fedns_api::{Domain, IngressDNSRecord, RouteDNSRecord, RouteKind, ServiceDNSRecord};
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -32,6 +33,11 @@ pub struct TemplateSource {
     pub ingresses: Store<Ingress>,
     /// kubefed FederatedServices.
     pub federated_services: Option<Store<DynamicObject>>,
+    /// Route templates (each Gateway API route kind; kinds the cluster
+    /// does not serve are empty).
+    pub routes: Arc<GatewayApi>,
+    /// kubefed's federated routes (`FederatedHTTPRoute`…), when kubefed is read.
+    pub federated_routes: Option<Arc<GatewayApi>>,
     /// In the host (owner references), else another API server.
     pub in_host: bool,
     /// Events on its objects.
@@ -48,6 +54,8 @@ pub struct AutoRecords {
     pub services: Store<ServiceDNSRecord>,
     /// IngressDNSRecords.
     pub ingresses: Store<IngressDNSRecord>,
+    /// RouteDNSRecords.
+    pub routes: Store<RouteDNSRecord>,
     /// Domains.
     pub domains: Store<Domain>,
     /// `--auto-records-domain`.
@@ -79,6 +87,7 @@ fn templates_of(source: &TemplateSource) -> Vec<Template> {
             uid: s.uid(),
             annotations: annotations_of(&s.metadata),
             hosts: Vec::new(),
+            route_kind: None,
             in_host: source.in_host,
         });
     }
@@ -97,6 +106,7 @@ fn templates_of(source: &TemplateSource) -> Vec<Template> {
             uid: i.uid(),
             annotations: annotations_of(&i.metadata),
             hosts,
+            route_kind: None,
             in_host: source.in_host,
         });
     }
@@ -118,10 +128,76 @@ fn templates_of(source: &TemplateSource) -> Vec<Template> {
             uid: f.uid(),
             annotations,
             hosts: Vec::new(),
+            route_kind: None,
             in_host: source.in_host,
         });
     }
+    out.extend(route_templates(&source.routes, false, source.in_host));
+    if let Some(federated) = &source.federated_routes {
+        out.extend(route_templates(federated, true, source.in_host));
+    }
     out
+}
+
+/// The routes in `caches` carrying a fedns annotation, as templates
+/// (`federated`: kubefed's `Federated<Kind>` objects).
+fn route_templates(caches: &GatewayApi, federated: bool, in_host: bool) -> Vec<Template> {
+    let mut out = Vec::new();
+    for route_kind in RouteKind::ALL {
+        let cache = caches.routes(route_kind);
+        for (namespace, name) in cache.matching(|f| !f.fedns_annotations.is_empty()) {
+            let Some(facts) = cache.get(&namespace, &name) else {
+                continue;
+            };
+            let (kind, api_version) = if federated {
+                (federated_kind(route_kind), "types.kubefed.io/v1beta1")
+            } else {
+                (route_kind.as_str(), "gateway.networking.k8s.io/v1")
+            };
+            out.push(Template {
+                kind,
+                api_version,
+                namespace,
+                name,
+                uid: facts.uid.as_deref().map(str::to_owned),
+                annotations: facts
+                    .fedns_annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                hosts: Vec::new(),
+                route_kind: Some(route_kind),
+                in_host,
+            });
+        }
+    }
+    // The caches are maps: a stable order, so the first source is stable.
+    out.sort_by(|a, b| (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name)));
+    out
+}
+
+/// kubefed's name of the federated type of `kind` (`kubefedctl enable`).
+fn federated_kind(kind: RouteKind) -> &'static str {
+    match kind {
+        RouteKind::HTTPRoute => "FederatedHTTPRoute",
+        RouteKind::GRPCRoute => "FederatedGRPCRoute",
+        RouteKind::TLSRoute => "FederatedTLSRoute",
+        RouteKind::TCPRoute => "FederatedTCPRoute",
+        RouteKind::UDPRoute => "FederatedUDPRoute",
+    }
+}
+
+/// Every member's annotated routes as templates (for fleets where plain
+/// kubectl or Argo CD writes the routes into each member, with no template
+/// anywhere else), and whether every member's routes have been listed.
+fn member_routes(registry: &crate::members::Registry) -> (Vec<Template>, bool) {
+    let mut out = Vec::new();
+    let mut listed = true;
+    for member in registry.members() {
+        listed &= member.gateway_api.routes_listed();
+        out.extend(route_templates(&member.gateway_api, false, false));
+    }
+    (out, listed)
 }
 
 /// Every member's ServiceExports whose Service is a LoadBalancer, as
@@ -153,6 +229,7 @@ fn member_exports(registry: &crate::members::Registry) -> (Vec<Template>, bool) 
                 uid: None,
                 annotations: annotations_of(&export.metadata),
                 hosts: Vec::new(),
+                route_kind: None,
                 in_host: false,
             });
         }
@@ -160,7 +237,11 @@ fn member_exports(registry: &crate::members::Registry) -> (Vec<Template>, bool) 
     (out, listed)
 }
 
-fn existing_of(services: &Store<ServiceDNSRecord>, ingresses: &Store<IngressDNSRecord>) -> Vec<Existing> {
+fn existing_of(
+    services: &Store<ServiceDNSRecord>,
+    ingresses: &Store<IngressDNSRecord>,
+    routes: &Store<RouteDNSRecord>,
+) -> Vec<Existing> {
     let generated =
         |labels: &BTreeMap<String, String>| labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY);
     let mut out: Vec<Existing> = services
@@ -185,6 +266,15 @@ fn existing_of(services: &Store<ServiceDNSRecord>, ingresses: &Store<IngressDNSR
         owners: r.owner_references().to_vec(),
         generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
     }));
+    out.extend(routes.state().iter().map(|r| Existing {
+        kind: RecordKind::Route,
+        namespace: r.namespace().unwrap_or_default(),
+        name: r.name_any(),
+        generated: generated(r.labels()),
+        spec: serde_json::to_value(&r.spec).unwrap_or_default(),
+        owners: r.owner_references().to_vec(),
+        generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
+    }));
     out
 }
 
@@ -202,8 +292,17 @@ impl AutoRecords {
                 store_ready(f).await;
             }
         }
+        for source in &self.sources {
+            let route_caches = std::iter::once(&source.routes).chain(source.federated_routes.as_ref());
+            for caches in route_caches {
+                while !caches.routes_listed() {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
         store_ready(&self.services).await;
         store_ready(&self.ingresses).await;
+        store_ready(&self.routes).await;
         store_ready(&self.domains).await;
         tracing::info!("auto-records: caches ready");
         let mut reported: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -225,26 +324,31 @@ impl AutoRecords {
                 templates.push(t);
             }
         }
-        let exports_listed = match &self.registry {
+        let (exports_listed, member_routes_listed) = match &self.registry {
             Some(registry) => {
-                let (exports, listed) = member_exports(registry);
+                let (exports, exports_listed) = member_exports(registry);
                 templates.extend(exports);
-                listed
+                let (routes, routes_listed) = member_routes(registry);
+                templates.extend(routes);
+                (exports_listed, routes_listed)
             }
-            None => true,
+            None => (true, true),
         };
         let domains: BTreeSet<String> = self.domains.state().iter().map(|d| d.name_any()).collect();
         let (wanted, mut problems) = wanted(&templates, &domains, self.default_domain.as_deref());
-        let existing = existing_of(&self.services, &self.ingresses);
+        let existing = existing_of(&self.services, &self.ingresses, &self.routes);
         let mut actions = plan(&wanted, &existing);
-        if !exports_listed {
-            // A member's ServiceExports are not known yet: keep what they made.
+        if !exports_listed || !member_routes_listed {
+            // A member's ServiceExports or routes are not known yet: keep
+            // what they (may have) made.
             let from_exports: BTreeSet<(RecordKind, &str, &str)> = existing
                 .iter()
                 .filter(|e| {
-                    e.generated_from
-                        .as_deref()
-                        .is_some_and(|g| g.starts_with("ServiceExport/"))
+                    (!exports_listed
+                        && e.generated_from
+                            .as_deref()
+                            .is_some_and(|g| g.starts_with("ServiceExport/")))
+                        || (!member_routes_listed && e.kind == RecordKind::Route)
                 })
                 .map(|e| (e.kind, e.namespace.as_str(), e.name.as_str()))
                 .collect();
@@ -277,6 +381,10 @@ impl AutoRecords {
                             .await
                             .map(|_| ()),
                         RecordKind::Ingress => Api::<IngressDNSRecord>::namespaced(self.host.clone(), &namespace)
+                            .delete(&name, &DeleteParams::default())
+                            .await
+                            .map(|_| ()),
+                        RecordKind::Route => Api::<RouteDNSRecord>::namespaced(self.host.clone(), &namespace)
                             .delete(&name, &DeleteParams::default())
                             .await
                             .map(|_| ()),
@@ -358,6 +466,12 @@ impl AutoRecords {
                     .create(&PostParams::default(), &record)
                     .await?;
             }
+            RecordKind::Route => {
+                let record: RouteDNSRecord = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
+                Api::<RouteDNSRecord>::namespaced(self.host.clone(), &w.namespace)
+                    .create(&PostParams::default(), &record)
+                    .await?;
+            }
         }
         Ok(())
     }
@@ -365,9 +479,14 @@ impl AutoRecords {
     async fn update(&self, w: &Wanted) -> Result<(), kube::Error> {
         let mut patch = self.object(w);
         // Fields the source no longer asks for go back to their defaults.
-        for key in ["recordTTL", "dnsPrefix"] {
-            if patch["spec"].get(key).is_none() && w.kind == RecordKind::Service {
-                patch["spec"][key] = Value::Null;
+        let resettable: &[&str] = match w.kind {
+            RecordKind::Service => &["recordTTL", "dnsPrefix"],
+            RecordKind::Ingress => &[],
+            RecordKind::Route => &["recordTTL", "hosts"],
+        };
+        for key in resettable {
+            if patch["spec"].get(*key).is_none() {
+                patch["spec"][*key] = Value::Null;
             }
         }
         let params = PatchParams::default();
@@ -379,6 +498,11 @@ impl AutoRecords {
             }
             RecordKind::Ingress => {
                 Api::<IngressDNSRecord>::namespaced(self.host.clone(), &w.namespace)
+                    .patch(&w.name, &params, &Patch::Merge(&patch))
+                    .await?;
+            }
+            RecordKind::Route => {
+                Api::<RouteDNSRecord>::namespaced(self.host.clone(), &w.namespace)
                     .patch(&w.name, &params, &Patch::Merge(&patch))
                     .await?;
             }

@@ -208,6 +208,7 @@ impl Running {
                         uid: None,
                         annotations,
                         hosts,
+                        route_kind: None,
                         in_host: true,
                     });
                 }
@@ -233,6 +234,9 @@ impl Running {
                             });
                         }
                     }
+                    // The sandbox reads no route templates (its route
+                    // record is written by hand, engine or not).
+                    auto::RecordKind::Route => {}
                 }
             }
         } else {
