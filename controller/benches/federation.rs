@@ -11,11 +11,16 @@
 //!    edit, a controller restart's time to serve every name and its peak
 //!    RSS, and LB change → answer p50/p99 over SCALE_CHANGES (20)
 //!    changes at that scale; first the same for MEMBERS × 2,000/MEMBERS
-//!    shards, and the ratio of the two p99s (target ≤ 2×).
+//!    shards, and the ratio of the two p99s (target ≤ 2×);
+//! 4. routes (only when PARTS names it): MEMBERS × ROUTES (default 50 ×
+//!    2,000) HTTPRoutes behind one Gateway per member, each followed by a
+//!    RouteDNSRecord, beside the same count of Services (the peer run):
+//!    convergence, peak RSS and their ratios, and a Gateway address change
+//!    → answer (see `federation/routes.rs`).
 //!
 //! Run: `cargo bench --workspace --bench federation`, or `bench/controller.sh`
 //! (env: MEMBERS, SERVICES, CHANGES, SCALE_CHANGES; PARTS=latency,scale
-//! picks the parts; WRAP puts a profiler's command line before the
+//! picks the parts, PARTS=routes the route run (ROUTES, ROUTE_CHANGES); WRAP puts a profiler's command line before the
 //! controller, e.g. `WRAP="heaptrack -o /tmp/fedns"`; FEDNS_LOG sets the
 //! controller's RUST_LOG, default `error,kube_client=off`; DOMAIN_EDIT=0
 //! and RESTART=0 skip the Domain edit and the restart, so a heap profile's
@@ -24,6 +29,9 @@
 use std::net::UdpSocket;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "federation/routes.rs"]
+mod routes;
 
 use fedns_controller::federation::Federation;
 use fedns_dnsserver::hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
@@ -451,16 +459,27 @@ fn changes_at_scale(
     samples
 }
 
+/// What a scale run measured.
+struct ScaleRun {
+    /// Change → answer p99 (None: not converged or no change served).
+    p99: Option<Duration>,
+    /// Cold start to settled DNS, seconds (None: not converged).
+    converged: Option<f64>,
+    /// The controller's peak RSS by then, MiB.
+    peak_rss: f64,
+}
+
 /// One scale run of `members` × `services` shards: prints its figures
-/// and returns the LB change → answer p99 (None when it did not converge
-/// or no change was served). `reference`: the p99 at 2,000 shards, for
-/// the ratio.
+/// and returns them. `reference`: the p99 at 2,000 shards, for the ratio;
+/// `full`: also the changes, the Domain edit and the restart (else only
+/// the cold start, as the routes part's peer run).
 fn scale(
     runtime: &tokio::runtime::Runtime,
     members: usize,
     services: usize,
     reference: Option<Duration>,
-) -> Option<Duration> {
+    full: bool,
+) -> ScaleRun {
     let dir = std::env::temp_dir().join(format!(
         "fedns-bench-scale-{}-{}",
         std::process::id(),
@@ -540,6 +559,11 @@ fn scale(
         query_a(port, &format!("svc{}.ns.myfed.svc.example.com", services - 1)).len() == members
     });
     let converged_ok = converged.is_some() && served.is_some();
+    let mut run = ScaleRun {
+        p99: None,
+        converged: None,
+        peak_rss: f64::NAN,
+    };
     if converged_ok {
         // Converged once the DNS server is done too: the last snapshot
         // update before 2 s without one (the publisher may still be
@@ -556,10 +580,12 @@ fn scale(
                 quiet = Instant::now();
             }
         }
+        run.converged = Some(settled_at.as_secs_f64());
+        run.peak_rss = peak_rss_mib(pid);
         println!(
             "scale: converged from a cold start in {:.1} s, DNS settled (target < 30 s); controller peak RSS {:.0} MiB (target < 512 MiB)",
             settled_at.as_secs_f64(),
-            peak_rss_mib(pid)
+            run.peak_rss
         );
     } else {
         println!(
@@ -575,7 +601,7 @@ fn scale(
         );
     }
     let mut p99_out = None;
-    if converged_ok {
+    if converged_ok && full {
         let changes = env("SCALE_CHANGES", 20);
         let samples = changes_at_scale(
             &federation,
@@ -640,7 +666,7 @@ fn scale(
         }
     }
     let mut controller = controller;
-    if converged_ok && env("RESTART", 1) == 1 {
+    if converged_ok && full && env("RESTART", 1) == 1 {
         // A restart against a converged federation: every DNSEndpoint is
         // already written, so the first publish computes every zone whole.
         drop(controller);
@@ -672,7 +698,8 @@ fn scale(
     drop(controller);
     federation.stop();
     let _ = std::fs::remove_dir_all(dir);
-    p99_out
+    run.p99 = p99_out;
+    run
 }
 
 fn main() {
@@ -696,8 +723,11 @@ fn main() {
         // The reference: the same members with 2,000 shards in all, so
         // the ratio shows what the shard count alone costs a change.
         let reference = (members * services > 2000)
-            .then(|| scale(&runtime, members, (2000 / members).max(1), None))
+            .then(|| scale(&runtime, members, (2000 / members).max(1), None, true).p99)
             .flatten();
-        scale(&runtime, members, services, reference);
+        scale(&runtime, members, services, reference, true);
+    }
+    if parts.split(',').any(|p| p == "routes") {
+        routes::run(&runtime);
     }
 }

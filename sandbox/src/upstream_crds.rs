@@ -42,10 +42,10 @@ pub const CLUSTER_PROFILES: &str =
 /// channel, from <https://github.com/kubernetes-sigs/gateway-api> at
 /// `8bb74df00e56ec8f944d48c25e6c1c9c2f6848e3` (`v1.6.1`), paths
 /// `config/crd/standard/gateway.networking.k8s.io_<plural>.yaml`: the kinds
-/// fedns reads (GatewayClass, Gateway and the five route kinds; TLSRoute,
-/// TCPRoute and UDPRoute are `v1` in the standard channel since v1.6.0),
-/// as (plural, text).
-pub const GATEWAY_API: [(&str, &str); 7] = [
+/// fedns reads (GatewayClass, Gateway, ListenerSet and the five route
+/// kinds; TLSRoute, TCPRoute, UDPRoute and ListenerSet are `v1` in the
+/// standard channel since v1.6.0), as (plural, text).
+pub const GATEWAY_API: [(&str, &str); 8] = [
     (
         "gatewayclasses",
         include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_gatewayclasses.yaml"),
@@ -73,6 +73,10 @@ pub const GATEWAY_API: [(&str, &str); 7] = [
     (
         "udproutes",
         include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_udproutes.yaml"),
+    ),
+    (
+        "listenersets",
+        include_str!("../crds/upstream/gateway-api/gateway.networking.k8s.io_listenersets.yaml"),
     ),
 ];
 
@@ -162,7 +166,7 @@ mod tests {
     fn the_gateway_api_crds_admit_their_example_and_refuse_what_upstream_refuses() {
         let store = crate::store::Store::new(100);
         let report = seed(&store, "gateway-api", &gateway_api_yaml());
-        assert_eq!((report.applied, report.skipped.len()), (7, 0), "{report:?}");
+        assert_eq!((report.applied, report.skipped.len()), (GATEWAY_API.len(), 0), "{report:?}");
         let report = seed(&store, "gateway-api example", examples::GATEWAY_API);
         assert_eq!((report.applied, report.skipped.len()), (4, 0), "{report:?}");
         let routes = store.resource("gateway.networking.k8s.io", "v1", "httproutes").unwrap();

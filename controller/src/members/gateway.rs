@@ -78,22 +78,30 @@ pub struct ListenerFacts {
     pub conflicted: bool,
 }
 
-/// What fedns reads of a member's Gateway.
+/// What fedns reads of a member's Gateway, or of a ListenerSet
+/// (`apis/v1/listenerset_types.go`: listeners of the same shape, attached
+/// to the Gateway its `spec.parentRef` names, whose addresses they use).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GatewayFacts {
     /// Its listeners.
     pub listeners: Box<[ListenerFacts]>,
-    /// `status.addresses[]` as (type, value); type defaults to `IPAddress`.
+    /// `status.addresses[]` as (type, value); type defaults to `IPAddress`
+    /// (a ListenerSet has none of its own).
     pub addresses: Box<[(Box<str>, Box<str>)]>,
-    /// The Gateway's `Programmed` condition.
+    /// The `Programmed` condition.
     pub programmed: Option<bool>,
-    /// The Gateway's `Accepted` condition.
+    /// The `Accepted` condition.
     pub accepted: Option<bool>,
+    /// A ListenerSet's `spec.parentRef`: its Gateway as (namespace, name)
+    /// (namespace default: the ListenerSet's). `None` for a Gateway, or a
+    /// parent of another kind.
+    pub parent: Option<(Box<str>, Box<str>)>,
 }
 
 impl GatewayFacts {
-    /// The facts of `object` (a Gateway as JSON); what does not parse is
-    /// left at its default (an unparsable object serves nothing).
+    /// The facts of `object` (a Gateway or a ListenerSet as JSON); what
+    /// does not parse is left at its default (an unparsable object serves
+    /// nothing).
     pub fn of(object: &DynamicObject) -> Self {
         #[derive(Deserialize, Default)]
         #[serde(default, rename_all = "camelCase")]
@@ -105,6 +113,16 @@ impl GatewayFacts {
         #[serde(default, rename_all = "camelCase")]
         struct Spec {
             listeners: Vec<Listener>,
+            parent_ref: Option<ParentGateway>,
+        }
+        /// `ParentGatewayReference` (`apis/v1/shared_types.go`).
+        #[derive(Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct ParentGateway {
+            group: Option<String>,
+            kind: Option<String>,
+            name: String,
+            namespace: Option<String>,
         }
         #[derive(Deserialize, Default)]
         #[serde(default, rename_all = "camelCase")]
@@ -190,6 +208,20 @@ impl GatewayFacts {
                 .collect(),
             programmed: condition(&gateway.status.conditions, "Programmed"),
             accepted: condition(&gateway.status.conditions, "Accepted"),
+            parent: gateway
+                .spec
+                .parent_ref
+                .filter(|p| {
+                    p.group.as_deref().unwrap_or(GATEWAY_GROUP) == GATEWAY_GROUP
+                        && p.kind.as_deref().unwrap_or("Gateway") == "Gateway"
+                })
+                .map(|p| {
+                    let namespace = p
+                        .namespace
+                        .or_else(|| object.metadata.namespace.clone())
+                        .unwrap_or_default();
+                    (namespace.into(), p.name.into())
+                }),
         }
     }
 
@@ -436,10 +468,16 @@ impl RouteFacts {
 
     /// Names Gateway `namespace/name` among its parents (spec or status).
     pub fn names_gateway(&self, namespace: &str, name: &str) -> bool {
+        self.names_parent("Gateway", namespace, name)
+    }
+
+    /// Names parent `kind` (`Gateway`, `ListenerSet`) `namespace/name`
+    /// among its parents (spec or status).
+    pub fn names_parent(&self, kind: &str, namespace: &str, name: &str) -> bool {
         self.parent_refs
             .iter()
             .chain(self.parents.iter().map(|p| &p.parent))
-            .any(|p| &*p.kind == "Gateway" && &*p.namespace == namespace && &*p.name == name)
+            .any(|p| &*p.kind == kind && &*p.namespace == namespace && &*p.name == name)
     }
 
     /// Routes to Service `namespace/name`.
@@ -447,6 +485,9 @@ impl RouteFacts {
         self.backends.iter().any(|(ns, n)| &**ns == namespace && &**n == name)
     }
 }
+
+/// The kind of a set of listeners attached to a Gateway.
+pub const LISTENER_SET: &str = "ListenerSet";
 
 /// The prefix of the annotations automatic records read.
 const FEDNS_ANNOTATION_PREFIX: &str = "multiclusterdns.fedns.io/";
@@ -496,8 +537,11 @@ pub struct GatewayApi {
     pub gateways: Arc<FactCache<GatewayFacts>>,
     /// Routes, one cache per kind ([`RouteKind::ALL`] order).
     pub routes: [Arc<FactCache<RouteFacts>>; 5],
-    /// Served state of Gateways then each route kind (as [`Served`]).
-    served: [Arc<AtomicU8>; 6],
+    /// ListenerSets (standard since gateway-api v1.6.0).
+    pub listener_sets: Arc<FactCache<GatewayFacts>>,
+    /// Served state of Gateways, then each route kind, then ListenerSets
+    /// (as [`Served`]).
+    served: [Arc<AtomicU8>; 7],
 }
 
 impl GatewayApi {
@@ -514,6 +558,55 @@ impl GatewayApi {
     /// Whether the member serves `kind`.
     pub fn routes_served(&self, kind: RouteKind) -> Served {
         Served::from_u8(self.served[1 + kind_index(kind)].load(Ordering::Relaxed))
+    }
+
+    /// The parent a route's `parentRef` names, as the Gateway its routes
+    /// attach to: a Gateway's facts; for a ListenerSet, its listeners with
+    /// its Gateway's addresses (a ListenerSet not `Accepted=True` by its
+    /// Gateway, or one whose Gateway says `Programmed=False`, serves
+    /// nothing).
+    ///
+    /// # Errors
+    /// Why there is no such parent to serve through, for the `Attached`
+    /// condition.
+    pub fn parent(&self, kind: &str, namespace: &str, name: &str) -> Result<GatewayFacts, String> {
+        match kind {
+            "Gateway" => self
+                .gateways
+                .get(namespace, name)
+                .ok_or_else(|| "not found in the member".to_owned()),
+            LISTENER_SET => {
+                let set = self.listener_sets.get(namespace, name).ok_or_else(|| {
+                    match Served::from_u8(self.served[6].load(Ordering::Relaxed)) {
+                        Served::Yes => "not found in the member".to_owned(),
+                        _ => "not found: the member serves no ListenerSet".to_owned(),
+                    }
+                })?;
+                if set.accepted != Some(true) {
+                    return Err(
+                        "not Accepted by its Gateway (the Gateway's allowedListeners, or its parentRef)".into(),
+                    );
+                }
+                let Some((gw_ns, gw_name)) = set.parent.clone() else {
+                    return Err("its spec.parentRef names no Gateway".into());
+                };
+                let gateway = self
+                    .gateways
+                    .get(&gw_ns, &gw_name)
+                    .ok_or_else(|| format!("its Gateway {gw_ns}/{gw_name} is not found in the member"))?;
+                Ok(GatewayFacts {
+                    listeners: set.listeners,
+                    addresses: gateway.addresses,
+                    programmed: match (gateway.programmed, set.programmed) {
+                        (Some(false), _) | (_, Some(false)) => Some(false),
+                        (a, b) => a.or(b),
+                    },
+                    accepted: set.accepted,
+                    parent: set.parent,
+                })
+            }
+            _ => Err("only Gateway and ListenerSet parents are followed".into()),
+        }
     }
 
     /// Whether every route kind has been listed or found not served.
@@ -538,6 +631,9 @@ fn kind_index(kind: RouteKind) -> usize {
 fn versions(kind: &str) -> &'static [&'static str] {
     match kind {
         "Gateway" | "HTTPRoute" => &["v1", "v1beta1"],
+        // Before v1.6 only the experimental XListenerSet
+        // (gateway.networking.x-k8s.io), not read.
+        "ListenerSet" => &["v1"],
         "GRPCRoute" | "TCPRoute" | "UDPRoute" => &["v1", "v1alpha2"],
         "TLSRoute" => &["v1", "v1alpha3", "v1alpha2"],
         _ => &["v1"],
@@ -585,11 +681,37 @@ pub(super) fn spawn_watches(
             caches.served[0].clone(),
             kind_state_changed.clone(),
             move |ns: String, name: String| {
-                // A Gateway's change reaches every route naming it.
+                // A Gateway's change reaches every route naming it, and
+                // every route naming one of its ListenerSets.
+                let sets = caches_for_gateways
+                    .listener_sets
+                    .matching(|s| s.parent.as_ref().is_some_and(|(n, g)| **n == *ns && **g == *name));
                 for kind in RouteKind::ALL {
-                    for (route_ns, route) in caches_for_gateways
+                    for (route_ns, route) in caches_for_gateways.routes(kind).matching(|f| {
+                        f.names_gateway(&ns, &name)
+                            || sets.iter().any(|(s_ns, s)| f.names_parent(LISTENER_SET, s_ns, s))
+                    }) {
+                        changed(kind, route_ns, route);
+                    }
+                }
+            },
+        ));
+    }
+    {
+        let caches_for_sets = caches.clone();
+        let changed = route_changed.clone();
+        tasks.push(spawn_kind(
+            member.to_owned(),
+            apis_of(client, LISTENER_SET, "listenersets"),
+            caches.listener_sets.clone(),
+            GatewayFacts::of,
+            caches.served[6].clone(),
+            kind_state_changed.clone(),
+            move |ns: String, name: String| {
+                for kind in RouteKind::ALL {
+                    for (route_ns, route) in caches_for_sets
                         .routes(kind)
-                        .matching(|f| f.names_gateway(&ns, &name))
+                        .matching(|f| f.names_parent(LISTENER_SET, &ns, &name))
                     {
                         changed(kind, route_ns, route);
                     }
@@ -889,5 +1011,76 @@ mod tests {
         assert_eq!(facts.first_path.as_deref(), Some("/login"));
         assert!(facts.names_gateway("default", "example-gateway"));
         assert!(!facts.names_gateway("other", "example-gateway"));
+    }
+
+    /// A ListenerSet (`apis/v1/listenerset_types.go`) attached to Gateway
+    /// `infra/gw`: a route whose parentRef is the ListenerSet is served on
+    /// its listeners with the Gateway's addresses, and not at all while
+    /// the Gateway has not accepted the set or the Gateway is missing.
+    #[test]
+    fn a_route_on_a_listener_set_takes_its_gateways_addresses() {
+        use crate::records::gateway::attach::served;
+        let ok = |t: &str| serde_json::json!({"type": t, "status": "True"});
+        let api = GatewayApi::default();
+        api.gateways.apply(
+            "infra",
+            "gw",
+            GatewayFacts::of(&object(
+                "infra",
+                serde_json::json!({
+                    "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                    "metadata": {"name": "gw"},
+                    "spec": {"gatewayClassName": "c", "allowedListeners": {"namespaces": {"from": "All"}},
+                             "listeners": [{"name": "main", "port": 80, "protocol": "HTTP", "hostname": "main.example.com"}]},
+                    "status": {"addresses": [{"value": "127.0.0.21"}], "conditions": [ok("Programmed")]}
+                }),
+            )),
+        );
+        let set = |accepted: &str| {
+            GatewayFacts::of(&object(
+                "team",
+                serde_json::json!({
+                    "apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
+                    "metadata": {"name": "team-set"},
+                    "spec": {"parentRef": {"name": "gw", "namespace": "infra"},
+                             "listeners": [{"name": "api", "port": 8080, "protocol": "HTTP", "hostname": "*.team.example.com"}]},
+                    "status": {"conditions": [{"type": "Accepted", "status": accepted}, ok("Programmed")],
+                               "listeners": [{"name": "api", "attachedRoutes": 1, "conditions": [ok("Programmed")]}]}
+                }),
+            ))
+        };
+        let facts = set("True");
+        assert_eq!(facts.parent, Some(("infra".into(), "gw".into())));
+        api.listener_sets.apply("team", "team-set", facts);
+        let parent = serde_json::json!({"group": GATEWAY_GROUP, "kind": "ListenerSet", "name": "team-set", "sectionName": "api"});
+        let route = RouteFacts::of(&object(
+            "team",
+            serde_json::json!({
+                "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": "api"},
+                "spec": {"parentRefs": [parent], "hostnames": ["api.team.example.com"]},
+                "status": {"parents": [{"parentRef": parent, "controllerName": "example.net/gw",
+                                        "conditions": [ok("Accepted"), ok("ResolvedRefs")]}]}
+            }),
+        ));
+        assert!(route.names_parent(LISTENER_SET, "team", "team-set"));
+        let lookup = |kind: &str, ns: &str, name: &str| api.parent(kind, ns, name);
+        let got = served(RouteKind::HTTPRoute, "team", &route, &[], lookup).unwrap();
+        assert_eq!(got.hostnames[0].hostname, "api.team.example.com");
+        assert_eq!(got.hostnames[0].addresses, ["127.0.0.21"]);
+        assert_eq!(got.hostnames[0].listeners, ["team/team-set/api"]);
+        assert_eq!(got.first_port, Some(8080));
+        // Not accepted by its Gateway: nothing.
+        api.listener_sets.apply("team", "team-set", set("False"));
+        let why = served(RouteKind::HTTPRoute, "team", &route, &[], lookup).unwrap_err();
+        assert!(
+            why.contains("ListenerSet team/team-set: not Accepted by its Gateway"),
+            "{why}"
+        );
+        // Its Gateway gone: nothing.
+        api.listener_sets.apply("team", "team-set", set("True"));
+        api.gateways.delete("infra", "gw");
+        let why = served(RouteKind::HTTPRoute, "team", &route, &[], lookup).unwrap_err();
+        assert!(why.contains("its Gateway infra/gw is not found"), "{why}");
     }
 }

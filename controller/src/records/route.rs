@@ -119,8 +119,8 @@ pub fn route_problem(
         return Some(why);
     }
     let route = member.gateway_api.routes(kind).get(namespace, name)?;
-    if let Err(why) = attach::served(kind, namespace, &route, &spec.hosts, |ns, gw| {
-        member.gateway_api.gateways.get(ns, gw)
+    if let Err(why) = attach::served(kind, namespace, &route, &spec.hosts, |kind, ns, name| {
+        member.gateway_api.parent(kind, ns, name)
     }) {
         return Some(why);
     }
@@ -185,8 +185,8 @@ pub(super) async fn reconcile_route(
     // The probe port defaults to the port of a listener serving the route.
     let listener_port = members.iter().find_map(|m| {
         let route = m.gateway_api.routes(kind).get(namespace, name)?;
-        attach::served(kind, namespace, &route, &record.spec.hosts, |ns, gw| {
-            m.gateway_api.gateways.get(ns, gw)
+        attach::served(kind, namespace, &route, &record.spec.hosts, |kind, ns, name| {
+            m.gateway_api.parent(kind, ns, name)
         })
         .ok()?
         .first_port
@@ -256,8 +256,8 @@ pub(super) async fn reconcile_route(
             let Some(route) = member.gateway_api.routes(kind).get(namespace, name) else {
                 return ingress(format!("no {} {namespace}/{name}", kind.as_str()));
             };
-            let served = match attach::served(kind, namespace, &route, &record.spec.hosts, |ns, gw| {
-                member.gateway_api.gateways.get(ns, gw)
+            let served = match attach::served(kind, namespace, &route, &record.spec.hosts, |kind, ns, name| {
+                member.gateway_api.parent(kind, ns, name)
             }) {
                 Ok(served) => served,
                 Err(why) => return ingress(why),

@@ -812,3 +812,140 @@ spec:
     .await;
     federation.stop();
 }
+
+/// A Gateway `infra/gw-ls` at `ip` that admits ListenerSets from every
+/// namespace, a ListenerSet `ns/team` attached to it (listener `api`,
+/// HTTP 8080, api.example.com; `accepted` its Accepted status), and an
+/// HTTPRoute `ns/api` whose parent is the ListenerSet's listener. Shaped as
+/// gateway-api v1.6.1's `apis/v1/listenerset_types.go` and
+/// `gateway_types.go` (`AllowedListeners`) define them.
+fn listener_set_yaml(ip: &str, accepted: &str) -> String {
+    let condition = |type_: &str, status: &str| {
+        format!(
+            "{{type: {type_}, status: \"{status}\", reason: {type_}, message: \"\", observedGeneration: 1, lastTransitionTime: \"2026-11-26T00:00:00Z\"}}"
+        )
+    };
+    format!(
+        r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw-ls, namespace: infra, generation: 1}}
+spec:
+  gatewayClassName: example
+  allowedListeners: {{namespaces: {{from: All}}}}
+  listeners:
+    - {{name: main, protocol: HTTP, port: 80, hostname: main.example.com}}
+status:
+  addresses: [{{type: IPAddress, value: "{ip}"}}]
+  conditions: [{gw_accepted}, {gw_programmed}]
+  listeners:
+    - {{name: main, attachedRoutes: 0, supportedKinds: [{{group: gateway.networking.k8s.io, kind: HTTPRoute}}], conditions: [{gw_programmed}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {{name: team, namespace: ns, generation: 1}}
+spec:
+  parentRef: {{name: gw-ls, namespace: infra}}
+  listeners:
+    - {{name: api, protocol: HTTP, port: 8080, hostname: api.example.com, allowedRoutes: {{namespaces: {{from: Same}}}}}}
+status:
+  conditions: [{set_accepted}, {gw_programmed}]
+  listeners:
+    - {{name: api, attachedRoutes: 1, supportedKinds: [{{group: gateway.networking.k8s.io, kind: HTTPRoute}}], conditions: [{gw_programmed}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: api, namespace: ns, generation: 1}}
+spec:
+  parentRefs: [{{group: gateway.networking.k8s.io, kind: ListenerSet, name: team, sectionName: api}}]
+  rules: [{{backendRefs: [{{name: web, port: 8080}}]}}]
+status:
+  parents:
+    - parentRef: {{group: gateway.networking.k8s.io, kind: ListenerSet, name: team, namespace: ns, sectionName: api}}
+      controllerName: example.net/gateway-controller
+      conditions: [{route_accepted}, {route_resolved}]
+"#,
+        gw_accepted = condition("Accepted", "True"),
+        gw_programmed = condition("Programmed", "True"),
+        set_accepted = condition("Accepted", accepted),
+        route_accepted = condition("Accepted", "True"),
+        route_resolved = condition("ResolvedRefs", "True"),
+    )
+}
+
+/// A route attached to a ListenerSet (standard since gateway-api v1.6.0)
+/// is published with the addresses of the ListenerSet's Gateway; the
+/// Gateway not accepting the set takes the name out, and a change of the
+/// Gateway's address reaches the route through the set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_on_a_listener_set_is_served_at_its_gateways_addresses() {
+    let dir = temp_dir("routes-listenerset");
+    let federation = Federation::start(&dir, "fedns-system", &["a"]).await.unwrap();
+    let a = federation.member("a").unwrap();
+    a.seed_yaml("a", &member_yaml("region-a", "203.0.113.91")).unwrap();
+    a.seed_yaml("a-ls", &listener_set_yaml("203.0.113.92", "True")).unwrap();
+    federation.register("a", json!({})).unwrap();
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            &format!(
+                "{MYFED_HOST_YAML}---\n{}",
+                "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: RouteDNSRecord\nmetadata: {name: api, namespace: ns}\nspec: {routeKind: HTTPRoute, recordTTL: 5}\n"
+            ),
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let host = client_of(&federation.host).await;
+    let records: Api<RouteDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let member = client_of(a).await;
+    eventually("api.example.com at the ListenerSet's Gateway address", || {
+        dig(dns_port, "api.example.com", "A", false) == ["203.0.113.92"]
+    })
+    .await;
+    let record = records.get("api").await.unwrap();
+    let dns = record.status.unwrap().dns;
+    assert_eq!(dns[0].hostnames[0].listeners, ["ns/team/api"], "{dns:?}");
+
+    // The Gateway's address changes: the route follows through the set.
+    let gateways = gateway_resource("gateways", "Gateway");
+    patch_status(
+        &member,
+        &gateways,
+        "infra",
+        "gw-ls",
+        json!({"addresses": [{"type": "IPAddress", "value": "203.0.113.93"}]}),
+    )
+    .await;
+    eventually("the new Gateway address", || {
+        dig(dns_port, "api.example.com", "A", false) == ["203.0.113.93"]
+    })
+    .await;
+
+    // The Gateway no longer accepts the ListenerSet: the name goes, and
+    // the condition says why.
+    let sets = gateway_resource("listenersets", "ListenerSet");
+    let refused = json!({"type": "Accepted", "status": "False", "reason": "NotAllowed", "message": "",
+                         "observedGeneration": 1, "lastTransitionTime": "2026-11-26T00:01:00Z"});
+    let programmed = json!({"type": "Programmed", "status": "True", "reason": "Programmed", "message": "",
+                            "observedGeneration": 1, "lastTransitionTime": "2026-11-26T00:00:00Z"});
+    patch_status(
+        &member,
+        &sets,
+        "ns",
+        "team",
+        json!({"conditions": [refused, programmed]}),
+    )
+    .await;
+    eventually("api.example.com gone with the ListenerSet refused", || {
+        dig_status(dns_port, "api.example.com", "A") == "NXDOMAIN"
+    })
+    .await;
+    let (_, message) = attached(&records, "api").await;
+    assert!(
+        message.contains("ListenerSet ns/team: not Accepted by its Gateway"),
+        "{message}"
+    );
+    federation.stop();
+}

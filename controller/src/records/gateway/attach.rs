@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use fedns_api::{RouteHostname, RouteKind};
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus};
 
-use crate::members::gateway::{GatewayFacts, ListenerFacts, RouteFacts, GATEWAY_GROUP};
+use crate::members::gateway::{GatewayFacts, ListenerFacts, RouteFacts, GATEWAY_GROUP, LISTENER_SET};
 use fedns_api::gateway::{intersect, is_wildcard};
 
 /// What a route serves in one member.
@@ -94,7 +94,10 @@ fn listener_refuses(
 }
 
 /// The hostnames route `route_namespace/…` of `kind` (facts `route`)
-/// serves in one member whose Gateways `gateway(namespace, name)` returns.
+/// serves in one member whose parents `parent(kind, namespace, name)`
+/// returns (a Gateway, or a ListenerSet as its Gateway's addresses with
+/// its own listeners: [`GatewayApi::parent`](crate::members::gateway::GatewayApi::parent);
+/// `Err`: why there is none).
 /// `hosts` is the record's `spec.hosts`: when set, only those names
 /// (and for TCPRoute/UDPRoute, which carry none, exactly those).
 ///
@@ -106,7 +109,7 @@ pub fn served(
     route_namespace: &str,
     route: &RouteFacts,
     hosts: &[String],
-    gateway: impl Fn(&str, &str) -> Option<GatewayFacts>,
+    parent_of: impl Fn(&str, &str, &str) -> Result<GatewayFacts, String>,
 ) -> Result<Served, String> {
     let wanted: BTreeSet<String> = hosts
         .iter()
@@ -124,38 +127,44 @@ pub fn served(
     for parent in route.parents.iter() {
         let p = &parent.parent;
         let id = format!("{}/{}", p.namespace, p.name);
-        if &*p.group != GATEWAY_GROUP || &*p.kind != "Gateway" {
-            reasons.push(format!("parent {} {id}: only Gateway parents are followed", p.kind));
+        let what = &*p.kind;
+        if &*p.group != GATEWAY_GROUP || !matches!(what, "Gateway" | LISTENER_SET) {
+            reasons.push(format!(
+                "parent {what} {id}: only Gateway and ListenerSet parents are followed"
+            ));
             continue;
         }
         if !route.parent_refs.iter().any(|spec| spec.same_object(p)) {
-            reasons.push(format!("Gateway {id}: in status.parents but not in spec.parentRefs"));
+            reasons.push(format!("{what} {id}: in status.parents but not in spec.parentRefs"));
             continue;
         }
         if parent.accepted != Some(true) {
             reasons.push(format!(
-                "Gateway {id}: has not accepted the route (Accepted is not True)"
+                "{what} {id}: has not accepted the route (Accepted is not True)"
             ));
             continue;
         }
         if parent.resolved_refs == Some(false) {
             reasons.push(format!(
-                "Gateway {id}: ResolvedRefs=False (a backend cannot be resolved)"
+                "{what} {id}: ResolvedRefs=False (a backend cannot be resolved)"
             ));
             continue;
         }
-        let Some(gw) = gateway(&p.namespace, &p.name) else {
-            reasons.push(format!("Gateway {id}: not found in the member"));
-            continue;
+        let gw = match parent_of(what, &p.namespace, &p.name) {
+            Ok(gw) => gw,
+            Err(why) => {
+                reasons.push(format!("{what} {id}: {why}"));
+                continue;
+            }
         };
         if gw.programmed == Some(false) {
-            reasons.push(format!("Gateway {id}: not Programmed"));
+            reasons.push(format!("{what} {id}: not Programmed"));
             continue;
         }
         let (gw_points, skipped) = gw.load_balancer_points();
-        notes.extend(skipped.into_iter().map(|s| format!("Gateway {id}: {s}")));
+        notes.extend(skipped.into_iter().map(|s| format!("{what} {id}: {s}")));
         if gw_points.is_empty() {
-            reasons.push(format!("Gateway {id}: has no usable status.addresses"));
+            reasons.push(format!("{what} {id}: has no usable status.addresses"));
             continue;
         }
         let values: BTreeSet<String> = gw_points
@@ -221,10 +230,10 @@ pub fn served(
             }
         } else if refusals.is_empty() {
             reasons.push(format!(
-                "Gateway {id}: no listener matches the parentRef's sectionName/port"
+                "{what} {id}: no listener matches the parentRef's sectionName/port"
             ));
         } else {
-            reasons.push(format!("Gateway {id}: {}", refusals.join("; ")));
+            reasons.push(format!("{what} {id}: {}", refusals.join("; ")));
         }
     }
     if names.is_empty() {
@@ -307,6 +316,16 @@ mod tests {
         RouteFacts::of(&object)
     }
 
+    /// A member's parents from a Gateway lookup (ListenerSets: none).
+    fn by_gateway(
+        gateway: impl Fn(&str, &str) -> Option<GatewayFacts>,
+    ) -> impl Fn(&str, &str, &str) -> Result<GatewayFacts, String> {
+        move |kind, ns, name| match kind {
+            "Gateway" => gateway(ns, name).ok_or_else(|| "not found in the member".to_owned()),
+            _ => Err("no such parent here".to_owned()),
+        }
+    }
+
     fn accepted() -> serde_json::Value {
         serde_json::json!([{"type": "Accepted", "status": "True"}, {"type": "ResolvedRefs", "status": "True"}])
     }
@@ -334,30 +353,33 @@ mod tests {
             (vec!["specific.but.wrong.com", "wildcard.io"], vec![]),
         ] {
             let r = route(&hostnames, parent.clone(), accepted());
-            let got = served(RouteKind::HTTPRoute, "app", &r, &[], lookup);
+            let got = served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup));
             assert_eq!(names(&got), want, "{hostnames:?}: {got:?}");
         }
         // The wildcard ∩ wildcard is noted, not published.
         let r = route(&["*.anotherwildcard.io"], parent.clone(), accepted());
-        let got = served(RouteKind::HTTPRoute, "app", &r, &[], lookup).unwrap_err();
+        let got = served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup)).unwrap_err();
         assert!(got.contains("wildcard hostname is not published"), "{got}");
         // A route without hostnames takes each listener's own.
         let r = route(&[], parent.clone(), accepted());
         assert_eq!(
-            names(&served(RouteKind::HTTPRoute, "app", &r, &[], lookup)),
+            names(&served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup))),
             vec!["very.specific.com"]
         );
         // sectionName picks one listener.
         let section = serde_json::json!({"name": "gw", "namespace": "infra", "sectionName": "listener-2"});
         let r = route(&["very.specific.com", "a.wildcard.io"], section, accepted());
         assert_eq!(
-            names(&served(RouteKind::HTTPRoute, "app", &r, &[], lookup)),
+            names(&served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup))),
             vec!["a.wildcard.io"]
         );
         // spec.hosts limits what is published.
         let r = route(&["foo.wildcard.io", "bar.wildcard.io"], parent.clone(), accepted());
         let hosts = vec!["bar.wildcard.io".to_owned()];
-        assert_eq!(names(&served(RouteKind::HTTPRoute, "app", &r, &hosts, lookup)), hosts);
+        assert_eq!(
+            names(&served(RouteKind::HTTPRoute, "app", &r, &hosts, by_gateway(lookup))),
+            hosts
+        );
     }
 
     #[test]
@@ -368,12 +390,12 @@ mod tests {
         let refused =
             serde_json::json!([{"type": "Accepted", "status": "False", "reason": "NoMatchingListenerHostname"}]);
         let r = route(&["very.specific.com"], parent.clone(), refused);
-        let why = served(RouteKind::HTTPRoute, "app", &r, &[], lookup).unwrap_err();
+        let why = served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup)).unwrap_err();
         assert!(why.contains("has not accepted"), "{why}");
         let unresolved =
             serde_json::json!([{"type": "Accepted", "status": "True"}, {"type": "ResolvedRefs", "status": "False"}]);
         let r = route(&["very.specific.com"], parent.clone(), unresolved);
-        assert!(served(RouteKind::HTTPRoute, "app", &r, &[], lookup)
+        assert!(served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup))
             .unwrap_err()
             .contains("ResolvedRefs=False"));
         // The listener's status says Programmed=False.
@@ -382,28 +404,42 @@ mod tests {
         listeners[0].programmed = false;
         unprogrammed.listeners = listeners.into();
         let r = route(&["very.specific.com"], parent.clone(), accepted());
-        let why = served(RouteKind::HTTPRoute, "app", &r, &[], |_: &str, _: &str| {
-            Some(unprogrammed.clone())
-        })
+        let why = served(
+            RouteKind::HTTPRoute,
+            "app",
+            &r,
+            &[],
+            by_gateway(|_: &str, _: &str| Some(unprogrammed.clone())),
+        )
         .unwrap_err();
         assert!(why.contains("listener listener-1: it is not Programmed"), "{why}");
         // A Gateway without addresses, or missing, serves nothing.
         let mut bare = conformance_gateway();
         bare.addresses = Box::new([]);
-        assert!(served(RouteKind::HTTPRoute, "app", &r, &[], |_: &str, _: &str| Some(
-            bare.clone()
-        ))
+        assert!(served(
+            RouteKind::HTTPRoute,
+            "app",
+            &r,
+            &[],
+            by_gateway(|_: &str, _: &str| Some(bare.clone()))
+        )
         .unwrap_err()
         .contains("no usable status.addresses"));
-        assert!(served(RouteKind::HTTPRoute, "app", &r, &[], |_: &str, _: &str| None)
-            .unwrap_err()
-            .contains("not found"));
+        assert!(served(
+            RouteKind::HTTPRoute,
+            "app",
+            &r,
+            &[],
+            by_gateway(|_: &str, _: &str| None)
+        )
+        .unwrap_err()
+        .contains("not found"));
         // A GRPCRoute rides the same HTTP listeners; a TLSRoute does not.
         assert_eq!(
-            names(&served(RouteKind::GRPCRoute, "app", &r, &[], lookup)),
+            names(&served(RouteKind::GRPCRoute, "app", &r, &[], by_gateway(lookup))),
             vec!["very.specific.com"]
         );
-        assert!(served(RouteKind::TLSRoute, "app", &r, &[], lookup)
+        assert!(served(RouteKind::TLSRoute, "app", &r, &[], by_gateway(lookup))
             .unwrap_err()
             .contains("protocol carries no route of this kind"));
     }
@@ -421,14 +457,22 @@ mod tests {
         let parent = serde_json::json!({"name": "gw", "namespace": "infra"});
         let r = route(&[], parent.clone(), accepted());
         // Default `from: Same`: a route in another namespace is refused.
-        let why = served(RouteKind::HTTPRoute, "app", &r, &[], |_: &str, _: &str| {
-            Some(gw.clone())
-        })
+        let why = served(
+            RouteKind::HTTPRoute,
+            "app",
+            &r,
+            &[],
+            by_gateway(|_: &str, _: &str| Some(gw.clone())),
+        )
         .unwrap_err();
         assert!(why.contains("own namespace only"), "{why}");
-        let ok = served(RouteKind::HTTPRoute, "infra", &r, &[], |_: &str, _: &str| {
-            Some(gw.clone())
-        })
+        let ok = served(
+            RouteKind::HTTPRoute,
+            "infra",
+            &r,
+            &[],
+            by_gateway(|_: &str, _: &str| Some(gw.clone())),
+        )
         .unwrap();
         assert_eq!(ok.hostnames[0].hostname, "shop.example.com");
         assert_eq!(ok.hostnames[0].addresses, vec!["127.0.0.11", "lb.example.net"]);
@@ -439,15 +483,23 @@ mod tests {
             "allowedRoutes": {"namespaces": {"from": "All"}, "kinds": [{"kind": "GRPCRoute"}]}}]);
         let gw = gateway(grpc_only, status, serde_json::json!([{"value": "127.0.0.11"}]));
         let r = route(&["a.example.com"], parent, accepted());
-        let why = served(RouteKind::HTTPRoute, "app", &r, &[], |_: &str, _: &str| {
-            Some(gw.clone())
-        })
+        let why = served(
+            RouteKind::HTTPRoute,
+            "app",
+            &r,
+            &[],
+            by_gateway(|_: &str, _: &str| Some(gw.clone())),
+        )
         .unwrap_err();
         assert!(why.contains("allowedRoutes.kinds"), "{why}");
         assert_eq!(
-            names(&served(RouteKind::GRPCRoute, "app", &r, &[], |_: &str, _: &str| Some(
-                gw.clone()
-            ))),
+            names(&served(
+                RouteKind::GRPCRoute,
+                "app",
+                &r,
+                &[],
+                by_gateway(|_: &str, _: &str| Some(gw.clone()))
+            )),
             vec!["a.example.com"]
         );
     }
@@ -465,10 +517,13 @@ mod tests {
             accepted(),
         );
         let lookup = |_: &str, _: &str| Some(gw.clone());
-        assert!(served(RouteKind::TCPRoute, "app", &r, &[], lookup)
+        assert!(served(RouteKind::TCPRoute, "app", &r, &[], by_gateway(lookup))
             .unwrap_err()
             .contains("spec.hosts must name them"));
         let hosts = vec!["db.example.com".to_owned()];
-        assert_eq!(names(&served(RouteKind::TCPRoute, "app", &r, &hosts, lookup)), hosts);
+        assert_eq!(
+            names(&served(RouteKind::TCPRoute, "app", &r, &hosts, by_gateway(lookup))),
+            hosts
+        );
     }
 }
