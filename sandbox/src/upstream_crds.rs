@@ -166,7 +166,11 @@ mod tests {
     fn the_gateway_api_crds_admit_their_example_and_refuse_what_upstream_refuses() {
         let store = crate::store::Store::new(100);
         let report = seed(&store, "gateway-api", &gateway_api_yaml());
-        assert_eq!((report.applied, report.skipped.len()), (GATEWAY_API.len(), 0), "{report:?}");
+        assert_eq!(
+            (report.applied, report.skipped.len()),
+            (GATEWAY_API.len(), 0),
+            "{report:?}"
+        );
         let report = seed(&store, "gateway-api example", examples::GATEWAY_API);
         assert_eq!((report.applied, report.skipped.len()), (4, 0), "{report:?}");
         let routes = store.resource("gateway.networking.k8s.io", "v1", "httproutes").unwrap();

@@ -1083,4 +1083,48 @@ mod tests {
         let why = served(RouteKind::HTTPRoute, "team", &route, &[], lookup).unwrap_err();
         assert!(why.contains("its Gateway infra/gw is not found"), "{why}");
     }
+
+    /// A kubefed federated route (`kubefedctl enable` of
+    /// `httproutes.gateway.networking.k8s.io`): its `spec.template` is the
+    /// route; fedns annotations from the object win over the template's;
+    /// the template's status (none) says nothing of parents.
+    #[test]
+    fn a_federated_route_is_read_from_its_template() {
+        let mut federated = object(
+            "ns",
+            serde_json::json!({
+                "apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedHTTPRoute",
+                "metadata": {"name": "shop", "uid": "u-1",
+                             "annotations": {"multiclusterdns.fedns.io/ttl": "60", "other.io/x": "y"}},
+                "spec": {"template": {"metadata": {"annotations": {"multiclusterdns.fedns.io/domain": "myfed",
+                                                                    "multiclusterdns.fedns.io/ttl": "30"}},
+                                      "spec": {"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"]}},
+                         "placement": {"clusters": [{"name": "a"}]}}
+            }),
+        );
+        federated.metadata.uid = Some("u-1".into());
+        let facts = RouteFacts::of_federated(&federated);
+        assert_eq!(&*facts.hostnames, [Box::from("shop.example.com")]);
+        assert_eq!(&*facts.parent_refs[0].namespace, "ns");
+        assert!(facts.parents.is_empty());
+        assert_eq!(facts.uid.as_deref(), Some("u-1"));
+        let annotations: Vec<(&str, &str)> = facts.fedns_annotations.iter().map(|(k, v)| (&**k, &**v)).collect();
+        assert_eq!(
+            annotations,
+            [
+                ("multiclusterdns.fedns.io/domain", "myfed"),
+                ("multiclusterdns.fedns.io/ttl", "60")
+            ]
+        );
+    }
+
+    #[test]
+    fn older_gateway_api_versions_are_asked_for_after_v1() {
+        assert_eq!(versions("TCPRoute"), ["v1", "v1alpha2"]);
+        assert_eq!(versions("UDPRoute"), ["v1", "v1alpha2"]);
+        assert_eq!(versions("TLSRoute"), ["v1", "v1alpha3", "v1alpha2"]);
+        assert_eq!(versions("GRPCRoute"), ["v1", "v1alpha2"]);
+        assert_eq!(versions("HTTPRoute"), ["v1", "v1beta1"]);
+        assert_eq!(versions(LISTENER_SET), ["v1"]);
+    }
 }

@@ -259,9 +259,15 @@ pub fn ingress_endpoints(
         });
     }
     let mut out = Vec::new();
+    // A route's wildcard hostname (`*.example.com`) is published as the
+    // RFC 4592 wildcard owner name it is; every other host is a host name.
+    let normalize = |h: &str| match h.starts_with("*.") {
+        true => names::normalize_owner_name(h),
+        false => names::normalize_hostname(h),
+    };
     let unique: BTreeSet<String> = hosts
         .iter()
-        .filter_map(|h| match names::normalize_hostname(h) {
+        .filter_map(|h| match normalize(h) {
             Ok(h) => Some(h),
             Err(e) => {
                 problems.push(BuildProblem {

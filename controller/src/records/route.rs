@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use fedns_api::gateway::is_wildcard;
 use fedns_api::{conditions, BackendHealth, RouteClusterDNS, RouteDNSRecord, RouteKind};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
 use kube::api::Api;
@@ -29,6 +30,11 @@ use crate::queue::RecordKey;
 /// accepted, its listener is not programmed, the member has no Gateway
 /// API kinds, ...).
 pub const ATTACHED: &str = "Attached";
+
+/// The label put before a wildcard's suffix to make the probe's Host
+/// header and SNI when a route serves only wildcard names
+/// (`*.example.com` → `fedns-probe.example.com`, a name it serves).
+pub const PROBE_LABEL: &str = "fedns-probe";
 
 /// The route's state in one member, for the `Attached` condition.
 fn member_reason(member: &Member, kind: RouteKind, namespace: &str, name: &str) -> Option<String> {
@@ -151,31 +157,36 @@ pub(super) async fn reconcile_route(
     let mut status = old_status.clone();
     let mut problems = Vec::new();
     // Probes carry a hostname of the route as Host header and SNI: the
-    // record's first host, else the first it published, else the first
-    // precise hostname the route names in any member.
+    // record's first host, else the first precise one it published, else
+    // the first precise hostname the route names in any member, else a
+    // name under its first wildcard.
     let members = ctx.registry.members();
+    let route_names = || {
+        members
+            .iter()
+            .filter_map(|m| m.gateway_api.routes(kind).get(namespace, name))
+            .flat_map(|r| r.hostnames.to_vec())
+            .map(|h| h.to_string())
+            .collect::<Vec<String>>()
+    };
+    let published: Vec<String> = old_status
+        .dns
+        .iter()
+        .flat_map(|s| s.hostnames.iter())
+        .map(|h| h.hostname.clone())
+        .collect();
     let first_host = record
         .spec
         .hosts
         .first()
         .cloned()
-        .or_else(|| {
-            old_status
-                .dns
-                .iter()
-                .flat_map(|s| s.hostnames.iter())
-                .map(|h| h.hostname.clone())
-                .next()
-        })
-        .or_else(|| {
-            members.iter().find_map(|m| {
-                let route = m.gateway_api.routes(kind).get(namespace, name)?;
-                route
-                    .hostnames
-                    .iter()
-                    .find(|h| !h.starts_with('*'))
-                    .map(|h| h.to_string())
-            })
+        .or_else(|| published.iter().find(|h| !is_wildcard(h)).cloned())
+        .or_else(|| route_names().into_iter().find(|h| !is_wildcard(h)))
+        .or_else(|| published.first().cloned())
+        .or_else(|| route_names().into_iter().next())
+        .map(|h| match h.strip_prefix("*.") {
+            Some(suffix) => format!("{PROBE_LABEL}.{suffix}"),
+            None => h,
         })
         .unwrap_or_default();
     let first_path = members
@@ -303,11 +314,27 @@ pub(super) async fn reconcile_route(
         })
     });
     let routing = drained.as_ref();
+    // A policy other than All picks answers per name asked.
+    let routed = routing.is_some_and(|r| r.policy != fedns_api::routing::RoutingPolicy::All);
     // hostname → (cluster, region, that cluster's addresses for it).
     let mut by_hostname: BTreeMap<String, Vec<(String, Option<String>, LoadBalancerStatus)>> = BTreeMap::new();
     for shard in &shards {
         let region = regions.get(&shard.cluster).cloned().flatten();
         for hostname in &shard.hostnames {
+            if routed && is_wildcard(&hostname.hostname) {
+                // A policy picks answers per name asked; a wildcard's are
+                // synthesized for names that do not exist (RFC 4592), which
+                // the policies do not reach in every sink.
+                let message = format!(
+                    "{} is a wildcard: not published with spec.routing.policy {}; name the hosts under it in spec.hosts",
+                    hostname.hostname,
+                    routing.map_or("", |r| r.policy.as_str())
+                );
+                if !problems.iter().any(|p| p.message == message) {
+                    problems.push(BuildProblem { cluster: None, message });
+                }
+                continue;
+            }
             // Health may have dropped addresses from the shard's load
             // balancer: keep those of this hostname's Gateways still there.
             let points = shard
@@ -340,6 +367,9 @@ pub(super) async fn reconcile_route(
             .flat_map(|s| s.hostnames.iter().map(|h| h.hostname.clone())),
     );
     known.extend(by_hostname.keys().cloned());
+    if routed {
+        known.retain(|h| !is_wildcard(h));
+    }
     let hostnames: Vec<String> = known.iter().cloned().collect();
     let domains = ctx.domains_of(&hostnames);
     let domain_refs: Vec<&fedns_api::Domain> = domains.iter().map(|d| d.as_ref()).collect();

@@ -949,3 +949,96 @@ async fn a_route_on_a_listener_set_is_served_at_its_gateways_addresses() {
     );
     federation.stop();
 }
+
+/// A route without hostnames on a `*.example.com` listener serves the
+/// wildcard: it is published as the RFC 4592 wildcard owner name, which
+/// answers names nothing else publishes and never a name another record
+/// owns, nor names below one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_without_hostnames_publishes_its_listeners_wildcard() {
+    let dir = temp_dir("routes-wildcard");
+    let federation = Federation::start(&dir, "fedns-system", &["a"]).await.unwrap();
+    let a = federation.member("a").unwrap();
+    a.seed_yaml("a", &member_yaml("region-a", "203.0.113.101")).unwrap();
+    // A second Gateway at another address, and a route without hostnames
+    // attached to it (the `shop` route stays on the first).
+    let catchall = member_yaml("region-a", "203.0.113.102");
+    let catchall = catchall
+        .split("\n---\n")
+        .filter(|doc| {
+            let doc = doc.trim_start();
+            doc.starts_with("apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n")
+                || doc.starts_with("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n")
+        })
+        .map(|doc| {
+            doc.replace("name: gw,", "name: gw-catchall,")
+                .replace("{name: gw, namespace: infra}", "{name: gw-catchall, namespace: infra}")
+                .replace("name: gw, namespace: infra}", "name: gw-catchall, namespace: infra}")
+                .replace("name: shop,", "name: catchall,")
+                .replace(&format!("  hostnames: [\"{NAME}\"]\n"), "")
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    assert!(
+        catchall.contains("gw-catchall") && !catchall.contains(NAME),
+        "{catchall}"
+    );
+    a.seed_yaml("a-catchall", &catchall).unwrap();
+    federation.register("a", json!({})).unwrap();
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            &format!(
+                "{MYFED_HOST_YAML}---\n{}---\n{}",
+                "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: RouteDNSRecord\nmetadata: {name: shop, namespace: ns}\nspec: {routeKind: HTTPRoute, recordTTL: 5}\n",
+                "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: RouteDNSRecord\nmetadata: {name: catchall, namespace: ns}\nspec: {routeKind: HTTPRoute, recordTTL: 5}\n"
+            ),
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    eventually("a name under the wildcard from the catch-all Gateway", || {
+        dig(dns_port, "anything.example.com", "A", false) == ["203.0.113.102"]
+    })
+    .await;
+    eventually("shop.example.com from its own route", || {
+        dig(dns_port, NAME, "A", false) == ["203.0.113.101"]
+    })
+    .await;
+    // Below a name that exists, the wildcard does not answer (RFC 4592 §2.2.1).
+    assert_eq!(dig_status(dns_port, &format!("x.{NAME}"), "A"), "NXDOMAIN");
+    let host = client_of(&federation.host).await;
+    let records: Api<RouteDNSRecord> = Api::namespaced(host, "ns");
+    let record = records.get("catchall").await.unwrap();
+    let dns = record.status.unwrap().dns;
+    assert_eq!(dns[0].hostnames[0].hostname, "*.example.com", "{dns:?}");
+
+    // A policy picks answers per name asked: a wildcard is then not
+    // published, and InputValid says so.
+    records
+        .patch(
+            "catchall",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"routing": {"policy": "Failover", "priorities": [["region-a"]]}}})),
+        )
+        .await
+        .unwrap();
+    eventually("the wildcard withdrawn under a Failover policy", || {
+        dig_status(dns_port, "anything.example.com", "A") == "NXDOMAIN"
+    })
+    .await;
+    let record = records.get("catchall").await.unwrap();
+    let input_valid = record
+        .status
+        .as_ref()
+        .and_then(|s| fedns_api::conditions::get(&s.conditions, fedns_controller::records::INPUT_VALID))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(
+        input_valid.contains("*.example.com is a wildcard: not published with spec.routing.policy Failover"),
+        "{input_valid}"
+    );
+    assert_eq!(dig(dns_port, NAME, "A", false), ["203.0.113.101"]);
+    federation.stop();
+}

@@ -206,20 +206,29 @@ pub fn served(
                 yielded.extend(wanted.iter().cloned());
             }
             for hostname in yielded {
-                if is_wildcard(&hostname) {
-                    notes.insert(format!(
-                        "{hostname} (listener {listener_id}): a wildcard hostname is not published"
-                    ));
-                    continue;
+                // With spec.hosts only those names, a wildcard serving
+                // each host under it; without, every name, a wildcard as
+                // the RFC 4592 wildcard owner name it is.
+                let published: Vec<String> = if wanted.is_empty() {
+                    vec![hostname]
+                } else if is_wildcard(&hostname) {
+                    wanted
+                        .iter()
+                        .filter(|h| intersect(Some(&hostname), Some(h.as_str())).as_deref() == Some(h.as_str()))
+                        .cloned()
+                        .collect()
+                } else if wanted.contains(&hostname) {
+                    vec![hostname]
+                } else {
+                    Vec::new()
+                };
+                for hostname in published {
+                    took_any = true;
+                    first_port.get_or_insert(listener.port);
+                    let entry = names.entry(hostname).or_default();
+                    entry.0.insert(listener_id.clone());
+                    entry.1.extend(values.iter().cloned());
                 }
-                if !wanted.is_empty() && !wanted.contains(&hostname) {
-                    continue;
-                }
-                took_any = true;
-                first_port.get_or_insert(listener.port);
-                let entry = names.entry(hostname).or_default();
-                entry.0.insert(listener_id.clone());
-                entry.1.extend(values.iter().cloned());
             }
         }
         if took_any {
@@ -349,22 +358,30 @@ mod tests {
                 vec!["bar.wildcard.io", "foo.bar.wildcard.io", "foo.wildcard.io"],
             ),
             (vec!["*.specific.com"], vec!["very.specific.com"]),
-            (vec!["*.anotherwildcard.io"], vec![]),
+            (vec!["*.anotherwildcard.io"], vec!["*.anotherwildcard.io"]),
             (vec!["specific.but.wrong.com", "wildcard.io"], vec![]),
         ] {
             let r = route(&hostnames, parent.clone(), accepted());
             let got = served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup));
             assert_eq!(names(&got), want, "{hostnames:?}: {got:?}");
         }
-        // The wildcard ∩ wildcard is noted, not published.
+        // The wildcard ∩ wildcard is the wildcard owner name (RFC 4592);
+        // with spec.hosts, the hosts under it.
         let r = route(&["*.anotherwildcard.io"], parent.clone(), accepted());
-        let got = served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup)).unwrap_err();
-        assert!(got.contains("wildcard hostname is not published"), "{got}");
+        assert_eq!(
+            names(&served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup))),
+            vec!["*.anotherwildcard.io"]
+        );
+        let hosts = vec!["a.anotherwildcard.io".to_owned(), "b.elsewhere.io".to_owned()];
+        assert_eq!(
+            names(&served(RouteKind::HTTPRoute, "app", &r, &hosts, by_gateway(lookup))),
+            vec!["a.anotherwildcard.io"]
+        );
         // A route without hostnames takes each listener's own.
         let r = route(&[], parent.clone(), accepted());
         assert_eq!(
             names(&served(RouteKind::HTTPRoute, "app", &r, &[], by_gateway(lookup))),
-            vec!["very.specific.com"]
+            vec!["*.anotherwildcard.io", "*.wildcard.io", "very.specific.com"]
         );
         // sectionName picks one listener.
         let section = serde_json::json!({"name": "gw", "namespace": "infra", "sectionName": "listener-2"});
