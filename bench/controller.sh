@@ -3,7 +3,9 @@
 # balancer changes), failover time, and the 20 × 2,000 scale run (cold-start
 # convergence and peak RSS). Figures are printed; nothing is asserted.
 # Env: MEMBERS (20), SERVICES (2000), CHANGES (100), SCALE_CHANGES (20),
-# PARTS (latency,scale), WRAP (a profiler command line before the controller),
+# PARTS (latency,scale; `routes`: MEMBERS (50) × ROUTES (2000) HTTPRoutes beside
+# as many Services, ROUTE_CHANGES (10) Gateway address changes),
+# WRAP (a profiler command line before the controller),
 # DOMAIN_EDIT and RESTART (1; 0 skips the Domain edit or the controller restart:
 # with both 0 a heap profile ends in the steady state).
 set -euo pipefail

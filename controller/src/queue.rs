@@ -46,6 +46,7 @@ impl RecordKey {
 struct Pending {
     keys: BTreeMap<RecordKey, Instant>,
     all: Option<Instant>,
+    all_routes: Option<Instant>,
 }
 
 /// A deduplicating work queue; cheap to clone.
@@ -68,6 +69,9 @@ pub enum Work {
     Record(RecordKey, Instant),
     /// Every record (member health or topology changed).
     All(Instant),
+    /// Every RouteDNSRecord (a member's Gateway API kinds turned served or
+    /// not served, which no other record reads).
+    AllRoutes(Instant),
 }
 
 impl Queue {
@@ -89,6 +93,13 @@ impl Queue {
         self.notify.notify_one();
     }
 
+    /// Queues every RouteDNSRecord.
+    pub fn push_all_routes(&self) {
+        let now = Instant::now();
+        self.lock().all_routes.get_or_insert(now);
+        self.notify.notify_one();
+    }
+
     /// Takes everything queued, waiting while empty.
     pub async fn take(&self) -> Vec<Work> {
         loop {
@@ -104,6 +115,7 @@ impl Queue {
     pub fn take_now(&self) -> Vec<Work> {
         let mut pending = self.lock();
         let mut work: Vec<Work> = pending.all.take().map(Work::All).into_iter().collect();
+        work.extend(pending.all_routes.take().map(Work::AllRoutes));
         work.extend(
             std::mem::take(&mut pending.keys)
                 .into_iter()

@@ -418,9 +418,10 @@ impl Registry {
                 }
             },
             {
-                // A kind served or gone: every record says so.
+                // A kind served or gone: every route record says so (no
+                // other record reads Gateway API kinds).
                 let queue = queue.clone();
-                move || queue.push_all()
+                move || queue.push_all_routes()
             },
         ));
         tasks.push(ctx.spawn_slices(

@@ -113,6 +113,18 @@ impl Schedule {
         self.pass = keys.into_iter().map(|key| (key, since)).collect();
     }
 
+    /// Adds `keys` to the pass under way (or starts one), each once: a
+    /// pass over some records (every RouteDNSRecord) that must not cut
+    /// short a pass over every record.
+    pub fn extend_pass(&mut self, keys: impl IntoIterator<Item = RecordKey>, since: Instant) {
+        let queued: std::collections::HashSet<RecordKey> = self.pass.iter().map(|(k, _)| k.clone()).collect();
+        for key in keys {
+            if !queued.contains(&key) {
+                self.pass.push_back((key, since));
+            }
+        }
+    }
+
     /// The next record for a free worker, marked running: the oldest fresh
     /// change, else the backlog's and the pass's next in turn; `None` when
     /// nothing can start (all waiting records are in flight).
@@ -288,6 +300,22 @@ mod tests {
         // A new pass replaces the rest of the old one.
         schedule.start_pass((0..10).map(key), start);
         assert_eq!(schedule.left().1, 10);
+    }
+
+    #[test]
+    fn a_pass_over_some_records_extends_the_pass_under_way() {
+        let mut schedule = Schedule::default();
+        let start = Instant::now();
+        schedule.start_pass((0..10).map(key), start);
+        let route = |i: usize| RecordKey::Route("ns".into(), format!("r{i}"));
+        // Route records only: added after what is left, each once; the
+        // pass over every record is not cut short.
+        schedule.extend_pass((0..3).map(route), start);
+        schedule.extend_pass((0..3).map(route), start);
+        assert_eq!(schedule.left().1, 13);
+        let keys: Vec<RecordKey> = drain(&mut schedule).into_iter().map(|p| p.key).collect();
+        assert_eq!(keys.len(), 13);
+        assert_eq!(keys[10..], [route(0), route(1), route(2)]);
     }
 
     #[test]

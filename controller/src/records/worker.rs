@@ -125,6 +125,14 @@ fn add_work(ctx: &RecordContext, schedule: &mut Schedule, work: Vec<Work>) {
                     .map(|r| RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
                 schedule.start_pass(services.chain(ingresses).chain(routes), since);
             }
+            Work::AllRoutes(since) => {
+                let routes = ctx
+                    .routes
+                    .state()
+                    .into_iter()
+                    .map(|r| RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
+                schedule.extend_pass(routes, since);
+            }
         }
     }
     if !changes.is_empty() {
