@@ -459,6 +459,65 @@ fn changes_at_scale(
     samples
 }
 
+/// Waits until the host holds `count` DNSEndpoints, each with an A
+/// endpoint for its name (`name_of` the DNSEndpoint's name) listing
+/// `members` targets; its time, or `None` after 300 s.
+fn every_endpoint_converged(
+    federation: &Federation,
+    count: usize,
+    members: usize,
+    name_of: impl Fn(&str) -> String,
+) -> Option<Duration> {
+    let store = federation.host.store().clone();
+    let info = store
+        .resource("multiclusterdns.fedns.io", "v1alpha1", "dnsendpoints")
+        .unwrap();
+    // A list of every DNSEndpoint copies each one under the host store's
+    // lock (20,000 of ~10 KB at 1,000,000 shards), and this process also
+    // serves the members' API servers: the check waits four times its own
+    // time between runs, so it takes at most a fifth of a core and of the
+    // host's lock from the controller it measures.
+    wait_sparingly(Duration::from_secs(300), Duration::from_millis(250), || {
+        let Ok(list) = store.list(&info, &Default::default(), None, None) else {
+            return false;
+        };
+        let Some(items) = list["items"].as_array() else {
+            return false;
+        };
+        items.len() == count
+            && items.iter().all(|e| {
+                let name = name_of(e["metadata"]["name"].as_str().unwrap_or_default());
+                e["spec"]["endpoints"]
+                    .as_array()
+                    .and_then(|eps| {
+                        eps.iter()
+                            .find(|ep| ep["recordType"] == "A" && ep["dnsName"] == name.as_str())
+                    })
+                    .and_then(|ep| ep["targets"].as_array().map(|t| t.len()))
+                    == Some(members)
+            })
+    })
+}
+
+/// Converged once the DNS server is done too: the time since `started` of
+/// the last snapshot update before 2 s without one (the publisher may
+/// still be finishing, e.g. a whole publish as the last CNAME fallbacks go).
+fn dns_settled(metrics_port: u16, started: Instant) -> Duration {
+    let mut last = metric(metrics_port, "fedns_dns_snapshot_updates_total");
+    let mut settled_at = started.elapsed();
+    let mut quiet = Instant::now();
+    while quiet.elapsed() < Duration::from_secs(2) && started.elapsed() < Duration::from_secs(420) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = metric(metrics_port, "fedns_dns_snapshot_updates_total");
+        if now != last {
+            last = now;
+            settled_at = started.elapsed();
+            quiet = Instant::now();
+        }
+    }
+    settled_at
+}
+
 /// What a scale run measured.
 struct ScaleRun {
     /// Change → answer p99 (None: not converged or no change served).
@@ -519,41 +578,10 @@ fn scale(
     // Give a wrapper a moment to start the controller.
     std::thread::sleep(Duration::from_millis(300));
     let pid = controller.pid();
-    // Converged when every record's DNSEndpoint holds every member's address.
     let store = federation.host.store().clone();
-    let info = store
-        .resource("multiclusterdns.fedns.io", "v1alpha1", "dnsendpoints")
-        .unwrap();
-    // A list of every DNSEndpoint copies each one under the host store's
-    // lock (20,000 of ~10 KB at 1,000,000 shards), and this process also
-    // serves the members' API servers: the check waits four times its own
-    // time between runs, so it takes at most a fifth of a core and of the
-    // host's lock from the controller it measures.
-    let converged = wait_sparingly(Duration::from_secs(300), Duration::from_millis(250), || {
-        let Ok(list) = store.list(&info, &Default::default(), None, None) else {
-            return false;
-        };
-        let Some(items) = list["items"].as_array() else {
-            return false;
-        };
-        items.len() == services
-            && items.iter().all(|e| {
-                let global = format!(
-                    "{}.ns.myfed.svc.example.com",
-                    e["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .trim_start_matches("service-")
-                );
-                e["spec"]["endpoints"]
-                    .as_array()
-                    .and_then(|eps| {
-                        eps.iter()
-                            .find(|ep| ep["recordType"] == "A" && ep["dnsName"] == global.as_str())
-                    })
-                    .and_then(|ep| ep["targets"].as_array().map(|t| t.len()))
-                    == Some(members)
-            })
+    // Converged when every record's DNSEndpoint holds every member's address.
+    let converged = every_endpoint_converged(&federation, services, members, |endpoint| {
+        format!("{}.ns.myfed.svc.example.com", endpoint.trim_start_matches("service-"))
     });
     let served = wait_for(Duration::from_secs(120), || {
         query_a(port, &format!("svc{}.ns.myfed.svc.example.com", services - 1)).len() == members
@@ -565,21 +593,7 @@ fn scale(
         peak_rss: f64::NAN,
     };
     if converged_ok {
-        // Converged once the DNS server is done too: the last snapshot
-        // update before 2 s without one (the publisher may still be
-        // finishing, e.g. a whole publish as the last CNAME fallbacks go).
-        let mut last = metric(metrics_port, "fedns_dns_snapshot_updates_total");
-        let mut settled_at = started.elapsed();
-        let mut quiet = Instant::now();
-        while quiet.elapsed() < Duration::from_secs(2) && started.elapsed() < Duration::from_secs(420) {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = metric(metrics_port, "fedns_dns_snapshot_updates_total");
-            if now != last {
-                last = now;
-                settled_at = started.elapsed();
-                quiet = Instant::now();
-            }
-        }
+        let settled_at = dns_settled(metrics_port, started);
         run.converged = Some(settled_at.as_secs_f64());
         run.peak_rss = peak_rss_mib(pid);
         println!(

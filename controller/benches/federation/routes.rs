@@ -14,8 +14,8 @@ use fedns_controller::federation::Federation;
 use serde_json::{json, Value};
 
 use super::{
-    env, free_port, metric, peak_rss_mib, percentile, query_a, scale, start_controller, wait_every, wait_for,
-    wait_sparingly, ScaleRun,
+    dns_settled, env, every_endpoint_converged, free_port, peak_rss_mib, percentile, query_a, scale, start_controller,
+    wait_every, wait_for, ScaleRun,
 };
 
 /// A condition as a Gateway controller writes it (`metav1.Condition`).
@@ -113,37 +113,10 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
     let controller = start_controller(&federation, port, metrics_port);
     std::thread::sleep(Duration::from_millis(300));
     let pid = controller.pid();
-    let store = federation.host.store().clone();
-    let info = store
-        .resource("multiclusterdns.fedns.io", "v1alpha1", "dnsendpoints")
-        .unwrap();
     // Converged when every record's DNSEndpoint holds every member's
     // Gateway address for its hostname (checked as the Services run does).
-    let converged = wait_sparingly(Duration::from_secs(300), Duration::from_millis(250), || {
-        let Ok(list) = store.list(&info, &Default::default(), None, None) else {
-            return false;
-        };
-        let Some(items) = list["items"].as_array() else {
-            return false;
-        };
-        items.len() == routes
-            && items.iter().all(|e| {
-                let name = format!(
-                    "{}.example.com",
-                    e["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .trim_start_matches("route-")
-                );
-                e["spec"]["endpoints"]
-                    .as_array()
-                    .and_then(|eps| {
-                        eps.iter()
-                            .find(|ep| ep["recordType"] == "A" && ep["dnsName"] == name.as_str())
-                    })
-                    .and_then(|ep| ep["targets"].as_array().map(|t| t.len()))
-                    == Some(members)
-            })
+    let converged = every_endpoint_converged(&federation, routes, members, |endpoint| {
+        format!("{}.example.com", endpoint.trim_start_matches("route-"))
     });
     let last = format!("r{}.example.com", routes - 1);
     let served = wait_for(Duration::from_secs(120), || query_a(port, &last).len() == members);
@@ -153,19 +126,7 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
         peak_rss: f64::NAN,
     };
     if converged.is_some() && served.is_some() {
-        // Settled once the DNS server has had 2 s without a snapshot update.
-        let mut last_updates = metric(metrics_port, "fedns_dns_snapshot_updates_total");
-        let mut settled_at = started.elapsed();
-        let mut quiet = Instant::now();
-        while quiet.elapsed() < Duration::from_secs(2) && started.elapsed() < Duration::from_secs(420) {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = metric(metrics_port, "fedns_dns_snapshot_updates_total");
-            if now != last_updates {
-                last_updates = now;
-                settled_at = started.elapsed();
-                quiet = Instant::now();
-            }
-        }
+        let settled_at = dns_settled(metrics_port, started);
         run.converged = Some(settled_at.as_secs_f64());
         run.peak_rss = peak_rss_mib(pid);
         println!(

@@ -242,40 +242,33 @@ fn existing_of(
     ingresses: &Store<IngressDNSRecord>,
     routes: &Store<RouteDNSRecord>,
 ) -> Vec<Existing> {
-    let generated =
-        |labels: &BTreeMap<String, String>| labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY);
-    let mut out: Vec<Existing> = services
+    let mut out = existing(RecordKind::Service, services, |r| serde_json::to_value(&r.spec));
+    out.extend(existing(RecordKind::Ingress, ingresses, |r| {
+        serde_json::to_value(&r.spec)
+    }));
+    out.extend(existing(RecordKind::Route, routes, |r| serde_json::to_value(&r.spec)));
+    out
+}
+
+/// The records of one kind, as the plan sees them.
+fn existing<K>(kind: RecordKind, records: &Store<K>, spec: impl Fn(&K) -> serde_json::Result<Value>) -> Vec<Existing>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    records
         .state()
         .iter()
         .map(|r| Existing {
-            kind: RecordKind::Service,
+            kind,
             namespace: r.namespace().unwrap_or_default(),
             name: r.name_any(),
-            generated: generated(r.labels()),
-            spec: serde_json::to_value(&r.spec).unwrap_or_default(),
+            generated: r.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY),
+            spec: spec(r).unwrap_or_default(),
             owners: r.owner_references().to_vec(),
             generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
         })
-        .collect();
-    out.extend(ingresses.state().iter().map(|r| Existing {
-        kind: RecordKind::Ingress,
-        namespace: r.namespace().unwrap_or_default(),
-        name: r.name_any(),
-        generated: generated(r.labels()),
-        spec: serde_json::to_value(&r.spec).unwrap_or_default(),
-        owners: r.owner_references().to_vec(),
-        generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
-    }));
-    out.extend(routes.state().iter().map(|r| Existing {
-        kind: RecordKind::Route,
-        namespace: r.namespace().unwrap_or_default(),
-        name: r.name_any(),
-        generated: generated(r.labels()),
-        spec: serde_json::to_value(&r.spec).unwrap_or_default(),
-        owners: r.owner_references().to_vec(),
-        generated_from: r.annotations().get(GENERATED_FROM_ANNOTATION).cloned(),
-    }));
-    out
+        .collect()
 }
 
 impl AutoRecords {
