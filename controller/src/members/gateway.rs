@@ -888,6 +888,7 @@ fn spawn_kind<T: Clone + Send + Sync + 'static>(
             version = (version + 1) % apis.len();
             if not_found >= apis.len() {
                 not_found = 0;
+                version = 0;
                 watching = None;
                 if set(Served::No) {
                     let tried: Vec<&str> = apis.iter().map(|a| a.resource_url()).collect();
