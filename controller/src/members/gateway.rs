@@ -1015,12 +1015,12 @@ mod tests {
     }
 
     /// A ListenerSet (`apis/v1/listenerset_types.go`) attached to Gateway
-    /// `infra/gw`: a route whose parentRef is the ListenerSet is served on
-    /// its listeners with the Gateway's addresses, and not at all while
-    /// the Gateway has not accepted the set or the Gateway is missing.
+    /// `infra/gw`: as a route's parent it has its own listeners and the
+    /// Gateway's addresses, and is no parent while the Gateway has not
+    /// accepted it or the Gateway is missing. (Attachment through it:
+    /// `records::gateway::attach` tests and `routes_e2e`.)
     #[test]
-    fn a_route_on_a_listener_set_takes_its_gateways_addresses() {
-        use crate::records::gateway::attach::served;
+    fn a_listener_set_is_a_parent_with_its_gateways_addresses() {
         let ok = |t: &str| serde_json::json!({"type": t, "status": "True"});
         let api = GatewayApi::default();
         api.gateways.apply(
@@ -1053,36 +1053,24 @@ mod tests {
         let facts = set("True");
         assert_eq!(facts.parent, Some(("infra".into(), "gw".into())));
         api.listener_sets.apply("team", "team-set", facts);
-        let parent = serde_json::json!({"group": GATEWAY_GROUP, "kind": "ListenerSet", "name": "team-set", "sectionName": "api"});
-        let route = RouteFacts::of(&object(
-            "team",
-            serde_json::json!({
-                "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-                "metadata": {"name": "api"},
-                "spec": {"parentRefs": [parent], "hostnames": ["api.team.example.com"]},
-                "status": {"parents": [{"parentRef": parent, "controllerName": "example.net/gw",
-                                        "conditions": [ok("Accepted"), ok("ResolvedRefs")]}]}
-            }),
-        ));
-        assert!(route.names_parent(LISTENER_SET, "team", "team-set"));
-        let lookup = |kind: &str, ns: &str, name: &str| api.parent(kind, ns, name);
-        let got = served(RouteKind::HTTPRoute, "team", &route, &[], lookup).unwrap();
-        assert_eq!(got.hostnames[0].hostname, "api.team.example.com");
-        assert_eq!(got.hostnames[0].addresses, ["127.0.0.21"]);
-        assert_eq!(got.hostnames[0].listeners, ["team/team-set/api"]);
-        assert_eq!(got.first_port, Some(8080));
-        // Not accepted by its Gateway: nothing.
+        let parent = api.parent(LISTENER_SET, "team", "team-set").unwrap();
+        assert_eq!(parent.listeners.len(), 1);
+        assert_eq!(&*parent.listeners[0].name, "api");
+        assert_eq!(parent.listeners[0].port, 8080);
+        assert!(parent.listeners[0].programmed);
+        assert_eq!(&*parent.addresses, [(Box::from("IPAddress"), Box::from("127.0.0.21"))]);
+        assert_eq!(parent.programmed, Some(true));
+        // Not accepted by its Gateway: no parent.
         api.listener_sets.apply("team", "team-set", set("False"));
-        let why = served(RouteKind::HTTPRoute, "team", &route, &[], lookup).unwrap_err();
-        assert!(
-            why.contains("ListenerSet team/team-set: not Accepted by its Gateway"),
-            "{why}"
-        );
-        // Its Gateway gone: nothing.
+        let why = api.parent(LISTENER_SET, "team", "team-set").unwrap_err();
+        assert!(why.contains("not Accepted by its Gateway"), "{why}");
+        // Its Gateway gone: no parent.
         api.listener_sets.apply("team", "team-set", set("True"));
         api.gateways.delete("infra", "gw");
-        let why = served(RouteKind::HTTPRoute, "team", &route, &[], lookup).unwrap_err();
+        let why = api.parent(LISTENER_SET, "team", "team-set").unwrap_err();
         assert!(why.contains("its Gateway infra/gw is not found"), "{why}");
+        // Other kinds are no parents fedns follows.
+        assert!(api.parent("Service", "team", "x").is_err());
     }
 
     /// A kubefed federated route (`kubefedctl enable` of

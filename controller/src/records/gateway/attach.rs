@@ -543,4 +543,36 @@ mod tests {
             hosts
         );
     }
+
+    /// A route whose parent is a ListenerSet takes the listeners and
+    /// addresses its parent lookup gives (see `GatewayApi::parent`); its
+    /// listeners are named after the set.
+    #[test]
+    fn a_route_on_a_listener_set_is_served_on_its_listeners() {
+        let set = gateway(
+            serde_json::json!([{"name": "api", "port": 8080, "protocol": "HTTP", "hostname": "*.team.example.com"}]),
+            serde_json::json!([{"name": "api", "conditions": [{"type": "Programmed", "status": "True"}]}]),
+            serde_json::json!([{"value": "127.0.0.21"}]),
+        );
+        let parent =
+            serde_json::json!({"kind": "ListenerSet", "name": "team-set", "namespace": "app", "sectionName": "api"});
+        let r = route(&["api.team.example.com"], parent, accepted());
+        let lookup = |kind: &str, ns: &str, name: &str| match (kind, ns, name) {
+            ("ListenerSet", "app", "team-set") => Ok(set.clone()),
+            _ => Err("not found in the member".to_owned()),
+        };
+        let got = served(RouteKind::HTTPRoute, "app", &r, &[], lookup).unwrap();
+        assert_eq!(got.hostnames[0].hostname, "api.team.example.com");
+        assert_eq!(got.hostnames[0].addresses, ["127.0.0.21"]);
+        assert_eq!(got.hostnames[0].listeners, ["app/team-set/api"]);
+        assert_eq!(got.first_port, Some(8080));
+        let why = served(RouteKind::HTTPRoute, "app", &r, &[], |_: &str, _: &str, _: &str| {
+            Err("not Accepted by its Gateway".to_owned())
+        })
+        .unwrap_err();
+        assert!(
+            why.contains("ListenerSet app/team-set: not Accepted by its Gateway"),
+            "{why}"
+        );
+    }
 }
