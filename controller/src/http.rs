@@ -19,8 +19,11 @@ use tokio::net::TcpListener;
 pub struct HttpState {
     /// Everything `/metrics` reports.
     pub registry: Registry,
-    /// What `/readyz` reports.
+    /// What `/readyz` reports (unless draining).
     pub ready: AtomicBool,
+    /// Set on the shutdown signal: `/readyz` answers 503 from then on,
+    /// whatever `ready` says.
+    pub draining: AtomicBool,
     /// Answers `/debug/explain?name=NAME[&output=json]`; unset: 404.
     pub explain: std::sync::OnceLock<ExplainHook>,
 }
@@ -32,6 +35,7 @@ impl std::fmt::Debug for HttpState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpState")
             .field("ready", &self.ready)
+            .field("draining", &self.draining)
             .field("explain", &self.explain.get().is_some())
             .finish_non_exhaustive()
     }
@@ -43,6 +47,7 @@ impl HttpState {
         Arc::new(HttpState {
             registry,
             ready: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             explain: std::sync::OnceLock::new(),
         })
     }
@@ -96,7 +101,9 @@ async fn explain(
 }
 
 async fn readyz(State(state): State<Arc<HttpState>>) -> impl IntoResponse {
-    if state.ready.load(Ordering::Relaxed) {
+    if state.draining.load(Ordering::Relaxed) {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+    } else if state.ready.load(Ordering::Relaxed) {
         (StatusCode::OK, "ok\n")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
@@ -125,6 +132,27 @@ pub async fn serve(addr: SocketAddr, state: Arc<HttpState>) -> std::io::Result<S
     });
     tracing::info!(addr = %bound, "HTTP endpoint (/metrics, /healthz, /readyz) listening");
     Ok(bound)
+}
+
+/// The drain after the shutdown signal of a DNS-serving process: `/readyz`
+/// answers 503 at once, and the caller's DNS listeners stay open for
+/// `drain`, so the removal of this pod's endpoint reaches kube-proxy on
+/// every node (and load balancers' health checks) before queries stop
+/// being answered. A second SIGTERM or Ctrl-C cuts the drain short.
+/// `drain` zero: only `/readyz` changes.
+pub async fn drain(state: &HttpState, drain: std::time::Duration) {
+    state.draining.store(true, Ordering::Relaxed);
+    if drain.is_zero() {
+        return;
+    }
+    tracing::info!(
+        seconds = drain.as_secs_f64(),
+        "draining: /readyz answers 503, DNS still answered until the drain ends"
+    );
+    tokio::select! {
+        () = tokio::time::sleep(drain) => tracing::info!("drain over; closing the DNS listeners"),
+        () = shutdown_signal() => tracing::warn!("second shutdown signal: drain cut short"),
+    }
 }
 
 /// Resolves when SIGTERM or SIGINT (Ctrl-C) arrives.

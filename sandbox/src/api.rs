@@ -117,6 +117,16 @@ pub async fn handle(cluster: Arc<Cluster>, request: Request<Incoming>) -> Result
         .and_then(|v| v.strip_prefix("Bearer "));
     let authorized = match bearer {
         Some(token) if token == cluster.token => true,
+        Some(token)
+            if cluster
+                .extra_tokens
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .any(|t| t == token) =>
+        {
+            true
+        }
         Some(token) if token.starts_with(crate::eks_auth::TOKEN_PREFIX) => eks_authorized(&cluster, token).await,
         _ => false,
     };

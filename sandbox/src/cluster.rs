@@ -26,6 +26,9 @@ pub struct Cluster {
     pub store: Arc<Store>,
     /// The bearer token every request must carry.
     pub token: String,
+    /// Further bearer tokens accepted (a ServiceAccount's, say), added by
+    /// [`crate::Emulator::accept_token`].
+    pub extra_tokens: std::sync::RwLock<Vec<String>>,
     /// EKS tokens accepted as well, when set.
     pub eks: std::sync::RwLock<Option<Arc<crate::eks_auth::EksAuthenticator>>>,
     /// Fault switches.

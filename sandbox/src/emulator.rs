@@ -134,6 +134,7 @@ impl Emulator {
             store: Store::new(config.history_limit),
             token,
             eks: std::sync::RwLock::new(None),
+            extra_tokens: std::sync::RwLock::new(Vec::new()),
             faults: Faults::default(),
             server_address: format!("127.0.0.1:{port}"),
             bookmark_interval: config.bookmark_interval,
@@ -203,6 +204,17 @@ impl Emulator {
     /// The bearer token.
     pub fn token(&self) -> &str {
         &self.cluster.token
+    }
+
+    /// Accepts `token` as a bearer token from now on, beside
+    /// [`Emulator::token`] (with the same rights: the emulator enforces no
+    /// RBAC), as a real server accepts a ServiceAccount's token.
+    pub fn accept_token(&self, token: &str) {
+        self.cluster
+            .extra_tokens
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(token.to_owned());
     }
 
     /// Accepts EKS tokens (`k8s-aws-v1.…`) verified by `authenticator`

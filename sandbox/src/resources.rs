@@ -105,6 +105,24 @@ impl Default for Registry {
             // Stored only, for installing manifests (`kubectl apply`): no
             // controller runs Deployments or enforces RBAC.
             ResourceInfo::builtin("apps", "v1", "deployments", "Deployment", true, true, &["deploy"]),
+            ResourceInfo::builtin(
+                "policy",
+                "v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+                true,
+                &["pdb"],
+            ),
+            ResourceInfo::builtin(
+                "networking.k8s.io",
+                "v1",
+                "networkpolicies",
+                "NetworkPolicy",
+                true,
+                false,
+                &["netpol"],
+            ),
             ResourceInfo::builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", true, false, &[]),
             ResourceInfo::builtin(
                 "rbac.authorization.k8s.io",

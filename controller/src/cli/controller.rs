@@ -79,6 +79,10 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     // Leader election: only the leader writes; every replica serves DNS.
     let identity = std::env::var("POD_NAME").unwrap_or_else(|_| format!("fedns-{}", std::process::id()));
     let (leader_tx, leader) = watch::channel(!args.leader_elect);
+    // Kept to the end: the shutdown steps leadership down before handing
+    // the Lease back, and a dropped sender would end every `changed()`
+    // loop (the periodic resync's among them).
+    let leader_tx = Arc::new(leader_tx);
     let lease = if args.leader_elect {
         let manager = kube_lease_manager::LeaseManagerBuilder::new(host.clone(), "fedns-controller")
             .with_namespace(&namespace)
@@ -91,6 +95,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         let manager = Arc::new(manager);
         let campaign = {
             let manager = manager.clone();
+            let leader_tx = leader_tx.clone();
             tokio::spawn(async move {
                 loop {
                     match manager.changed().await {
@@ -109,8 +114,7 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
         };
         Some((manager, campaign))
     } else {
-        drop(leader_tx); // the receiver keeps the last value: always leader
-        None
+        None // always leader
     };
 
     let queue = Queue::default();
@@ -567,14 +571,19 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     shutdown.await;
     tracing::info!("shutting down");
     if let Some((manager, campaign)) = lease {
-        // Stop renewing, then hand the lease back so another replica takes
-        // over at once instead of after the lease duration.
+        // Stop renewing and stop writing, then hand the lease back so
+        // another replica takes over at once instead of after the lease
+        // duration, while this one still answers DNS through the drain.
         campaign.abort();
+        set_leader(&leader_tx, false);
         match tokio::time::timeout(Duration::from_secs(5), manager.release()).await {
             Ok(Ok(())) => tracing::info!("lease released"),
             Ok(Err(e)) => tracing::warn!(error = %e, "lease not released"),
             Err(_) => tracing::warn!("lease not released within 5 s"),
         }
+    }
+    if server.is_some() {
+        http::drain(&state, Duration::from_secs(args.shutdown_drain)).await;
     }
     if let Some(server) = server {
         server.shutdown().await;

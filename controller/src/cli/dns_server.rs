@@ -228,6 +228,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     }
     http::shutdown_signal().await;
     tracing::info!("shutting down");
+    http::drain(&state, std::time::Duration::from_secs(args.shutdown_drain)).await;
     server.shutdown().await;
     Ok(())
 }

@@ -48,14 +48,23 @@ pub async fn run(args: &JoinArgs) -> anyhow::Result<()> {
         .as_ref()
         .and_then(|u| member.auth_infos.iter().find(|a| &a.name == u))
         .and_then(|a| a.auth_info.clone());
-    let token = user.as_ref().and_then(|u| u.token.clone());
+    let mut token = user.as_ref().and_then(|u| u.token.clone());
 
     // Check the member answers with these credentials before registering it.
     let options = KubeConfigOptions {
         context: Some(context_name.clone()),
         ..KubeConfigOptions::default()
     };
-    let config = kube::Config::from_custom_kubeconfig(member.clone(), &options).await?;
+    let mut config = kube::Config::from_custom_kubeconfig(member.clone(), &options).await?;
+    if let Some(account) = &args.service_account {
+        let admin = kube::Client::try_from(config.clone())?;
+        let account_token = service_account_token(&admin, account).await?;
+        config.auth_info = kube::config::AuthInfo {
+            token: Some(account_token.clone()),
+            ..kube::config::AuthInfo::default()
+        };
+        token = Some(account_token);
+    }
     let client = kube::Client::try_from(config)?;
     match client.apiserver_version().await {
         Ok(v) => println!("member {} at {server} answers: Kubernetes {}", args.name, v.git_version),
@@ -64,6 +73,23 @@ pub async fn run(args: &JoinArgs) -> anyhow::Result<()> {
             "member {} at {server} does not answer ({e}); fix the kubeconfig or pass --skip-check",
             args.name
         ),
+    }
+    if let Some(account) = &args.service_account {
+        // The account's rights, as the controller will use them.
+        let services: Api<k8s_openapi::api::core::v1::Service> = Api::all(client.clone());
+        services
+            .list(&kube::api::ListParams::default().limit(1))
+            .await
+            .with_context(|| {
+                format!(
+                    "ServiceAccount {account} cannot list Services in member {}: is deploy/member applied there?",
+                    args.name
+                )
+            })?;
+        println!(
+            "member {}: ServiceAccount {account} can read what fedns reads",
+            args.name
+        );
     }
 
     let secret_name = format!("{}-credentials", args.name);
@@ -140,6 +166,66 @@ pub async fn run(args: &JoinArgs) -> anyhow::Result<()> {
     );
     print_discovery_config(host, args).await;
     Ok(())
+}
+
+/// How long `--service-account` waits for the token controller to fill in
+/// the account's token Secret.
+const TOKEN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The token of ServiceAccount `account` (`NAMESPACE/NAME`) in the member:
+/// the `data.token` of a Secret of type `kubernetes.io/service-account-token`
+/// annotated `kubernetes.io/service-account.name: NAME` in NAMESPACE (as
+/// deploy/member creates it), read with `admin`.
+///
+/// # Errors
+/// A malformed `account`, no such Secret (deploy/member not applied), or
+/// no token in it after [`TOKEN_WAIT`].
+async fn service_account_token(admin: &kube::Client, account: &str) -> anyhow::Result<secrecy::SecretString> {
+    use k8s_openapi::api::core::v1::Secret;
+    let (namespace, name) = account
+        .split_once('/')
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty())
+        .with_context(|| format!("--service-account {account:?}: expected NAMESPACE/NAME"))?;
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), namespace);
+    let started = std::time::Instant::now();
+    loop {
+        let list = secrets
+            .list(&kube::api::ListParams::default())
+            .await
+            .with_context(|| format!("listing token Secrets in the member's namespace {namespace}"))?;
+        let mine: Vec<&Secret> = list
+            .items
+            .iter()
+            .filter(|s| s.type_.as_deref() == Some("kubernetes.io/service-account-token"))
+            .filter(|s| {
+                s.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("kubernetes.io/service-account.name"))
+                    .is_some_and(|n| n == name)
+            })
+            .collect();
+        if mine.is_empty() {
+            anyhow::bail!(
+                "no token Secret for ServiceAccount {account} in the member: apply deploy/member there first \
+                 (kubectl apply --server-side -k deploy/member)"
+            );
+        }
+        let token = mine
+            .iter()
+            .filter_map(|s| s.data.as_ref()?.get("token"))
+            .find_map(|t| String::from_utf8(t.0.clone()).ok().filter(|t| !t.is_empty()));
+        if let Some(token) = token {
+            return Ok(secrecy::SecretString::from(token));
+        }
+        if started.elapsed() >= TOKEN_WAIT {
+            anyhow::bail!(
+                "the token Secret of ServiceAccount {account} has no token after {TOKEN_WAIT:?}: \
+                 does the member's kube-controller-manager run the token controller?"
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
 
 /// Prints the member's cluster DNS forwarding for discovery (with

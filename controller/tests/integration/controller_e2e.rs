@@ -75,6 +75,15 @@ async fn setup(extra_members: &[(&str, &str, &str, &[&str])]) -> Setup {
 
 /// As [`setup`], with `member_spec` merged into every MemberCluster's spec.
 async fn setup_with(extra_members: &[(&str, &str, &str, &[&str])], member_spec: serde_json::Value) -> Setup {
+    setup_with_args(extra_members, member_spec, &[]).await
+}
+
+/// As [`setup_with`], with `args` added to the controller's command line.
+async fn setup_with_args(
+    extra_members: &[(&str, &str, &str, &[&str])],
+    member_spec: serde_json::Value,
+    args: &[&str],
+) -> Setup {
     let dir = temp_dir("controller");
     let mut names = vec!["east-a", "east-b", "west"];
     names.extend(extra_members.iter().map(|m| m.0));
@@ -95,17 +104,22 @@ async fn setup_with(extra_members: &[(&str, &str, &str, &[&str])], member_spec: 
     federation.host.seed_yaml("host", HOST_YAML).unwrap();
     let dns_port = free_port();
     let metrics_port = free_port();
-    let controller = spawn_fedns(&[
+    let kubeconfig = dir.join("host.kubeconfig");
+    let dns = format!("127.0.0.1:{dns_port}");
+    let metrics = format!("127.0.0.1:{metrics_port}");
+    let mut command = vec![
         "controller",
         "--kubeconfig",
-        dir.join("host.kubeconfig").to_str().unwrap(),
+        kubeconfig.to_str().unwrap(),
         "--dns-listen",
-        &format!("127.0.0.1:{dns_port}"),
+        &dns,
         "--metrics-addr",
-        &format!("127.0.0.1:{metrics_port}"),
+        &metrics,
         "--udp-workers",
         "1",
-    ]);
+    ];
+    command.extend_from_slice(args);
+    let controller = spawn_fedns(&command);
     Setup {
         federation,
         dns_port,
@@ -774,14 +788,107 @@ async fn join_registers_a_member() {
     federation.stop();
 }
 
+/// `fedns join --service-account`: deploy/member applied in the member
+/// (kubectl, as documented), its token Secret filled in as the token
+/// controller would, and the member registered with that token, not the
+/// admin kubeconfig's; without deploy/member, join says to apply it and
+/// registers nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_with_the_member_service_account() {
+    use k8s_openapi::api::core::v1::Secret;
+    let dir = temp_dir("join-sa");
+    let federation = Federation::start(&dir, "fedns-system", &["joined"]).await.unwrap();
+    let joined = federation.member("joined").unwrap().clone();
+    let join = |dir: std::path::PathBuf| {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+                .args([
+                    "join",
+                    "joined",
+                    "--service-account",
+                    "fedns-system/fedns-member",
+                    "--member-kubeconfig",
+                ])
+                .arg(dir.join("joined.kubeconfig"))
+                .arg("--kubeconfig")
+                .arg(dir.join("host.kubeconfig"))
+                .output()
+                .unwrap()
+        })
+    };
+    let out = join(dir.clone()).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "joined without deploy/member");
+    assert!(stderr.contains("apply deploy/member"), "{stderr}");
+    let host = client_of(&federation.host).await;
+    let clusters: Api<MemberCluster> = Api::namespaced(host.clone(), "fedns-system");
+    assert!(
+        clusters.get_opt("joined").await.unwrap().is_none(),
+        "registered nothing"
+    );
+
+    let applied = std::process::Command::new("kubectl")
+        .args(["apply", "--server-side", "-k", "deploy/member"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("KUBECONFIG", dir.join("joined.kubeconfig"))
+        .output()
+        .unwrap();
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    // The token controller's part: the Secret gets the account's token.
+    let account_token = "fedns-member-token-for-the-test";
+    joined.accept_token(account_token);
+    let member_secrets: Api<Secret> = Api::namespaced(client_of(&joined).await, "fedns-system");
+    member_secrets
+        .patch(
+            "fedns-member-token",
+            &PatchParams::apply("token-controller"),
+            &Patch::Apply(json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "fedns-member-token", "namespace": "fedns-system"},
+                "stringData": {"token": account_token},
+            })),
+        )
+        .await
+        .unwrap();
+    let out = join(dir.clone()).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("can read what fedns reads"), "{stdout}");
+    let secrets: Api<Secret> = Api::namespaced(host, "fedns-system");
+    let secret = secrets.get("joined-credentials").await.unwrap();
+    assert_eq!(
+        secret.data.unwrap()["token"].0,
+        account_token.as_bytes(),
+        "the account's token, not the admin's"
+    );
+    assert_eq!(clusters.get("joined").await.unwrap().spec.api_endpoint, joined.url());
+    println!("{stdout}");
+    federation.stop();
+}
+
 /// Two replicas: one holds the Lease; on SIGTERM it releases it (the
 /// holder is cleared at once) and the other takes over. (The follower
 /// notices when its cached lease would expire: kube-lease-manager's
-/// behaviour.)
+/// behaviour.) The first runs with `--shutdown-drain 4`, as deploy/ runs
+/// it: from the signal on, `/readyz` answers 503, DNS is still answered
+/// through the drain, and the process exits after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_election_hands_over_on_sigterm() {
     use k8s_openapi::api::coordination::v1::Lease;
-    let s = setup(&[]).await;
+    const DRAIN: Duration = Duration::from_secs(4);
+    let mut s = setup_with_args(&[], json!({}), &["--shutdown-drain", "4"]).await;
+    eventually("the first replica answers", || {
+        !dig(s.dns_port, GLOBAL, "A", false).is_empty()
+    })
+    .await;
+    assert_eq!(
+        http_get(&format!("http://127.0.0.1:{}/readyz", s.metrics_port)).await.0,
+        200
+    );
     let host = client_of(&s.federation.host).await;
     let leases: Api<Lease> = Api::namespaced(host, "fedns-system");
     let holder = || {
@@ -845,7 +952,32 @@ async fn leader_election_hands_over_on_sigterm() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(released, "SIGTERM did not release the lease within 10 s");
-    println!("lease released {:?} after SIGTERM", started.elapsed());
+    let released_after = started.elapsed();
+    println!("lease released {released_after:?} after SIGTERM");
+    // Draining: not ready, still answering, still running.
+    let (readyz, _) = http_get(&format!("http://127.0.0.1:{}/readyz", s.metrics_port)).await;
+    let answered = dig(s.dns_port, GLOBAL, "A", false);
+    let draining_at = started.elapsed();
+    assert!(draining_at < DRAIN, "checked within the drain: {draining_at:?}");
+    assert_eq!(readyz, 503, "/readyz while draining");
+    assert!(!answered.is_empty(), "DNS answered while draining: {answered:?}");
+    assert!(
+        s._controller.child.try_wait().unwrap().is_none(),
+        "exited before the drain ended"
+    );
+    let mut exited = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        if s._controller.child.try_wait().unwrap().is_some() {
+            exited = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let exited = exited.expect("the first replica exits after its drain");
+    println!(
+        "draining replica: 503 and answering at {draining_at:?}; exited {exited:?} after SIGTERM (drain {DRAIN:?})"
+    );
+    assert!(exited >= DRAIN, "exited before the drain: {exited:?}");
     let mut now = None;
     while started.elapsed() < Duration::from_secs(30) {
         now = holder().await;

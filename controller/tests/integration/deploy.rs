@@ -225,7 +225,11 @@ fn install(runtime: &tokio::runtime::Runtime, command: &str) {
     let started = Instant::now();
     let list = kubectl_json(&home, &["get", &served.join(","), "-A", "-o", "json"]);
     assert_eq!(list["items"], serde_json::json!([]), "{dir}: custom resources listed");
-    println!("{dir}: listed the 5 custom resource kinds in {:?}", started.elapsed());
+    println!(
+        "{dir}: listed the {} custom resource kinds in {:?}",
+        served.len(),
+        started.elapsed()
+    );
 
     // The objects fedns needs, with what each overlay changes.
     let ns = "fedns-system";
@@ -454,13 +458,15 @@ fn uninstalling_deletes_nothing_fedns_does_not_own() {
 }
 
 /// Every kustomization fedns ships: the base, every overlay, and the
-/// member-side ones (discovery and its host part, the agent).
+/// member-side ones (discovery and its host part, the agent, the
+/// controller's member identity).
 fn every_kustomization(root: &Path) -> Vec<String> {
     let mut dirs = vec![
         "deploy/base".to_owned(),
         "deploy/member-discovery".to_owned(),
         "deploy/member-discovery/host".to_owned(),
         "deploy/agent".to_owned(),
+        "deploy/member".to_owned(),
     ];
     let mut overlays: Vec<String> = std::fs::read_dir(root.join("deploy/overlays"))
         .unwrap()
@@ -767,4 +773,402 @@ fn apply_and_read_back(home: &Path, dir: &str) -> (Vec<Value>, Stored) {
         assert!(diffs.is_empty(), "{dir}: stored differs:\n{}", diffs.join("\n"));
     }
     (objects, stored)
+}
+
+/// The user `deploy/Dockerfile`'s final stage runs as: its last `USER`
+/// line, which must be numeric (`UID:GID`): a kubelet verifies
+/// `runAsNonRoot` only against a numeric user.
+fn dockerfile_user(root: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(root.join("deploy/Dockerfile")).unwrap();
+    let user = text
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("USER "))
+        .expect("deploy/Dockerfile has a USER line");
+    let (uid, gid) = user.trim().split_once(':').unwrap_or((user.trim(), user.trim()));
+    let number = |s: &str| {
+        s.parse::<u64>()
+            .unwrap_or_else(|_| panic!("deploy/Dockerfile: USER {user} is not numeric (UID:GID)"))
+    };
+    (number(uid), number(gid))
+}
+
+/// Volume types Pod Security "restricted" admits (pod-security-admission,
+/// policy/check_restrictedVolumes.go).
+const RESTRICTED_VOLUMES: &[&str] = &[
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+];
+
+/// What Pod Security "restricted" (version latest) refuses in `pod` (a
+/// pod spec), one line each, after the checks of
+/// k8s.io/pod-security-admission/policy (baseline and restricted).
+fn restricted_violations(pod: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for field in ["hostNetwork", "hostPID", "hostIPC"] {
+        if pod[field] == true {
+            out.push(format!("{field}: true"));
+        }
+    }
+    let pod_sc = &pod["securityContext"];
+    if pod_sc["sysctls"].as_array().is_some_and(|s| !s.is_empty()) {
+        out.push("sysctls set".into());
+    }
+    for volume in pod["volumes"].as_array().into_iter().flatten() {
+        let kind = volume
+            .as_object()
+            .unwrap()
+            .keys()
+            .find(|k| *k != "name")
+            .cloned()
+            .unwrap_or_default();
+        if !RESTRICTED_VOLUMES.contains(&kind.as_str()) {
+            out.push(format!("volume {} of type {kind}", volume["name"]));
+        }
+    }
+    let containers = pod["containers"]
+        .as_array()
+        .into_iter()
+        .chain(pod["initContainers"].as_array())
+        .flatten();
+    for c in containers {
+        let name = c["name"].as_str().unwrap_or_default();
+        let sc = &c["securityContext"];
+        if sc["privileged"] == true {
+            out.push(format!("{name}: privileged"));
+        }
+        if sc["allowPrivilegeEscalation"] != false {
+            out.push(format!("{name}: allowPrivilegeEscalation is not false"));
+        }
+        let non_root = sc["runAsNonRoot"] == true || (sc["runAsNonRoot"].is_null() && pod_sc["runAsNonRoot"] == true);
+        if !non_root {
+            out.push(format!("{name}: runAsNonRoot is not true (pod or container)"));
+        }
+        if sc["runAsUser"] == 0 || (sc["runAsUser"].is_null() && pod_sc["runAsUser"] == 0) {
+            out.push(format!("{name}: runAsUser 0"));
+        }
+        let seccomp = if sc["seccompProfile"].is_null() {
+            &pod_sc["seccompProfile"]
+        } else {
+            &sc["seccompProfile"]
+        };
+        if !matches!(seccomp["type"].as_str(), Some("RuntimeDefault" | "Localhost")) {
+            out.push(format!(
+                "{name}: seccompProfile.type is not RuntimeDefault or Localhost"
+            ));
+        }
+        let drops = sc["capabilities"]["drop"].as_array().cloned().unwrap_or_default();
+        if !drops.iter().any(|d| d == "ALL") {
+            out.push(format!("{name}: capabilities.drop lacks ALL"));
+        }
+        for add in sc["capabilities"]["add"].as_array().into_iter().flatten() {
+            if add != "NET_BIND_SERVICE" {
+                out.push(format!("{name}: capability {add} added"));
+            }
+        }
+        for port in c["ports"].as_array().into_iter().flatten() {
+            if port["hostPort"].as_u64().is_some_and(|p| p != 0) {
+                out.push(format!("{name}: hostPort {}", port["hostPort"]));
+            }
+        }
+        if !sc["procMount"].is_null() && sc["procMount"] != "Default" {
+            out.push(format!("{name}: procMount {}", sc["procMount"]));
+        }
+        if let Some(kind) = sc["appArmorProfile"]["type"].as_str() {
+            if kind == "Unconfined" {
+                out.push(format!("{name}: appArmorProfile Unconfined"));
+            }
+        }
+    }
+    out
+}
+
+/// Every fedns workload in every kustomization starts under Pod Security
+/// "restricted", as the image's numeric user, from an image users can
+/// get: each pod template meets the restricted rules; runs as the
+/// Dockerfile's USER (runAsUser, runAsGroup, fsGroup); has a read-only
+/// root; names `ghcr.io/fedns/fedns:<workspace version>` with
+/// `imagePullPolicy: IfNotPresent`; has memory requests and limits. Pods
+/// that serve DNS drain on SIGTERM within their grace period, spread over
+/// nodes, and have a PodDisruptionBudget when they run more than one
+/// replica.
+#[test]
+fn every_pod_meets_pod_security_restricted_and_runs_the_image_user() {
+    let root = repo_root();
+    let (uid, gid) = dockerfile_user(&root);
+    let image = format!("ghcr.io/fedns/fedns:{}", env!("CARGO_PKG_VERSION"));
+    let home = std::env::temp_dir().join(format!("fedns-pod-security-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut checked = 0;
+    for dir in every_kustomization(&root) {
+        let (_, objects) = render(&home, &dir);
+        let budgets: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "PodDisruptionBudget").collect();
+        for workload in objects.iter().filter(|o| {
+            matches!(
+                o["kind"].as_str(),
+                Some("Deployment" | "DaemonSet" | "StatefulSet" | "Job" | "CronJob" | "Pod")
+            )
+        }) {
+            let what = format!("{dir}: {} {}", workload["kind"], workload["metadata"]["name"]);
+            let template = &workload["spec"]["template"];
+            let pod = &template["spec"];
+            let violations = restricted_violations(pod);
+            assert!(
+                violations.is_empty(),
+                "{what} violates restricted:\n{}",
+                violations.join("\n")
+            );
+            let sc = &pod["securityContext"];
+            assert_eq!(sc["runAsUser"], uid, "{what}: runAsUser is the Dockerfile's USER");
+            assert_eq!(sc["runAsGroup"], gid, "{what}: runAsGroup is the Dockerfile's group");
+            assert_eq!(sc["fsGroup"], gid, "{what}: fsGroup");
+            for c in pod["containers"].as_array().unwrap() {
+                assert_eq!(
+                    c["image"],
+                    image.as_str(),
+                    "{what}: the image carries the workspace version"
+                );
+                assert_eq!(c["imagePullPolicy"], "IfNotPresent", "{what}");
+                assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true, "{what}");
+                assert!(
+                    c["resources"]["requests"]["memory"].is_string() && c["resources"]["limits"]["memory"].is_string(),
+                    "{what}: memory requests and limits"
+                );
+                let args: Vec<&str> = c["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+                if !matches!(args.first(), Some(&"controller" | &"dns-server")) {
+                    continue;
+                }
+                let drain: u64 = args
+                    .iter()
+                    .find_map(|a| a.strip_prefix("--shutdown-drain="))
+                    .unwrap_or_else(|| panic!("{what}: serves DNS without --shutdown-drain"))
+                    .parse()
+                    .unwrap();
+                let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap_or(30);
+                assert!(
+                    drain >= 5 && grace >= drain + 10,
+                    "{what}: drain {drain} s (≥ 5: kube-proxy must see the endpoint go) within a grace period of {grace} s (drain + 10 to shut down)"
+                );
+                let probe = &c["readinessProbe"];
+                let turns_unready =
+                    probe["periodSeconds"].as_u64().unwrap_or(10) * probe["failureThreshold"].as_u64().unwrap_or(3);
+                assert!(
+                    turns_unready * 2 <= drain,
+                    "{what}: the readiness probe turns a draining pod not-serving after {turns_unready} s, more than half the drain ({drain} s): kube-proxy keeps UDP conntrack entries to it until it exits"
+                );
+                let spread = pod["topologySpreadConstraints"].to_string();
+                assert!(spread.contains("kubernetes.io/hostname"), "{what}: spread over nodes");
+                assert!(
+                    spread.contains("topology.kubernetes.io/zone"),
+                    "{what}: spread over zones"
+                );
+                if workload["spec"]["replicas"].as_u64().unwrap_or(1) > 1 {
+                    let labels = &template["metadata"]["labels"];
+                    let budget = budgets.iter().find(|b| {
+                        b["spec"]["selector"]["matchLabels"]
+                            .as_object()
+                            .is_some_and(|m| m.iter().all(|(k, v)| &labels[k] == v))
+                    });
+                    let budget = budget.unwrap_or_else(|| panic!("{what}: no PodDisruptionBudget selects its pods"));
+                    assert_eq!(budget["spec"]["maxUnavailable"], 1, "{what}");
+                }
+            }
+            checked += 1;
+        }
+    }
+    println!("{checked} workloads meet Pod Security restricted as user {uid}:{gid}, image {image}");
+    assert!(
+        checked >= 4,
+        "the controller, dns-server replicas, agent and member-side replicas"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// One rule as docs/operations.md's RBAC table writes it and as the
+/// manifests hold it: (role, API group, resources, resource names, verbs),
+/// lists sorted.
+type RuleRow = (String, String, Vec<String>, Vec<String>, Vec<String>);
+
+/// The backticked words of `text`.
+fn backticked(text: &str) -> Vec<String> {
+    text.split('`').skip(1).step_by(2).map(str::to_owned).collect()
+}
+
+/// The rows of the table under `## RBAC` in docs/operations.md.
+fn documented_rbac(root: &Path) -> Vec<RuleRow> {
+    let doc = std::fs::read_to_string(root.join("docs/operations.md")).unwrap();
+    let section = doc
+        .split_once("\n## RBAC\n")
+        .expect("docs/operations.md has `## RBAC`")
+        .1;
+    let section = section.split("\n## ").next().unwrap();
+    let mut rows = Vec::new();
+    for line in section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| role"))
+    {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        assert_eq!(cells.len(), 6, "docs/operations.md RBAC row: {line}");
+        let role = format!(
+            "{} {}",
+            cells[0].split_whitespace().next().unwrap(),
+            backticked(cells[0])[0]
+        );
+        let group = match cells[2] {
+            "core" => String::new(),
+            "non-resource" => "non-resource".to_owned(),
+            other => backticked(other).concat(),
+        };
+        let (resources, names) = match cells[3].split_once(" named ") {
+            Some((resources, names)) => (backticked(resources), backticked(names)),
+            None => (backticked(cells[3]), Vec::new()),
+        };
+        let verbs = cells[4].split(", ").map(str::to_owned).collect();
+        rows.push(normalised((role, group, resources, names, verbs)));
+    }
+    rows.sort();
+    rows
+}
+
+fn normalised(mut row: RuleRow) -> RuleRow {
+    row.2.sort();
+    row.3.sort();
+    row.4.sort();
+    row
+}
+
+/// docs/operations.md's RBAC table is the rules of the Roles and
+/// ClusterRoles of deploy/base, deploy/member, deploy/agent and
+/// deploy/member-discovery (with its host part), row for row.
+#[test]
+fn the_documented_rbac_table_is_the_manifests() {
+    let root = repo_root();
+    let home = std::env::temp_dir().join(format!("fedns-rbac-doc-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut manifests = Vec::new();
+    for dir in [
+        "deploy/base",
+        "deploy/member",
+        "deploy/agent",
+        "deploy/member-discovery",
+        "deploy/member-discovery/host",
+    ] {
+        let (_, objects) = render(&home, dir);
+        for role in objects
+            .iter()
+            .filter(|o| o["kind"] == "Role" || o["kind"] == "ClusterRole")
+        {
+            let name = format!(
+                "{} {}",
+                role["kind"].as_str().unwrap(),
+                role["metadata"]["name"].as_str().unwrap()
+            );
+            for rule in role["rules"].as_array().unwrap() {
+                let strings = |key: &str| -> Vec<String> {
+                    rule[key]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|v| v.as_str().unwrap().to_owned())
+                        .collect()
+                };
+                let row = if rule["nonResourceURLs"].is_array() {
+                    (
+                        name.clone(),
+                        "non-resource".to_owned(),
+                        strings("nonResourceURLs"),
+                        Vec::new(),
+                        strings("verbs"),
+                    )
+                } else {
+                    let groups = strings("apiGroups");
+                    assert_eq!(groups.len(), 1, "{dir}: {name}: one API group per rule: {rule}");
+                    (
+                        name.clone(),
+                        groups[0].clone(),
+                        strings("resources"),
+                        strings("resourceNames"),
+                        strings("verbs"),
+                    )
+                };
+                manifests.push(normalised(row));
+            }
+        }
+    }
+    manifests.sort();
+    let documented = documented_rbac(&root);
+    let missing: Vec<&RuleRow> = manifests.iter().filter(|r| !documented.contains(r)).collect();
+    let extra: Vec<&RuleRow> = documented.iter().filter(|r| !manifests.contains(r)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "docs/operations.md's RBAC table differs from the manifests:\nnot documented: {missing:#?}\nnot in the manifests: {extra:#?}"
+    );
+    println!("{} RBAC rules documented as the manifests hold them", manifests.len());
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// docs/operations.md counts the CRDs `deploy/crds` holds ("the six
+/// CRDs"), in words, as the binary generates them.
+#[test]
+fn the_documented_crd_count_is_the_crds() {
+    const WORDS: [&str; 13] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    ];
+    let doc = std::fs::read_to_string(repo_root().join("docs/operations.md")).unwrap();
+    let count = fedns_api::crd::all().len();
+    let said: Vec<&str> = doc
+        .split("the ")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(" CRDs").map(|(word, _)| word))
+        .filter(|word| WORDS.contains(word))
+        .collect();
+    assert!(!said.is_empty(), "docs/operations.md says how many CRDs the base holds");
+    for word in said {
+        assert_eq!(
+            word, WORDS[count],
+            "docs/operations.md: \"the {word} CRDs\", but there are {count}"
+        );
+    }
+}
+
+/// Every image tag the manifests and the docs write (`…/fedns:X.Y.Z`) is
+/// the workspace version, so a release bumps them with `Cargo.toml`.
+#[test]
+fn image_tags_are_the_workspace_version() {
+    let root = repo_root();
+    let version = env!("CARGO_PKG_VERSION");
+    let mut files = vec![root.join("README.md"), root.join("deploy/Dockerfile")];
+    let mut dirs = vec![root.join("docs"), root.join("deploy")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md" || e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    let mut tags = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (at, _) in text.match_indices("/fedns:") {
+            let tag: String = text[at + "/fedns:".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+                .collect();
+            if tag.starts_with(|c: char| c.is_ascii_digit()) || tag == "latest" {
+                assert_eq!(tag, version, "{}: image tag {tag}", file.display());
+                tags += 1;
+            }
+        }
+    }
+    println!("{tags} image tags are {version}");
+    assert!(tags >= 5, "the manifests name the image: {tags}");
 }

@@ -629,3 +629,83 @@ spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113
     assert!(text.contains("serving the files' serial"), "the log: {text}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--shutdown-drain`: on SIGTERM a DNS server turns not-ready at once
+/// and keeps answering until the drain ends, then exits (deploy/ runs its
+/// replicas with 10 s, so that the endpoint removal reaches kube-proxy
+/// before the listeners close).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_before_the_listeners_close() {
+    const DRAIN: Duration = Duration::from_secs(3);
+    let dir = temp_dir("drain");
+    let file = dir.join("zone.yaml");
+    write(
+        &file,
+        r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: DNSEndpoint
+metadata: {name: www, namespace: team-a}
+spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113.1]}]}
+"#,
+    );
+    let (port, metrics) = (free_port(), free_port());
+    let mut server = spawn_fedns(&[
+        "dns-server",
+        "--manifests",
+        file.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--metrics-addr",
+        &format!("127.0.0.1:{metrics}"),
+        "--udp-workers",
+        "1",
+        "--shutdown-drain",
+        "3",
+    ]);
+    eventually("the manifests are served", || {
+        dig(port, "www.example.com", "A", false) == ["203.0.113.1"]
+    })
+    .await;
+    let readyz = format!("http://127.0.0.1:{metrics}/readyz");
+    assert_eq!(http_get(&readyz).await.0, 200);
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    let mut not_ready = None;
+    while started.elapsed() < DRAIN {
+        if http_get(&readyz).await.0 == 503 {
+            not_ready = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let not_ready = not_ready.expect("/readyz answers 503 within the drain");
+    let (udp, tcp) = (
+        dig(port, "www.example.com", "A", false),
+        dig(port, "www.example.com", "A", true),
+    );
+    let answered_at = started.elapsed();
+    assert!(answered_at < DRAIN, "asked within the drain: {answered_at:?}");
+    assert_eq!(udp, ["203.0.113.1"], "UDP answered while draining");
+    assert_eq!(tcp, ["203.0.113.1"], "TCP answered while draining");
+    let mut exited = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        if server.child.try_wait().unwrap().is_some() {
+            exited = Some(started.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let exited = exited.expect("exits after the drain");
+    println!("SIGTERM: not ready after {not_ready:?}, answered UDP and TCP at {answered_at:?}, exited after {exited:?} (drain {DRAIN:?})");
+    assert!(exited >= DRAIN, "exited before the drain ended: {exited:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}

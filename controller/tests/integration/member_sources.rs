@@ -40,7 +40,7 @@ spec: {domainRef: myfed, recordTTL: 30}
 pub(crate) const GLOBAL: &str = "nginx.ns.myfed.svc.example.com";
 
 /// The MCS ServiceExport CRD (KEP-1645), schema left open.
-const MCS_CRD: &str = r#"
+pub(crate) const MCS_CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: serviceexports.multicluster.x-k8s.io}

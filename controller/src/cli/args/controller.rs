@@ -57,6 +57,13 @@ pub struct ControllerArgs {
     /// /metrics, /healthz and /readyz.
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
+    /// After SIGTERM: hand the leader Lease back at once, answer 503 on
+    /// /readyz, and keep answering DNS for this many seconds (so that the
+    /// endpoint removal reaches kube-proxy on every node) before closing
+    /// the listeners. Keep it below the pod's
+    /// terminationGracePeriodSeconds; deploy/ sets 10.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub shutdown_drain: u64,
     /// DNS server resolving load balancer host names (default: the system's resolvers).
     #[arg(long, value_name = "ADDR:PORT")]
     pub resolver: Option<SocketAddr>,

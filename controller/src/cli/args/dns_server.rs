@@ -75,6 +75,12 @@ pub struct DnsServerArgs {
     /// Serve /metrics, /healthz and /readyz here (omit to disable).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_addr: Option<SocketAddr>,
+    /// After SIGTERM: answer 503 on /readyz and keep answering DNS for
+    /// this many seconds (so that the endpoint removal reaches kube-proxy
+    /// on every node) before closing the listeners. Keep it below the
+    /// pod's terminationGracePeriodSeconds; deploy/ sets 10.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub shutdown_drain: u64,
     /// MaxMind DB file (GeoIP2/GeoLite2 Country or City) placing clients
     /// of `Nearest` records by country or continent (Domain
     /// `spec.geoRegions`). Unreadable: served without, and said so on the

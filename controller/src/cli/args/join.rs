@@ -15,6 +15,14 @@ pub struct JoinArgs {
     /// Context of the member kubeconfig (default: its current context).
     #[arg(long, value_name = "NAME")]
     pub member_context: Option<String>,
+    /// Register the member with this ServiceAccount's token instead of the
+    /// kubeconfig's own credentials: NAMESPACE/NAME of the account
+    /// deploy/member creates (fedns-system/fedns-member), whose token
+    /// Secret is read with the member kubeconfig (waiting up to 30 s for
+    /// the token controller to fill it in) and checked before it is
+    /// registered.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub service_account: Option<String>,
     /// Kubeconfig of the host cluster (default: in-cluster, else $KUBECONFIG).
     #[arg(long, value_name = "PATH", env = "KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,

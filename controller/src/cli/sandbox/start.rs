@@ -159,6 +159,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         // No response rate limiting in the sandbox.
         rrl: Default::default(),
         metrics_addr: args.metrics_addr,
+        shutdown_drain: 0,
         resolver: None,
         geoip_db: None,
         leader_elect: false,
