@@ -28,7 +28,8 @@
 //!   included) raised to it, as providers with a TTL floor do.
 //! * Faults: [`WebhookProvider::fail_next`] (the next N requests get a
 //!   status, e.g. 503), [`WebhookProvider::fail_next_writes`] (the next N
-//!   `POST /records` only), [`WebhookProvider::set_latency`] (a slow
+//!   `POST /records` only), [`WebhookProvider::set_retry_after`] (those
+//!   faults carry `Retry-After`), [`WebhookProvider::set_latency`] (a slow
 //!   provider), [`WebhookProvider::stop`]/[`WebhookProvider::resume`]
 //!   (connections refused: the port is closed and opened again).
 //!   [`WebhookProvider::records`] and [`WebhookProvider::requests`] for
@@ -38,7 +39,7 @@
 //! * No DNS serving; no authentication (the protocol has none); no
 //!   `/healthz` or `/metrics` listener; no provider-specific properties
 //!   are interpreted (they are stored and echoed); targets are stored as
-//!   sent, not validated per type.
+//!   sent, validated only where external-dns validates (MX, SRV).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -95,6 +96,8 @@ struct Inner {
     fail: Mutex<(usize, u16)>,
     /// (`POST /records` requests left, status) of an injected fault.
     fail_writes: Mutex<(usize, u16)>,
+    /// A `Retry-After` (seconds) sent with injected faults.
+    retry_after: Mutex<Option<u64>>,
     /// Delay before every answer.
     latency: Mutex<std::time::Duration>,
     requests: AtomicU64,
@@ -139,6 +142,15 @@ fn respond(status: u16, content_type: Option<&str>, body: Vec<u8>) -> Response<F
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
 }
 
+/// `response` with a `Retry-After: seconds` header (RFC 9110 §10.2.3),
+/// when `seconds` is set.
+fn with_retry_after(mut response: Response<Full<Bytes>>, seconds: Option<u64>) -> Response<Full<Bytes>> {
+    if let Some(value) = seconds.and_then(|s| http::HeaderValue::from_str(&s.to_string()).ok()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
 fn json_of(value: &Value) -> Vec<u8> {
     let mut body = serde_json::to_vec(value).unwrap_or_default();
     // Go's json.Encoder ends with a newline.
@@ -179,6 +191,7 @@ impl Inner {
             if !self.in_filter(&name) {
                 return Err(format!("{name} is not in a zone of this provider"));
             }
+            check_endpoint(&rtype, endpoint)?;
         }
         for endpoint in old.iter().chain(&delete) {
             if next.remove(&key_of(endpoint)).is_none() {
@@ -221,7 +234,10 @@ async fn handle(inner: Arc<Inner>, request: Request<Incoming>) -> Result<Respons
         let mut fail = lock(&inner.fail);
         if fail.0 > 0 {
             fail.0 -= 1;
-            return Ok(respond(fail.1, None, b"injected fault\n".to_vec()));
+            return Ok(with_retry_after(
+                respond(fail.1, None, b"injected fault\n".to_vec()),
+                *lock(&inner.retry_after),
+            ));
         }
     }
     let method = request.method().clone();
@@ -242,7 +258,10 @@ async fn handle(inner: Arc<Inner>, request: Request<Incoming>) -> Result<Respons
                 Ok(_) if lock(&inner.fail_writes).0 > 0 => {
                     let mut fail = lock(&inner.fail_writes);
                     fail.0 -= 1;
-                    respond(fail.1, None, b"injected fault\n".to_vec())
+                    with_retry_after(
+                        respond(fail.1, None, b"injected fault\n".to_vec()),
+                        *lock(&inner.retry_after),
+                    )
                 }
                 Ok(changes) if changes.is_object() => match inner.apply(&changes) {
                     Ok(()) => respond(204, None, Vec::new()),
@@ -274,6 +293,37 @@ async fn handle(inner: Arc<Inner>, request: Request<Incoming>) -> Result<Respons
     })
 }
 
+/// external-dns's `CheckEndpoint` for the types it validates
+/// (`endpoint/endpoint.go` at v0.22.0, commit
+/// 994f908d4abdfe5fbf38f2f61613ed570432e43a: `NewMXRecord` :640-655,
+/// `NewSRVRecord` :659-687): an MX target is `preference host` with a
+/// 16-bit preference; an SRV target is `priority weight port host.` with
+/// 16-bit numbers and an absolute host ("Target host does not end with a
+/// dot"). external-dns never sends other forms: its sources skip such
+/// endpoints (`source/wrappers/dedupsource.go`).
+fn check_endpoint(record_type: &str, endpoint: &Value) -> Result<(), String> {
+    let targets = endpoint
+        .get("targets")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for target in targets.iter().filter_map(Value::as_str) {
+        let fields: Vec<&str> = target.split_whitespace().collect();
+        let numbers = |n: &[&str]| n.iter().all(|f| f.parse::<u16>().is_ok());
+        let ok = match record_type {
+            "MX" => fields.len() == 2 && numbers(&fields[..1]),
+            "SRV" => fields.len() == 4 && numbers(&fields[..3]) && fields[3].ends_with('.'),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!(
+                "invalid {record_type} target {target:?} (external-dns's CheckEndpoint refuses it)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn serve(listener: TcpListener, inner: Arc<Inner>, stopped: watch::Receiver<()>) {
     crate::serve::accept_loop(listener, None, stopped, move || {
         let inner = inner.clone();
@@ -294,6 +344,7 @@ impl WebhookProvider {
             records: Mutex::new(BTreeMap::new()),
             fail: Mutex::new((0, 500)),
             fail_writes: Mutex::new((0, 500)),
+            retry_after: Mutex::new(None),
             latency: Mutex::new(std::time::Duration::ZERO),
             requests: AtomicU64::new(0),
         });
@@ -335,6 +386,12 @@ impl WebhookProvider {
     /// adjustments still answer).
     pub fn fail_next_writes(&self, n: usize, status: u16) {
         *lock(&self.inner.fail_writes) = (n, status);
+    }
+
+    /// Injected faults from now on carry `Retry-After: seconds` (None:
+    /// no header), as a throttling provider answers 429 or 503.
+    pub fn set_retry_after(&self, seconds: Option<u64>) {
+        *lock(&self.inner.retry_after) = seconds;
     }
 
     /// Delays every answer by `latency` (a slow provider).

@@ -22,10 +22,18 @@
 //!   external-dns does not try them again each cycle).
 //! * `POST /records`: the changes applied to the DNSEndpoint (created,
 //!   replaced with its resourceVersion, retried on a write conflict,
-//!   deleted when empty), 204. A name another external-dns instance's
-//!   DNSEndpoint already holds is refused: 500 naming the holder (external-dns
-//!   logs it and retries next interval; the protocol has no per-record
-//!   refusal). Kubernetes errors are 500 (a soft error to external-dns).
+//!   deleted when empty), 204. Checked before anything is stored
+//!   ([`admission`]): whatever the federation would then not serve is
+//!   refused with 500 naming the rule or the holder (external-dns logs it
+//!   and retries next interval; the protocol has no per-record refusal):
+//!   a type fedns does not publish, a name in no Domain's zone, a
+//!   namespace the Domain does not admit, another namespace's service
+//!   name, a CNAME beside other data at one name, a name another
+//!   DNSEndpoint (another instance's, or the federation's own records')
+//!   claimed first. Kubernetes errors are 500 (a soft error to
+//!   external-dns).
+//! * `/metrics` on the health port: requests by path and status, refused
+//!   changes by rule, endpoints held ([`metrics`]).
 //! * Authentication: none by default, as external-dns sends none; listen
 //!   on localhost as a sidecar of external-dns. `--token-file` requires a
 //!   bearer token (401 without it) for a setup with a proxy in between.
@@ -49,6 +57,11 @@ use tokio::net::TcpListener;
 
 use super::WebhookProviderArgs;
 
+pub mod admission;
+pub mod metrics;
+
+use metrics::WebhookMetrics;
+
 /// Label naming the external-dns instance a DNSEndpoint is written for.
 pub const OWNER_LABEL: &str = "multiclusterdns.fedns.io/webhook-owner";
 
@@ -68,6 +81,8 @@ pub struct WebhookServer {
     pub domain_namespace: String,
     /// Bearer token required on every protocol request, if any.
     pub token: Option<String>,
+    /// What `/metrics` reports.
+    pub metrics: WebhookMetrics,
 }
 
 impl std::fmt::Debug for WebhookServer {
@@ -97,7 +112,8 @@ fn json_body<T: serde::Serialize>(value: &T) -> Vec<u8> {
 }
 
 impl WebhookServer {
-    fn object_name(&self) -> String {
+    /// The name of this instance's DNSEndpoint.
+    pub fn object_name(&self) -> String {
         format!("external-dns-{}", self.owner)
     }
 
@@ -114,28 +130,6 @@ impl WebhookServer {
         Api::<DNSEndpoint>::namespaced(self.client.clone(), &self.namespace)
             .get_opt(&self.object_name())
             .await
-    }
-
-    /// Who else (another instance's DNSEndpoint) holds one of `names`.
-    async fn held_elsewhere(&self, names: &[String]) -> Result<Option<(String, String)>, kube::Error> {
-        let all: Api<DNSEndpoint> = Api::all(self.client.clone());
-        let others = all.list(&ListParams::default().labels(OWNER_LABEL)).await?;
-        for other in others {
-            let namespace = other.metadata.namespace.clone().unwrap_or_default();
-            let name = other.metadata.name.clone().unwrap_or_default();
-            if namespace == self.namespace && name == self.object_name() {
-                continue;
-            }
-            if let Some(e) = other
-                .spec
-                .endpoints
-                .iter()
-                .find(|e| names.contains(&normal(&e.dns_name)))
-            {
-                return Ok(Some((format!("{namespace}/{name}"), e.dns_name.clone())));
-            }
-        }
-        Ok(None)
     }
 
     async fn write(&self, endpoints: Vec<Endpoint>) -> Result<(), kube::Error> {
@@ -176,7 +170,7 @@ impl WebhookServer {
 }
 
 /// A name as external-dns compares it: lower case, no trailing dot.
-fn normal(name: &str) -> String {
+pub(crate) fn normal(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
 }
 
@@ -248,6 +242,7 @@ async fn records(State(server): State<Arc<WebhookServer>>, headers: HeaderMap) -
             let endpoints: Vec<WireEndpoint> = object
                 .map(|o| o.spec.endpoints.iter().map(wire_of).collect())
                 .unwrap_or_default();
+            server.metrics.set_records(endpoints.len());
             media(StatusCode::OK, json_body(&endpoints))
         }
         Err(e) => failed(format!(
@@ -303,29 +298,26 @@ async fn apply(State(server): State<Arc<WebhookServer>>, headers: HeaderMap, bod
     for gone in changes.update_old.iter().chain(&changes.delete) {
         by_key.remove(&key_of(gone));
     }
-    let mut claimed = Vec::new();
     for new in changes.create.iter().chain(&changes.update_new) {
-        let Some(_) = endpoint_of(new) else {
-            return failed(format!(
-                "record type {:?} of {} is not one fedns publishes",
-                new.record_type, new.dns_name
-            ));
-        };
-        claimed.push(normal(&new.dns_name));
         by_key.insert(key_of(new), new.clone());
     }
-    match server.held_elsewhere(&claimed).await {
-        Ok(Some((holder, name))) => {
-            return failed(format!(
-                "{name} is held by another external-dns instance's DNSEndpoint {holder}, which claimed it first"
-            ))
-        }
+    let changed: Vec<&WireEndpoint> = changes.create.iter().chain(&changes.update_new).collect();
+    let result: Vec<&WireEndpoint> = by_key.values().collect();
+    match admission::refusal(&server, &changed, &result).await {
         Ok(None) => {}
-        Err(e) => return failed(format!("listing other instances' DNSEndpoints: {e}")),
+        Ok(Some(refusal)) => {
+            server.metrics.refused(refusal.rule);
+            return failed(refusal.message);
+        }
+        Err(why) => return failed(why),
     }
     let endpoints: Vec<Endpoint> = by_key.values().filter_map(endpoint_of).collect();
+    let count = endpoints.len();
     match server.write(endpoints).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Ok(()) => {
+            server.metrics.set_records(count);
+            StatusCode::NO_CONTENT.into_response()
+        }
         Err(e) => failed(format!(
             "writing DNSEndpoint {}/{}: {e}",
             server.namespace,
@@ -336,11 +328,27 @@ async fn apply(State(server): State<Arc<WebhookServer>>, headers: HeaderMap, bod
 
 /// Serves the protocol on `listener` in the background.
 pub fn serve(listener: TcpListener, server: WebhookServer) -> tokio::task::JoinHandle<()> {
+    let metrics = server.metrics.clone();
     let app = Router::new()
         .route("/records", get(records).post(apply))
         .route("/adjustendpoints", post(adjust))
         .fallback(negotiate)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let metrics = metrics.clone();
+                async move {
+                    let path = match request.uri().path() {
+                        p @ ("/records" | "/adjustendpoints") => p.to_owned(),
+                        _ => "/".to_owned(),
+                    };
+                    let method = request.method().as_str().to_owned();
+                    let response = next.run(request).await;
+                    metrics.request(&path, &method, response.status().as_u16());
+                    response
+                }
+            },
+        ))
         .with_state(Arc::new(server));
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
@@ -365,7 +373,10 @@ pub async fn run(args: &WebhookProviderArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let state = crate::http::HttpState::new(prometheus_client::registry::Registry::default());
+    let metrics = WebhookMetrics::default();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let state = crate::http::HttpState::new(registry);
     crate::http::serve(args.health_listen, state.clone())
         .await
         .with_context(|| format!("binding {} (/healthz, /metrics)", args.health_listen))?;
@@ -381,6 +392,7 @@ pub async fn run(args: &WebhookProviderArgs) -> anyhow::Result<()> {
             owner: args.owner.clone(),
             domain_namespace: args.domain_namespace.clone(),
             token,
+            metrics,
         },
     );
     state.set_ready(true);

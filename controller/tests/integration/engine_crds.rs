@@ -344,8 +344,9 @@ async fn cluster_api_serves_each_version_with_its_own_schema() {
 /// field, a pattern (Clusternet's UUID `clusterId`) or an incomplete
 /// `metav1.Condition` fails here; an object of an inventory kind is
 /// read back with its spec and status whole (nothing pruned). Core
-/// objects (Services, Secrets) are seeded too; their `...` values stand
-/// for a user's own.
+/// objects (Services, Secrets) are seeded too; their placeholder values
+/// stand for a user's own (`docs_examples` checks that they are what a
+/// real server and fedns accept: base64, a kubeconfig, Argo CD's JSON).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engines_page_examples_apply_as_written() {
     let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/engines.md")).unwrap();

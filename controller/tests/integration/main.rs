@@ -14,6 +14,7 @@ mod discovery;
 mod dns_load;
 mod dns_server;
 mod dnssec_e2e;
+mod docs_examples;
 mod engine_crds;
 mod events;
 mod health_e2e;

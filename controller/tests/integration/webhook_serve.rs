@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use fedns_api::DNSEndpoint;
+use fedns_controller::cli::webhook_provider::metrics::WebhookMetrics;
 use fedns_controller::cli::webhook_provider::{serve, WebhookServer, OWNER_LABEL};
 use fedns_providers::webhook::api::{Changes, Client, Retry, WireEndpoint};
 use fedns_sandbox::Emulator;
@@ -20,6 +21,17 @@ use kube::api::Api;
 use crate::common::*;
 
 async fn start(host: &kube::Client, namespace: &str, owner: &str, token: Option<&str>) -> String {
+    start_counted(host, namespace, owner, token, WebhookMetrics::default()).await
+}
+
+/// [`start`], counting into `metrics`.
+async fn start_counted(
+    host: &kube::Client,
+    namespace: &str,
+    owner: &str,
+    token: Option<&str>,
+    metrics: WebhookMetrics,
+) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     serve(
@@ -30,6 +42,7 @@ async fn start(host: &kube::Client, namespace: &str, owner: &str, token: Option<
             owner: owner.into(),
             domain_namespace: "fedns-system".into(),
             token: token.map(Into::into),
+            metrics,
         },
     );
     url
@@ -151,4 +164,119 @@ async fn external_dns_publishes_into_fedns_through_the_webhook_provider() {
         dig(dns, "a-www.example.com", "TXT", false),
         ["\"heritage=external-dns,external-dns/owner=cluster-a,external-dns/resource=service/default/web\""]
     );
+}
+
+/// Every change the federation would not then serve is refused before
+/// anything is stored (500 naming the rule or the holder: external-dns
+/// sees nothing else), and counted on `/metrics`: a name the federation's
+/// own records claimed first, a CNAME with an ownership TXT at its own
+/// name (external-dns 0.17's registry), a name in no zone, a namespace the
+/// Domain does not admit, another namespace's service name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_would_not_be_served_is_refused_before_it_is_stored() {
+    let emulator = Emulator::start().await.unwrap();
+    let host = client_of(&emulator).await;
+    install_crds(&host, &["fedns-system", "team-a", "shop"]).await;
+    create_myfed_domain(&host, serde_json::json!({"domain": "example.com"})).await;
+    let domains: Api<fedns_api::Domain> = Api::namespaced(host.clone(), "fedns-system");
+    domains
+        .create(
+            &Default::default(),
+            &serde_json::from_value(serde_json::json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "inner", "namespace": "fedns-system"},
+                "spec": {"domain": "example.net", "allowedNamespaces": {"from": "Same"}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    // The federation's own record of shop.example.com (an Ingress record's).
+    let federation: Api<DNSEndpoint> = Api::namespaced(host.clone(), "shop");
+    federation
+        .create(
+            &Default::default(),
+            &serde_json::from_value(serde_json::json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+                "metadata": {"name": "ingress-shop", "namespace": "shop"},
+                "spec": {"endpoints": [{"dnsName": "shop.example.com", "recordType": "A", "targets": ["192.0.2.30"]}]}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let metrics = WebhookMetrics::default();
+    let a = external_dns(&start_counted(&host, "team-a", "cluster-a", None, metrics.clone()).await);
+    a.apply(&Changes {
+        create: vec![ep("www.example.com", "A", 30, &["192.0.2.10"])],
+        ..Changes::default()
+    })
+    .await
+    .unwrap();
+    let before = a.records().await.unwrap();
+    let mut legacy_registry = ep(
+        "alias.example.com",
+        "TXT",
+        0,
+        &["\"heritage=external-dns,external-dns/owner=cluster-a,external-dns/resource=service/default/web\""],
+    );
+    legacy_registry
+        .labels
+        .insert("ownedRecord".into(), "alias.example.com".into());
+    let cases: Vec<(&str, Vec<WireEndpoint>, &str)> = vec![
+        (
+            "a name the federation's records hold",
+            vec![ep("shop.example.com", "A", 30, &["192.0.2.40"])],
+            "held by the federation's DNSEndpoint shop/ingress-shop",
+        ),
+        (
+            "a CNAME with its ownership TXT at its own name",
+            vec![
+                ep("alias.example.com", "CNAME", 30, &["www.example.com"]),
+                legacy_registry,
+            ],
+            "RFC 1034",
+        ),
+        (
+            "a name in no zone",
+            vec![ep("www.example.org", "A", 30, &["192.0.2.41"])],
+            "in no zone of the federation",
+        ),
+        (
+            "a zone that admits its own namespace only",
+            vec![ep("www.example.net", "A", 30, &["192.0.2.42"])],
+            "allowedNamespaces.from: Same",
+        ),
+        (
+            "another namespace's service name",
+            vec![ep("web.team-b.myfed.svc.example.com", "A", 30, &["192.0.2.43"])],
+            "service name of namespace team-b",
+        ),
+    ];
+    for (what, create, needle) in cases {
+        let refused = a
+            .apply(&Changes {
+                create,
+                ..Changes::default()
+            })
+            .await
+            .unwrap_err();
+        println!("{what}: {} {}", refused.status.unwrap_or_default(), refused.message);
+        assert_eq!(refused.status, Some(500), "{what}");
+        assert!(refused.message.contains(needle), "{what}: {refused}");
+        assert_eq!(a.records().await.unwrap(), before, "{what}: nothing stored");
+    }
+    let mut text = String::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for line in [
+        "fedns_webhook_requests_total{path=\"/records\",method=\"POST\",code=\"204\"} 1",
+        "fedns_webhook_requests_total{path=\"/records\",method=\"POST\",code=\"500\"} 5",
+        "fedns_webhook_refused_changes_total{rule=\"held\"} 1",
+        "fedns_webhook_refused_changes_total{rule=\"cname\"} 1",
+        "fedns_webhook_refused_changes_total{rule=\"zone\"} 1",
+        "fedns_webhook_refused_changes_total{rule=\"namespace\"} 1",
+        "fedns_webhook_refused_changes_total{rule=\"service-name\"} 1",
+        "fedns_webhook_records 1",
+    ] {
+        assert!(text.contains(line), "/metrics lacks {line}:\n{text}");
+    }
 }

@@ -507,25 +507,31 @@ pub(crate) struct SplitRoute {
 
 impl SplitRoute {
     /// The rendered variant of group `group` a client gets, and the scope
-    /// the pick adds (0 unless hashed by subnet). No allocation.
+    /// the pick adds (0 unless hashed by subnet). A sticky pick scopes the
+    /// answer to the client's subnet even when the group holds one
+    /// cluster: the choice was made for that subnet, and a resolver must
+    /// not keep it for a wider block (the group may hold several clusters
+    /// again before the TTL ends, and another subnet of the block would
+    /// then get another one). No allocation.
     #[inline]
     pub(crate) fn pick_in(&self, group: usize, client: Option<IpAddr>) -> (usize, u8) {
         let Some(&(start, count)) = self.groups.get(group) else {
             return (group, 0);
         };
         let (start, count) = (start as usize, count as usize);
-        if count <= 1 {
-            return (start, 0);
-        }
         let range = start..start + count;
         match (self.prefixes, client) {
             (Some((v4, v6)), Some(addr)) => {
                 let (key, scope) = subnet_key(addr, v4, v6);
+                if count <= 1 {
+                    return (start, scope);
+                }
                 (
                     start + rendezvous_pick(key, &self.seeds[range.clone()], &self.weights[range]),
                     scope,
                 )
             }
+            _ if count <= 1 => (start, 0),
             _ => (start + weighted_pick(&self.cumulative[range]), 0),
         }
     }

@@ -237,3 +237,133 @@ fn reports_say_the_limit_and_the_clusters_of_each_window() {
     let choice = snapshot.choice_for(NAME, None).unwrap();
     assert_eq!(choice.variants.len(), 4);
 }
+
+/// ECS SCOPE of a sticky answer when the chosen set holds one cluster
+/// (a Failover tier or a Nearest region with one member): the longer of
+/// the placement's prefix and the sticky subnet's prefix, as with several
+/// clusters, so no resolver keeps the subnet's choice for a wider block.
+/// Each case: (policy, clusters, sticky prefixes, client subnet, source
+/// prefix, region networks, expected SCOPE).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sticky_scope_is_the_subnets_even_with_one_cluster() {
+    type Case = (
+        &'static str,
+        RoutingPolicy,
+        usize,
+        (u8, u8),
+        &'static str,
+        u8,
+        &'static str,
+        u8,
+    );
+    let nearest = || RoutingPolicy::Nearest { fallback: vec![] };
+    let cases: Vec<Case> = vec![
+        (
+            "Failover tier of one, /24",
+            RoutingPolicy::Every,
+            1,
+            (24, 56),
+            "192.0.2.0",
+            24,
+            "10.0.0.0/7",
+            24,
+        ),
+        (
+            "Failover tier of one, /16 source",
+            RoutingPolicy::Every,
+            1,
+            (24, 56),
+            "192.0.0.0",
+            16,
+            "10.0.0.0/7",
+            24,
+        ),
+        (
+            "Failover tier of one, /20 sticky",
+            RoutingPolicy::Every,
+            1,
+            (20, 48),
+            "192.0.2.0",
+            24,
+            "10.0.0.0/7",
+            20,
+        ),
+        (
+            "Failover tier of one, /32 sticky",
+            RoutingPolicy::Every,
+            1,
+            (32, 128),
+            "192.0.2.7",
+            32,
+            "10.0.0.0/7",
+            32,
+        ),
+        (
+            "Failover tier of one, IPv6 /56",
+            RoutingPolicy::Every,
+            1,
+            (24, 56),
+            "2001:db8:1:200::",
+            56,
+            "10.0.0.0/7",
+            56,
+        ),
+        (
+            "Failover tier of one, IPv6 /48 sticky",
+            RoutingPolicy::Every,
+            1,
+            (24, 48),
+            "2001:db8:1::",
+            56,
+            "10.0.0.0/7",
+            48,
+        ),
+        (
+            "Nearest region of one, region /7",
+            nearest(),
+            2,
+            (24, 56),
+            "10.1.2.0",
+            24,
+            "10.0.0.0/7",
+            24,
+        ),
+        (
+            "Nearest region of one, region /28",
+            nearest(),
+            2,
+            (24, 56),
+            "10.1.2.0",
+            24,
+            "10.1.2.0/28",
+            28,
+        ),
+        (
+            "Nearest region of one, /16 sticky",
+            nearest(),
+            2,
+            (16, 56),
+            "10.1.2.0",
+            24,
+            "10.0.0.0/7",
+            16,
+        ),
+    ];
+    for (what, policy, clusters, sticky, subnet, source, networks, expected) in cases {
+        let mut content = zone(clusters, 1, policy, None, Some(sticky));
+        content.client_regions.networks = vec![(networks.parse().unwrap(), "eu".into())];
+        let (_server, addr) = serve(vec![content], None).await;
+        let reply = tokio::task::spawn_blocking(move || {
+            ask_from("127.0.0.1", addr, &query(NAME, RecordType::A, Some((subnet, source))))
+        })
+        .await
+        .unwrap();
+        println!(
+            "{what}: {subnet}/{source} → {:?} SCOPE {:?}",
+            addresses(&reply),
+            ecs_of(&reply)
+        );
+        assert_eq!(addresses(&reply).len(), 1, "{what}: one cluster");
+        assert_eq!(ecs_of(&reply), Some((source, expected)), "{what}");
+    }
+}

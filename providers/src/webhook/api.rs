@@ -283,6 +283,9 @@ pub struct CallError {
     pub status: Option<u16>,
     /// One line.
     pub message: String,
+    /// The provider's `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an
+    /// HTTP-date, as a delay from now), when it sent one.
+    pub retry_after: Option<Duration>,
 }
 
 impl std::fmt::Display for CallError {
@@ -292,11 +295,38 @@ impl std::fmt::Display for CallError {
 }
 
 impl CallError {
+    /// A failure without a status (transport, timeout, body).
+    fn without_status(message: String) -> CallError {
+        CallError {
+            status: None,
+            message,
+            retry_after: None,
+        }
+    }
+
     /// Worth retrying later: no answer, or 500..=510 (external-dns's
     /// `isRetryableError`).
     pub fn transient(&self) -> bool {
         self.status.is_none_or(|s| (500..=510).contains(&s))
     }
+
+    /// The provider asks to slow down: 429 Too Many Requests (RFC 6585
+    /// §4) or 503 Service Unavailable, which say nothing about the records
+    /// sent: the whole provider waits, nothing is split or refused.
+    pub fn throttled(&self) -> bool {
+        matches!(self.status, Some(429 | 503))
+    }
+}
+
+/// A `Retry-After` header's value as a delay from `now`: delay-seconds or
+/// an HTTP-date (RFC 9110 §10.2.3); None when it is neither.
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// Retries of negotiation.
@@ -314,6 +344,15 @@ pub struct Client {
     http: reqwest::Client,
     url: String,
     max_body: usize,
+}
+
+/// One response: its status, `Content-Type`, body (up to the cap) and
+/// `Retry-After` (parsed).
+struct Reply {
+    status: u16,
+    content_type: String,
+    body: Vec<u8>,
+    retry_after: Option<Duration>,
 }
 
 impl Client {
@@ -336,39 +375,51 @@ impl Client {
         &self.url
     }
 
-    /// Sends `request`; the status and the body (up to the cap).
-    async fn send(&self, what: &str, request: reqwest::RequestBuilder) -> Result<(u16, String, Vec<u8>), CallError> {
-        let transport = |e: reqwest::Error| CallError {
-            status: None,
-            message: format!("{what} {}: {}", self.url, crate::provider::error_chain(&e)),
+    /// Sends `request`: the [`Reply`].
+    async fn send(&self, what: &str, request: reqwest::RequestBuilder) -> Result<Reply, CallError> {
+        let transport = |e: reqwest::Error| {
+            CallError::without_status(format!("{what} {}: {}", self.url, crate::provider::error_chain(&e)))
         };
         let mut response = request.send().await.map_err(transport)?;
         let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let header = |name: reqwest::header::HeaderName| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header(reqwest::header::CONTENT_TYPE).unwrap_or_default();
+        let retry_after =
+            header(reqwest::header::RETRY_AFTER).and_then(|v| parse_retry_after(&v, std::time::SystemTime::now()));
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if body.len() + chunk.len() > self.max_body {
-                return Err(CallError {
-                    status: None,
-                    message: format!("{what} {}: the response is over {} octets", self.url, self.max_body),
-                });
+                return Err(CallError::without_status(format!(
+                    "{what} {}: the response is over {} octets",
+                    self.url, self.max_body
+                )));
             }
             body.extend_from_slice(&chunk);
         }
-        Ok((status, content_type, body))
+        Ok(Reply {
+            status,
+            content_type,
+            body,
+            retry_after,
+        })
     }
 
-    /// `status` is `want`, else an error naming what the provider said.
-    fn expect(&self, what: &str, want: u16, status: u16, body: &[u8]) -> Result<(), CallError> {
-        if status == want {
+    /// The reply's status is `want`, else an error naming what the
+    /// provider said (and its `Retry-After`).
+    fn expect(&self, what: &str, want: u16, reply: &Reply) -> Result<(), CallError> {
+        if reply.status == want {
             return Ok(());
         }
-        let text = String::from_utf8_lossy(&body[..body.len().min(300)]).trim().to_owned();
+        let status = reply.status;
+        let text = String::from_utf8_lossy(&reply.body[..reply.body.len().min(300)])
+            .trim()
+            .to_owned();
         Err(CallError {
             status: Some(status),
             message: format!(
@@ -380,13 +431,13 @@ impl Client {
                     format!(": {text}")
                 }
             ),
+            retry_after: reply.retry_after,
         })
     }
 
     fn decode<T: serde::de::DeserializeOwned>(&self, what: &str, body: &[u8]) -> Result<T, CallError> {
-        serde_json::from_slice(body).map_err(|e| CallError {
-            status: None,
-            message: format!("{what} {}: the answer is not the expected JSON: {e}", self.url),
+        serde_json::from_slice(body).map_err(|e| {
+            CallError::without_status(format!("{what} {}: the answer is not the expected JSON: {e}", self.url))
         })
     }
 
@@ -399,10 +450,11 @@ impl Client {
         use backon::{ExponentialBuilder, Retryable};
         let once = || async {
             let request = self.http.get(&self.url).header(reqwest::header::ACCEPT, MEDIA_TYPE);
-            let (status, content_type, body) = self.send("negotiating with", request).await?;
-            if !(200..300).contains(&status) {
-                self.expect("negotiating with", 200, status, &body)?;
+            let reply = self.send("negotiating with", request).await?;
+            if !(200..300).contains(&reply.status) {
+                self.expect("negotiating with", 200, &reply)?;
             }
+            let (status, content_type) = (reply.status, reply.content_type.as_str());
             if content_type != MEDIA_TYPE {
                 return Err(CallError {
                     status: Some(status),
@@ -410,11 +462,13 @@ impl Client {
                         "negotiating with {}: Content-Type {content_type:?}, not {MEDIA_TYPE:?}: not an external-dns webhook provider (or another protocol version)",
                         self.url
                     ),
+                    retry_after: None,
                 });
             }
-            DomainFilter::parse(&body).map_err(|e| CallError {
+            DomainFilter::parse(&reply.body).map_err(|e| CallError {
                 status: Some(status),
                 message: format!("negotiating with {}: {e}", self.url),
+                retry_after: None,
             })
         };
         once.retry(
@@ -438,9 +492,9 @@ impl Client {
             .http
             .get(format!("{}/records", self.url))
             .header(reqwest::header::ACCEPT, MEDIA_TYPE);
-        let (status, _, body) = self.send("reading records from", request).await?;
-        self.expect("reading records from", 200, status, &body)?;
-        let records: Option<Vec<WireEndpoint>> = self.decode("reading records from", &body)?;
+        let reply = self.send("reading records from", request).await?;
+        self.expect("reading records from", 200, &reply)?;
+        let records: Option<Vec<WireEndpoint>> = self.decode("reading records from", &reply.body)?;
         Ok(records.unwrap_or_default())
     }
 
@@ -449,19 +503,17 @@ impl Client {
     /// # Errors
     /// Anything but 200 with a JSON array (or `null`).
     pub async fn adjust(&self, endpoints: &[WireEndpoint]) -> Result<Vec<WireEndpoint>, CallError> {
-        let body = serde_json::to_vec(endpoints).map_err(|e| CallError {
-            status: None,
-            message: format!("encoding endpoints: {e}"),
-        })?;
+        let body =
+            serde_json::to_vec(endpoints).map_err(|e| CallError::without_status(format!("encoding endpoints: {e}")))?;
         let request = self
             .http
             .post(format!("{}/adjustendpoints", self.url))
             .header(reqwest::header::CONTENT_TYPE, MEDIA_TYPE)
             .header(reqwest::header::ACCEPT, MEDIA_TYPE)
             .body(body);
-        let (status, _, body) = self.send("adjusting endpoints with", request).await?;
-        self.expect("adjusting endpoints with", 200, status, &body)?;
-        let adjusted: Option<Vec<WireEndpoint>> = self.decode("adjusting endpoints with", &body)?;
+        let reply = self.send("adjusting endpoints with", request).await?;
+        self.expect("adjusting endpoints with", 200, &reply)?;
+        let adjusted: Option<Vec<WireEndpoint>> = self.decode("adjusting endpoints with", &reply.body)?;
         Ok(adjusted.unwrap_or_default())
     }
 
@@ -470,16 +522,14 @@ impl Client {
     /// # Errors
     /// Anything but 204.
     pub async fn apply(&self, changes: &Changes) -> Result<(), CallError> {
-        let body = serde_json::to_vec(changes).map_err(|e| CallError {
-            status: None,
-            message: format!("encoding changes: {e}"),
-        })?;
+        let body =
+            serde_json::to_vec(changes).map_err(|e| CallError::without_status(format!("encoding changes: {e}")))?;
         let request = self
             .http
             .post(format!("{}/records", self.url))
             .header(reqwest::header::CONTENT_TYPE, MEDIA_TYPE)
             .body(body);
-        let (status, _, body) = self.send("applying changes with", request).await?;
-        self.expect("applying changes with", 204, status, &body)
+        let reply = self.send("applying changes with", request).await?;
+        self.expect("applying changes with", 204, &reply)
     }
 }

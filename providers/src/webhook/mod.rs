@@ -26,7 +26,10 @@
 //!   rest is applied. 500..=510 is split the same way (external-dns's
 //!   server helper answers 500 for any provider error), but more than a
 //!   few such failures in a row, or no answer at all, stop the zone until
-//!   the next sync (soon); other zones go on.
+//!   the next sync (soon); other zones go on. 429 and 503 ask to slow
+//!   down and say nothing of the records: the request is not split, and
+//!   nothing is sent to that provider for its `Retry-After` (else 1 s,
+//!   doubling while it keeps asking), at most 5 minutes.
 //! * Other tools' ownership records among the desired RRsets (an
 //!   external-dns publishing into fedns through `fedns webhook-provider`)
 //!   are not published on: fedns's own registry record for the name takes
@@ -58,6 +61,32 @@ pub const NAME: &str = "webhook";
 
 /// Requests failing with 500..=510 in a row before a zone's sync stops.
 const MAX_FAILED_IN_A_ROW: usize = 6;
+
+/// After a 429 or 503 without `Retry-After`: the first wait, doubled at
+/// each such answer in a row.
+const THROTTLE_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait after a 429 or 503, whatever `Retry-After` says.
+const THROTTLE_CAP: Duration = Duration::from_secs(300);
+
+/// How a zone's sync stopped.
+#[derive(Debug)]
+enum Stop {
+    /// The provider failed (no answer, or 500..=510 too often): retried at
+    /// the next sync.
+    Failed(String),
+    /// The provider asked to slow down (429, 503): it is left alone for a
+    /// while ([`Webhook::throttle`]).
+    Throttled(CallError),
+}
+
+/// A provider's backoff after 429 or 503.
+#[derive(Debug, Clone, Copy, Default)]
+struct Throttle {
+    /// Nothing is sent to the provider before this.
+    until: Option<Instant>,
+    /// The wait after the next 429/503 without `Retry-After`.
+    next: Option<Duration>,
+}
 
 /// Settings of the webhook provider.
 #[derive(Debug, Clone)]
@@ -102,6 +131,8 @@ pub struct Webhook {
     config: WebhookConfig,
     /// Per URL, the client and the negotiated filter, once negotiated.
     sessions: tokio::sync::Mutex<Vec<Option<Session>>>,
+    /// Per URL, its backoff after 429 or 503.
+    throttles: std::sync::Mutex<Vec<Throttle>>,
     applied: AppliedCache,
     metrics: ProviderMetrics,
 }
@@ -138,6 +169,7 @@ impl Webhook {
     pub fn new(config: WebhookConfig, metrics: ProviderMetrics) -> Self {
         Webhook {
             sessions: tokio::sync::Mutex::new(vec![None; config.urls.len()]),
+            throttles: std::sync::Mutex::new(vec![Throttle::default(); config.urls.len()]),
             config,
             applied: AppliedCache::default(),
             metrics,
@@ -185,6 +217,49 @@ impl Webhook {
         }
     }
 
+    /// The provider at `index` answered 429 or 503: nothing is sent to it
+    /// for its `Retry-After`, else for a wait doubling from
+    /// [`THROTTLE_FIRST`], at most [`THROTTLE_CAP`]; every zone it takes
+    /// waits (none is split or refused over it). Returns the zone's error.
+    fn throttle(&self, index: usize, error: &CallError) -> String {
+        let mut throttles = self.throttles.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(throttle) = throttles.get_mut(index) else {
+            return error.message.clone();
+        };
+        let doubling = throttle.next.unwrap_or(THROTTLE_FIRST);
+        let wait = error.retry_after.unwrap_or(doubling).min(THROTTLE_CAP);
+        throttle.until = Some(Instant::now() + wait);
+        throttle.next = Some((doubling * 2).min(THROTTLE_CAP));
+        let why = match error.retry_after {
+            Some(_) => "its Retry-After",
+            None => "no Retry-After: doubling",
+        };
+        tracing::warn!(
+            provider = NAME,
+            url = %self.config.urls.get(index).map(String::as_str).unwrap_or_default(),
+            wait_seconds = wait.as_secs_f64(),
+            "the webhook provider asks to slow down ({error}); nothing sent to it for {wait:?} ({why})"
+        );
+        format!("{error}; the provider is throttling: nothing is sent to it for {wait:?} ({why})")
+    }
+
+    /// How long the provider at `index` is still left alone, if it is.
+    fn throttled_for(&self, index: usize) -> Option<Duration> {
+        let throttles = self.throttles.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let until = throttles.get(index)?.until?;
+        until
+            .checked_duration_since(Instant::now())
+            .filter(|left| !left.is_zero())
+    }
+
+    /// A zone synced with the provider at `index`: its backoff starts over.
+    fn unthrottle(&self, index: usize) {
+        let mut throttles = self.throttles.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(throttle) = throttles.get_mut(index) {
+            *throttle = Throttle::default();
+        }
+    }
+
     /// Plans one zone (see [`plan_zone`]).
     pub fn plan_zone(&self, apex: &str, desired: &[DesiredRRset], held: &[WireEndpoint]) -> ZonePlan<Unit> {
         plan_zone(
@@ -201,14 +276,9 @@ impl Webhook {
     /// go into `report.rejected`.
     ///
     /// # Errors
-    /// A transient failure: the zone stops until the next sync.
-    async fn apply(
-        &self,
-        client: &Client,
-        apex: &str,
-        units: Vec<Unit>,
-        report: &mut SyncReport,
-    ) -> Result<(), String> {
+    /// A transient failure: the zone stops until the next sync; 429 or
+    /// 503: the provider is throttled ([`Stop::Throttled`]).
+    async fn apply(&self, client: &Client, apex: &str, units: Vec<Unit>, report: &mut SyncReport) -> Result<(), Stop> {
         let mut pending = pack(units, self.config.max_endpoints_per_request.max(1));
         pending.reverse();
         // external-dns's server helper answers 500 for any provider error,
@@ -237,11 +307,18 @@ impl Webhook {
                     continue;
                 }
                 // No answer at all: the provider is down.
-                Err(e) if e.status.is_none() => return Err(e.message),
+                Err(e) if e.status.is_none() => return Err(Stop::Failed(e.message)),
+                // Slow down: says nothing of these records; the rest waits.
+                Err(e) if e.throttled() => {
+                    report.rejected.append(&mut suspect);
+                    return Err(Stop::Throttled(e));
+                }
                 Err(e) if e.transient() => {
                     failed_in_a_row += 1;
                     if failed_in_a_row > MAX_FAILED_IN_A_ROW {
-                        return Err(format!("{e} ({failed_in_a_row} requests in a row failed)"));
+                        return Err(Stop::Failed(format!(
+                            "{e} ({failed_in_a_row} requests in a row failed)"
+                        )));
                     }
                     e
                 }
@@ -322,7 +399,7 @@ impl Webhook {
         desired: &[DesiredRRset],
         held: &[WireEndpoint],
         report: &mut SyncReport,
-    ) -> Result<(), String> {
+    ) -> Result<(), Stop> {
         let mut taken = Vec::new();
         for rrset in desired {
             if is_registry_record(rrset) {
@@ -373,7 +450,13 @@ impl Webhook {
                 ..rrset
             })
             .collect();
-        let adjusted = self.adjusted(client, &taken, report).await.map_err(|e| e.message)?;
+        let adjusted = self.adjusted(client, &taken, report).await.map_err(|e| {
+            if e.throttled() {
+                Stop::Throttled(e)
+            } else {
+                Stop::Failed(e.message)
+            }
+        })?;
         let in_zone: Vec<WireEndpoint> = held
             .iter()
             .filter(|e| {
@@ -387,11 +470,21 @@ impl Webhook {
         report.conflicts.extend(plan.conflicts);
         report.rejected.extend(plan.rejected);
         let count = plan.units.len();
-        self.apply(client, apex, plan.units, report).await?;
-        if count > 0 {
-            tracing::info!(provider = NAME, zone = apex, changes = count, "applied changes");
+        let (applied_before, refused_before) = (report.changes, report.rejected.len());
+        let result = self.apply(client, apex, plan.units, report).await;
+        let applied = report.changes - applied_before;
+        let refused = report.rejected.len() - refused_before;
+        if count > 0 && applied > 0 {
+            tracing::info!(provider = NAME, zone = apex, applied, refused, "applied changes");
+        } else if count > 0 && refused > 0 {
+            tracing::warn!(
+                provider = NAME,
+                zone = apex,
+                refused,
+                "no change applied: the provider refused every one"
+            );
         }
-        Ok(())
+        result
     }
 
     /// Brings the webhook providers in line with `desired`, zone by zone:
@@ -424,25 +517,42 @@ impl Webhook {
             let result = match chosen {
                 None if rrsets.is_empty() => Ok(()),
                 None => Err(self.untaken(&apex, &sessions)),
+                Some((index, _)) if self.throttled_for(index).is_some() => Err(format!(
+                    "the webhook provider {} asked to slow down: nothing is sent to it for {:?} more",
+                    self.config.urls[index],
+                    self.throttled_for(index).unwrap_or_default()
+                )),
                 Some((index, session)) => {
                     let records = match held.entry(index) {
                         std::collections::btree_map::Entry::Occupied(read) => read.into_mut(),
                         std::collections::btree_map::Entry::Vacant(slot) => {
                             let records = session.client.records().await;
                             self.metrics.api_call(NAME, "records", records.is_ok());
-                            if let Err(e) = &records {
-                                if !e.transient() {
-                                    self.forget_session(index).await;
+                            let records = match records {
+                                Ok(records) => Ok(records),
+                                Err(e) if e.throttled() => Err(self.throttle(index, &e)),
+                                Err(e) => {
+                                    if !e.transient() {
+                                        self.forget_session(index).await;
+                                    }
+                                    Err(e.message)
                                 }
-                            }
-                            slot.insert(records.map_err(|e| e.message))
+                            };
+                            slot.insert(records)
                         }
                     };
                     match records {
-                        Ok(records) => {
-                            self.sync_zone(&session.client, &session.filter, &apex, rrsets, records, &mut outcome)
-                                .await
-                        }
+                        Ok(records) => match self
+                            .sync_zone(&session.client, &session.filter, &apex, rrsets, records, &mut outcome)
+                            .await
+                        {
+                            Ok(()) => {
+                                self.unthrottle(index);
+                                Ok(())
+                            }
+                            Err(Stop::Failed(why)) => Err(why),
+                            Err(Stop::Throttled(e)) => Err(self.throttle(index, &e)),
+                        },
                         Err(e) => Err(e.clone()),
                     }
                 }
@@ -489,15 +599,21 @@ fn is_registry_record(rrset: &DesiredRRset) -> bool {
             .any(|t| registry::parse_value(&crate::plan::txt::concatenated(t)).is_some())
 }
 
-/// Targets of a desired RRset as external-dns endpoints carry them: TXT as
-/// the text itself (its character-strings joined), names without the
-/// trailing dot (fedns's canonical form already), the rest as they are.
+/// Targets of a desired RRset as external-dns endpoints carry them
+/// (external-dns v0.22.0, `endpoint/endpoint.go`): TXT as the text itself
+/// (its character-strings joined); SRV as `priority weight port host.`,
+/// the host absolute, which `NewSRVRecord` requires (:659-687) and every
+/// external-dns source writes (`source/service.go` :757); CNAME, NS, MX
+/// and PTR host names without the trailing dot, as `NewEndpointWithTTL`
+/// strips it (:292-319; fedns's canonical form already); the rest as they
+/// are.
 fn wire_targets(rrset: &DesiredRRset) -> Vec<String> {
     rrset
         .targets
         .iter()
         .map(|t| match rrset.record_type {
             RecordType::TXT => crate::plan::txt::concatenated(t),
+            RecordType::SRV => crate::plan::presentation::absolute_value(RecordType::SRV, t),
             _ => t.clone(),
         })
         .collect()

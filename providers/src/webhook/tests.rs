@@ -234,3 +234,45 @@ fn requests_hold_at_most_the_limit_and_a_name_stays_whole() {
         .iter()
         .all(|b| b.iter().map(|u| u.changes.len()).sum::<usize>() <= 5));
 }
+
+/// Host names in rdata as external-dns itself sends them (v0.22.0,
+/// `endpoint/endpoint.go`): SRV's target absolute (`NewSRVRecord` refuses
+/// it otherwise), CNAME, NS, MX and PTR without the trailing dot
+/// (`NewEndpointWithTTL` strips it).
+#[test]
+fn host_names_in_rdata_are_written_as_external_dns_writes_them() {
+    let cases = [
+        (
+            RecordType::SRV,
+            "10 5 5060 sip.example.com",
+            "10 5 5060 sip.example.com.",
+        ),
+        (RecordType::MX, "10 mx.example.com", "10 mx.example.com"),
+        (RecordType::CNAME, "www.example.com", "www.example.com"),
+        (RecordType::NS, "ns1.example.net", "ns1.example.net"),
+    ];
+    for (record_type, target, wire) in cases {
+        let endpoint = endpoint_of(&want("x.example.com", record_type, 30, &[target]), None);
+        assert_eq!(endpoint.targets, [wire], "{record_type}");
+        // Read back from the provider: fedns's canonical form, no change.
+        assert_eq!(targets_of(record_type, &endpoint.targets), [target], "{record_type}");
+    }
+}
+
+/// `Retry-After` (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date taken
+/// as the time left until it; anything else is no value.
+#[test]
+fn retry_after_is_read_as_seconds_or_a_date() {
+    use std::time::{Duration, SystemTime};
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+    assert_eq!(api::parse_retry_after("120", now), Some(Duration::from_secs(120)));
+    assert_eq!(
+        api::parse_retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(
+        api::parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+        Some(Duration::ZERO)
+    );
+    assert_eq!(api::parse_retry_after("soon", now), None);
+}

@@ -95,6 +95,14 @@ async fn every_record_type_round_trips_with_external_dns_ownership() {
         30
     )));
     assert!(rows.contains(&("txt.example.com".into(), "TXT".into(), vec!["hello world".into()], 30)));
+    // SRV as external-dns writes it (and the stand-in, as external-dns's
+    // CheckEndpoint, accepts only): the target host absolute.
+    assert!(rows.contains(&(
+        "_sip._tcp.example.com".into(),
+        "SRV".into(),
+        vec!["0 5 5060 sip.example.com.".into()],
+        30
+    )));
     let registry = stand_in
         .records()
         .into_iter()
@@ -245,7 +253,7 @@ async fn adjusted_ttls_cause_no_rewrite_loop() {
     }
 }
 
-/// The provider down (connections refused), then failing with 503: the
+/// The provider down (connections refused), then failing with 500: the
 /// sync reports an error and writes nothing; once it is back, the next
 /// sync publishes everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,11 +272,11 @@ async fn a_provider_down_or_failing_loses_nothing() {
     println!("down: {:?}", down.errors);
     stand_in.resume().await.unwrap();
     // Every request fails for a while: the zone stops after a few.
-    stand_in.fail_next(20, 503);
+    stand_in.fail_next(20, 500);
     let failing = webhook.sync_all(&more, SyncMode::Changed).await;
     assert!(!failing.errors.is_empty(), "{failing:#?}");
     println!("failing: {:?}", failing.errors);
-    stand_in.fail_next(0, 503);
+    stand_in.fail_next(0, 500);
     let back = webhook.sync_all(&more, SyncMode::Changed).await;
     assert_clean(&back);
     assert_eq!(held(&stand_in).len(), 2, "{:#?}", held(&stand_in));
@@ -311,7 +319,7 @@ async fn large_changes_go_in_requests_and_a_refused_record_is_isolated() {
     assert!(report.writes >= 6, "600 endpoints in requests of 100 at most");
 }
 
-/// Writes failing with 503 while reads work: a few split attempts, then
+/// Writes failing with 500 while reads work: a few split attempts, then
 /// the zone's sync stops with an error (no endless halving); the next sync
 /// writes everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -322,7 +330,7 @@ async fn failing_writes_stop_the_zone_after_a_few_and_lose_nothing() {
         .map(|i| ep(&format!("n{i}.example.com"), "A", &["192.0.2.1"]))
         .collect();
     let fixture = desired(Value::Array(endpoints));
-    stand_in.fail_next_writes(1000, 503);
+    stand_in.fail_next_writes(1000, 500);
     let before = stand_in.requests();
     let failing = webhook.sync_all(&fixture, SyncMode::Changed).await;
     let requests = stand_in.requests() - before;
@@ -333,9 +341,64 @@ async fn failing_writes_stop_the_zone_after_a_few_and_lose_nothing() {
     );
     assert!(failing.rejected.is_empty(), "nothing reported as refused: {failing:#?}");
     assert!(requests <= 10, "{requests} requests");
-    stand_in.fail_next_writes(0, 503);
+    stand_in.fail_next_writes(0, 500);
     assert_clean(&webhook.sync_all(&fixture, SyncMode::Changed).await);
     assert_eq!(held(&stand_in).len(), 200);
+}
+
+/// 429 and 503 ask the client to slow down and say nothing of the records
+/// sent: the request is not split (no record is reported refused), and
+/// nothing more is sent to the provider for its `Retry-After` (else 1 s,
+/// doubling); then one request applies everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_backs_off_the_provider_without_splitting() {
+    let stand_in = WebhookProvider::start(WebhookProviderConfig::default()).await.unwrap();
+    let webhook = provider(&stand_in.url(), |_| {});
+    // Negotiated and one name published before the first round.
+    let mut names: Vec<Value> = vec![ep("seed.example.com", "A", &["192.0.2.99"])];
+    assert_clean(
+        &webhook
+            .sync_all(&desired(Value::Array(names.clone())), SyncMode::Changed)
+            .await,
+    );
+    for (status, retry_after, wait) in [
+        (429, Some(2), Duration::from_secs(2)),
+        (503, None, Duration::from_secs(1)),
+    ] {
+        // Four new names each round (and those of the rounds before).
+        names.extend((1..=4).map(|i| ep(&format!("n{i}s{status}.example.com"), "A", &[&format!("192.0.2.{i}")])));
+        let fixture = desired(Value::Array(names.clone()));
+        stand_in.set_retry_after(retry_after);
+        stand_in.fail_next_writes(1, status);
+        let before = stand_in.requests();
+        let throttled = webhook.sync_all(&fixture, SyncMode::Changed).await;
+        let started = std::time::Instant::now();
+        let requests = stand_in.requests() - before;
+        println!("{status}: {requests} requests: {:?}", throttled.errors);
+        // GET /records, POST /adjustendpoints, one POST /records: no halving.
+        assert_eq!(requests, 3, "{status}: one write, not split");
+        assert!(
+            throttled.rejected.is_empty(),
+            "{status}: nothing refused: {throttled:#?}"
+        );
+        assert!(
+            matches!(&throttled.errors[..], [(ErrorScope::Zone(_), why)] if why.contains(&format!("status {status}")) && why.contains(&format!("{wait:?}"))),
+            "{status}: {throttled:#?}"
+        );
+        // Within the wait: nothing is sent at all.
+        let before = stand_in.requests();
+        let waiting = webhook.sync_all(&fixture, SyncMode::Changed).await;
+        assert_eq!(stand_in.requests(), before, "{status}: nothing sent while throttled");
+        assert!(
+            matches!(&waiting.errors[..], [(ErrorScope::Zone(_), why)] if why.contains("asked to slow down")),
+            "{waiting:#?}"
+        );
+        tokio::time::sleep(wait.saturating_sub(started.elapsed()) + Duration::from_millis(200)).await;
+        let back = webhook.sync_all(&fixture, SyncMode::Changed).await;
+        assert_clean(&back);
+        assert_eq!(back.writes, 1, "{status}: everything in one request after the wait");
+        assert_eq!(held(&stand_in).len(), names.len());
+    }
 }
 
 /// Records of another owner (external-dns in another cluster) and records

@@ -365,6 +365,7 @@ pub(super) async fn push_as_external_dns(args: &SandboxArgs) -> anyhow::Result<O
             owner: "sandbox".into(),
             domain_namespace: NAMESPACE.into(),
             token: None,
+            metrics: Default::default(),
         },
     );
     let external_dns = Client::new(&url, std::time::Duration::from_secs(15), 32 << 20).map_err(anyhow::Error::msg)?;

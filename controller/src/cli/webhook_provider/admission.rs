@@ -1,0 +1,225 @@
+//! What `fedns webhook-provider` will not serve, decided before anything
+//! is stored: external-dns learns of a refusal only from the answer to
+//! `POST /records` (500, a soft error it logs and retries; the protocol
+//! has no per-record refusal), so a change the federation would then not
+//! publish (a DNSEndpoint condition external-dns never reads) must be
+//! refused there, naming the rule or the holder.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fedns_api::{DNSEndpoint, Domain, NamespacesFrom};
+use fedns_providers::plan::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};
+use fedns_providers::webhook::api::WireEndpoint;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams};
+
+use super::{normal, WebhookServer};
+
+/// Why a change is refused: the metric label and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `type`, `zone`, `namespace`, `service-name`, `cname` or `held`.
+    pub rule: &'static str,
+    /// One line for external-dns's log.
+    pub message: String,
+}
+
+impl Refusal {
+    fn new(rule: &'static str, message: String) -> Refusal {
+        Refusal { rule, message }
+    }
+}
+
+/// The zone (Domain) holding `name`: the one with the longest apex.
+fn zone_of<'a>(domains: &'a [Domain], name: &str) -> Option<&'a Domain> {
+    domains
+        .iter()
+        .filter(|d| {
+            let apex = normal(&d.spec.domain);
+            name == apex || name.ends_with(&format!(".{apex}"))
+        })
+        .max_by_key(|d| d.spec.domain.len())
+}
+
+/// Names in `result` (the instance's whole set once the changes are
+/// applied) where a CNAME shares its owner name with other data, which
+/// RFC 1034 §3.6.2 (and RFC 2181 §10.1) forbid: what external-dns 0.17
+/// and earlier write with their TXT registry in its old format (the
+/// ownership TXT at the record's own name; 0.18 writes `cname-<name>`).
+fn cname_clashes(result: &[&WireEndpoint]) -> BTreeSet<String> {
+    let mut types: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in result {
+        types
+            .entry(normal(&e.dns_name))
+            .or_default()
+            .insert(e.record_type.to_ascii_uppercase());
+    }
+    types
+        .into_iter()
+        .filter(|(_, t)| t.contains("CNAME") && t.len() > 1)
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// The first reason the server will not serve `changed` (the created and
+/// updated endpoints) with `result` as the instance's whole set, or None.
+///
+/// # Errors
+/// The host cluster could not be read (the caller answers 500 too, as a
+/// provider error).
+pub async fn refusal(
+    server: &WebhookServer,
+    changed: &[&WireEndpoint],
+    result: &[&WireEndpoint],
+) -> Result<Option<Refusal>, String> {
+    for e in changed {
+        if fedns_api::RecordType::from_mnemonic(&e.record_type.to_ascii_uppercase()).is_none() {
+            return Ok(Some(Refusal::new(
+                "type",
+                format!(
+                    "record type {:?} of {} is not one fedns publishes",
+                    e.record_type, e.dns_name
+                ),
+            )));
+        }
+    }
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    let domains = Api::<Domain>::namespaced(server.client.clone(), &server.domain_namespace)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("listing Domains in {}: {e}", server.domain_namespace))?
+        .items;
+    let mut labels: Option<NamespaceLabels> = None;
+    for e in changed {
+        let name = normal(&e.dns_name);
+        let Some(domain) = zone_of(&domains, &name) else {
+            let zones: Vec<String> = domains.iter().map(|d| normal(&d.spec.domain)).collect();
+            return Ok(Some(Refusal::new(
+                "zone",
+                format!("{name} is in no zone of the federation (zones: {})", zones.join(", ")),
+            )));
+        };
+        let admission = ZoneAdmission::of(domain);
+        let selector = domain
+            .spec
+            .allowed_namespaces
+            .as_ref()
+            .is_some_and(|a| a.from == NamespacesFrom::Selector);
+        if selector && labels.is_none() {
+            let namespace = Api::<Namespace>::all(server.client.clone())
+                .get_opt(&server.namespace)
+                .await
+                .map_err(|e| format!("reading Namespace {}: {e}", server.namespace))?;
+            let own = namespace.and_then(|n| n.metadata.labels).unwrap_or_default();
+            labels = Some(BTreeMap::from([(server.namespace.clone(), own)]));
+        }
+        if let Err(why) = admission.admits(&server.namespace, labels.as_ref().unwrap_or(&BTreeMap::new())) {
+            return Ok(Some(Refusal::new("namespace", format!("{name}: {why}"))));
+        }
+        let apex = normal(&domain.spec.domain);
+        if let Some(owner) = admission.service_namespace(&name, &apex) {
+            if owner != server.namespace {
+                return Ok(Some(Refusal::new(
+                    "service-name",
+                    format!(
+                        "{name} is a service name of namespace {owner}; DNSEndpoints of namespace {} may not claim it",
+                        server.namespace
+                    ),
+                )));
+            }
+        }
+    }
+    let changed_names: BTreeSet<String> = changed.iter().map(|e| normal(&e.dns_name)).collect();
+    if let Some(name) = cname_clashes(result).into_iter().find(|n| changed_names.contains(n)) {
+        return Ok(Some(Refusal::new(
+            "cname",
+            format!(
+                "{name}: a CNAME cannot share its name with other data (RFC 1034 §3.6.2); external-dns 0.17 and earlier \
+                 write their ownership TXT at the record's own name: run external-dns 0.18 or later, or set --txt-prefix"
+            ),
+        )));
+    }
+    // One name, one owner: the oldest DNSEndpoint claiming a name keeps it
+    // (the controller's rule), so a name another DNSEndpoint claimed first
+    // would never be served from here.
+    let all = Api::<DNSEndpoint>::all(server.client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("listing DNSEndpoints: {e}"))?
+        .items;
+    let ours = all.iter().find(|o| {
+        o.metadata.namespace.as_deref() == Some(server.namespace.as_str())
+            && o.metadata.name.as_deref() == Some(server.object_name().as_str())
+    });
+    let our_order = ours.map(|o| ClaimOrder::of(&o.metadata));
+    for other in &all {
+        if ours.is_some_and(|o| std::ptr::eq(o, other)) {
+            continue;
+        }
+        let Some(e) = other
+            .spec
+            .endpoints
+            .iter()
+            .find(|e| changed_names.contains(&normal(&e.dns_name)))
+        else {
+            continue;
+        };
+        let theirs = ClaimOrder::of(&other.metadata);
+        // Not created yet: ours would be the newest claim of all.
+        if our_order.as_ref().is_none_or(|ours| theirs < *ours) {
+            let holder = format!(
+                "{}/{}",
+                other.metadata.namespace.as_deref().unwrap_or_default(),
+                other.metadata.name.as_deref().unwrap_or_default()
+            );
+            let from_webhook = other
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(super::OWNER_LABEL));
+            let whose = if from_webhook {
+                "another external-dns instance's DNSEndpoint"
+            } else {
+                "the federation's DNSEndpoint"
+            };
+            return Ok(Some(Refusal::new(
+                "held",
+                format!("{} is held by {whose} {holder}, which claimed it first", e.dns_name),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(name: &str, record_type: &str) -> WireEndpoint {
+        WireEndpoint {
+            dns_name: name.into(),
+            record_type: record_type.into(),
+            ..WireEndpoint::default()
+        }
+    }
+
+    #[test]
+    fn a_cname_beside_other_data_clashes() {
+        let (cname, txt, a, other) = (
+            ep("www.example.com", "CNAME"),
+            ep("WWW.example.com.", "TXT"),
+            ep("api.example.com", "A"),
+            ep("cname-www.example.com", "TXT"),
+        );
+        assert_eq!(
+            cname_clashes(&[&cname, &txt, &a]),
+            BTreeSet::from(["www.example.com".to_owned()])
+        );
+        assert!(
+            cname_clashes(&[&cname, &other, &a]).is_empty(),
+            "the 0.18 registry name"
+        );
+    }
+}
