@@ -11,7 +11,13 @@
 //! `NoMatchingListenerHostname`, `NoMatchingParent`, and `ResolvedRefs`
 //! with `ResolvedRefs` or `BackendNotFound`).
 //!
-//! What it decides: a Gateway of any class is accepted and programmed at
+//! Like a real controller it handles only the Gateways of its own
+//! GatewayClasses (`spec.controllerName` [`CONTROLLER_NAME`]), and in a
+//! route's `status.parents` writes only its own entries, leaving other
+//! controllers' as they are (`RouteParentStatus.ControllerName`), so a
+//! real Gateway setup can run beside it.
+//!
+//! What it decides: a Gateway of one of its classes is accepted and programmed at
 //! the addresses it is given (one pool per member, as a cloud load
 //! balancer would assign); each HTTPRoute and GRPCRoute parentRef naming
 //! one of its Gateways is accepted when some listener its `sectionName`
@@ -136,7 +142,16 @@ pub fn intersects(listener: Option<&str>, route: Option<&str>) -> bool {
 /// Returns how many objects it wrote. A member without the Gateway API
 /// CRDs has nothing to write.
 pub fn reconcile(store: &Store, addresses: &[(String, String)]) -> usize {
-    let gateways = list(store, GROUP, "gateways");
+    let classes: Vec<String> = list(store, GROUP, "gatewayclasses")
+        .iter()
+        .filter(|c| text(c, "/spec/controllerName") == CONTROLLER_NAME)
+        .map(|c| text(c, "/metadata/name").to_owned())
+        .collect();
+    // Only the Gateways of this controller's classes.
+    let gateways: Vec<Value> = list(store, GROUP, "gateways")
+        .into_iter()
+        .filter(|g| classes.iter().any(|c| c == text(g, "/spec/gatewayClassName")))
+        .collect();
     let routes: Vec<(&str, Value)> = ROUTES
         .iter()
         .flat_map(|(plural, kind)| list(store, GROUP, plural).into_iter().map(move |r| (*kind, r)))
@@ -250,8 +265,17 @@ pub fn reconcile(store: &Store, addresses: &[(String, String)]) -> usize {
                 ],
             }));
         }
-        let status = json!({"parents": parents});
-        if route.get("status") != Some(&status) {
+        // Other controllers' entries stay as they are, before ours.
+        let mut all: Vec<Value> = old_parents
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["controllerName"] != CONTROLLER_NAME)
+            .cloned()
+            .collect();
+        all.extend(parents);
+        let status = json!({"parents": all});
+        if route.get("status").unwrap_or(&json!({"parents": []})) != &status {
             let plural = ROUTES
                 .iter()
                 .find(|(_, k)| k == kind)
@@ -383,6 +407,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n---\n");
         let mut text = spec_only
+            .replace("example.net/gateway-controller", CONTROLLER_NAME)
             .replace("\"example.com\"", "\"shop.example.com\"")
             .replace("    port: 80", "    port: 80\n    hostname: \"*.example.com\"");
         text.push_str(
@@ -413,5 +438,42 @@ mod tests {
             stray["status"]["parents"][0]["conditions"][0]["reason"],
             "NoMatchingListenerHostname"
         );
+    }
+
+    /// A Gateway of another controller's class is left alone, and a
+    /// route's entries written by another controller are kept beside this
+    /// controller's own.
+    #[test]
+    fn other_classes_and_other_controllers_entries_are_left_alone() {
+        let store = Store::new(100);
+        crate::seed::seed_text(&store, "crds", &crate::upstream_crds::gateway_api_yaml()).unwrap();
+        let objects = format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {{name: ours}}\nspec: {{controllerName: {CONTROLLER_NAME}}}\n---\n\
+             apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {{name: theirs}}\nspec: {{controllerName: example.net/other}}\n---\n\
+             apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: mine, namespace: default}}\n\
+             spec: {{gatewayClassName: ours, listeners: [{{name: http, protocol: HTTP, port: 80}}]}}\n---\n\
+             apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: other, namespace: default}}\n\
+             spec: {{gatewayClassName: theirs, listeners: [{{name: http, protocol: HTTP, port: 80}}]}}\n---\n\
+             apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: both, namespace: default}}\n\
+             spec: {{parentRefs: [{{name: mine}}, {{name: other}}], hostnames: [a.example.com]}}\n\
+             status: {{parents: [{{parentRef: {{name: other}}, controllerName: example.net/other, conditions: \
+             [{{type: Accepted, status: \"True\", reason: Accepted, message: \"\", lastTransitionTime: \"2026-11-26T00:00:00Z\"}}]}}]}}\n"
+        );
+        crate::seed::seed_text(&store, "objects", &objects).unwrap();
+        reconcile(&store, &[("IPAddress".to_owned(), "127.0.10.1".to_owned())]);
+        let gateways = store.resource(GROUP, "v1", "gateways").unwrap();
+        let other = store.get(&gateways, Some("default"), "other").unwrap();
+        assert!(other.get("status").is_none_or(|s| s["addresses"].is_null()), "{other}");
+        let mine = store.get(&gateways, Some("default"), "mine").unwrap();
+        assert_eq!(mine["status"]["addresses"][0]["value"], "127.0.10.1");
+        let routes = store.resource(GROUP, "v1", "httproutes").unwrap();
+        let route = store.get(&routes, Some("default"), "both").unwrap();
+        let entries: Vec<(&str, &str)> = route["status"]["parents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (text(p, "/parentRef/name"), text(p, "/controllerName")))
+            .collect();
+        assert_eq!(entries, [("other", "example.net/other"), ("mine", CONTROLLER_NAME)]);
     }
 }

@@ -96,6 +96,53 @@ pub struct GatewayFacts {
     /// (namespace default: the ListenerSet's). `None` for a Gateway, or a
     /// parent of another kind.
     pub parent: Option<(Box<str>, Box<str>)>,
+    /// A Gateway's `spec.gatewayClassName`.
+    pub class: Option<Box<str>>,
+    /// The controller of its GatewayClass, filled in by
+    /// [`GatewayApi::parent`] (routes' status entries count only when
+    /// written by it).
+    pub controller: ClassController,
+}
+
+/// The controller of a Gateway's GatewayClass, as fedns could learn it
+/// (`apis/v1/gatewayclass_types.go` `spec.controllerName`). Only the
+/// `status.parents[]` entry whose `controllerName` is the class's
+/// controller speaks for the Gateway (`RouteParentStatus.ControllerName`:
+/// "the controller that wrote this status"); another controller's entry
+/// for the same parent says nothing about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ClassController {
+    /// Not looked up (facts as read from the object).
+    #[default]
+    Unknown,
+    /// `spec.controllerName` of the Gateway's GatewayClass.
+    Known(Box<str>),
+    /// The member serves GatewayClasses, but not the one the Gateway names.
+    NoClass(Box<str>),
+    /// GatewayClasses are not readable in the member (not served, not yet
+    /// listed, or forbidden): entries are taken as they are.
+    Unreadable,
+}
+
+/// What fedns reads of a member's GatewayClass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClassFacts {
+    /// `spec.controllerName`.
+    pub controller: Box<str>,
+}
+
+impl ClassFacts {
+    /// The facts of a GatewayClass as JSON.
+    pub fn of(object: &DynamicObject) -> Self {
+        ClassFacts {
+            controller: object
+                .data
+                .pointer("/spec/controllerName")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .into(),
+        }
+    }
 }
 
 impl GatewayFacts {
@@ -114,6 +161,7 @@ impl GatewayFacts {
         struct Spec {
             listeners: Vec<Listener>,
             parent_ref: Option<ParentGateway>,
+            gateway_class_name: Option<String>,
         }
         /// `ParentGatewayReference` (`apis/v1/shared_types.go`).
         #[derive(Deserialize, Default)]
@@ -222,6 +270,8 @@ impl GatewayFacts {
                         .unwrap_or_default();
                     (namespace.into(), p.name.into())
                 }),
+            class: gateway.spec.gateway_class_name.map(Into::into),
+            controller: ClassController::Unknown,
         }
     }
 
@@ -285,6 +335,8 @@ impl ParentRef {
 pub struct ParentStatus {
     /// `parentRef`.
     pub parent: ParentRef,
+    /// `controllerName`: the controller that wrote the entry.
+    pub controller: Box<str>,
     /// `Accepted` condition.
     pub accepted: Option<bool>,
     /// `ResolvedRefs` condition.
@@ -374,6 +426,7 @@ impl RouteFacts {
         #[serde(default, rename_all = "camelCase")]
         struct ParentEntry {
             parent_ref: Parent,
+            controller_name: String,
             conditions: Vec<Condition>,
         }
         let namespace = object.metadata.namespace.clone().unwrap_or_default();
@@ -421,6 +474,7 @@ impl RouteFacts {
                 .map(|p| ParentStatus {
                     accepted: condition(&p.conditions, "Accepted"),
                     resolved_refs: condition(&p.conditions, "ResolvedRefs"),
+                    controller: p.controller_name.into(),
                     parent: parent(p.parent_ref),
                 })
                 .collect(),
@@ -539,9 +593,11 @@ pub struct GatewayApi {
     pub routes: [Arc<FactCache<RouteFacts>>; 5],
     /// ListenerSets (standard since gateway-api v1.6.0).
     pub listener_sets: Arc<FactCache<GatewayFacts>>,
-    /// Served state of Gateways, then each route kind, then ListenerSets
-    /// (as [`Served`]).
-    served: [Arc<AtomicU8>; 7],
+    /// GatewayClasses (cluster-scoped: namespace "").
+    pub classes: Arc<FactCache<ClassFacts>>,
+    /// Served state of Gateways, then each route kind, then ListenerSets,
+    /// then GatewayClasses (as [`Served`]).
+    served: [Arc<AtomicU8>; 8],
 }
 
 impl GatewayApi {
@@ -574,6 +630,10 @@ impl GatewayApi {
             "Gateway" => self
                 .gateways
                 .get(namespace, name)
+                .map(|mut gateway| {
+                    gateway.controller = self.controller_of(gateway.class.as_deref());
+                    gateway
+                })
                 .ok_or_else(|| "not found in the member".to_owned()),
             LISTENER_SET => {
                 let set = self.listener_sets.get(namespace, name).ok_or_else(|| {
@@ -603,9 +663,26 @@ impl GatewayApi {
                     },
                     accepted: set.accepted,
                     parent: set.parent,
+                    controller: self.controller_of(gateway.class.as_deref()),
+                    class: gateway.class,
                 })
             }
             _ => Err("only Gateway and ListenerSet parents are followed".into()),
+        }
+    }
+
+    /// The controller of GatewayClass `class`, as far as the member lets
+    /// fedns know it.
+    fn controller_of(&self, class: Option<&str>) -> ClassController {
+        match Served::from_u8(self.served[7].load(Ordering::Relaxed)) {
+            Served::Yes => {
+                let class = class.unwrap_or_default();
+                match self.classes.get("", class) {
+                    Some(facts) => ClassController::Known(facts.controller),
+                    None => ClassController::NoClass(class.into()),
+                }
+            }
+            _ => ClassController::Unreadable,
         }
     }
 
@@ -634,6 +711,7 @@ fn versions(kind: &str) -> &'static [&'static str] {
         // Before v1.6 only the experimental XListenerSet
         // (gateway.networking.x-k8s.io), not read.
         "ListenerSet" => &["v1"],
+        "GatewayClass" => &["v1", "v1beta1"],
         "GRPCRoute" | "TCPRoute" | "UDPRoute" => &["v1", "v1alpha2"],
         "TLSRoute" => &["v1", "v1alpha3", "v1alpha2"],
         _ => &["v1"],
@@ -680,19 +758,27 @@ pub(super) fn spawn_watches(
             GatewayFacts::of,
             caches.served[0].clone(),
             kind_state_changed.clone(),
-            move |ns: String, name: String| {
-                // A Gateway's change reaches every route naming it, and
-                // every route naming one of its ListenerSets.
-                let sets = caches_for_gateways
-                    .listener_sets
-                    .matching(|s| s.parent.as_ref().is_some_and(|(n, g)| **n == *ns && **g == *name));
-                for kind in RouteKind::ALL {
-                    for (route_ns, route) in caches_for_gateways.routes(kind).matching(|f| {
-                        f.names_gateway(&ns, &name)
-                            || sets.iter().any(|(s_ns, s)| f.names_parent(LISTENER_SET, s_ns, s))
-                    }) {
-                        changed(kind, route_ns, route);
-                    }
+            move |ns: String, name: String| routes_through_gateway(&caches_for_gateways, &ns, &name, &changed),
+        ));
+    }
+    {
+        // A GatewayClass's change (its controller) reaches every route
+        // through a Gateway of that class.
+        let caches_for_classes = caches.clone();
+        let changed = route_changed.clone();
+        tasks.push(spawn_kind(
+            member.to_owned(),
+            apis_of(client, "GatewayClass", "gatewayclasses"),
+            caches.classes.clone(),
+            ClassFacts::of,
+            caches.served[7].clone(),
+            kind_state_changed.clone(),
+            move |_: String, class: String| {
+                for (ns, name) in caches_for_classes
+                    .gateways
+                    .matching(|g| g.class.as_deref() == Some(class.as_str()))
+                {
+                    routes_through_gateway(&caches_for_classes, &ns, &name, &changed);
                 }
             },
         ));
@@ -732,6 +818,21 @@ pub(super) fn spawn_watches(
         ));
     }
     tasks
+}
+
+/// Calls `changed` for every route that names Gateway `ns/name`, or one
+/// of its ListenerSets: a change of the Gateway reaches them.
+fn routes_through_gateway(caches: &GatewayApi, ns: &str, name: &str, changed: &impl Fn(RouteKind, String, String)) {
+    let sets = caches
+        .listener_sets
+        .matching(|s| s.parent.as_ref().is_some_and(|(n, g)| **n == *ns && **g == *name));
+    for kind in RouteKind::ALL {
+        for (route_ns, route) in caches.routes(kind).matching(|f| {
+            f.names_gateway(ns, name) || sets.iter().any(|(s_ns, s)| f.names_parent(LISTENER_SET, s_ns, s))
+        }) {
+            changed(kind, route_ns, route);
+        }
+    }
 }
 
 /// Starts watches of the route *templates* in a cluster that holds them

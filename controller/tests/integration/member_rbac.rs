@@ -258,6 +258,7 @@ async fn member_reader_role_is_what_the_controller_uses() {
             "watch discovery.k8s.io/endpointslices",
             "watch networking.k8s.io/ingresses",
             "watch /nodes",
+            "watch gateway.networking.k8s.io/gatewayclasses",
             "watch gateway.networking.k8s.io/gateways",
             "watch gateway.networking.k8s.io/listenersets",
             "watch gateway.networking.k8s.io/httproutes",

@@ -55,6 +55,11 @@ kind: Namespace
 metadata: {{name: ns}}
 ---
 apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: example}}
+spec: {{controllerName: example.net/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {{name: gw, namespace: infra, generation: 1}}
 spec:
@@ -438,26 +443,30 @@ async fn moving_a_name_from_ingress_to_gateway_loses_no_cluster() {
 
     // 3. Member a gets a Gateway and the route; then its Ingress goes.
     let gateway = member_yaml("region-a", "203.0.113.83");
-    // The member's objects less the CRDs, Node and Namespaces it has.
-    let objects: String = gateway
-        .split("\n---\n")
-        .filter(|d| {
-            [
-                "kind: Gateway\n",
-                "kind: HTTPRoute\n",
-                "kind: Service\n",
-                "kind: EndpointSlice\n",
-                "{name: infra}",
-            ]
-            .iter()
-            .any(|k| d.contains(k))
-        })
-        .map(|d| format!("---\n{d}\n"))
-        .collect();
-    federation
-        .member("a")
-        .unwrap()
-        .seed_yaml("a-gateway", &objects)
+    // The member's objects less the CRDs, Node and Namespaces it has: the
+    // route's backend Service first (it serves the Ingress already in a
+    // real cluster; a route is served only while its backends have ready
+    // endpoints), then the Gateway and the route.
+    let documents = |kinds: &[&str]| -> String {
+        gateway
+            .split("\n---\n")
+            .filter(|d| kinds.iter().any(|k| d.contains(k)))
+            .map(|d| format!("---\n{d}\n"))
+            .collect()
+    };
+    let member_a = federation.member("a").unwrap();
+    member_a
+        .seed_yaml(
+            "a-backend",
+            &documents(&["kind: Service\n", "kind: EndpointSlice\n", "{name: infra}"]),
+        )
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    member_a
+        .seed_yaml(
+            "a-gateway",
+            &documents(&["kind: GatewayClass\n", "kind: Gateway\n", "kind: HTTPRoute\n"]),
+        )
         .unwrap();
     eventually("a is served through its Gateway", || {
         dig(dns_port, NAME, "A", false) == ["203.0.113.82", "203.0.113.83"]
@@ -503,6 +512,11 @@ async fn two_routes_claiming_one_hostname_have_one_owner() {
     let gateway = |name: &str, ip: &str| {
         format!(
             r#"
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: example}}
+spec: {{controllerName: example.net/gateway-controller}}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -609,6 +623,11 @@ fn v1alpha2_tcp_route_yaml(ip: &str) -> String {
     };
     format!(
         r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: example}}
+spec: {{controllerName: example.net/gateway-controller}}
+---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {{name: gw-tcp, namespace: infra, generation: 1}}
@@ -827,6 +846,11 @@ fn listener_set_yaml(ip: &str, accepted: &str) -> String {
     };
     format!(
         r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: example}}
+spec: {{controllerName: example.net/gateway-controller}}
+---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {{name: gw-ls, namespace: infra, generation: 1}}

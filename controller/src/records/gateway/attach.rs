@@ -9,6 +9,10 @@
 //!
 //! - the parent entry names a `spec.parentRefs[]` object (group, kind,
 //!   namespace, name); its `sectionName` and `port` pick the listeners;
+//! - the entry's `controllerName` is the controller of the Gateway's
+//!   GatewayClass (another controller's entry for the same parent says
+//!   nothing about it); where GatewayClasses cannot be read, entries are
+//!   taken as they are and the record says so;
 //! - the listener's protocol carries the route's kind (HTTP/HTTPS:
 //!   HTTPRoute and GRPCRoute; TLS: TLSRoute; TCP: TCPRoute; UDP:
 //!   UDPRoute), and `allowedRoutes.kinds`, when set, lists it;
@@ -27,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use fedns_api::{RouteHostname, RouteKind};
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus};
 
-use crate::members::gateway::{GatewayFacts, ListenerFacts, RouteFacts, GATEWAY_GROUP, LISTENER_SET};
+use crate::members::gateway::{ClassController, GatewayFacts, ListenerFacts, RouteFacts, GATEWAY_GROUP, LISTENER_SET};
 use fedns_api::gateway::{intersect, is_wildcard};
 
 /// What a route serves in one member.
@@ -157,6 +161,28 @@ pub fn served(
                 continue;
             }
         };
+        match &gw.controller {
+            ClassController::Known(controller) if *controller != parent.controller => {
+                reasons.push(format!(
+                    "{what} {id}: its status.parents entry is written by {:?}, not by {controller}, the controller of the Gateway's GatewayClass",
+                    parent.controller
+                ));
+                continue;
+            }
+            ClassController::NoClass(class) => {
+                reasons.push(format!(
+                    "{what} {id}: its GatewayClass {class:?} is not found in the member"
+                ));
+                continue;
+            }
+            ClassController::Unreadable => {
+                notes.insert(format!(
+                    "{what} {id}: GatewayClasses are not readable in the member, so the status entry's controllerName ({}) is not checked",
+                    parent.controller
+                ));
+            }
+            ClassController::Known(_) | ClassController::Unknown => {}
+        }
         if gw.programmed == Some(false) {
             reasons.push(format!("{what} {id}: not Programmed"));
             continue;
@@ -573,6 +599,64 @@ mod tests {
         assert!(
             why.contains("ListenerSet app/team-set: not Accepted by its Gateway"),
             "{why}"
+        );
+    }
+
+    /// Gateway API conformance `httproute-invalid-parentref-controller`
+    /// in spirit: a route's only `status.parents[]` entry written by
+    /// another controller than the Gateway class's says nothing, and
+    /// nothing is served; the class controller's own entry beside it
+    /// serves; a Gateway whose class is missing serves nothing; where
+    /// classes cannot be read, entries count and the record says so.
+    #[test]
+    fn only_the_gateway_class_controllers_entry_counts() {
+        let gw = |controller: ClassController| GatewayFacts {
+            controller,
+            ..conformance_gateway()
+        };
+        let ours = ClassController::Known("example.net/gateway-controller".into());
+        let parent = serde_json::json!({"name": "gw", "namespace": "infra"});
+        let entry = |controller: &str| serde_json::json!({"parentRef": parent, "controllerName": controller, "conditions": accepted()});
+        let route_with = |entries: Vec<serde_json::Value>| {
+            let object: DynamicObject = serde_json::from_value(serde_json::json!({
+                "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": "r", "namespace": "app"},
+                "spec": {"parentRefs": [parent], "hostnames": ["very.specific.com"]},
+                "status": {"parents": entries}
+            }))
+            .unwrap();
+            RouteFacts::of(&object)
+        };
+        let serve = |route: &RouteFacts, class: ClassController| {
+            let facts = gw(class);
+            served(
+                RouteKind::HTTPRoute,
+                "app",
+                route,
+                &[],
+                by_gateway(move |_, _| Some(facts.clone())),
+            )
+        };
+        let other_only = route_with(vec![entry("example.net/other-controller")]);
+        let refused = serve(&other_only, ours.clone()).unwrap_err();
+        assert!(
+            refused.contains("written by \"example.net/other-controller\""),
+            "{refused}"
+        );
+        let both = route_with(vec![
+            entry("example.net/other-controller"),
+            entry("example.net/gateway-controller"),
+        ]);
+        assert_eq!(names(&serve(&both, ours)), ["very.specific.com"]);
+        let missing = serve(&both, ClassController::NoClass("gone".into())).unwrap_err();
+        assert!(missing.contains("GatewayClass \"gone\" is not found"), "{missing}");
+        let unreadable = serve(&other_only, ClassController::Unreadable).unwrap();
+        let hostnames: Vec<&str> = unreadable.hostnames.iter().map(|h| h.hostname.as_str()).collect();
+        assert_eq!(hostnames, ["very.specific.com"]);
+        assert!(
+            unreadable.notes.iter().any(|n| n.contains("not checked")),
+            "{:?}",
+            unreadable.notes
         );
     }
 }
