@@ -424,3 +424,21 @@ pub async fn connect_proxy() -> ConnectProxy {
     });
     ConnectProxy { url, tunnels }
 }
+
+/// kubectl with `kubeconfig`, run from the repository root; panics with
+/// its output when it fails, else returns its standard output.
+pub fn kubectl_at(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = Command::new("kubectl")
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("kubectl (./scripts/test.sh installs it)");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

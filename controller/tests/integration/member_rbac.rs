@@ -194,22 +194,6 @@ const UNUSED_BUT_KEPT: &[(&str, &str)] = &[(
     "probe.rs asks /healthz only where /readyz answers 404 (servers before 1.16)",
 )];
 
-const HOST_YAML: &str = r#"
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: Domain
-metadata: {name: myfed, namespace: fedns-system}
-spec: {domain: example.com, nameServers: [ns1.example.com]}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: ns}
----
-apiVersion: multiclusterdns.fedns.io/v1alpha1
-kind: ServiceDNSRecord
-metadata: {name: nginx, namespace: ns}
-spec: {domainRef: myfed, recordTTL: 30}
-"#;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn member_reader_role_is_what_the_controller_uses() {
     let dir = temp_dir("member-rbac");
@@ -230,7 +214,10 @@ async fn member_reader_role_is_what_the_controller_uses() {
         )
         .unwrap();
     federation.register("m1", serde_json::json!({})).unwrap();
-    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    federation
+        .host
+        .seed_yaml("host", crate::member_sources::HOST_YAML)
+        .unwrap();
     member.record_requests(true);
     let (dns_port, metrics_port) = (free_port(), free_port());
     let _controller = spawn_controller(

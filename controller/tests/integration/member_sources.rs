@@ -21,7 +21,8 @@ use kube::discovery::ApiResource;
 use kube::ResourceExt;
 use serde_json::json;
 
-const HOST_YAML: &str = r#"
+/// A Domain and the ServiceDNSRecord `ns/nginx` in the host.
+pub(crate) const HOST_YAML: &str = r#"
 apiVersion: multiclusterdns.fedns.io/v1alpha1
 kind: Domain
 metadata: {name: myfed, namespace: fedns-system}

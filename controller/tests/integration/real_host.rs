@@ -14,7 +14,6 @@
 //! TEST-NET ones and nothing probes them.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use fedns_sandbox::Emulator;
@@ -26,26 +25,9 @@ use crate::crds::REAL_KUBECONFIG;
 
 const GLOBAL: &str = "nginx.ns.realhost.svc.example.com";
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// kubectl with `kubeconfig`, from the repository root; panics with its
-/// output when it fails.
+/// kubectl with the cluster's kubeconfig ([`kubectl_at`]).
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .args(args)
-        .current_dir(repo_root())
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .expect("kubectl (./scripts/test.sh installs it)");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    kubectl_at(kubeconfig, args)
 }
 
 fn apply(kubeconfig: &Path, dir: &Path, name: &str, documents: &[Value]) {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use fedns_dnsserver::hickory_proto::op::ResponseCode;
 use serde_json::{json, Value};
 
-use crate::common::temp_dir;
+use crate::common::{kubectl_at, temp_dir};
 use crate::dns_load::{self, Load};
 
 /// The node's admin kubeconfig.
@@ -47,26 +47,9 @@ const SERVICE_LB: &str = "203.0.113.80";
 /// How long an install or a rollout may take on a busy two-core node.
 const SLOW: Duration = Duration::from_secs(300);
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// kubectl with the node's kubeconfig, from the repository root; panics
-/// with its output when it fails.
+/// kubectl with the cluster's kubeconfig ([`kubectl_at`]).
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .args(args)
-        .current_dir(repo_root())
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    kubectl_at(kubeconfig, args)
 }
 
 fn kubectl_json(kubeconfig: &Path, args: &[&str]) -> Value {
