@@ -363,16 +363,23 @@ pub fn serve(listener: TcpListener, server: WebhookServer) -> tokio::task::JoinH
 /// The host cluster is unreachable, a token file is unreadable, or an
 /// address cannot be bound.
 pub async fn run(args: &WebhookProviderArgs) -> anyhow::Result<()> {
-    let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
     let token = match &args.token_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
+        Some(path) => {
+            let token = std::fs::read_to_string(path)
                 .with_context(|| format!("reading the token file {}", path.display()))?
                 .trim()
-                .to_owned(),
-        ),
+                .to_owned();
+            // An empty token would refuse every request, silently.
+            anyhow::ensure!(
+                !token.is_empty(),
+                "the token file {} is empty: put the bearer token external-dns's proxy sends in it",
+                path.display()
+            );
+            Some(token)
+        }
         None => None,
     };
+    let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
     let metrics = WebhookMetrics::default();
     let mut registry = prometheus_client::registry::Registry::default();
     metrics.register(&mut registry);

@@ -171,6 +171,27 @@ fn bad_arguments_are_clear_errors() {
     assert!(!out.status.success());
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("/nonexistent/x.yaml"), "{stderr}");
+    // An empty token file would refuse every request: an error at start.
+    let empty = std::env::temp_dir().join(format!("fedns-empty-token-{}", std::process::id()));
+    std::fs::write(&empty, "\n").unwrap();
+    let out = fedns()
+        .args([
+            "webhook-provider",
+            "--namespace",
+            "team-a",
+            "--owner",
+            "a",
+            "--token-file",
+        ])
+        .arg(&empty)
+        .args(["--kubeconfig", "/nonexistent/kubeconfig"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&empty);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("is empty"), "{stderr}");
+    assert!(!stderr.contains("panicked"));
 }
 
 /// deploy/: every manifest parses and every kustomization entry exists

@@ -50,7 +50,8 @@ fn skip_name(packet: &[u8], mut pos: usize) -> Option<usize> {
 }
 
 /// Finds the TSIG RR that ends `packet`, if the last additional record
-/// is one. `Err(())`: the message is malformed.
+/// is one. `Err(())`: the message is malformed, or holds a TSIG RR that
+/// is not its last record (RFC 8945 §5.1: FORMERR).
 #[allow(clippy::result_unit_err)]
 pub(crate) fn find(packet: &[u8]) -> Result<Option<FoundTsig>, ()> {
     if packet.len() < 12 {
@@ -66,10 +67,15 @@ pub(crate) fn find(packet: &[u8]) -> Result<Option<FoundTsig>, ()> {
         pos = skip_name(packet, pos).ok_or(())? + 4;
     }
     let mut last = pos;
-    for _ in 0..an + ns + ar {
+    for i in 0..an + ns + ar {
         last = pos;
         let after = skip_name(packet, pos).ok_or(())?;
         let fixed = packet.get(after..after + 10).ok_or(())?;
+        // A TSIG RR anywhere but last: FORMERR (RFC 8945 §5.1), not a
+        // message read as unsigned.
+        if i + 1 < an + ns + ar && RecordType::from(u16::from_be_bytes([fixed[0], fixed[1]])) == RecordType::TSIG {
+            return Err(());
+        }
         let rdlen = u16::from_be_bytes([fixed[8], fixed[9]]) as usize;
         pos = after + 10 + rdlen;
         if pos > packet.len() {
@@ -154,7 +160,9 @@ pub(crate) fn verify_request<'k>(
     if !hasher.verify(&found.rdata.mac) {
         return Err(Rejected::BadSig);
     }
-    let fudge = u64::from(found.rdata.fudge);
+    // The client names its fudge; more than ours is not honoured (BIND
+    // caps it the same), or a signed request would stay good for hours.
+    let fudge = u64::from(found.rdata.fudge.min(FUDGE));
     if now.abs_diff(found.rdata.time) > fudge {
         return Err(Rejected::BadTime);
     }
@@ -337,6 +345,51 @@ mod tests {
             verify_request(&packet, &found, &[key], now()).unwrap_err(),
             Rejected::BadSig
         );
+    }
+
+    /// A client-chosen fudge above ours is cut to ours (300 s, as BIND):
+    /// a request signed 1,000 s ago with fudge 65,535 is BADTIME.
+    #[test]
+    fn a_clients_fudge_is_capped_at_ours() {
+        let key = key();
+        let mut packet = query();
+        let oid = u16::from_be_bytes([packet[0], packet[1]]);
+        let rdata = TSIG::new(
+            key.algorithm.hickory(),
+            now() - 1000,
+            u16::MAX,
+            Vec::new(),
+            oid,
+            None,
+            Vec::new(),
+        );
+        let mut hasher = key.hasher();
+        hasher.update(&packet);
+        hasher.update(&variables(&rdata, &key.name));
+        let mac = hasher.finalize();
+        append_rr(&mut packet, &key.name, &rdata.set_mac(mac));
+        let found = find(&packet).unwrap().unwrap();
+        assert_eq!(found.rdata.fudge, u16::MAX);
+        assert_eq!(
+            verify_request(&packet, &found, std::slice::from_ref(&key), now()).unwrap_err(),
+            Rejected::BadTime
+        );
+        // Within our fudge it verifies.
+        assert!(verify_request(&packet, &found, std::slice::from_ref(&key), now() - 900).is_ok());
+    }
+
+    /// A TSIG RR followed by another additional record: malformed
+    /// (FORMERR, RFC 8945 §5.1), never read as an unsigned request.
+    #[test]
+    fn a_tsig_rr_that_is_not_last_is_malformed() {
+        let key = key();
+        let mut packet = query();
+        sign_request(&mut packet, &key);
+        // An A record for the root after it: name, type, class, TTL, RDLENGTH, RDATA.
+        packet.extend_from_slice(&[0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 192, 0, 2, 1]);
+        let arcount = u16::from_be_bytes([packet[10], packet[11]]) + 1;
+        packet[10..12].copy_from_slice(&arcount.to_be_bytes());
+        assert!(find(&packet).is_err());
     }
 
     #[test]
