@@ -285,7 +285,7 @@ async fn watch_reports(plane: DataPlane<RecordKey>, name: String, api: Api<Confi
             plane.set_report(&name, None);
             return;
         };
-        match Report::parse(json) {
+        match Report::parse_received(json, jiff::Timestamp::now()) {
             Ok(report) => {
                 last_error = None;
                 plane.set_report(&name, Some(report));

@@ -236,11 +236,19 @@ pub struct Vote {
     pub last_error: Option<String>,
 }
 
+/// How far ahead of the controller's clock a report's `reportedAt` may be
+/// (the clocks of two clusters differ a little). Further ahead, the report
+/// is invalid: one dated in the future would never go stale, and would
+/// keep voting after its agent stopped.
+pub const MAX_CLOCK_AHEAD: Duration = Duration::from_secs(10);
+
 /// An agent's report as the controller holds it.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// When the agent wrote it.
+    /// When the agent says it wrote it.
     pub reported_at: jiff::Timestamp,
+    /// When the controller received it (its own clock).
+    pub received_at: jiff::Timestamp,
     /// The agent's probe source address.
     pub source: Option<String>,
     /// By [`report_key`].
@@ -250,16 +258,33 @@ pub struct Report {
 }
 
 impl Report {
-    /// Reads an agent's report.
+    /// Reads an agent's report, received now.
     ///
     /// # Errors
-    /// Not JSON of a [`ReportDoc`], or `reportedAt` is not RFC 3339.
+    /// As [`Report::parse_received`].
     pub fn parse(json: &str) -> Result<Report, String> {
+        Report::parse_received(json, jiff::Timestamp::now())
+    }
+
+    /// Reads an agent's report the controller received at `received_at`.
+    ///
+    /// # Errors
+    /// Not JSON of a [`ReportDoc`], `reportedAt` is not RFC 3339, or it is
+    /// more than [`MAX_CLOCK_AHEAD`] after `received_at`.
+    pub fn parse_received(json: &str, received_at: jiff::Timestamp) -> Result<Report, String> {
         let doc: ReportDoc = serde_json::from_str(json).map_err(|e| format!("{REPORT_KEY}: {e}"))?;
         let reported_at: jiff::Timestamp = doc
             .reported_at
             .parse()
             .map_err(|e| format!("{REPORT_KEY}: reportedAt {:?}: {e}", doc.reported_at))?;
+        let ahead = reported_at.duration_since(received_at);
+        if ahead > jiff::SignedDuration::try_from(MAX_CLOCK_AHEAD).unwrap_or(jiff::SignedDuration::MAX) {
+            return Err(format!(
+                "{REPORT_KEY}: reportedAt {reported_at} is {:.0} s after it was received: a report from the future is not counted (at most {} s of clock difference)",
+                ahead.as_secs_f64(),
+                MAX_CLOCK_AHEAD.as_secs()
+            ));
+        }
         let mut addresses: Vec<(IpAddr, State)> = Vec::new();
         let votes: HashMap<String, Vote> = doc
             .targets
@@ -292,22 +317,31 @@ impl Report {
         let impaired = is_impaired(addresses.into_iter());
         Ok(Report {
             reported_at,
+            received_at,
             source: doc.source,
             votes,
             impaired,
         })
     }
 
+    /// When it was written, as far as the controller can tell: the
+    /// earlier of `reportedAt` and its receipt, so neither an agent's
+    /// clock ahead nor an old report read again after a restart makes it
+    /// look newer than it is.
+    fn written(&self) -> jiff::Timestamp {
+        self.reported_at.min(self.received_at)
+    }
+
     /// Whether it counts for a check of `period` at `now`: written within
-    /// 2 × `period`.
+    /// 2 × `period` ([`Report::written`]).
     pub fn is_fresh(&self, period: Duration, now: jiff::Timestamp) -> bool {
-        let age = now.duration_since(self.reported_at);
+        let age = now.duration_since(self.written());
         age <= jiff::SignedDuration::try_from(period * 2).unwrap_or(jiff::SignedDuration::MAX)
     }
 
     /// Seconds since it was written at `now` (0 for a clock ahead).
     pub fn age(&self, now: jiff::Timestamp) -> f64 {
-        now.duration_since(self.reported_at).as_secs_f64().max(0.0)
+        now.duration_since(self.written()).as_secs_f64().max(0.0)
     }
 }
 
@@ -482,6 +516,19 @@ mod tests {
             "k2":{"address":"127.0.10.2","state":"Up","since":"x"}}}"#;
         assert!(!Report::parse(one_down)?.impaired);
         assert!(Report::parse("{").err().unwrap_or_default().contains(REPORT_KEY));
+        // A report dated in the future is refused; a little ahead is a
+        // clock difference, aged from its receipt.
+        let received: jiff::Timestamp = "2026-11-25T20:00:00Z".parse().unwrap();
+        let future = r#"{"reportedAt":"2099-01-01T00:00:00Z","targets":{}}"#;
+        let refused = Report::parse_received(future, received).unwrap_err();
+        assert!(refused.contains("from the future"), "{refused}");
+        let ahead = Report::parse_received(r#"{"reportedAt":"2026-11-25T20:00:05Z","targets":{}}"#, received)?;
+        let later = received + jiff::SignedDuration::from_secs(3);
+        assert!(ahead.is_fresh(Duration::from_secs(1), later - jiff::SignedDuration::from_secs(1)));
+        assert!(!ahead.is_fresh(Duration::from_secs(1), later), "aged from its receipt");
+        // An old report read again (a controller restart) is as old as it says.
+        let old = Report::parse_received(r#"{"reportedAt":"2026-11-25T19:00:00Z","targets":{}}"#, received)?;
+        assert!(!old.is_fresh(Duration::from_secs(10), received));
         assert!(Report::parse(r#"{"reportedAt":"yesterday","targets":{}}"#)
             .err()
             .unwrap_or_default()
