@@ -192,7 +192,19 @@ pub(crate) fn handle(
     // with an unsigned TSIG error, whatever was asked.
     let mut signer: Option<ResponseSigner<'_>> = None;
     if let Some(found) = &found {
-        match tsig::verify_request(packet, found, &policy.keys, tsig::now()) {
+        let now = tsig::now();
+        let verified = tsig::verify_request(packet, found, &policy.keys, now).and_then(|(key, mac)| {
+            // The same signed request again within its time window: a
+            // replay (refused as its time check would be: BADTIME).
+            if store
+                .recent_macs()
+                .seen_before(&mac, found.rdata.time, now, u64::from(tsig::FUDGE))
+            {
+                return Err(tsig::Rejected::Replayed);
+            }
+            Ok((key, mac))
+        });
+        match verified {
             Ok((key, request_mac)) => signer = Some(ResponseSigner::new(key, request_mac)),
             Err(rejected) => {
                 tracing::warn!(
@@ -314,4 +326,48 @@ pub(crate) fn handle(
         }
     }
     (out, answered(qtype, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zone::content::ZoneContent;
+    use crate::zone::tsig_key::{Algorithm, TsigKey};
+    use crate::zone::version::TransferPolicy;
+    use hickory_proto::rr::Name;
+
+    /// A signed AXFR request sent again as it was, within its time window,
+    /// is a replay: the first is answered, the copy gets NOTAUTH (BADTIME).
+    #[test]
+    fn a_replayed_signed_request_is_refused() {
+        let key = TsigKey::new("xfr.example.", Algorithm::HmacSha256, b"secret".to_vec()).unwrap();
+        let store = ZoneStore::new();
+        let mut zone = ZoneContent::new(Name::from_ascii("example.com.").unwrap());
+        zone.transfer = TransferPolicy {
+            allow: vec!["127.0.0.0/8".parse().unwrap()],
+            keys: vec![key.clone()],
+            notify: Vec::new(),
+        };
+        store.publish(vec![zone]);
+        let mut message = Message::new(0x1234, MessageType::Query, OpCode::Query);
+        message.add_query(Query::query(
+            Name::from_ascii("example.com.").unwrap(),
+            RecordType::AXFR,
+        ));
+        let mut packet = message.to_vec().unwrap();
+        tsig::sign_request(&mut packet, &key);
+        let peer: IpAddr = "127.0.0.1".parse().unwrap();
+        let config = AnswerConfig::default();
+        let rcode = |replies: &[Vec<u8>]| replies.first().map(|r| r[3] & 0x0F);
+        let (first, _) = handle(&store, &store.load(), &packet, peer, Transport::Tcp, &config);
+        assert_eq!(rcode(&first), Some(0), "the first request is answered");
+        let (again, _) = handle(&store, &store.load(), &packet, peer, Transport::Tcp, &config);
+        assert_eq!(rcode(&again), Some(RCODE_NOTAUTH), "the copy is refused");
+        // A new request, signed afresh, is answered.
+        let mut fresh = message.to_vec().unwrap();
+        fresh[0] = 0x43;
+        tsig::sign_request(&mut fresh, &key);
+        let (third, _) = handle(&store, &store.load(), &fresh, peer, Transport::Tcp, &config);
+        assert_eq!(rcode(&third), Some(0));
+    }
 }

@@ -110,6 +110,9 @@ pub(crate) enum Rejected {
     BadSig,
     /// Time signed outside the fudge: BADTIME.
     BadTime,
+    /// A request whose MAC was accepted before, within its time window:
+    /// answered BADTIME, as a request whose time no longer holds.
+    Replayed,
 }
 
 impl Rejected {
@@ -117,7 +120,7 @@ impl Rejected {
         match self {
             Rejected::BadKey => TsigError::BadKey,
             Rejected::BadSig => TsigError::BadSig,
-            Rejected::BadTime => TsigError::BadTime,
+            Rejected::BadTime | Rejected::Replayed => TsigError::BadTime,
         }
     }
 }

@@ -306,6 +306,8 @@ pub struct ZoneStore {
     /// (the NOTIFY task watches it).
     transfer_changes: tokio::sync::watch::Sender<u64>,
     transfer_counters: TransferCounters,
+    /// MACs of signed requests accepted lately (TSIG replay check).
+    recent_macs: super::tsig_key::RecentMacs,
     /// GeoIP database for `Nearest` names.
     geo: Mutex<Option<Arc<super::routing::GeoIpDb>>>,
     /// Why the GeoIP database given could not be read, if it could not.
@@ -358,6 +360,7 @@ impl Default for ZoneStore {
             transfers: Mutex::new(BTreeMap::new()),
             transfer_changes: tokio::sync::watch::Sender::new(0),
             transfer_counters: TransferCounters::default(),
+            recent_macs: Default::default(),
             geo: Mutex::new(None),
             geo_problem: Mutex::new(None),
         }
@@ -1132,6 +1135,11 @@ impl ZoneStore {
     /// Zone transfer and NOTIFY counters.
     pub fn transfer_counters(&self) -> &TransferCounters {
         &self.transfer_counters
+    }
+
+    /// The MACs of signed requests accepted lately (TSIG replay check).
+    pub fn recent_macs(&self) -> &super::tsig_key::RecentMacs {
+        &self.recent_macs
     }
 
     /// The IXFR journal of `apex`: (from, to) serial pairs, oldest first.

@@ -166,3 +166,43 @@ impl TsigKey {
         }
     }
 }
+
+/// The MACs of signed requests accepted lately, so that the same signed
+/// request sent again while its time is still within the fudge is
+/// refused as a replay (RFC 8945 §5.2.3 bounds a request's life by its
+/// time; within that window only the MAC tells a copy). Entries older
+/// than twice `window` seconds are dropped; at most [`RecentMacs::CAPACITY`]
+/// are kept (only requests that verified are recorded, so only holders of
+/// a key can fill it).
+#[derive(Debug, Default)]
+pub struct RecentMacs {
+    seen: std::sync::Mutex<std::collections::HashMap<Vec<u8>, u64>>,
+}
+
+impl RecentMacs {
+    /// Most MACs remembered; past that the oldest half is forgotten.
+    pub const CAPACITY: usize = 100_000;
+
+    /// Records `mac` of a request signed at `time` (seconds since the
+    /// epoch), at `now`; true if it was seen before within the window.
+    pub fn seen_before(&self, mac: &[u8], time: u64, now: u64, window: u64) -> bool {
+        let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let oldest = now.saturating_sub(2 * window);
+        if seen.len() >= Self::CAPACITY {
+            seen.retain(|_, t| *t >= oldest);
+        }
+        if seen.len() >= Self::CAPACITY {
+            let mut times: Vec<u64> = seen.values().copied().collect();
+            times.sort_unstable();
+            let median = times[times.len() / 2];
+            seen.retain(|_, t| *t > median);
+        }
+        match seen.get(mac) {
+            Some(t) if *t >= oldest => true,
+            _ => {
+                seen.insert(mac.to_vec(), time);
+                false
+            }
+        }
+    }
+}
