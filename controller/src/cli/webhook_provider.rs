@@ -34,13 +34,21 @@
 //!   external-dns).
 //! * `/metrics` on the health port: requests by path and status, refused
 //!   changes by rule, endpoints held ([`metrics`]).
-//! * Authentication: none by default, as external-dns sends none; listen
-//!   on localhost as a sidecar of external-dns. `--token-file` requires a
-//!   bearer token (401 without it) for a setup with a proxy in between.
+//! * Who may call ([`auth`], [`tls`]): on loopback (the default,
+//!   `127.0.0.1:8888`: external-dns as a sidecar in the same pod, which
+//!   sends no credentials) anyone in the pod. Any other address is refused
+//!   at start unless callers are authenticated: `--token-file` (a bearer
+//!   token on every request, compared in constant time, else 401) or
+//!   `--tls-client-ca-file` (a client certificate on every connection).
+//!   `--tls-cert-file` and `--tls-key-file` serve the protocol over TLS.
+//! * Which DNSEndpoint is another instance's (in refusal messages): one
+//!   in `--namespace` labelled as an instance's and named after it; a
+//!   label elsewhere is any namespace's to write, so it counts for nothing.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use axum::body::Bytes;
@@ -58,8 +66,11 @@ use tokio::net::TcpListener;
 use super::WebhookProviderArgs;
 
 pub mod admission;
+pub mod auth;
 pub mod metrics;
+pub mod tls;
 
+use auth::BearerToken;
 use metrics::WebhookMetrics;
 
 /// Label naming the external-dns instance a DNSEndpoint is written for.
@@ -67,6 +78,9 @@ pub const OWNER_LABEL: &str = "multiclusterdns.fedns.io/webhook-owner";
 
 /// Largest request body, octets (external-dns's default cap, 32 MiB).
 const MAX_BODY: usize = 32 << 20;
+
+/// Longest a TLS handshake may take before the connection is closed.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What one server needs.
 #[derive(Clone)]
@@ -80,7 +94,7 @@ pub struct WebhookServer {
     /// Namespace of the Domains.
     pub domain_namespace: String,
     /// Bearer token required on every protocol request, if any.
-    pub token: Option<String>,
+    pub token: Option<BearerToken>,
     /// What `/metrics` reports.
     pub metrics: WebhookMetrics,
 }
@@ -118,12 +132,7 @@ impl WebhookServer {
     }
 
     fn authorised(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = &self.token else { return true };
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| given.trim() == token)
+        self.token.as_ref().is_none_or(|token| token.authorises(headers))
     }
 
     async fn stored(&self) -> Result<Option<DNSEndpoint>, kube::Error> {
@@ -326,10 +335,10 @@ async fn apply(State(server): State<Arc<WebhookServer>>, headers: HeaderMap, bod
     }
 }
 
-/// Serves the protocol on `listener` in the background.
-pub fn serve(listener: TcpListener, server: WebhookServer) -> tokio::task::JoinHandle<()> {
+/// The protocol's routes, counted into the server's metrics.
+fn router(server: WebhookServer) -> Router {
     let metrics = server.metrics.clone();
-    let app = Router::new()
+    Router::new()
         .route("/records", get(records).post(apply))
         .route("/adjustendpoints", post(adjust))
         .fallback(negotiate)
@@ -349,7 +358,14 @@ pub fn serve(listener: TcpListener, server: WebhookServer) -> tokio::task::JoinH
                 }
             },
         ))
-        .with_state(Arc::new(server));
+        .with_state(Arc::new(server))
+}
+
+/// Serves the protocol on `listener` in the background, in plain HTTP
+/// (whoever binds `listener` decides who can reach it: see
+/// [`auth::check_exposure`]).
+pub fn serve(listener: TcpListener, server: WebhookServer) -> tokio::task::JoinHandle<()> {
+    let app = router(server);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "webhook provider stopped");
@@ -357,28 +373,108 @@ pub fn serve(listener: TcpListener, server: WebhookServer) -> tokio::task::JoinH
     })
 }
 
+/// Serves the protocol on `listener` in the background over TLS with
+/// `config` ([`tls::server_config`]): HTTP/1.1 on each connection whose
+/// handshake completes within 10 s (a client without the certificate
+/// mutual TLS requires fails it, and the connection is closed).
+pub fn serve_tls(
+    listener: TcpListener,
+    server: WebhookServer,
+    config: Arc<rustls::ServerConfig>,
+) -> tokio::task::JoinHandle<()> {
+    let app = router(server);
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    tokio::spawn(async move {
+        loop {
+            let (tcp, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, go on.
+                    tracing::warn!(error = %e, "webhook provider: accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let (acceptor, app) = (acceptor.clone(), app.clone());
+            tokio::spawn(async move {
+                let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "webhook provider: TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "webhook provider: TLS handshake timed out");
+                        return;
+                    }
+                };
+                let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let mut app = app.clone();
+                    async move { tower::Service::call(&mut app, request).await }
+                });
+                if let Err(e) = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await
+                {
+                    tracing::debug!(%peer, error = %e, "webhook provider: connection ended");
+                }
+            });
+        }
+    })
+}
+
+/// Reads the bearer token in `path` (surrounding white space trimmed).
+///
+/// # Errors
+/// The file cannot be read or holds only white space.
+fn read_token(path: &std::path::Path) -> anyhow::Result<BearerToken> {
+    let token = std::fs::read_to_string(path).with_context(|| format!("reading the token file {}", path.display()))?;
+    let token = token.trim();
+    // An empty token would refuse every request, silently.
+    anyhow::ensure!(
+        !token.is_empty(),
+        "the token file {} is empty: put the bearer token external-dns's proxy sends in it",
+        path.display()
+    );
+    Ok(BearerToken::new(token))
+}
+
 /// `fedns webhook-provider`.
 ///
 /// # Errors
-/// The host cluster is unreachable, a token file is unreadable, or an
-/// address cannot be bound.
+/// `--listen` is not loopback and neither `--token-file` nor
+/// `--tls-client-ca-file` is set; a token, certificate, key or CA file is
+/// unreadable or unusable; the host cluster is unreachable; or an address
+/// cannot be bound. All but the last two are found before anything is
+/// contacted or bound.
 pub async fn run(args: &WebhookProviderArgs) -> anyhow::Result<()> {
-    let token = match &args.token_file {
-        Some(path) => {
-            let token = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the token file {}", path.display()))?
-                .trim()
-                .to_owned();
-            // An empty token would refuse every request, silently.
-            anyhow::ensure!(
-                !token.is_empty(),
-                "the token file {} is empty: put the bearer token external-dns's proxy sends in it",
-                path.display()
-            );
-            Some(token)
+    auth::check_exposure(
+        args.listen,
+        args.token_file.is_some(),
+        args.tls_client_ca_file.is_some(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let token = args.token_file.as_deref().map(read_token).transpose()?;
+    let tls = match (&args.tls_cert_file, &args.tls_key_file) {
+        (Some(cert), Some(key)) => {
+            let files = tls::CertificateFiles::load(cert, key)?;
+            let config = tls::server_config(Arc::clone(&files), args.tls_client_ca_file.as_deref())?;
+            Some((files, config))
         }
-        None => None,
+        (None, None) => None,
+        // clap requires both; said again for callers that build the args.
+        _ => anyhow::bail!("--tls-cert-file and --tls-key-file go together"),
     };
+    anyhow::ensure!(
+        tls.is_some() || args.tls_client_ca_file.is_none(),
+        "--tls-client-ca-file needs --tls-cert-file and --tls-key-file"
+    );
+    if token.is_some() && tls.is_none() && !auth::is_loopback(args.listen.ip()) {
+        tracing::warn!(
+            listen = %args.listen,
+            "webhook provider: the bearer token crosses the network in clear text; set --tls-cert-file and --tls-key-file"
+        );
+    }
     let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
     let metrics = WebhookMetrics::default();
     let mut registry = prometheus_client::registry::Registry::default();
@@ -391,19 +487,125 @@ pub async fn run(args: &WebhookProviderArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {} (the webhook protocol)", args.listen))?;
     let bound: SocketAddr = listener.local_addr()?;
-    serve(
-        listener,
-        WebhookServer {
-            client,
-            namespace: args.namespace.clone(),
-            owner: args.owner.clone(),
-            domain_namespace: args.domain_namespace.clone(),
-            token,
-            metrics,
-        },
-    );
+    let server = WebhookServer {
+        client,
+        namespace: args.namespace.clone(),
+        owner: args.owner.clone(),
+        domain_namespace: args.domain_namespace.clone(),
+        token,
+        metrics,
+    };
+    let _watch = match tls {
+        Some((files, config)) => {
+            serve_tls(listener, server, config);
+            Some(files.watch(tls::RELOAD_EVERY))
+        }
+        None => {
+            serve(listener, server);
+            None
+        }
+    };
     state.set_ready(true);
-    tracing::info!(addr = %bound, namespace = %args.namespace, owner = %args.owner, "webhook provider listening");
+    tracing::info!(
+        addr = %bound,
+        namespace = %args.namespace,
+        owner = %args.owner,
+        tls = args.tls_cert_file.is_some(),
+        client_certificates = args.tls_client_ca_file.is_some(),
+        token = args.token_file.is_some(),
+        "webhook provider listening"
+    );
     crate::http::shutdown_signal().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    /// A client of a cluster that is never called (the requests here do
+    /// not reach Kubernetes).
+    fn offline_client() -> Client {
+        Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap()
+    }
+
+    /// POST /adjustendpoints with `authorization`, on one connection: the status.
+    async fn adjust_status(addr: SocketAddr, authorization: Option<&str>) -> u16 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let header = authorization
+            .map(|a| format!("Authorization: {a}\r\n"))
+            .unwrap_or_default();
+        let request = format!(
+            "POST /adjustendpoints HTTP/1.1\r\nHost: localhost\r\n{header}Content-Type: {MEDIA_TYPE}\r\n\
+             Content-Length: 2\r\nConnection: close\r\n\r\n[]"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"))
+    }
+
+    #[tokio::test]
+    async fn only_the_token_passes() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        serve(
+            listener,
+            WebhookServer {
+                client: offline_client(),
+                namespace: "team-a".into(),
+                owner: "cluster-a".into(),
+                domain_namespace: "fedns-system".into(),
+                token: Some(BearerToken::new("s3cret-token")),
+                metrics: WebhookMetrics::default(),
+            },
+        );
+        assert_eq!(adjust_status(addr, Some("Bearer s3cret-token")).await, 200);
+        for wrong in [
+            None,
+            Some("Bearer s3cret-tokem"),
+            Some("Bearer s3cret"),
+            Some("Bearer s3cret-token-and-more"),
+            Some("Basic s3cret-token"),
+        ] {
+            assert_eq!(adjust_status(addr, wrong).await, 401, "{wrong:?}");
+        }
+    }
+
+    fn args(listen: &str) -> WebhookProviderArgs {
+        WebhookProviderArgs {
+            kubeconfig: Some("/nonexistent/fedns-test.kubeconfig".into()),
+            namespace: "team-a".into(),
+            owner: "cluster-a".into(),
+            domain_namespace: "fedns-system".into(),
+            listen: listen.parse().unwrap(),
+            health_listen: "127.0.0.1:0".parse().unwrap(),
+            token_file: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn no_start_beyond_loopback_without_authentication() {
+        for listen in ["0.0.0.0:0", "[::]:0"] {
+            let refused = format!("{:#}", run(&args(listen)).await.unwrap_err());
+            assert!(
+                refused.contains("is not a loopback address")
+                    && refused.contains("--token-file")
+                    && refused.contains("--tls-client-ca-file"),
+                "{listen}: {refused}"
+            );
+        }
+        // Loopback gets past the check (to the kubeconfig, missing here).
+        let later = format!("{:#}", run(&args("127.0.0.1:0")).await.unwrap_err());
+        assert!(!later.contains("loopback"), "{later}");
+    }
 }

@@ -7,13 +7,20 @@
 //! fedns does not publish, records round-trip byte for byte (external-dns's
 //! TXT registry records included), a second instance claiming a name
 //! another holds is refused, a caller without the token is refused, and
-//! the name resolves through fedns's DNS server.
+//! the name resolves through fedns's DNS server. Who may call: no start
+//! beyond loopback without authentication, TLS with a generated
+//! certificate, mutual TLS refusing a client without a certificate; and a
+//! DNSEndpoint of another namespace labelled as an instance's does not
+//! keep that instance off names the controller would give it.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fedns_api::DNSEndpoint;
+use fedns_controller::cli::webhook_provider::auth::BearerToken;
 use fedns_controller::cli::webhook_provider::metrics::WebhookMetrics;
-use fedns_controller::cli::webhook_provider::{serve, WebhookServer, OWNER_LABEL};
+use fedns_controller::cli::webhook_provider::{serve, serve_tls, tls, WebhookServer, OWNER_LABEL};
 use fedns_providers::webhook::api::{Changes, Client, Retry, WireEndpoint};
 use fedns_sandbox::Emulator;
 use kube::api::Api;
@@ -41,7 +48,7 @@ async fn start_counted(
             namespace: namespace.into(),
             owner: owner.into(),
             domain_namespace: "fedns-system".into(),
-            token: token.map(Into::into),
+            token: token.map(BearerToken::new),
             metrics,
         },
     );
@@ -69,7 +76,8 @@ async fn external_dns_publishes_into_fedns_through_the_webhook_provider() {
     install_crds(&host, &["fedns-system", "team-a", "team-b"]).await;
     create_myfed_domain(&host, serde_json::json!({"domain": "example.com"})).await;
     let a = external_dns(&start(&host, "team-a", "cluster-a", None).await);
-    let b = external_dns(&start(&host, "team-b", "cluster-b", None).await);
+    // Another instance in the same namespace.
+    let b = external_dns(&start(&host, "team-a", "cluster-b", None).await);
 
     let retry = Retry {
         attempts: 1,
@@ -278,5 +286,262 @@ async fn what_would_not_be_served_is_refused_before_it_is_stored() {
         "fedns_webhook_records 1",
     ] {
         assert!(text.contains(line), "/metrics lacks {line}:\n{text}");
+    }
+}
+
+/// A DNSEndpoint of another namespace labelled as an instance's, and older
+/// than the instance's own, keeps it off no name the controller would not
+/// give that DNSEndpoint (a service name of the instance's namespace, a
+/// zone whose selector leaves its namespace out); where the controller
+/// does honour it (a zone admitting every namespace), the name is held, but
+/// no longer as "another external-dns instance's". The controller then
+/// serves what was accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_label_in_another_namespace_does_not_make_an_instance() {
+    let emulator = Emulator::start().await.unwrap();
+    let host = client_of(&emulator).await;
+    // `apps` sorts before `team-a`: it holds a claim made in the same second.
+    install_crds(&host, &["fedns-system", "team-a", "apps"]).await;
+    create_myfed_domain(&host, serde_json::json!({"domain": "example.com"})).await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(host.clone());
+    namespaces
+        .patch(
+            "team-a",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"dns": "external"}}})),
+        )
+        .await
+        .unwrap();
+    let domains: Api<fedns_api::Domain> = Api::namespaced(host.clone(), "fedns-system");
+    domains
+        .create(
+            &Default::default(),
+            &serde_json::from_value(serde_json::json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
+                "metadata": {"name": "inner", "namespace": "fedns-system"},
+                "spec": {"domain": "example.net", "allowedNamespaces": {
+                    "from": "Selector", "selector": {"matchLabels": {"dns": "external"}}}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let tenant: Api<DNSEndpoint> = Api::namespaced(host.clone(), "apps");
+    tenant
+        .create(
+            &Default::default(),
+            &serde_json::from_value(serde_json::json!({
+                "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+                "metadata": {"name": "external-dns-cluster-a", "namespace": "apps",
+                             "labels": {OWNER_LABEL: "cluster-a"}},
+                "spec": {"endpoints": [
+                    {"dnsName": "web.team-a.myfed.svc.example.com", "recordType": "A", "targets": ["192.0.2.66"]},
+                    {"dnsName": "www.example.net", "recordType": "A", "targets": ["192.0.2.66"]},
+                    {"dnsName": "shop.example.com", "recordType": "A", "targets": ["192.0.2.66"]}]}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let a = external_dns(&start(&host, "team-a", "cluster-a", None).await);
+    for name in ["web.team-a.myfed.svc.example.com", "www.example.net"] {
+        a.apply(&Changes {
+            create: vec![ep(name, "A", 30, &["192.0.2.10"])],
+            ..Changes::default()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let refused = a
+        .apply(&Changes {
+            create: vec![ep("shop.example.com", "A", 30, &["192.0.2.10"])],
+            ..Changes::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status, Some(500));
+    assert!(
+        refused
+            .message
+            .contains("held by the federation's DNSEndpoint apps/external-dns-cluster-a"),
+        "{refused}"
+    );
+    assert_eq!(a.records().await.unwrap().len(), 2);
+
+    // The controller agrees: the instance's names are its, the tenant's is the tenant's.
+    let dir = temp_dir("webhook-label");
+    emulator.write_kubeconfig(&dir.join("host.kubeconfig")).unwrap();
+    let dns = free_port();
+    let _controller = spawn_controller(&dir, dns, free_port(), &["--udp-workers", "1"]);
+    eventually("the instance's names answered by fedns's DNS server", || {
+        let got = [
+            dig(dns, "web.team-a.myfed.svc.example.com", "A", false),
+            dig(dns, "www.example.net", "A", false),
+        ];
+        saw(format!("{got:?}"));
+        got.iter().all(|g| g == &["192.0.2.10"])
+    })
+    .await;
+    assert_eq!(dig(dns, "shop.example.com", "A", false), ["192.0.2.66"]);
+}
+
+/// `fedns webhook-provider --listen 0.0.0.0:...` without a token or client
+/// certificates does not start, and says which flag to set (it stops
+/// before binding anything or reading the kubeconfig).
+#[test]
+fn no_start_beyond_loopback_without_authentication() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+        .args([
+            "webhook-provider",
+            "--kubeconfig=/nonexistent/host.kubeconfig",
+            "--namespace=team-a",
+            "--owner=cluster-a",
+            "--listen=0.0.0.0:8888",
+            "--health-listen=127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--listen 0.0.0.0:8888 is not a loopback address") && stderr.contains("set --token-file"),
+        "{stderr}"
+    );
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate
+/// signed by it, as PEM files in `dir` (`ca.crt`, `tls.crt`, `tls.key`,
+/// `client.crt`, `client.key`).
+fn write_certificates(dir: &Path, ca_name: &str) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, ca_name);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    std::fs::write(dir.join("ca.crt"), ca.pem()).unwrap();
+    for (name, sans, usage) in [
+        ("tls", vec!["127.0.0.1".to_owned()], ExtendedKeyUsagePurpose::ServerAuth),
+        ("client", vec![], ExtendedKeyUsagePurpose::ClientAuth),
+    ] {
+        let mut params = CertificateParams::new(sans).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("fedns-test-{name}"));
+        params.extended_key_usages = vec![usage];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        std::fs::write(dir.join(format!("{name}.crt")), cert.pem()).unwrap();
+        std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+    }
+}
+
+/// `GET /records` over TLS to `addr`, trusting the CA in `dir`, presenting
+/// the client certificate in `client` (a directory [`write_certificates`]
+/// wrote) if any: the response's head and body, or why there is none.
+async fn tls_records(addr: std::net::SocketAddr, dir: &Path, client: Option<&Path>) -> Result<String, String> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(dir.join("ca.crt")).unwrap())
+        .unwrap();
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some(client) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_file(client.join("client.crt")).unwrap()],
+                PrivateKeyDer::from_pem_file(client.join("client.key")).unwrap(),
+            )
+            .unwrap(),
+    };
+    let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let name = ServerName::IpAddress(addr.ip().into());
+    let mut stream = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    stream
+        .write_all(b"GET /records HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .await
+        .map_err(|e| format!("writing: {e}"))?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .await
+        .map_err(|e| format!("reading: {e}"))?;
+    Ok(String::from_utf8_lossy(&response).into_owned())
+}
+
+/// TLS with a generated certificate: the protocol answers over it; with
+/// mutual TLS (through the binary, as deployed), a client without a
+/// certificate, or with one of another CA, gets no answer, and one with
+/// the CA's certificate does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_mutual_tls() {
+    let emulator = Emulator::start().await.unwrap();
+    let host = client_of(&emulator).await;
+    install_crds(&host, &["fedns-system", "team-a"]).await;
+    let dir = temp_dir("webhook-tls");
+    write_certificates(&dir, "fedns-test-ca");
+    let stranger = dir.join("stranger");
+    std::fs::create_dir_all(&stranger).unwrap();
+    write_certificates(&stranger, "fedns-test-other-ca");
+
+    let files = tls::CertificateFiles::load(&dir.join("tls.crt"), &dir.join("tls.key")).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    serve_tls(
+        listener,
+        WebhookServer {
+            client: host.clone(),
+            namespace: "team-a".into(),
+            owner: "cluster-a".into(),
+            domain_namespace: "fedns-system".into(),
+            token: None,
+            metrics: WebhookMetrics::default(),
+        },
+        tls::server_config(files, None).unwrap(),
+    );
+    let answer = tls_records(addr, &dir, None).await.unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("[]\n"),
+        "{answer}"
+    );
+
+    // Mutual TLS, through the binary.
+    emulator.write_kubeconfig(&dir.join("host.kubeconfig")).unwrap();
+    let port = free_port();
+    let path = |name: &str| dir.join(name).display().to_string();
+    let _provider = spawn_fedns(&[
+        "webhook-provider",
+        &format!("--kubeconfig={}", path("host.kubeconfig")),
+        "--namespace=team-a",
+        "--owner=cluster-a",
+        &format!("--listen=127.0.0.1:{port}"),
+        &format!("--health-listen=127.0.0.1:{}", free_port()),
+        &format!("--tls-cert-file={}", path("tls.crt")),
+        &format!("--tls-key-file={}", path("tls.key")),
+        &format!("--tls-client-ca-file={}", path("ca.crt")),
+    ]);
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut answer = Err(String::new());
+    let started = std::time::Instant::now();
+    while started.elapsed() < EVENTUALLY {
+        answer = tls_records(addr, &dir, Some(&dir)).await;
+        if answer.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let answer = answer.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    for (what, client) in [("no certificate", None), ("another CA's", Some(stranger.as_path()))] {
+        match tls_records(addr, &dir, client).await {
+            Err(why) => println!("{what}: {why}"),
+            Ok(answer) => assert!(!answer.contains("HTTP/1.1"), "{what}: answered {answer}"),
+        }
     }
 }

@@ -4,6 +4,14 @@
 //! has no per-record refusal), so a change the federation would then not
 //! publish (a DNSEndpoint condition external-dns never reads) must be
 //! refused there, naming the rule or the holder.
+//!
+//! A name another DNSEndpoint holds is refused only when the controller
+//! would honour that claim: a DNSEndpoint of a namespace the zone does not
+//! admit, or claiming another namespace's service name, holds nothing, so
+//! it cannot keep an instance off a name. A holder is called another
+//! external-dns instance's only when it is in this instance's namespace,
+//! labelled ([`super::OWNER_LABEL`]) and named as an instance's DNSEndpoint
+//! is: any namespace can put the label on its own DNSEndpoints.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,6 +69,57 @@ fn cname_clashes(result: &[&WireEndpoint]) -> BTreeSet<String> {
         .collect()
 }
 
+/// Whether the controller would honour `other`'s claim of `name` (in the
+/// zone of `domain`): its namespace is admitted and the name is not
+/// another namespace's service name. `labels` caches namespaces' labels
+/// (read for a Domain that admits by selector); a namespace that cannot be
+/// read counts as admitted, so an unknown claim still holds the name (the
+/// controller may well honour it).
+async fn honoured(
+    server: &WebhookServer,
+    domain: &Domain,
+    other: &DNSEndpoint,
+    name: &str,
+    labels: &mut NamespaceLabels,
+) -> bool {
+    let namespace = other.metadata.namespace.as_deref().unwrap_or_default();
+    let admission = ZoneAdmission::of(domain);
+    if let Some(owner) = admission.service_namespace(name, &normal(&domain.spec.domain)) {
+        if owner != namespace {
+            return false;
+        }
+    }
+    let selector = domain
+        .spec
+        .allowed_namespaces
+        .as_ref()
+        .is_some_and(|a| a.from == NamespacesFrom::Selector);
+    if selector && !labels.contains_key(namespace) {
+        match Api::<Namespace>::all(server.client.clone()).get_opt(namespace).await {
+            Ok(found) => {
+                let own = found.and_then(|n| n.metadata.labels).unwrap_or_default();
+                labels.insert(namespace.to_owned(), own);
+            }
+            Err(e) => {
+                tracing::debug!(namespace, error = %e, "webhook provider: a holder's Namespace is unreadable; its claim counts");
+                return true;
+            }
+        }
+    }
+    admission.admits(namespace, labels).is_ok()
+}
+
+/// Whether `other` is another external-dns instance's DNSEndpoint, as
+/// this server writes its own: in the server's namespace, labelled with an
+/// owner and named after it.
+fn is_instance(server: &WebhookServer, other: &DNSEndpoint) -> bool {
+    let Some(owner) = other.metadata.labels.as_ref().and_then(|l| l.get(super::OWNER_LABEL)) else {
+        return false;
+    };
+    other.metadata.namespace.as_deref() == Some(server.namespace.as_str())
+        && other.metadata.name.as_deref() == Some(format!("external-dns-{owner}").as_str())
+}
+
 /// The first reason the server will not serve `changed` (the created and
 /// updated endpoints) with `result` as the instance's whole set, or None.
 ///
@@ -92,6 +151,7 @@ pub async fn refusal(
         .map_err(|e| format!("listing Domains in {}: {e}", server.domain_namespace))?
         .items;
     let mut labels: Option<NamespaceLabels> = None;
+    let mut zones: BTreeMap<String, &Domain> = BTreeMap::new();
     for e in changed {
         let name = normal(&e.dns_name);
         let Some(domain) = zone_of(&domains, &name) else {
@@ -101,6 +161,7 @@ pub async fn refusal(
                 format!("{name} is in no zone of the federation (zones: {})", zones.join(", ")),
             )));
         };
+        zones.insert(name.clone(), domain);
         let admission = ZoneAdmission::of(domain);
         let selector = domain
             .spec
@@ -141,9 +202,9 @@ pub async fn refusal(
             ),
         )));
     }
-    // One name, one owner: the oldest DNSEndpoint claiming a name keeps it
-    // (the controller's rule), so a name another DNSEndpoint claimed first
-    // would never be served from here.
+    // One name, one owner: the oldest DNSEndpoint whose claim of a name
+    // the controller honours keeps it, so a name another DNSEndpoint
+    // claimed first would never be served from here.
     let all = Api::<DNSEndpoint>::all(server.client.clone())
         .list(&ListParams::default())
         .await
@@ -154,32 +215,28 @@ pub async fn refusal(
             && o.metadata.name.as_deref() == Some(server.object_name().as_str())
     });
     let our_order = ours.map(|o| ClaimOrder::of(&o.metadata));
+    let mut holder_labels = labels.unwrap_or_default();
     for other in &all {
         if ours.is_some_and(|o| std::ptr::eq(o, other)) {
             continue;
         }
-        let Some(e) = other
-            .spec
-            .endpoints
-            .iter()
-            .find(|e| changed_names.contains(&normal(&e.dns_name)))
-        else {
-            continue;
-        };
         let theirs = ClaimOrder::of(&other.metadata);
         // Not created yet: ours would be the newest claim of all.
-        if our_order.as_ref().is_none_or(|ours| theirs < *ours) {
+        if our_order.as_ref().is_some_and(|ours| theirs >= *ours) {
+            continue;
+        }
+        for e in &other.spec.endpoints {
+            let name = normal(&e.dns_name);
+            let Some(domain) = zones.get(&name) else { continue };
+            if !honoured(server, domain, other, &name, &mut holder_labels).await {
+                continue;
+            }
             let holder = format!(
                 "{}/{}",
                 other.metadata.namespace.as_deref().unwrap_or_default(),
                 other.metadata.name.as_deref().unwrap_or_default()
             );
-            let from_webhook = other
-                .metadata
-                .labels
-                .as_ref()
-                .is_some_and(|l| l.contains_key(super::OWNER_LABEL));
-            let whose = if from_webhook {
+            let whose = if is_instance(server, other) {
                 "another external-dns instance's DNSEndpoint"
             } else {
                 "the federation's DNSEndpoint"
