@@ -60,9 +60,23 @@ pub struct DomainSpec {
     /// Which namespaces' DNSEndpoints may publish names in this zone, as
     /// Gateway API's `allowedRoutes.namespaces`. Absent: `from: All`
     /// (kubefed's model: a ServiceDNSRecord in any namespace publishes its
-    /// own service names; one name still has one owner).
+    /// own service names). Whatever this admits, ownership is
+    /// hierarchical: a namespace `N` alone publishes `S.N.F.svc.<zone>`
+    /// and every name below it; the apex, the names from `N.F.svc.<zone>`
+    /// up, the name-server hosts, delegations (NS below the apex) and
+    /// wildcards belong to this Domain's namespace unless `grants` give
+    /// them out; any other name belongs to the first namespace claiming it
+    /// or a name above or below it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_namespaces: Option<AllowedNamespaces>,
+    /// Names this Domain's namespace gives to other namespaces: each
+    /// grant lets one namespace publish the listed host names (delegations
+    /// and wildcards included) and keeps every other namespace off them,
+    /// in the manner of Gateway API's listener `hostname` with
+    /// `allowedRoutes`. A grant never gives out service names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    pub grants: Vec<NameGrant>,
     /// Zone transfers (AXFR/IXFR) from the embedded DNS server to
     /// secondaries, and NOTIFY on every serial change. Absent: transfers
     /// are refused.
@@ -322,6 +336,24 @@ pub struct AllowedNamespaces {
     /// (`matchLabels`, `matchExpressions`). Ignored otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
+}
+
+/// Names a Domain gives to one namespace ([`DomainSpec::grants`]).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NameGrant {
+    /// The namespace the names are given to.
+    #[schemars(length(min = 1, max = 63), pattern(crate::names::LABEL_PATTERN))]
+    pub namespace: String,
+    /// Owner names inside the zone: `www.example.com` gives that name and
+    /// every name below it (`_acme-challenge.www.example.com`);
+    /// `*.apps.example.com` gives every name below `apps.example.com`
+    /// (its wildcard included), not `apps.example.com` itself;
+    /// `example.com` (the apex) gives the apex's own records (never its
+    /// NS or SOA) and nothing below it.
+    #[schemars(length(min = 1, max = 100))]
+    #[schemars(inner(length(min = 1, max = MAX_NAME_OCTETS), pattern(crate::names::OWNER_NAME_PATTERN)))]
+    pub hostnames: Vec<String>,
 }
 
 /// Where [`AllowedNamespaces`] admits DNSEndpoints from.

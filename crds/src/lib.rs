@@ -37,8 +37,8 @@ pub use dns_endpoint::{
 };
 pub use domain::{
     AllowedNamespaces, DnssecAlgorithm, DnssecDenial, DnssecKeyMode, DnssecSpec, Domain, DomainSpec, DomainStatus,
-    NameServerAddresses, NamespacesFrom, SerialRecord, SoaTimers, TsigAlgorithm, TsigKeyReference, TsigSecretReference,
-    ZoneTransfer,
+    NameGrant, NameServerAddresses, NamespacesFrom, SerialRecord, SoaTimers, TsigAlgorithm, TsigKeyReference,
+    TsigSecretReference, ZoneTransfer,
 };
 pub use health::{
     AddressHealth, CaCertificateKind, CaCertificateRef, DataPlaneCheck, FallbackTarget, MinHealthy, ProbeHeader,

@@ -337,7 +337,11 @@ impl WebhookProvider {
     /// # Errors
     /// The port cannot be bound.
     pub async fn start(config: WebhookProviderConfig) -> std::io::Result<WebhookProvider> {
-        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        // A port below the ephemeral range, never handed out twice: after
+        // `stop`, nothing else (a client's ephemeral port, another test's
+        // port-0 bind) can take it before `resume` binds it again.
+        let port = crate::ports::free_loopback_port()?;
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
         let addr = listener.local_addr()?;
         let inner = Arc::new(Inner {
             config,

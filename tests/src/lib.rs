@@ -6,6 +6,7 @@
 
 pub mod fault_proxy;
 pub mod moto;
+pub mod tenancy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -13,11 +14,14 @@ use std::time::{Duration, Instant};
 
 /// The desired zones of one Domain for `apex` and one DNSEndpoint
 /// (`ns/service-nginx`) with `endpoints` (external-dns's `spec.endpoints`).
+/// The Domain grants namespace `ns` the apex's records and every name
+/// below it (delegations and wildcards included; service names of other
+/// namespaces stay theirs), so sink tests can publish any record type.
 pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::plan::desired::DesiredZones {
     let domain: fedns_api::Domain = serde_json::from_value(serde_json::json!({
         "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "Domain",
         "metadata": {"name": "myfed", "namespace": "fedns-system"},
-        "spec": {"domain": apex},
+        "spec": {"domain": apex, "grants": [{"namespace": "ns", "hostnames": [apex, format!("*.{apex}")]}]},
     }))
     .expect("a valid Domain");
     let endpoint: fedns_api::DNSEndpoint = serde_json::from_value(serde_json::json!({

@@ -22,8 +22,12 @@
 //! etcd is reached through its JSON gateway ([`etcd`], inside this folder).
 //!
 //! CoreDNS answers a name with every record *below* its path too, so a
-//! published name nested under another published name is reported, and a
-//! foreign key at or below a desired name is a conflict.
+//! published name nested under another published name of the same
+//! namespace is reported; one with names of other namespaces below it is
+//! a conflict and not written (the names below stay: they are the other
+//! namespaces' own, and the planning rules already keep one namespace's
+//! names from nesting under another's); a foreign key at or below a
+//! desired name is a conflict.
 //!
 //! Layer: a provider. It may use `plan` (desired RRsets, the planner, the
 //! TXT format) and the `provider` contract; never `source` nor another
@@ -359,15 +363,47 @@ impl CorednsEtcd {
                 None => allowed.push(rrset.clone()),
             }
         }
-        // Published names nested under other published names.
-        let names: BTreeSet<&str> = allowed.iter().map(|r| r.name.as_str()).collect();
-        for inner in &names {
-            for outer in &names {
-                if inner != outer && inner.ends_with(&format!(".{outer}")) {
-                    report.nested.push(((*inner).to_owned(), (*outer).to_owned()));
+        // Published names nested under other published names. CoreDNS
+        // answers the outer name with the inner one's records too: when
+        // they come from different namespaces, the outer name is not
+        // written (a conflict), so no namespace's answer carries another's
+        // records; within one namespace it is reported.
+        let mut namespaces: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for rrset in &allowed {
+            let entry = namespaces.entry(rrset.name.as_str()).or_default();
+            entry.extend(
+                rrset
+                    .sources
+                    .iter()
+                    .map(|s| s.split_once('/').map_or(s.as_str(), |(ns, _)| ns)),
+            );
+        }
+        let mut refused_outer: BTreeMap<String, String> = BTreeMap::new();
+        for (inner, inner_ns) in &namespaces {
+            for (outer, outer_ns) in &namespaces {
+                if inner == outer || !inner.ends_with(&format!(".{outer}")) {
+                    continue;
+                }
+                match inner_ns.iter().find(|ns| !outer_ns.contains(*ns)) {
+                    Some(other) => {
+                        refused_outer.entry((*outer).to_owned()).or_insert_with(|| {
+                            format!("{inner} of namespace {other}, below it (CoreDNS answers a name with every record below its key)")
+                        });
+                    }
+                    None => report.nested.push(((*inner).to_owned(), (*outer).to_owned())),
                 }
             }
         }
+        let allowed: Vec<DesiredRRset> = allowed
+            .into_iter()
+            .filter(|rrset| match refused_outer.get(&rrset.name) {
+                Some(holder) => {
+                    report.conflicts.push((rrset.clone(), holder.clone()));
+                    false
+                }
+                None => true,
+            })
+            .collect();
         // TXT as the plugin keeps it: one text, split at 255 octets.
         let allowed: Vec<DesiredRRset> = allowed.into_iter().map(etcd_form).collect();
         let plan = planner::plan(&allowed, &current, &self.config.owner_id);

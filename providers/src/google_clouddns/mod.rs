@@ -486,14 +486,14 @@ fn registry_record_set(owner: &str, ownership: &Ownership<RecordSet>, rrset: &De
     }
 }
 
-/// The owner id of a registry record set, if it is one.
-fn registry_owner(set: &RecordSet) -> Option<String> {
+/// The owner id and resource of a registry record set, if it holds a
+/// registry value.
+fn registry_value(set: &RecordSet) -> Option<(String, Option<String>)> {
     (set.rtype == "TXT")
         .then(|| {
             set.rrdatas
                 .iter()
                 .find_map(|t| registry::parse_value(&crate::plan::txt::concatenated(t)))
-                .map(|(owner, _)| owner)
         })
         .flatten()
 }
@@ -529,13 +529,23 @@ fn plan_zone_in(zone: &ZoneSettings<'_>, apex: &str, desired: &[DesiredRRset], h
     // first label).
     let mut ownership: Ownership<RecordSet> = Ownership::new(zone.txt_wildcard_replacement, false);
     let mut plain: Vec<&RecordSet> = Vec::new();
+    let mut candidates = Vec::new();
     for set in held {
-        match registry_owner(set) {
-            Some(record_owner) => {
-                ownership.claim(&records::decode_name(&set.name), "", record_owner, set.clone(), owner)
-            }
+        match registry_value(set) {
+            Some((record_owner, resource)) => candidates.push(registry::RegistryCandidate {
+                name: records::decode_name(&set.name),
+                set_identifier: String::new(),
+                owner: record_owner,
+                resource,
+                held: set,
+            }),
             None => plain.push(set),
         }
+    }
+    let (registry_records, data) = registry::sort_candidates(candidates, zone.txt_wildcard_replacement, owner);
+    plain.extend(data);
+    for c in registry_records {
+        ownership.claim(&c.name, "", c.owner, c.held.clone(), owner);
     }
 
     // What Cloud DNS holds, as the planner sees it.

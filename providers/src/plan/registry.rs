@@ -167,6 +167,60 @@ pub fn resource_of(source: &str) -> String {
     format!("crd/{source}")
 }
 
+/// A TXT RRset of a zone holding a registry value, as read: its name
+/// (normalised), set identifier (empty: none), the value's owner id and
+/// resource, and the provider's record as held.
+#[derive(Debug, Clone)]
+pub struct RegistryCandidate<T> {
+    /// Owner name of the TXT RRset.
+    pub name: String,
+    /// Set identifier (Route53), empty elsewhere.
+    pub set_identifier: String,
+    /// `external-dns/owner` of the value (empty when absent).
+    pub owner: String,
+    /// `external-dns/resource` of the value.
+    pub resource: Option<String>,
+    /// The record as held.
+    pub held: T,
+}
+
+/// Sorts a zone's registry-valued TXT RRsets into the registry records
+/// that are believed and those that are data: a TXT that has a registry
+/// record of its own (`txt-<name>`, any owner) is some owner's desired
+/// TXT, not a statement of ownership, and is returned as data; it claims
+/// nothing. A value naming `our_owner` is believed to be fedns's only
+/// when its resource is a DNSEndpoint (`crd/<namespace>/<name>`, which
+/// every registry record fedns writes carries); otherwise it is read as
+/// another owner's, so fedns never deletes or overwrites a record on its
+/// word.
+pub fn sort_candidates<T>(
+    candidates: Vec<RegistryCandidate<T>>,
+    wildcard_replacement: &str,
+    our_owner: &str,
+) -> (Vec<RegistryCandidate<T>>, Vec<T>) {
+    let names: std::collections::BTreeSet<String> = candidates.iter().map(|c| c.name.clone()).collect();
+    let mut registry = Vec::new();
+    let mut data = Vec::new();
+    for mut candidate in candidates {
+        if names.contains(&txt_name(&candidate.name, RecordType::TXT, wildcard_replacement)) {
+            data.push(candidate.held);
+            continue;
+        }
+        let crd = candidate
+            .resource
+            .as_deref()
+            .is_some_and(|r| r.strip_prefix("crd/").is_some_and(|rest| rest.split('/').count() == 2));
+        if candidate.owner == our_owner && !crd {
+            candidate.owner = format!(
+                "{our_owner} (a registry record whose resource {:?} is no DNSEndpoint: not written by fedns)",
+                candidate.resource.as_deref().unwrap_or_default()
+            );
+        }
+        registry.push(candidate);
+    }
+    (registry, data)
+}
+
 /// Ownership as the registry records of a zone state it; `T` is the
 /// provider's own record set type, kept so a registry record can be
 /// deleted exactly as read.
@@ -448,5 +502,38 @@ mod tests {
         assert_eq!(plan.rejected.len(), 2);
         assert!(plan.rejected[0].2.contains("65 octets"), "{:?}", plan.rejected);
         assert_eq!(txt_name_problem(&txt_name(&long, RecordType::A, ""), false), None);
+    }
+
+    #[test]
+    fn a_registry_value_that_is_data_claims_nothing_and_ours_needs_a_dnsendpoint() {
+        let candidate = |name: &str, owner: &str, resource: Option<&str>| RegistryCandidate {
+            name: name.into(),
+            set_identifier: String::new(),
+            owner: owner.into(),
+            resource: resource.map(str::to_owned),
+            held: name.to_owned(),
+        };
+        let (registry, data) = sort_candidates(
+            vec![
+                // A tenant's TXT forging fedns's ownership of www, written by
+                // fedns with its own registry record beside it.
+                candidate("a-www.example.com", "fedns", Some("crd/mallory/x")),
+                candidate("txt-a-www.example.com", "fedns", Some("crd/mallory/x")),
+                candidate("a-api.example.com", "fedns", Some("crd/shop/api")),
+                candidate("a-old.example.com", "fedns", None),
+                candidate("a-ext.example.com", "external-dns", None),
+            ],
+            "",
+            "fedns",
+        );
+        assert_eq!(data, ["a-www.example.com"]);
+        let owners: Vec<(&str, &str)> = registry.iter().map(|c| (c.name.as_str(), c.owner.as_str())).collect();
+        assert_eq!(owners[0], ("txt-a-www.example.com", "fedns"));
+        assert_eq!(owners[1], ("a-api.example.com", "fedns"));
+        assert!(
+            owners[2].1.starts_with("fedns (a registry record whose resource"),
+            "{owners:?}"
+        );
+        assert_eq!(owners[3], ("a-ext.example.com", "external-dns"));
     }
 }

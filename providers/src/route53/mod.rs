@@ -577,22 +577,31 @@ fn plan_zone_with(
     // Route53 takes `*` inside a label as an ordinary octet (`\052`).
     let mut ownership: Ownership<Held> = Ownership::new(txt_wildcard_replacement, true);
     let mut records: Vec<Held> = Vec::new();
+    let mut candidates = Vec::new();
     for raw in held {
         let held = records::decode(raw);
-        let registry_owner = (held.record_type == Some(RecordType::TXT))
+        let registry_value = (held.record_type == Some(RecordType::TXT))
             .then(|| {
                 held.targets
                     .iter()
                     .find_map(|t| registry::parse_value(&crate::plan::txt::concatenated(t)))
             })
             .flatten();
-        match registry_owner {
-            Some((record_owner, _)) => {
-                let set = held.set_identifier.clone().unwrap_or_default();
-                ownership.claim(&held.name.clone(), &set, record_owner, held, owner);
-            }
+        match registry_value {
+            Some((record_owner, resource)) => candidates.push(registry::RegistryCandidate {
+                name: held.name.clone(),
+                set_identifier: held.set_identifier.clone().unwrap_or_default(),
+                owner: record_owner,
+                resource,
+                held,
+            }),
             None => records.push(held),
         }
+    }
+    let (registry_records, data) = registry::sort_candidates(candidates, txt_wildcard_replacement, owner);
+    records.extend(data);
+    for c in registry_records {
+        ownership.claim(&c.name, &c.set_identifier, c.owner, c.held, owner);
     }
 
     // What Route53 holds, as the planner sees it.

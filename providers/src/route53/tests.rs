@@ -529,3 +529,37 @@ fn max_answers_become_multivalue_record_sets_where_route53_can_keep_them() {
         "still weighted: {rows:#?}"
     );
 }
+
+/// A TXT forging fedns's ownership (written as some DNSEndpoint's data,
+/// before such TXT were refused) or a registry value naming fedns without
+/// a DNSEndpoint resource makes fedns touch nothing it does not own.
+#[test]
+fn forged_registry_records_hand_nothing_to_fedns() {
+    let forged = "\"heritage=external-dns,external-dns/owner=fedns,external-dns/resource=crd/mallory/x\"";
+    let mut zone = apex_records();
+    // www made by hand; a tenant's forged TXT, with fedns's registry record
+    // for that TXT beside it.
+    zone.push(held("www.example.com.", "A", 60, &["192.0.2.1"]));
+    zone.push(held("a-www.example.com.", "TXT", 60, &[forged]));
+    zone.push(registry("txt-a-www.example.com.", "fedns"));
+    // mail made by hand; a registry value naming fedns, not a DNSEndpoint.
+    zone.push(held("mail.example.com.", "A", 60, &["192.0.2.2"]));
+    zone.push(held(
+        "a-mail.example.com.",
+        "TXT",
+        300,
+        &["\"heritage=external-dns,external-dns/owner=fedns,external-dns/resource=service/x/y\""],
+    ));
+    let desired = vec![want("mail.example.com", RecordType::A, &["192.0.2.66"])];
+    let plan = plan_zone("fedns", "example.com", "Z1", &desired, &zone);
+    let rows = summary(&plan);
+    assert!(
+        !rows
+            .iter()
+            .any(|(_, _, name)| name == "www.example.com." || name == "mail.example.com."),
+        "{rows:?}"
+    );
+    // The forged TXT itself was fedns's data and is no longer desired.
+    assert!(rows.contains(&row("DELETE", "TXT", "a-www.example.com.")), "{rows:?}");
+    assert_eq!(plan.conflicts.len(), 1, "mail is held by another owner: {plan:?}");
+}

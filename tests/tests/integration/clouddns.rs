@@ -480,3 +480,28 @@ async fn clouddns_contract_against_the_real_api() {
     let removed = clouddns.sync_all(&empty, SyncMode::Full).await;
     assert!(removed.errors.is_empty(), "{removed:?}");
 }
+
+/// A hostile tenant (`fedns_e2e::tenancy`): after publishing with the
+/// attacker's DNSEndpoints, the managed zone holds exactly what it held
+/// with the victim alone, and every attempt is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clouddns_a_hostile_tenant_changes_nothing() {
+    use fedns_e2e::tenancy;
+    let dns = stand_in().await;
+    let clouddns = provider(&dns, |_| {});
+    let report = clouddns.sync_all(&tenancy::desired(false), SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.conflicts.is_empty(), "{report:?}");
+    let before = dns.record_sets(PROJECT, ZONE).expect("zone");
+    let attacked = tenancy::desired(true);
+    let refusals = tenancy::assert_every_attempt_refused(&attacked);
+    let report = clouddns.sync_all(&attacked, SyncMode::Full).await;
+    assert!(report.errors.is_empty() && report.conflicts.is_empty(), "{report:?}");
+    let after = dns.record_sets(PROJECT, ZONE).expect("zone");
+    println!("refused:\n{}", refusals.join("\n"));
+    assert_eq!(
+        format!("{after:?}"),
+        format!("{before:?}"),
+        "the managed zone is unchanged"
+    );
+    assert!(after.iter().any(|s| s.name == format!("{}.", tenancy::VICTIM_SERVICE)));
+}

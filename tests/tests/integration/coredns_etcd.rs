@@ -498,3 +498,73 @@ async fn policies_are_published_as_all_and_reported() {
         ["203.0.113.1"]
     );
 }
+
+/// A hostile tenant (`fedns_e2e::tenancy`): after publishing with the
+/// attacker's DNSEndpoints, etcd holds exactly the keys it held with the
+/// victim alone (so CoreDNS merges nothing of the attacker's under the
+/// victim's names), and every attempt is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_tenant_changes_no_key_coredns_reads() {
+    use fedns_e2e::tenancy;
+    let etcd = Etcd::start();
+    let provider = CorednsEtcd::new(
+        EtcdConfig {
+            endpoints: vec![etcd.url()],
+            ..EtcdConfig::default()
+        },
+        ProviderMetrics::default(),
+    );
+    let client = etcd.client();
+    let report = provider.sync_all(&tenancy::desired(false), SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.conflicts.is_empty(), "{report:?}");
+    let before = dump(&client, "/skydns/").await;
+    let answers_before = coredns_answers(&client, tenancy::VICTIM_SERVICE).await;
+    let attacked = tenancy::desired(true);
+    let refusals = tenancy::assert_every_attempt_refused(&attacked);
+    let report = provider.sync_all(&attacked, SyncMode::Full).await;
+    assert!(report.errors.is_empty() && report.conflicts.is_empty(), "{report:?}");
+    println!("refused:\n{}", refusals.join("\n"));
+    assert_eq!(dump(&client, "/skydns/").await, before, "etcd is unchanged");
+    assert_eq!(coredns_answers(&client, tenancy::VICTIM_SERVICE).await, answers_before);
+}
+
+/// A name with another namespace's names below it is not written to etcd
+/// (CoreDNS would answer it with their records too); names below it of
+/// its own namespace are only reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_above_another_namespaces_names_is_a_conflict() {
+    let etcd = Etcd::start();
+    let provider = CorednsEtcd::new(
+        EtcdConfig {
+            endpoints: vec![etcd.url()],
+            ..EtcdConfig::default()
+        },
+        ProviderMetrics::default(),
+    );
+    let client = etcd.client();
+    let mut desired = desired(json!([
+        {"dnsName": "web.ns.myfed.svc.example.com", "recordType": "A", "targets": ["203.0.113.1"]},
+    ]));
+    // The Domain's namespace publishes a name above it (as the planning
+    // rules allow it to).
+    let mut above = desired.zones[0].rrsets[0].clone();
+    above.name = "myfed.svc.example.com".into();
+    above.record_type = fedns_api::RecordType::TXT;
+    above.targets = vec!["\"operator note\"".into()];
+    above.sources = ["fedns-system/notes".to_owned()].into();
+    desired.zones[0].rrsets.push(above);
+    let report = provider.sync_all(&desired, SyncMode::Changed).await;
+    assert!(report.nested.is_empty(), "{report:?}");
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert_eq!(report.conflicts[0].0.name, "myfed.svc.example.com");
+    assert!(
+        report.conflicts[0].1.contains("namespace ns"),
+        "{}",
+        report.conflicts[0].1
+    );
+    assert_eq!(
+        coredns_answers(&client, "myfed.svc.example.com").await,
+        coredns_answers(&client, "web.ns.myfed.svc.example.com").await,
+        "only the service's own records are there"
+    );
+}

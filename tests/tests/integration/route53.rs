@@ -641,3 +641,29 @@ async fn max_answers_become_multivalue_answer_record_sets() {
     let again = route53.sync_all(&fixture, SyncMode::Full).await;
     assert_eq!((again.writes, again.changes), (0, 0), "{again:?}");
 }
+
+/// A hostile tenant (`fedns_e2e::tenancy`): after publishing with the
+/// attacker's DNSEndpoints, the hosted zone holds exactly what it held with
+/// the victim alone, and every attempt is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_tenant_changes_nothing_in_route53() {
+    use fedns_e2e::tenancy;
+    let moto = Moto::start();
+    let admin = moto::client(&moto.url());
+    let zone = moto::create_zone(&admin, tenancy::APEX).await;
+    let route53 = provider(&moto.url(), |_| {});
+    let alone = tenancy::desired(false);
+    let report = route53.sync_all(&alone, SyncMode::Changed).await;
+    assert!(report.errors.is_empty() && report.conflicts.is_empty(), "{report:?}");
+    let before = moto::records(&admin, &zone).await;
+    let attacked = tenancy::desired(true);
+    let refusals = tenancy::assert_every_attempt_refused(&attacked);
+    let report = route53.sync_all(&attacked, SyncMode::Full).await;
+    assert!(report.errors.is_empty() && report.conflicts.is_empty(), "{report:?}");
+    let after = moto::records(&admin, &zone).await;
+    println!("refused:\n{}", refusals.join("\n"));
+    assert_eq!(after, before, "the hosted zone is unchanged");
+    assert!(after
+        .iter()
+        .any(|(n, t, _, _)| n == tenancy::VICTIM_SERVICE && t == "A"));
+}

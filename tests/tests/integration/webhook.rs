@@ -467,3 +467,24 @@ async fn negotiation_needs_the_media_type() {
             .await,
     );
 }
+
+/// A hostile tenant (`fedns_e2e::tenancy`): after publishing with the
+/// attacker's DNSEndpoints, the provider behind the protocol holds exactly
+/// what it held with the victim alone, and every attempt is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_tenant_changes_nothing_behind_the_webhook() {
+    use fedns_e2e::tenancy;
+    let stand_in = WebhookProvider::start(WebhookProviderConfig::default()).await.unwrap();
+    let webhook = provider(&stand_in.url(), |_| {});
+    let report = webhook.sync_all(&tenancy::desired(false), SyncMode::Changed).await;
+    assert_clean(&report);
+    let before = stand_in.records();
+    let attacked = tenancy::desired(true);
+    let refusals = tenancy::assert_every_attempt_refused(&attacked);
+    let report = webhook.sync_all(&attacked, SyncMode::Full).await;
+    assert_clean(&report);
+    let after = stand_in.records();
+    println!("refused:\n{}", refusals.join("\n"));
+    assert_eq!(after, before, "the provider's records are unchanged");
+    assert!(after.iter().any(|e| e["dnsName"] == tenancy::VICTIM_SERVICE));
+}

@@ -15,7 +15,7 @@ use super::model::{
 use super::routing::{endpoint_routing, locations_of, routed_names, EndpointRouting};
 use super::targets::{canonical_target, parse_target, to_name};
 use super::zone::{clamp_u32, client_regions_of, zone_of};
-use crate::plan::ownership::{ClaimOrder, NamespaceLabels, ZoneAdmission};
+use crate::plan::ownership::{is_registry_value, ClaimOrder, NamespaceLabels, ZoneAdmission};
 
 fn object_key(meta: &fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
     (
@@ -106,6 +106,7 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
     let mut ordered: Vec<&DNSEndpoint> = endpoints.iter().map(std::borrow::Borrow::borrow).collect();
     ordered.sort_by_cached_key(|e| ClaimOrder::of(&e.metadata));
     let mut holders: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut hierarchy = Hierarchy::default();
 
     // Merge endpoints into RRsets keyed by (zone apex, name, type).
     let mut rrsets: BTreeMap<(String, String, RecordType), (DesiredRRset, Vec<RData>)> = BTreeMap::new();
@@ -146,26 +147,6 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                 ));
                 continue;
             };
-            if let Some(admission) = admissions.get(&apex) {
-                if let Err(why) = admission.admits(&namespace, namespaces) {
-                    out.problems.push(problem_of(
-                        ProblemKind::NotAllowed,
-                        &owner,
-                        format!("not published: {why}"),
-                    ));
-                    continue;
-                }
-                if let Some(owning) = admission.service_namespace(&owner, &apex) {
-                    if owning != namespace {
-                        out.problems.push(problem_of(
-                            ProblemKind::NotAllowed,
-                            &owner,
-                            format!("a service name of namespace {owning} can only be published from namespace {owning}; not published"),
-                        ));
-                        continue;
-                    }
-                }
-            }
             if let Some((domain, content)) = zones.get(&apex) {
                 let is_name_server = content
                     .name_server_addresses
@@ -176,6 +157,53 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                         ProblemKind::Conflict,
                         &owner,
                         format!("the name is a name server of Domain {domain}, whose spec.nameServerAddresses give its addresses; not published"),
+                    ));
+                    continue;
+                }
+            }
+            if let Some(admission) = admissions.get(&apex) {
+                if let Err(why) = admission.admits(&namespace, namespaces) {
+                    out.problems.push(problem_of(
+                        ProblemKind::NotAllowed,
+                        &owner,
+                        format!("not published: {why}"),
+                    ));
+                    continue;
+                }
+                if let Err(refusal) = admission.may_claim(&namespace, &owner, endpoint.record_type) {
+                    out.problems.push(problem_of(
+                        ProblemKind::NotAllowed,
+                        &owner,
+                        format!("{}; not published", refusal.message),
+                    ));
+                    continue;
+                }
+            }
+            if endpoint.record_type == RecordType::TXT
+                && endpoint
+                    .targets
+                    .iter()
+                    .any(|t| is_registry_value(&crate::plan::txt::concatenated(t)))
+            {
+                out.problems.push(problem_of(
+                    ProblemKind::NotAllowed,
+                    &owner,
+                    "a TXT holding an ownership registry value (heritage=external-dns,…) is never published: it would make fedns or external-dns believe it owns another record".to_owned(),
+                ));
+                continue;
+            }
+            let group = admissions.get(&apex).and_then(|a| a.hierarchy_group(&owner));
+            if group.is_some() {
+                if let Some((name, (held_by, held_source))) = hierarchy.neighbour(&apex, &owner, &namespace) {
+                    let (where_, name) = if name.len() < owner.len() {
+                        ("above it", name)
+                    } else {
+                        ("below it", name)
+                    };
+                    out.problems.push(problem_of(
+                        ProblemKind::Conflict,
+                        &owner,
+                        format!("{name}, {where_}, is held by DNSEndpoint {held_source} of namespace {held_by}, which claimed it first (outside service names a namespace's names also keep other namespaces off the names above and below them); not published"),
                     ));
                     continue;
                 }
@@ -200,6 +228,9 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                     ),
                 ));
                 continue;
+            }
+            if group.is_some() {
+                hierarchy.hold(&apex, &owner, &namespace, &source);
             }
             let ttl = endpoint.record_ttl.map_or(DEFAULT_TTL, |t| clamp_u32(t, 1));
             let mut parsed = Vec::new();
@@ -459,4 +490,46 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
     out.problems.sort();
     out.problems.dedup();
     out
+}
+
+/// The names held so far outside service names, for the hierarchical
+/// rule: (apex, owner name with its labels reversed) → (namespace,
+/// `namespace/name` of the DNSEndpoint holding it).
+#[derive(Default)]
+struct Hierarchy(BTreeMap<(String, String), (String, String)>);
+
+/// `www.example.com` → `com.example.www`: names below a name then share
+/// its key followed by a dot, one range of the map.
+fn reversed(name: &str) -> String {
+    name.rsplit('.').collect::<Vec<_>>().join(".")
+}
+
+impl Hierarchy {
+    fn hold(&mut self, apex: &str, owner: &str, namespace: &str, source: &str) {
+        self.0
+            .entry((apex.to_owned(), reversed(owner)))
+            .or_insert_with(|| (namespace.to_owned(), source.to_owned()));
+    }
+
+    /// A name above `owner` (below the apex) or below it held by another
+    /// namespace than `namespace`: (that name, (namespace, source)).
+    fn neighbour(&self, apex: &str, owner: &str, namespace: &str) -> Option<(String, (String, String))> {
+        let other = |held: &(String, String)| held.0 != namespace;
+        let mut above = owner;
+        while let Some((_, parent)) = above.split_once('.') {
+            if parent.len() <= apex.len() {
+                break;
+            }
+            if let Some(held) = self.0.get(&(apex.to_owned(), reversed(parent))).filter(|h| other(h)) {
+                return Some((parent.to_owned(), held.clone()));
+            }
+            above = parent;
+        }
+        let prefix = format!("{}.", reversed(owner));
+        self.0
+            .range((apex.to_owned(), prefix.clone())..)
+            .take_while(|((zone, key), _)| zone == apex && key.starts_with(&prefix))
+            .find(|(_, held)| other(held))
+            .map(|((_, key), held)| (reversed(key), held.clone()))
+    }
 }

@@ -21,6 +21,7 @@ fn domain(name: &str, zone: &str) -> Domain {
             hostmaster: None,
             soa: Default::default(),
             allowed_namespaces: None,
+            grants: vec![],
             transfer: None,
             client_regions: vec![],
             geo_regions: vec![],
@@ -763,4 +764,161 @@ fn an_in_zone_name_server_without_addresses_is_reported() {
         name_server_addresses_check(&d).unwrap(),
         "no name server is inside the zone"
     );
+}
+
+/// The attacks of a namespace with rights in its own namespace only: above,
+/// below and beside another namespace's names, and through a forged
+/// registry value. The victim's records stay as they were and each
+/// refusal names the rule.
+#[test]
+fn a_tenant_takes_no_name_above_below_or_beside_another_namespaces() {
+    let web = "web.shop.myfed.svc.example.com";
+    let victim = claim(
+        "shop",
+        "service-web",
+        Some("2026-01-01T00:00:00Z"),
+        vec![
+            ep(web, RecordType::A, &["203.0.113.10"], Some(30)),
+            ep("www.example.com", RecordType::A, &["203.0.113.11"], None),
+        ],
+    );
+    let attacks = vec![
+        ep(
+            "shop.myfed.svc.example.com",
+            RecordType::NS,
+            &["ns.attacker.test"],
+            None,
+        ),
+        ep("myfed.svc.example.com", RecordType::NS, &["ns.attacker.test"], None),
+        ep("svc.example.com", RecordType::NS, &["ns.attacker.test"], None),
+        ep(&format!("_acme-challenge.{web}"), RecordType::TXT, &["token"], None),
+        ep(
+            &format!("_sip._tcp.{web}"),
+            RecordType::SRV,
+            &["0 0 5060 sip.attacker.test"],
+            None,
+        ),
+        ep(&format!("evil.{web}"), RecordType::A, &["203.0.113.66"], None),
+        ep("_acme-challenge.example.com", RecordType::TXT, &["token"], None),
+        ep("example.com", RecordType::TXT, &["v=spf1 +all"], None),
+        ep("example.com", RecordType::CAA, &["0 issue \"attacker.test\""], None),
+        ep("ns1.example.com", RecordType::A, &["203.0.113.66"], None),
+        ep("*.example.com", RecordType::A, &["203.0.113.66"], None),
+        ep("sub.example.com", RecordType::NS, &["ns.attacker.test"], None),
+        ep("_acme-challenge.www.example.com", RecordType::TXT, &["token"], None),
+        ep("a.www.example.com", RecordType::A, &["203.0.113.66"], None),
+        ep(
+            "a-www.example.com",
+            RecordType::TXT,
+            &["heritage=external-dns,external-dns/owner=fedns,external-dns/resource=crd/shop/x"],
+            None,
+        ),
+    ];
+    let attacked: std::collections::BTreeSet<String> = attacks.iter().map(|e| e.dns_name.clone()).collect();
+    let mallory = claim("mallory", "evil", Some("2026-06-01T00:00:00Z"), attacks);
+    let before = desired_zones(&[domain("myfed", "example.com")], std::slice::from_ref(&victim));
+    let after = desired_zones(&[domain("myfed", "example.com")], &[victim, mallory]);
+    assert_eq!(before.zones[0].rrsets, after.zones[0].rrsets, "the zone is unchanged");
+    assert_eq!(
+        before.zones[0].content.records, after.zones[0].content.records,
+        "byte for byte"
+    );
+    let refused = kinds(&after, "mallory", "evil");
+    let named: std::collections::BTreeSet<String> = after
+        .problems_of("mallory", "evil")
+        .map(|p| p.dns_name.clone())
+        .collect();
+    assert_eq!(named, attacked, "every attack is reported: {refused:#?}");
+    for (kind, message) in &refused {
+        assert!(
+            matches!(kind, ProblemKind::NotAllowed | ProblemKind::Conflict),
+            "{message}"
+        );
+        assert!(
+            message.contains("not published") || message.contains("never published"),
+            "{message}"
+        );
+    }
+    assert!(kinds(&after, "shop", "service-web").is_empty());
+}
+
+#[test]
+fn outside_service_names_the_first_namespace_holds_the_names_above_and_below() {
+    let zones = [domain("myfed", "example.com")];
+    let first = claim(
+        "team-a",
+        "a",
+        Some("2026-01-01T00:00:00Z"),
+        vec![ep("api.example.com", RecordType::A, &["203.0.113.1"], None)],
+    );
+    let below = claim(
+        "team-b",
+        "b",
+        Some("2026-02-01T00:00:00Z"),
+        vec![ep("v1.api.example.com", RecordType::A, &["203.0.113.2"], None)],
+    );
+    let same_namespace = claim(
+        "team-a",
+        "c",
+        Some("2026-03-01T00:00:00Z"),
+        vec![ep("_acme-challenge.api.example.com", RecordType::TXT, &["ok"], None)],
+    );
+    let desired = desired_zones(&zones, &[first.clone(), below.clone(), same_namespace]);
+    assert!(rrset(&desired, "v1.api.example.com", RecordType::A).is_none());
+    let (kind, message) = &kinds(&desired, "team-b", "b")[0];
+    assert_eq!(*kind, ProblemKind::Conflict);
+    assert!(
+        message.contains("api.example.com, above it, is held by DNSEndpoint team-a/a"),
+        "{message}"
+    );
+    assert!(rrset(&desired, "_acme-challenge.api.example.com", RecordType::TXT).is_some());
+    // The other way round: the older name below keeps the newer one above off.
+    let mut above = first;
+    above.metadata.creation_timestamp = below.metadata.creation_timestamp.clone();
+    above.metadata.name = Some("z".into());
+    let older_below = claim(
+        "team-b",
+        "b",
+        Some("2025-02-01T00:00:00Z"),
+        vec![ep("v1.api.example.com", RecordType::A, &["203.0.113.2"], None)],
+    );
+    let desired = desired_zones(&zones, &[above, older_below]);
+    assert!(rrset(&desired, "api.example.com", RecordType::A).is_none());
+    assert!(kinds(&desired, "team-a", "z")[0].1.contains("below it"));
+}
+
+#[test]
+fn grants_give_reserved_names_to_one_namespace() {
+    let mut zone = domain("myfed", "example.com");
+    zone.spec.grants = vec![fedns_api::NameGrant {
+        namespace: "team-a".into(),
+        hostnames: vec!["team.example.com".into(), "*.apps.example.com".into()],
+    }];
+    let team = claim(
+        "team-a",
+        "a",
+        Some("2026-02-01T00:00:00Z"),
+        vec![
+            ep("team.example.com", RecordType::NS, &["ns.team.test"], None),
+            ep("*.apps.example.com", RecordType::A, &["203.0.113.1"], None),
+        ],
+    );
+    let mallory = claim(
+        "mallory",
+        "m",
+        Some("2025-01-01T00:00:00Z"),
+        vec![
+            ep("x.team.example.com", RecordType::A, &["203.0.113.66"], None),
+            ep("x.apps.example.com", RecordType::A, &["203.0.113.66"], None),
+        ],
+    );
+    let desired = desired_zones(&[zone], &[team, mallory]);
+    assert!(rrset(&desired, "team.example.com", RecordType::NS).is_some());
+    assert!(rrset(&desired, "*.apps.example.com", RecordType::A).is_some());
+    assert!(rrset(&desired, "x.team.example.com", RecordType::A).is_none());
+    assert!(rrset(&desired, "x.apps.example.com", RecordType::A).is_none());
+    for (kind, message) in kinds(&desired, "mallory", "m") {
+        assert_eq!(kind, ProblemKind::NotAllowed);
+        assert!(message.contains("to namespace team-a (spec.grants)"), "{message}");
+    }
 }
