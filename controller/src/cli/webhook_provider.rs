@@ -58,6 +58,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use fedns_api::{DNSEndpoint, Domain, Endpoint, ProviderSpecificProperty, RecordType};
+use fedns_providers::plan::ownership::{is_registry_value, OWNERSHIP_RECORD_LABEL};
 use fedns_providers::webhook::api::{Changes, Property, WireEndpoint, MEDIA_TYPE};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::Client;
@@ -194,7 +195,11 @@ fn wire_of(e: &Endpoint) -> WireEndpoint {
         record_type: e.record_type.as_str().to_owned(),
         set_identifier: e.set_identifier.clone(),
         record_ttl: e.record_ttl.unwrap_or(0),
-        labels: e.labels.clone(),
+        labels: {
+            let mut labels = e.labels.clone();
+            labels.remove(OWNERSHIP_RECORD_LABEL);
+            labels
+        },
         provider_specific: e
             .provider_specific
             .iter()
@@ -214,7 +219,19 @@ fn endpoint_of(e: &WireEndpoint) -> Option<Endpoint> {
         record_type: RecordType::from_mnemonic(&e.record_type.to_ascii_uppercase())?,
         set_identifier: e.set_identifier.clone(),
         record_ttl: (e.record_ttl > 0).then_some(e.record_ttl),
-        labels: e.labels.clone(),
+        labels: {
+            // external-dns's TXT registry records are kept for it to read
+            // back, never published.
+            let mut labels = e.labels.clone();
+            let registry = e.record_type.eq_ignore_ascii_case("TXT")
+                && e.targets
+                    .iter()
+                    .any(|t| is_registry_value(&fedns_providers::plan::txt::concatenated(t)));
+            if registry {
+                labels.insert(OWNERSHIP_RECORD_LABEL.to_owned(), "true".to_owned());
+            }
+            labels
+        },
         provider_specific: e
             .provider_specific
             .iter()

@@ -168,10 +168,16 @@ async fn external_dns_publishes_into_fedns_through_the_webhook_provider() {
     .await;
     println!("answered after {took:?}");
     assert_eq!(dig(dns, "api.example.com", "A", false), ["192.0.2.12"]);
-    assert_eq!(
-        dig(dns, "a-www.example.com", "TXT", false),
-        ["\"heritage=external-dns,external-dns/owner=cluster-a,external-dns/resource=service/default/web\""]
-    );
+    // external-dns's registry records are kept for it (GET /records gives
+    // them back) and never published: a registry value in DNS would hand
+    // the record it names to whoever it names.
+    assert!(dig(dns, "a-www.example.com", "TXT", false).is_empty());
+    assert!(a
+        .records()
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| e.dns_name.starts_with("a-www.") && !e.labels.contains_key("fedns.io/ownership-record")));
 }
 
 /// Every change the federation would not then serve is refused before
@@ -257,6 +263,38 @@ async fn what_would_not_be_served_is_refused_before_it_is_stored() {
             vec![ep("web.team-b.myfed.svc.example.com", "A", 30, &["192.0.2.43"])],
             "service name of namespace team-b",
         ),
+        // A hostile tenant (namespace team-a here) above, below and beside
+        // other namespaces' names, as the issue reproduced it.
+        (
+            "a delegation above another namespace's service names",
+            vec![ep("team-b.myfed.svc.example.com", "NS", 30, &["ns.attacker.test"])],
+            "belongs to Domain fedns-system/myfed's namespace fedns-system",
+        ),
+        (
+            "a certificate challenge for another namespace's service name",
+            vec![ep(
+                "_acme-challenge.web.team-b.myfed.svc.example.com",
+                "TXT",
+                30,
+                &["token"],
+            )],
+            "service name of namespace team-b",
+        ),
+        (
+            "a wildcard",
+            vec![ep("*.example.com", "A", 30, &["192.0.2.66"])],
+            "is a wildcard",
+        ),
+        (
+            "the apex's certificate challenge",
+            vec![ep("_acme-challenge.example.com", "TXT", 30, &["token"])],
+            "underscore name of the zone apex",
+        ),
+        (
+            "a name below a name another namespace holds",
+            vec![ep("evil.shop.example.com", "A", 30, &["192.0.2.66"])],
+            "shop.example.com, above or below it, is held by the federation's DNSEndpoint shop/ingress-shop",
+        ),
     ];
     for (what, create, needle) in cases {
         let refused = a
@@ -277,12 +315,13 @@ async fn what_would_not_be_served_is_refused_before_it_is_stored() {
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     for line in [
         "fedns_webhook_requests_total{path=\"/records\",method=\"POST\",code=\"204\"} 1",
-        "fedns_webhook_requests_total{path=\"/records\",method=\"POST\",code=\"500\"} 5",
-        "fedns_webhook_refused_changes_total{rule=\"held\"} 1",
+        "fedns_webhook_requests_total{path=\"/records\",method=\"POST\",code=\"500\"} 10",
+        "fedns_webhook_refused_changes_total{rule=\"held\"} 2",
+        "fedns_webhook_refused_changes_total{rule=\"reserved\"} 3",
         "fedns_webhook_refused_changes_total{rule=\"cname\"} 1",
         "fedns_webhook_refused_changes_total{rule=\"zone\"} 1",
         "fedns_webhook_refused_changes_total{rule=\"namespace\"} 1",
-        "fedns_webhook_refused_changes_total{rule=\"service-name\"} 1",
+        "fedns_webhook_refused_changes_total{rule=\"service-name\"} 2",
         "fedns_webhook_records 1",
     ] {
         assert!(text.contains(line), "/metrics lacks {line}:\n{text}");

@@ -301,6 +301,14 @@ fn svc_position<'a>(owner: &'a str, apex: &str, federation: &str) -> Option<(Vec
         .map(|i| (labels, i))
 }
 
+/// Endpoint label (`spec.endpoints[].labels`) marking a TXT as an
+/// ownership record kept for its writer, never published: what `fedns
+/// webhook-provider` stores for external-dns's TXT registry (external-dns
+/// reads it back from the provider, not from DNS). A registry-valued TXT
+/// with this label is left out silently; without it, it is refused and
+/// reported. Anyone may set it: it only keeps a record out of DNS.
+pub const OWNERSHIP_RECORD_LABEL: &str = "fedns.io/ownership-record";
+
 /// Whether one TXT string (unquoted, strings joined) is an ownership
 /// registry value: external-dns's `heritage=external-dns,…` (its
 /// `endpoint/labels.go` reads any value whose first comma-separated part

@@ -26,7 +26,9 @@ use super::{normal, WebhookServer};
 /// Why a change is refused: the metric label and the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// `type`, `zone`, `namespace`, `service-name`, `cname` or `held`.
+    /// `type`, `zone`, `namespace`, `service-name`, `reserved` (a name of the Domain's
+    /// namespace or granted to another), `cname` or `held` (by an older claim, at
+    /// the name or above or below it).
     pub rule: &'static str,
     /// One line for external-dns's log.
     pub message: String,
@@ -84,10 +86,14 @@ async fn honoured(
 ) -> bool {
     let namespace = other.metadata.namespace.as_deref().unwrap_or_default();
     let admission = ZoneAdmission::of(domain);
-    if let Some(owner) = admission.service_namespace(name, &normal(&domain.spec.domain)) {
-        if owner != namespace {
-            return false;
-        }
+    let claims_by_rule = other
+        .spec
+        .endpoints
+        .iter()
+        .filter(|e| normal(&e.dns_name) == name)
+        .any(|e| admission.may_claim(namespace, name, e.record_type).is_ok());
+    if !claims_by_rule {
+        return false;
     }
     let selector = domain
         .spec
@@ -179,17 +185,15 @@ pub async fn refusal(
         if let Err(why) = admission.admits(&server.namespace, labels.as_ref().unwrap_or(&BTreeMap::new())) {
             return Ok(Some(Refusal::new("namespace", format!("{name}: {why}"))));
         }
-        let apex = normal(&domain.spec.domain);
-        if let Some(owner) = admission.service_namespace(&name, &apex) {
-            if owner != server.namespace {
-                return Ok(Some(Refusal::new(
-                    "service-name",
-                    format!(
-                        "{name} is a service name of namespace {owner}; DNSEndpoints of namespace {} may not claim it",
-                        server.namespace
-                    ),
-                )));
-            }
+        let record_type = fedns_api::RecordType::from_mnemonic(&e.record_type.to_ascii_uppercase())
+            .unwrap_or(fedns_api::RecordType::A);
+        if let Err(refusal) = admission.may_claim(&server.namespace, &name, record_type) {
+            let rule = if admission.service_namespace(&name, &admission.apex).is_some() {
+                "service-name"
+            } else {
+                "reserved"
+            };
+            return Ok(Some(Refusal::new(rule, refusal.message)));
         }
     }
     let changed_names: BTreeSet<String> = changed.iter().map(|e| normal(&e.dns_name)).collect();
@@ -227,7 +231,25 @@ pub async fn refusal(
         }
         for e in &other.spec.endpoints {
             let name = normal(&e.dns_name);
-            let Some(domain) = zones.get(&name) else { continue };
+            // The name itself, or (outside service names, other namespaces
+            // only) a name above or below one of ours.
+            let Some((ours_name, domain)) = zones.get(&name).map(|d| (name.clone(), *d)).or_else(|| {
+                if other.metadata.namespace.as_deref() == Some(server.namespace.as_str()) {
+                    return None;
+                }
+                zones
+                    .iter()
+                    .find(|(changed, domain)| {
+                        let admission = ZoneAdmission::of(domain);
+                        admission.hierarchy_group(changed).is_some()
+                            && admission.hierarchy_group(&name).is_some()
+                            && (fedns_api::names::is_subdomain(changed, &name)
+                                || fedns_api::names::is_subdomain(&name, changed))
+                    })
+                    .map(|(changed, domain)| (changed.clone(), *domain))
+            }) else {
+                continue;
+            };
             if !honoured(server, domain, other, &name, &mut holder_labels).await {
                 continue;
             }
@@ -241,10 +263,14 @@ pub async fn refusal(
             } else {
                 "the federation's DNSEndpoint"
             };
-            return Ok(Some(Refusal::new(
-                "held",
-                format!("{} is held by {whose} {holder}, which claimed it first", e.dns_name),
-            )));
+            let what = if ours_name == name {
+                format!("{} is held by {whose} {holder}, which claimed it first", e.dns_name)
+            } else {
+                format!(
+                    "{ours_name}: {name}, above or below it, is held by {whose} {holder}, which claimed it first (outside service names a namespace's names keep other namespaces off the names above and below them)"
+                )
+            };
+            return Ok(Some(Refusal::new("held", what)));
         }
     }
     Ok(None)

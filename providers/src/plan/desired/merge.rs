@@ -15,7 +15,7 @@ use super::model::{
 use super::routing::{endpoint_routing, locations_of, routed_names, EndpointRouting};
 use super::targets::{canonical_target, parse_target, to_name};
 use super::zone::{clamp_u32, client_regions_of, zone_of};
-use crate::plan::ownership::{is_registry_value, ClaimOrder, NamespaceLabels, ZoneAdmission};
+use crate::plan::ownership::{is_registry_value, ClaimOrder, NamespaceLabels, ZoneAdmission, OWNERSHIP_RECORD_LABEL};
 
 fn object_key(meta: &fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
     (
@@ -185,6 +185,9 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                     .iter()
                     .any(|t| is_registry_value(&crate::plan::txt::concatenated(t)))
             {
+                if endpoint.labels.contains_key(OWNERSHIP_RECORD_LABEL) {
+                    continue;
+                }
                 out.problems.push(problem_of(
                     ProblemKind::NotAllowed,
                     &owner,
