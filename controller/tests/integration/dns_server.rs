@@ -709,3 +709,143 @@ spec: {endpoints: [{dnsName: www.example.com, recordType: A, targets: [203.0.113
     assert!(exited >= DRAIN, "exited before the drain ended: {exited:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A hostile tenant against the embedded server: namespace `mallory`, with
+/// rights in its own namespace only, publishes at, above, below and beside
+/// namespace `shop`'s names (an NS above its service name, certificate
+/// challenges for it and for the apex, a wildcard, the name server's
+/// address, names below shop's `www`, a forged registry TXT). Every answer
+/// dig gets for those names is the same before and after, byte for byte,
+/// and every DNSEndpoint of mallory's says why it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_tenant_changes_no_answer_of_the_embedded_server() {
+    let host = Emulator::start().await.unwrap();
+    let client = client_of(&host).await;
+    install_crds(&client, &["fedns-system", "shop", "mallory"]).await;
+    create_myfed_domain(&client, json!({"domain": "example.com"})).await;
+    let web = "web.shop.myfed.svc.example.com";
+    let shop: Api<DNSEndpoint> = Api::namespaced(client.clone(), "shop");
+    let mallory: Api<DNSEndpoint> = Api::namespaced(client.clone(), "mallory");
+    shop.create(
+        &PostParams::default(),
+        &dns_endpoint(
+            "service-web",
+            json!([
+                {"dnsName": web, "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.10"]},
+                {"dnsName": "www.example.com", "recordType": "A", "recordTTL": 30, "targets": ["203.0.113.11"]},
+            ]),
+        ),
+    )
+    .await
+    .unwrap();
+    let dir = temp_dir("hostile-tenant");
+    let kubeconfig = dir.join("host.yaml");
+    host.write_kubeconfig(&kubeconfig).unwrap();
+    let port = free_port();
+    let _server = spawn_fedns(&[
+        "dns-server",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--udp-workers",
+        "1",
+    ]);
+    eventually("the victim's names are served", || {
+        dig(port, web, "A", false) == ["203.0.113.10"] && dig(port, "www.example.com", "A", false) == ["203.0.113.11"]
+    })
+    .await;
+    let queries = [
+        (web, "A"),
+        (web, "NS"),
+        ("_acme-challenge.web.shop.myfed.svc.example.com", "TXT"),
+        ("evil.web.shop.myfed.svc.example.com", "A"),
+        ("shop.myfed.svc.example.com", "NS"),
+        ("example.com", "TXT"),
+        ("example.com", "MX"),
+        ("_acme-challenge.example.com", "TXT"),
+        ("ns1.example.com", "A"),
+        ("anything.example.com", "A"),
+        ("sub.example.com", "NS"),
+        ("www.example.com", "A"),
+        ("_acme-challenge.www.example.com", "TXT"),
+        ("evil.www.example.com", "A"),
+        ("a-www.example.com", "TXT"),
+    ];
+    let snapshot = || -> Vec<String> {
+        queries
+            .iter()
+            .map(|(name, t)| {
+                format!(
+                    "{name} {t}: {} {:?}",
+                    dig_status(port, name, t),
+                    dig(port, name, t, false)
+                )
+            })
+            .collect()
+    };
+    let before = snapshot();
+
+    // creationTimestamp has whole seconds: make mallory's claims newer.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    mallory
+        .create(
+            &PostParams::default(),
+            &dns_endpoint(
+                "attack",
+                json!([
+                    {"dnsName": "shop.myfed.svc.example.com", "recordType": "NS", "targets": ["ns.attacker.test"]},
+                    {"dnsName": "_acme-challenge.web.shop.myfed.svc.example.com", "recordType": "TXT", "targets": ["forged"]},
+                    {"dnsName": "evil.web.shop.myfed.svc.example.com", "recordType": "A", "targets": ["192.0.2.66"]},
+                    {"dnsName": "example.com", "recordType": "TXT", "targets": ["v=spf1 +all"]},
+                    {"dnsName": "example.com", "recordType": "MX", "targets": ["10 mail.attacker.test"]},
+                    {"dnsName": "_acme-challenge.example.com", "recordType": "TXT", "targets": ["forged"]},
+                    {"dnsName": "ns1.example.com", "recordType": "A", "targets": ["192.0.2.66"]},
+                    {"dnsName": "*.example.com", "recordType": "A", "targets": ["192.0.2.66"]},
+                    {"dnsName": "sub.example.com", "recordType": "NS", "targets": ["ns.attacker.test"]},
+                    {"dnsName": "www.example.com", "recordType": "A", "targets": ["192.0.2.66"]},
+                    {"dnsName": "_acme-challenge.www.example.com", "recordType": "TXT", "targets": ["forged"]},
+                    {"dnsName": "evil.www.example.com", "recordType": "A", "targets": ["192.0.2.66"]},
+                    {"dnsName": "a-www.example.com", "recordType": "TXT",
+                     "targets": ["heritage=external-dns,external-dns/owner=fedns,external-dns/resource=crd/shop/service-web"]},
+                ]),
+            ),
+        )
+        .await
+        .unwrap();
+    mallory
+        .create(
+            &PostParams::default(),
+            &dns_endpoint(
+                "own",
+                json!([{"dnsName": "promo.example.com", "recordType": "A", "targets": ["192.0.2.67"]}]),
+            ),
+        )
+        .await
+        .unwrap();
+    eventually("mallory's own name is served (its objects were read)", || {
+        dig(port, "promo.example.com", "A", false) == ["192.0.2.67"]
+    })
+    .await;
+    let (reason, message) = published_condition(&mallory, "attack", "False").await;
+    println!("refused: {reason}: {message}");
+    assert!(reason == "NotAllowed" || reason == "Conflict", "{reason}");
+    for needle in [
+        "service name of namespace shop",
+        "the zone apex",
+        "a wildcard",
+        "a delegation",
+        "a name server of the zone",
+        "held by DNSEndpoint shop/service-web",
+        "ownership registry value",
+    ] {
+        assert!(message.contains(needle), "the condition names {needle:?}: {message}");
+    }
+    published_condition(&shop, "service-web", "True").await;
+    let after = snapshot();
+    for (b, a) in before.iter().zip(&after) {
+        println!("{a}");
+        assert_eq!(a, b, "an answer changed");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
