@@ -19,6 +19,12 @@
 //! `<dnsPrefix>.F.svc.<cluster-domain>`, a CNAME to the discovery owner.
 //! Names with no record get NXDOMAIN and missing types NODATA from the
 //! server's answer path, with the zone's SOA (RFC 2308).
+//!
+//! Ownership ([`super::ownership`]), as in the public zones: records of
+//! namespaces the Domain's `allowedNamespaces` does not admit are left
+//! out; `S.N.F.svc.<cluster-domain>` comes only from namespace `N` (a
+//! `dnsPrefix` of another namespace landing on it is refused); of the
+//! records claiming one name the oldest holds it, the others are reported.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -26,6 +32,8 @@ use std::net::IpAddr;
 use fedns_dnsserver::hickory_proto::rr::rdata::{A, AAAA, CNAME};
 use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record};
 use fedns_dnsserver::{SoaFields, ZoneContent};
+
+use super::ownership::Ownership;
 
 /// TTL of discovery answers, in seconds: short, since local readiness
 /// flips them (CoreDNS's `kubernetes` plugin answers with 5 s too).
@@ -133,7 +141,15 @@ pub struct Computed {
     pub zones: Vec<ZoneContent>,
     /// Per record owner (not the `dnsPrefix` aliases), sorted by owner.
     pub decisions: Vec<OwnerDecision>,
-    /// Records left out, one line each (a name that is no valid DNS name).
+    /// The `dnsPrefix` aliases answered: alias → the owner it points at
+    /// (both fully qualified, lower case).
+    pub aliases: BTreeMap<String, String>,
+    /// Names no record answers because a rule refused every claim to them
+    /// (not admitted, another namespace's service name), with why.
+    pub refused: BTreeMap<String, String>,
+    /// Records and names left out, one line each (a name that is no valid
+    /// DNS name, a namespace not admitted, a name another namespace or an
+    /// older record holds).
     pub problems: Vec<String>,
 }
 
@@ -182,10 +198,19 @@ pub fn fallback_target(prefix: &str, domain: &str, member: Option<&MemberView>, 
     }
 }
 
-/// Computes the discovery zones from `inputs`. Never fails: a record
-/// whose names are not valid DNS names is left out and reported in
-/// [`Computed::problems`].
+/// Computes the discovery zones from `inputs` with no Domain's admission
+/// rule or record age known ([`Ownership::default`]: every namespace
+/// admitted, claims ordered by namespace/name); see [`compute_owned`].
 pub fn compute(inputs: &Inputs) -> Computed {
+    compute_owned(inputs, &Ownership::default())
+}
+
+/// Computes the discovery zones from `inputs` under the ownership rules
+/// `ownership` ([`super::ownership`]). Never fails: a record whose names
+/// are not valid DNS names, or that the rules leave out, is reported in
+/// [`Computed::problems`]; a name two records claim goes to the oldest
+/// claim, never to the first in sort order.
+pub fn compute_owned(inputs: &Inputs, ownership: &Ownership) -> Computed {
     let mut out = Computed::default();
     let mut federations: Vec<&FederationView> = inputs.federations.iter().collect();
     federations.sort();
@@ -211,30 +236,93 @@ pub fn compute(inputs: &Inputs) -> Computed {
             .iter()
             .filter(|r| r.domain_ref == federation.name)
             .collect();
-        records.sort();
+        // Oldest claim first: the first claim of a name holds it.
+        records.sort_by(|a, b| {
+            ownership
+                .claim_order(a)
+                .cmp(&ownership.claim_order(b))
+                .then_with(|| a.cmp(b))
+        });
+        records.dedup();
+        // Name → the record (`namespace/name`) holding it.
+        let mut holders: BTreeMap<String, String> = BTreeMap::new();
         for record in records {
-            match owner_records(inputs, federation, &apex_text, record) {
-                Ok((decision, mut rrs)) => {
-                    zone.records.append(&mut rrs);
-                    out.decisions.push(decision);
+            let id = format!("{}/{}", record.namespace, record.service);
+            if let Err(why) = ownership.admits(&federation.name, &record.namespace) {
+                let label = record.external_name.as_deref().unwrap_or(&record.service);
+                let owner = format!("{label}.{}.{apex_text}", record.namespace).to_ascii_lowercase();
+                let problem = format!("ServiceDNSRecord {id}: left out of discovery zone {apex_text}: {why}");
+                out.refused.entry(owner).or_insert_with(|| problem.clone());
+                out.problems.push(problem);
+                continue;
+            }
+            let (decision, rrs, alias) = match owner_records(inputs, federation, &apex_text, record) {
+                Ok(built) => built,
+                Err(problem) => {
+                    out.problems.push(problem);
+                    continue;
                 }
-                Err(problem) => out.problems.push(problem),
+            };
+            if let Some(holder) = holders.get(&decision.owner) {
+                out.problems.push(format!(
+                    "ServiceDNSRecord {id}: {} is held by ServiceDNSRecord {holder}, whose claim is older; not answered (Conflict)",
+                    decision.owner
+                ));
+                continue;
+            }
+            holders.insert(decision.owner.clone(), id.clone());
+            zone.records.extend(rrs);
+            let owner = decision.owner.clone();
+            out.decisions.push(decision);
+            let Some((alias_text, alias_record)) = alias else {
+                continue;
+            };
+            let prefix = record.dns_prefix.as_deref().unwrap_or_default();
+            let owning = ownership.discovery_namespace(&federation.name, &alias_text, &inputs.cluster_domain);
+            let refusal = match owning {
+                Some(owning) if owning != record.namespace => Some(format!(
+                    "ServiceDNSRecord {id}: dnsPrefix {prefix}: {alias_text} is a service name of namespace {owning}, \
+                     which only namespace {owning} can publish; not answered (NotAllowed)"
+                )),
+                _ if alias_text == owner => Some(format!(
+                    "ServiceDNSRecord {id}: dnsPrefix {prefix} names the record's own discovery name; no alias"
+                )),
+                _ => None,
+            };
+            if let Some(problem) = refusal {
+                out.refused.entry(alias_text).or_insert_with(|| problem.clone());
+                out.problems.push(problem);
+            } else if let Some(holder) = holders.get(&alias_text) {
+                out.problems.push(format!(
+                    "ServiceDNSRecord {id}: dnsPrefix {prefix}: {alias_text} is held by ServiceDNSRecord {holder}, \
+                     whose claim is older; not answered (Conflict)"
+                ));
+            } else {
+                holders.insert(alias_text.clone(), id);
+                zone.records.push(alias_record);
+                out.aliases.insert(alias_text, owner);
             }
         }
+        out.refused.retain(|name, _| !holders.contains_key(name));
         out.zones.push(zone);
     }
     out.decisions.sort_by(|a, b| a.owner.cmp(&b.owner));
     out
 }
 
-/// The records of one ServiceDNSRecord's discovery owner (and its
-/// `dnsPrefix` alias).
+/// A `dnsPrefix` alias: its name (fully qualified, lower case) and its
+/// CNAME to the owner.
+type Alias = (String, Record);
+
+/// The records of one ServiceDNSRecord's discovery owner, and its
+/// `dnsPrefix` alias (name, CNAME record) apart: whether it may be
+/// answered is the caller's to decide.
 fn owner_records(
     inputs: &Inputs,
     federation: &FederationView,
     apex: &str,
     record: &RecordView,
-) -> Result<(OwnerDecision, Vec<Record>), String> {
+) -> Result<(OwnerDecision, Vec<Record>, Option<Alias>), String> {
     let label = record.external_name.as_deref().unwrap_or(&record.service);
     let id = format!("{}/{}", record.namespace, record.service);
     let owner_text = format!("{label}.{}.{apex}", record.namespace).to_ascii_lowercase();
@@ -286,11 +374,15 @@ fn owner_records(
             }
         }
     };
-    if let Some(prefix) = &record.dns_prefix {
-        let alias_text = format!("{prefix}.{apex}").to_ascii_lowercase();
-        let alias = Name::from_ascii(&alias_text).map_err(|e| bad(&alias_text, &e))?;
-        rrs.push(Record::from_rdata(alias, DISCOVERY_TTL, RData::CNAME(CNAME(owner))));
-    }
+    let alias = match &record.dns_prefix {
+        Some(prefix) => {
+            let alias_text = format!("{}.{apex}", prefix.trim_end_matches('.')).to_ascii_lowercase();
+            let alias = Name::from_ascii(&alias_text).map_err(|e| bad(&alias_text, &e))?;
+            let cname = Record::from_rdata(alias, DISCOVERY_TTL, RData::CNAME(CNAME(owner)));
+            Some((alias_text, cname))
+        }
+        None => None,
+    };
     Ok((
         OwnerDecision {
             record: id,
@@ -298,12 +390,14 @@ fn owner_records(
             decision,
         },
         rrs,
+        alias,
     ))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::discovery::ownership::Ownership;
 
     /// One federation `myfed` (example.com), record ns/nginx (dnsPrefix
     /// www), member us-east-1 with zones a and b, node in b, the local
@@ -410,6 +504,207 @@ pub(crate) mod tests {
         assert_eq!(
             records(&compute(&i))[0],
             "nginx.ns.myfed.svc.cluster.local. A 10.0.1.21"
+        );
+    }
+
+    /// A record of `namespace/service` in `myfed` with `dns_prefix`.
+    fn record(namespace: &str, service: &str, dns_prefix: Option<&str>) -> RecordView {
+        RecordView {
+            namespace: namespace.into(),
+            service: service.into(),
+            domain_ref: "myfed".into(),
+            external_name: None,
+            dns_prefix: dns_prefix.map(Into::into),
+        }
+    }
+
+    /// Domain `fedns-system/myfed` with `allowed` as its
+    /// `spec.allowedNamespaces` (JSON).
+    fn domain(allowed: serde_json::Value) -> fedns_api::Domain {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "multiclusterdns.fedns.io/v1alpha1",
+            "kind": "Domain",
+            "metadata": {"name": "myfed", "namespace": "fedns-system"},
+            "spec": {"domain": "example.com", "allowedNamespaces": allowed},
+        }))
+        .unwrap()
+    }
+
+    /// Ownership with every Domain admitting all and these creation times.
+    fn aged(created: &[(&str, &str)]) -> Ownership {
+        let created = created
+            .iter()
+            .map(|(id, at)| {
+                let at = fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at.parse().unwrap());
+                (id.to_string(), at)
+            })
+            .collect();
+        Ownership::new(
+            &[domain(serde_json::json!({"from": "All"}))],
+            Default::default(),
+            created,
+        )
+    }
+
+    /// The zone's records at `name` (fully qualified).
+    fn at(c: &Computed, name: &str) -> Vec<String> {
+        records(c)
+            .into_iter()
+            .filter(|r| r.starts_with(&format!("{name} ")))
+            .collect()
+    }
+
+    #[test]
+    fn a_prefix_from_another_namespace_never_takes_a_service_name() {
+        // mallory/a (a name that sorts before ns/nginx) asks for
+        // dnsPrefix nginx.ns: nginx.ns.myfed.svc.cluster.local.
+        let victim = "nginx.ns.myfed.svc.cluster.local.";
+        let mut local = inputs();
+        local.records.insert(0, record("mallory", "a", Some("nginx.ns")));
+        let mut fallback = local.clone();
+        fallback.services.values_mut().for_each(|s| s.ready = false);
+        for (case, want) in [
+            (
+                &local,
+                vec![format!("{victim} A 10.96.0.10"), format!("{victim} AAAA fd00::10")],
+            ),
+            (
+                &fallback,
+                vec![format!(
+                    "{victim} CNAME nginx.ns.myfed.svc.us-east-1b.us-east-1.example.com."
+                )],
+            ),
+        ] {
+            // Oldest or not, with or without the Domain known.
+            for ownership in [Ownership::default(), aged(&[("mallory/a", "2020-01-01T00:00:00Z")])] {
+                let c = compute_owned(case, &ownership);
+                assert_eq!(at(&c, victim), want);
+                let problem = c.problems.iter().find(|p| p.contains("mallory/a")).expect("reported");
+                assert!(
+                    problem.contains("NotAllowed") && problem.contains("namespace ns"),
+                    "{problem}"
+                );
+                // mallory's own name is answered as usual.
+                assert_eq!(at(&c, "a.mallory.myfed.svc.cluster.local.").len(), 1);
+                assert!(!c.aliases.contains_key(victim));
+            }
+        }
+        // Without ns/nginx the name is NXDOMAIN, and says why.
+        let mut gone = local.clone();
+        gone.records.retain(|r| r.namespace == "mallory");
+        let c = compute(&gone);
+        assert!(at(&c, victim).is_empty(), "{:?}", records(&c));
+        assert!(c.refused[victim].contains("NotAllowed"));
+        // The record's own namespace may alias its own service names;
+        // a prefix naming the record's own name is no alias.
+        let mut own = inputs();
+        own.records.push(record("ns", "web", Some("nginx.ns")));
+        own.records[0].dns_prefix = Some("nginx.ns".into());
+        let c = compute(&own);
+        assert_eq!(at(&c, victim).len(), 2, "{:?}", records(&c));
+        assert!(c
+            .problems
+            .iter()
+            .any(|p| p.contains("ns/nginx") && p.contains("own discovery name")));
+        assert!(c
+            .problems
+            .iter()
+            .any(|p| p.contains("ns/web") && p.contains("Conflict")));
+    }
+
+    #[test]
+    fn a_collision_goes_to_the_oldest_claim_not_the_first_in_sort_order() {
+        // Two records of one namespace ask for `www`; ns/aaa sorts first
+        // but ns/nginx is older.
+        let mut i = inputs();
+        i.records.push(record("ns", "aaa", Some("www")));
+        let www = "www.myfed.svc.cluster.local.";
+        let c = compute_owned(
+            &i,
+            &aged(&[("ns/nginx", "2024-01-01T00:00:00Z"), ("ns/aaa", "2024-06-01T00:00:00Z")]),
+        );
+        assert_eq!(at(&c, www), [format!("{www} CNAME nginx.ns.myfed.svc.cluster.local.")]);
+        assert!(c
+            .problems
+            .iter()
+            .any(|p| p.contains("ns/aaa") && p.contains("held by ServiceDNSRecord ns/nginx")));
+        // The other way round; and records of other namespaces too.
+        i.records.push(record("other", "zzz", Some("www")));
+        let c = compute_owned(
+            &i,
+            &aged(&[
+                ("ns/nginx", "2024-01-01T00:00:00Z"),
+                ("ns/aaa", "2024-06-01T00:00:00Z"),
+                ("other/zzz", "2023-01-01T00:00:00Z"),
+            ]),
+        );
+        assert_eq!(at(&c, www), [format!("{www} CNAME zzz.other.myfed.svc.cluster.local.")]);
+        assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
+        // No timestamps: namespace/name; a record with one comes first.
+        let c = compute(&i);
+        assert_eq!(at(&c, www), [format!("{www} CNAME aaa.ns.myfed.svc.cluster.local.")]);
+        let c = compute_owned(&i, &aged(&[("other/zzz", "2024-01-01T00:00:00Z")]));
+        assert_eq!(at(&c, www), [format!("{www} CNAME zzz.other.myfed.svc.cluster.local.")]);
+        // Two records of one namespace with one owner name (externalName):
+        // the older answers it, and the other's alias goes with it.
+        let mut i = inputs();
+        i.services.values_mut().for_each(|s| s.ready = false);
+        let mut web = record("ns", "web", Some("shop"));
+        web.external_name = Some("nginx".into());
+        i.records.push(web);
+        let c = compute_owned(
+            &i,
+            &aged(&[("ns/web", "2024-01-01T00:00:00Z"), ("ns/nginx", "2024-06-01T00:00:00Z")]),
+        );
+        let decision = c
+            .decisions
+            .iter()
+            .find(|d| d.owner == "nginx.ns.myfed.svc.cluster.local.");
+        assert_eq!(decision.unwrap().record, "ns/web");
+        assert_eq!(c.decisions.len(), 1);
+        assert!(at(&c, www).is_empty(), "ns/nginx holds nothing: {:?}", records(&c));
+        assert_eq!(at(&c, "shop.myfed.svc.cluster.local.").len(), 1);
+        // Every owner name holds one CNAME at most, whatever the order.
+        for c in [compute(&i), c] {
+            let names: Vec<String> = records(&c)
+                .iter()
+                .filter(|r| r.contains(" CNAME "))
+                .map(|r| r.split(' ').next().unwrap().to_owned())
+                .collect();
+            let mut unique = names.clone();
+            unique.dedup();
+            assert_eq!(names, unique);
+        }
+    }
+
+    #[test]
+    fn namespaces_the_domain_does_not_admit_stay_out() {
+        let mut i = inputs();
+        i.records.push(record("fedns-system", "api", None));
+        let same = Ownership::new(
+            &[domain(serde_json::json!({"from": "Same"}))],
+            Default::default(),
+            Default::default(),
+        );
+        let c = compute_owned(&i, &same);
+        assert_eq!(
+            c.decisions.iter().map(|d| d.record.as_str()).collect::<Vec<_>>(),
+            ["fedns-system/api"]
+        );
+        assert!(at(&c, "www.myfed.svc.cluster.local.").is_empty());
+        let problem = c.problems.iter().find(|p| p.contains("ns/nginx")).unwrap();
+        assert!(
+            problem.contains("left out of discovery zone myfed.svc.cluster.local."),
+            "{problem}"
+        );
+        assert!(c.refused.contains_key("nginx.ns.myfed.svc.cluster.local."));
+        // A selector, with the namespaces' labels.
+        let selector = domain(serde_json::json!({"from": "Selector", "selector": {"matchLabels": {"dns": "yes"}}}));
+        let labels = BTreeMap::from([("ns".to_owned(), BTreeMap::from([("dns".to_owned(), "yes".to_owned())]))]);
+        let c = compute_owned(&i, &Ownership::new(&[selector], labels, Default::default()));
+        assert_eq!(
+            c.decisions.iter().map(|d| d.record.as_str()).collect::<Vec<_>>(),
+            ["ns/nginx"]
         );
     }
 

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::answer::{self, chosen_zone, Decision, Inputs};
+use super::ownership::Ownership;
 
 /// What a pod in one member gets for one name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,36 +71,42 @@ pub fn qualified_name(name: &str, cluster_domain: &str) -> Result<String, String
 }
 
 /// What a pod in `member` gets for `name`, from `inputs` (the host's and
-/// the member's view, as the replica's). `Err`: `name` is no discovery
-/// name at all.
+/// the member's view, as the replica's), with no Domain's admission rule
+/// or record age known ([`explain_from_cluster_owned`] with
+/// [`Ownership::default`]). `Err`: `name` is no discovery name at all.
 pub fn explain_from_cluster(name: &str, member: &str, inputs: &Inputs) -> Result<FromCluster, String> {
+    explain_from_cluster_owned(name, member, inputs, &Ownership::default())
+}
+
+/// What a pod in `member` gets for `name`, from `inputs` under the
+/// ownership rules `ownership`, as the replica answers. `Err`: `name` is
+/// no discovery name at all.
+pub fn explain_from_cluster_owned(
+    name: &str,
+    member: &str,
+    inputs: &Inputs,
+    ownership: &Ownership,
+) -> Result<FromCluster, String> {
     let qualified = qualified_name(name, &inputs.cluster_domain)?;
-    let computed = answer::compute(inputs);
+    let computed = answer::compute_owned(inputs, ownership);
     let labels: Vec<&str> = qualified.split('.').collect();
     let federation = if labels.len() >= 5 && labels[3] == "svc" {
         labels[2]
     } else {
         labels[1]
     };
-    // A dnsPrefix alias (`P.<apex>`) names its record's owner.
-    let apex = answer::discovery_apex(federation, &inputs.cluster_domain);
-    let alias_of = inputs.records.iter().find(|r| {
-        r.domain_ref == federation
-            && r.dns_prefix
-                .as_deref()
-                .is_some_and(|p| format!("{p}.{apex}").eq_ignore_ascii_case(&qualified))
-    });
-    let owner = match alias_of {
-        Some(record) => {
-            let label = record.external_name.as_deref().unwrap_or(&record.service);
-            format!("{label}.{}.{apex}", record.namespace).to_ascii_lowercase()
-        }
-        None => qualified.clone(),
-    };
+    // A dnsPrefix alias (`P.<apex>`) answered names its record's owner.
+    let owner = computed
+        .aliases
+        .get(&qualified)
+        .cloned()
+        .unwrap_or_else(|| qualified.clone());
     let found = computed.decisions.iter().find(|d| d.owner == owner);
     let Some(decision) = found else {
         let reason = if !inputs.federations.iter().any(|f| f.name == federation) {
             format!("no Domain (federation) {federation}")
+        } else if let Some(why) = computed.refused.get(&qualified) {
+            why.clone()
         } else {
             format!("no ServiceDNSRecord with domainRef {federation} publishes {qualified}")
         };
@@ -230,6 +237,31 @@ mod tests {
             assert_eq!(target, "nginx.ns.myfed.svc.us-east-1b.us-east-1.example.com.", "{name}");
             assert!(target_choice.contains("node"), "{target_choice}");
         }
+    }
+
+    #[test]
+    fn another_namespaces_prefix_explains_as_refused_and_never_as_the_answer() {
+        let mut i = inputs(false);
+        i.records.insert(
+            0,
+            crate::discovery::answer::RecordView {
+                namespace: "mallory".into(),
+                service: "a".into(),
+                domain_ref: "myfed".into(),
+                external_name: None,
+                dns_prefix: Some("nginx.ns".into()),
+            },
+        );
+        let got = explain_from_cluster("nginx.ns.myfed", "us-east-1", &i).unwrap();
+        assert_eq!(got.record.as_deref(), Some("ns/nginx"));
+        assert!(matches!(got.answer, FromClusterAnswer::Fallback { .. }), "{got:?}");
+        // The alias of ns/nginx still names it.
+        let got = explain_from_cluster("www.myfed", "us-east-1", &i).unwrap();
+        assert_eq!(got.record.as_deref(), Some("ns/nginx"));
+        // Without ns/nginx: NXDOMAIN, saying why mallory's prefix is not it.
+        i.records.retain(|r| r.namespace == "mallory");
+        let got = explain_from_cluster("nginx.ns.myfed", "us-east-1", &i).unwrap();
+        assert!(render(&got).contains("NotAllowed"), "{}", render(&got));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`answer`] | the discovery zones, computed from host and member inputs (pure) |
+//! | [`ownership`] | who may hold a discovery name: `allowedNamespaces`, service names, the oldest claim |
 //! | [`local`] | the member's Services and their readiness, as the answer reads them |
 //! | [`explain`] | what a pod in a member gets for a name, and why (`fedns explain --from-cluster`) |
 //! | [`replica`] | the watches and the loop feeding the embedded sink |
@@ -23,5 +24,6 @@ pub mod forward;
 pub mod local;
 pub mod member_side;
 pub mod metrics;
+pub mod ownership;
 pub mod replica;
 pub mod state_file;

@@ -14,10 +14,11 @@
 //! No answer from a half-filled view: the first discovery zones are
 //! handed over only once the member's caches (Services, EndpointSlices,
 //! the Node) hold their first full list and the federation side is whole
-//! (the host caches listed and the publishing source's first publish
-//! done, or a saved state served). Before that a Service not yet listed
-//! would read as "no local Service" and be answered with a CNAME to a
-//! global name not yet published: a CNAME with no address.
+//! (the host caches listed, the host's Namespaces too while a Domain
+//! admits namespaces by selector, and the publishing source's first
+//! publish done, or a saved state served). Before that a Service not yet
+//! listed would read as "no local Service" and be answered with a CNAME
+//! to a global name not yet published: a CNAME with no address.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,13 +26,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fedns_api::k8s_openapi::api::core::v1::{Node, Service};
+use fedns_api::k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use fedns_api::k8s_openapi::api::discovery::v1::EndpointSlice;
-use fedns_api::{DNSEndpoint, Domain, MemberCluster, ServiceDNSRecord};
+use fedns_api::{DNSEndpoint, Domain, MemberCluster, NamespacesFrom, ServiceDNSRecord};
 use fedns_providers::embedded::EmbeddedSink;
+use fedns_providers::plan::ownership::NamespaceLabels;
 use fedns_providers::source::ready::store_ready;
 use futures::StreamExt;
 use kube::api::Api;
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
@@ -39,6 +42,7 @@ use tokio::sync::{watch, Notify};
 
 use super::answer::{self, Decision, FederationView, Inputs, MemberView, RecordView};
 use super::metrics::DiscoveryMetrics;
+use super::ownership::{self, Ownership};
 use super::state_file::{self, HostState};
 use fedns_providers::source::kube_source::SourceState;
 
@@ -69,6 +73,74 @@ pub struct HostCaches {
     /// Woken by every DNSEndpoint change (the source waits on it).
     pub endpoints_changed: Arc<Notify>,
     ready: Arc<AtomicBool>,
+    namespaces: NamespaceCache,
+}
+
+/// The host's Namespaces (their labels), watched once some Domain admits
+/// namespaces by selector (the host identity then needs list/watch on
+/// namespaces, as the publishing source does).
+#[derive(Clone)]
+struct NamespaceCache {
+    client: Client,
+    changed: Arc<Notify>,
+    /// The store and whether it holds its first full list.
+    watch: Arc<std::sync::OnceLock<NamespaceWatch>>,
+}
+
+/// The host's Namespace store and whether it holds its first full list.
+type NamespaceWatch = (Store<PartialObjectMeta<Namespace>>, Arc<AtomicBool>);
+
+impl NamespaceCache {
+    /// Whether the labels are all there for `domains`: at once when no
+    /// Domain admits by selector, else once the Namespaces are listed
+    /// (the watch starts at the first call that wants them).
+    fn ready_for(&self, domains: &[Arc<Domain>]) -> bool {
+        if !domains.iter().any(|d| wants_labels(d)) {
+            return true;
+        }
+        let (_, listed) = self.watch.get_or_init(|| {
+            let (store, writer) = reflector::store();
+            spawn_watch(
+                Api::<PartialObjectMeta<Namespace>>::all(self.client.clone()),
+                watcher::Config::default(),
+                writer,
+                vec![self.changed.clone()],
+                "Namespace",
+            );
+            let listed = Arc::new(AtomicBool::new(false));
+            let (waiting, flag, changed) = (store.clone(), listed.clone(), self.changed.clone());
+            tokio::spawn(async move {
+                if store_ready(&waiting).await {
+                    tracing::info!("host Namespaces listed (a Domain admits namespaces by selector)");
+                    flag.store(true, Ordering::Release);
+                    changed.notify_one();
+                }
+            });
+            (store, listed)
+        });
+        listed.load(Ordering::Acquire)
+    }
+
+    /// The labels of every Namespace listed so far (none before a Domain
+    /// wanted them).
+    fn labels(&self) -> NamespaceLabels {
+        self.watch.get().map_or_else(NamespaceLabels::new, |(store, _)| {
+            store
+                .state()
+                .iter()
+                .map(|n| (n.name_any(), n.labels().clone()))
+                .collect()
+        })
+    }
+}
+
+/// Whether `domain` admits namespaces by label selector.
+fn wants_labels(domain: &Domain) -> bool {
+    domain
+        .spec
+        .allowed_namespaces
+        .as_ref()
+        .is_some_and(|a| a.from == NamespacesFrom::Selector)
 }
 
 /// The member's caches.
@@ -125,6 +197,11 @@ pub fn watch_host(client: &Client, config: &ReplicaConfig, changed: Arc<Notify>)
         endpoints,
         endpoints_changed,
         ready: ready.clone(),
+        namespaces: NamespaceCache {
+            client: client.clone(),
+            changed: changed.clone(),
+            watch: Arc::default(),
+        },
     };
     let waiting = caches.clone();
     let span = tracing::Span::current();
@@ -256,9 +333,12 @@ pub fn federation_view(domain: &Domain) -> FederationView {
 
 /// The host side as the caches hold it now.
 fn host_state(host: &HostCaches, member: &str) -> HostState {
+    let records = host.records.state();
     HostState {
         federations: host.domains.state().iter().map(|d| federation_view(d)).collect(),
-        records: host.records.state().iter().map(|r| record_view(r)).collect(),
+        records: records.iter().map(|r| record_view(r)).collect(),
+        namespace_labels: host.namespaces.labels(),
+        record_created: ownership::record_ages(records.iter().map(|r| &**r)),
         member: host
             .members
             .state()
@@ -302,6 +382,7 @@ pub async fn run(
     }
     tracing::info!(member = %config.member, elapsed_ms = waiting.elapsed().as_millis() as u64, "member caches ready (Services, EndpointSlices, Node)");
     let mut last: BTreeMap<String, Decision> = BTreeMap::new();
+    let mut last_problems: std::collections::BTreeSet<String> = Default::default();
     let mut last_saved_hash = None;
     let mut last_write: Option<Instant> = None;
     let mut last_region = saved
@@ -312,7 +393,9 @@ pub async fn run(
         // The federation side is whole once its caches are listed and the
         // global names they hold are published (a CNAME fallback points
         // at one of them).
-        let host_ready = host.ready.load(Ordering::Acquire) && source.borrow().publishes > 0;
+        let host_ready = host.ready.load(Ordering::Acquire)
+            && source.borrow().publishes > 0
+            && host.namespaces.ready_for(&host.domains.state());
         let state = if host_ready {
             let state = host_state(&host, &config.member);
             fallback = None;
@@ -347,10 +430,17 @@ pub async fn run(
                     member.slices.state().iter().map(|s| &**s),
                 ),
             };
-            let computed = answer::compute(&inputs);
-            for problem in &computed.problems {
+            let ownership = Ownership::new(
+                &state.domains,
+                state.namespace_labels.clone(),
+                state.record_created.clone(),
+            );
+            let computed = answer::compute_owned(&inputs, &ownership);
+            // Each problem once, not at every recomputation.
+            for problem in computed.problems.iter().filter(|p| !last_problems.contains(*p)) {
                 tracing::warn!(member = %config.member, "{problem}");
             }
+            last_problems = computed.problems.iter().cloned().collect();
             let (local, fallback_count) = computed.counts();
             metrics.set_names(&config.member, local, fallback_count);
             let now: BTreeMap<String, Decision> = computed

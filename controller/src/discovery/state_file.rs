@@ -4,10 +4,13 @@
 //! start, so a container restart while the host is unreachable still
 //! answers. Written atomically (a temporary file renamed over it).
 
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
+use fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use fedns_api::{DNSEndpoint, Domain};
+use fedns_providers::plan::ownership::NamespaceLabels;
 
 use super::answer::{FederationView, MemberView, RecordView};
 
@@ -24,6 +27,14 @@ pub struct HostState {
     pub domains: Vec<Domain>,
     /// The DNSEndpoints (federation zones' records).
     pub endpoints: Vec<DNSEndpoint>,
+    /// Namespace labels, for Domains that admit namespaces by selector
+    /// (empty when none does). Absent in states saved before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub namespace_labels: NamespaceLabels,
+    /// Each ServiceDNSRecord's `creationTimestamp` by `namespace/name`
+    /// (the oldest claim to a discovery name holds it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub record_created: BTreeMap<String, Time>,
 }
 
 /// A hash of the state's JSON: saves are skipped while it is unchanged.
@@ -83,6 +94,27 @@ mod tests {
         let back = load(&path).unwrap().unwrap();
         assert_eq!(back.federations, state.federations);
         assert_eq!(back.member, state.member);
+        // The ownership inputs read back too.
+        let created = Time("2024-05-01T10:00:00Z".parse().unwrap());
+        let state = HostState {
+            namespace_labels: BTreeMap::from([(
+                "team-a".to_owned(),
+                BTreeMap::from([("dns".to_owned(), "yes".to_owned())]),
+            )]),
+            record_created: BTreeMap::from([("ns/nginx".to_owned(), created)]),
+            ..state
+        };
+        save(&path, &state).unwrap();
+        let back = load(&path).unwrap().unwrap();
+        assert_eq!(back.namespace_labels, state.namespace_labels);
+        assert_eq!(back.record_created, state.record_created);
+        // A state saved before they were kept still loads.
+        std::fs::write(
+            &path,
+            r#"{"federations":[],"records":[],"member":null,"domains":[],"endpoints":[]}"#,
+        )
+        .unwrap();
+        assert!(load(&path).unwrap().unwrap().record_created.is_empty());
         std::fs::write(&path, "not json").unwrap();
         assert!(load(&path).unwrap_err().contains("not a saved host-side state"));
         let _ = std::fs::remove_dir_all(&dir);

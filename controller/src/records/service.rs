@@ -15,7 +15,8 @@ use super::builder::{self, ServiceNames};
 use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
 use super::model::BuildProblem;
-use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
+use super::status::{patch_status, set_health_conditions, set_record_conditions_refusing, set_too_large};
+use crate::discovery::ownership::{prefix_refusal, PrefixRefusal};
 use crate::queue::RecordKey;
 
 /// The port a Service's health check probes by default: its first port,
@@ -136,12 +137,29 @@ pub(super) async fn reconcile_service(
     if let Some(after) = selection.requeue_after {
         ctx.requeue_after(RecordKey::Service(namespace.to_owned(), name.to_owned()), after);
     }
+    // A dnsPrefix may not name another namespace's service name, in the
+    // public zone (not written) or the members' discovery zones (the
+    // replicas leave it out): reported as InputValid reason NotAllowed.
+    let refusal = record
+        .spec
+        .dns_prefix
+        .as_deref()
+        .map(|p| prefix_refusal(p, namespace, &domain));
+    let refused = refusal.as_ref().map(PrefixRefusal::messages).unwrap_or_default();
+    problems.extend(refused.iter().map(|message| BuildProblem {
+        cluster: None,
+        message: message.clone(),
+    }));
     let names_in = ServiceNames {
         service: &service_label,
         namespace,
         federation: &domain.name_any(),
         zone: &zone,
-        dns_prefix: record.spec.dns_prefix.as_deref(),
+        dns_prefix: record
+            .spec
+            .dns_prefix
+            .as_deref()
+            .filter(|_| refusal.as_ref().is_none_or(|r| r.public.is_none())),
         ttl: record.spec.record_ttl,
         routing: routing.as_ref(),
         fallback_cname: selection.fallback_cname.as_deref(),
@@ -159,11 +177,12 @@ pub(super) async fn reconcile_service(
         .write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
         .await?;
     let too_large = written.too_large_message();
-    let mut changed = set_record_conditions(
+    let mut changed = set_record_conditions_refusing(
         &mut status.conditions,
         shards.len(),
         "no healthy member cluster has a load balancer address with ready endpoints",
         &problems,
+        !refused.is_empty(),
         too_large.as_deref(),
         generation,
     );

@@ -87,6 +87,29 @@ pub(super) fn set_record_conditions(
     too_large: Option<&str>,
     generation: Option<i64>,
 ) -> bool {
+    set_record_conditions_refusing(
+        conditions_list,
+        healthy,
+        none_message,
+        problems,
+        false,
+        too_large,
+        generation,
+    )
+}
+
+/// [`set_record_conditions`]; with `not_allowed`, `InputValid` has reason
+/// `NotAllowed` (some of `problems` is a name the record may not publish,
+/// such as a `dnsPrefix` landing on another namespace's service name).
+pub(super) fn set_record_conditions_refusing(
+    conditions_list: &mut Vec<Condition>,
+    healthy: usize,
+    none_message: &str,
+    problems: &[BuildProblem],
+    not_allowed: bool,
+    too_large: Option<&str>,
+    generation: Option<i64>,
+) -> bool {
     let changed = if let Some(message) = too_large {
         set_too_large(conditions_list, message, generation)
     } else if healthy == 0 {
@@ -108,7 +131,7 @@ pub(super) fn set_record_conditions(
             generation,
         )
     };
-    changed | set_input_condition(conditions_list, problems, generation)
+    changed | set_input_condition(conditions_list, problems, not_allowed, generation)
 }
 
 /// `Ready=False` reason `ObjectTooLarge`: the DNSEndpoint was not written
@@ -127,6 +150,7 @@ pub(super) fn set_too_large(conditions_list: &mut Vec<Condition>, message: &str,
 fn set_input_condition(
     conditions_list: &mut Vec<Condition>,
     problems: &[BuildProblem],
+    not_allowed: bool,
     generation: Option<i64>,
 ) -> bool {
     if problems.is_empty() {
@@ -140,11 +164,15 @@ fn set_input_condition(
         )
     } else {
         let messages: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+        let reason = match not_allowed {
+            true => conditions::NOT_ALLOWED,
+            false => conditions::INVALID_INPUT,
+        };
         conditions::set(
             conditions_list,
             INPUT_VALID,
             false,
-            conditions::INVALID_INPUT,
+            reason,
             &messages.join("; "),
             generation,
         )

@@ -11,7 +11,10 @@
 //! are unready, and back; NXDOMAIN, NODATA, a case-mixed name, AAAA, a
 //! record of another namespace; the asking cluster's region for
 //! `Nearest`; and with the host cluster stopped, the replica keeps
-//! answering and keeps following local readiness.
+//! answering and keeps following local readiness. Ownership: a record of
+//! namespace `mallory` asking for `dnsPrefix: nginx.ns` (a name that sorts
+//! before `ns/nginx`) changes nothing of `nginx.ns`'s discovery answer,
+//! local or fallback, and its record says `InputValid=False NotAllowed`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -404,5 +407,113 @@ async fn a_member_resolves_federated_services_local_first_through_dnsmasq_and_un
         assert!(count > 0, "no {kind} answer counted: {answers:?}");
     }
     drop(resolvers);
+    running.shutdown().await;
+}
+
+/// `mallory/a` with `dnsPrefix: nginx.ns` would be
+/// `nginx.ns.myfed.svc.cluster.local` in every member: the name of
+/// namespace `ns`'s Service. The victim's answer stays its own, local and
+/// fallback, and the record is told why (`InputValid=False NotAllowed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_namespaces_dns_prefix_never_takes_a_discovery_name() {
+    use fedns_api::ServiceDNSRecord;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{Api, PostParams};
+
+    let args = sandbox_args();
+    let _ = fedns_controller::logging::init(
+        fedns_controller::cli::LogFormat::Text,
+        fedns_controller::logging::Output::File(args.state_dir.join("test.log")),
+    );
+    println!("logs: {}", args.state_dir.join("test.log").display());
+    let running = sandbox::start(&args).await.unwrap();
+    let state_dir: PathBuf = args.state_dir.clone();
+    let replica: SocketAddr = std::fs::read_to_string(state_dir.join("us-east-1.dns"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(replica.ip().is_loopback());
+    let port = replica.port();
+    eventually(&format!("{NAME} is the local Service"), || {
+        chain(port, NAME, "A") == [EAST_CLUSTER_IP]
+    })
+    .await;
+
+    let host = client_of(&running.federation.host).await;
+    Api::<Namespace>::all(host.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "mallory"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "mallory");
+    let record = serde_json::from_value(serde_json::json!({
+        "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "ServiceDNSRecord",
+        "metadata": {"name": "a", "namespace": "mallory"},
+        "spec": {"domainRef": "myfed", "dnsPrefix": "nginx.ns"},
+    }))
+    .unwrap();
+    records.create(&PostParams::default(), &record).await.unwrap();
+
+    // The replica has mallory's record: its own discovery name answers.
+    let mallory = "a.mallory.myfed.svc.cluster.local";
+    eventually("the replica answers mallory/a's own name", || {
+        chain(port, mallory, "A")
+            .first()
+            .is_some_and(|l| l.starts_with("a.mallory.myfed.svc."))
+    })
+    .await;
+    // ... and nginx.ns's name stays the local Service, asked again and again.
+    for _ in 0..10 {
+        assert_eq!(
+            chain(port, NAME, "A"),
+            [EAST_CLUSTER_IP],
+            "local, with mallory's prefix"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Unready endpoints: the fallback chain of ns/nginx, never mallory's.
+    control(&state_dir, "drain-endpoints").await;
+    eventually("the victim's fallback chain zone → region → global", || {
+        let lines = chain(port, NAME, "A");
+        is_fallback_chain(&lines) && addresses(&lines) == ["127.0.10.2", "127.0.10.3"]
+    })
+    .await;
+    for _ in 0..10 {
+        let lines = chain(port, NAME, "A");
+        assert!(is_fallback_chain(&lines), "fallback, with mallory's prefix: {lines:?}");
+        assert!(!lines.iter().any(|l| l.contains("mallory")), "{lines:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // `fedns explain --from-cluster` names the rightful record.
+    let explained = explain_from(&state_dir, "us-east-1");
+    assert_eq!(explained["fromCluster"]["record"], "ns/nginx", "{explained}");
+    control(&state_dir, "restore-endpoints").await;
+    eventually("local again", || chain(port, NAME, "A") == [EAST_CLUSTER_IP]).await;
+
+    // The host tells mallory why: InputValid=False, reason NotAllowed.
+    let started = Instant::now();
+    let condition = loop {
+        let record = records.get("a").await.unwrap();
+        let found = record
+            .status
+            .iter()
+            .flat_map(|s| s.conditions.iter())
+            .find(|c| c.type_ == "InputValid" && c.status == "False")
+            .cloned();
+        if let Some(condition) = found {
+            break condition;
+        }
+        assert!(
+            started.elapsed() < EVENTUALLY,
+            "mallory/a has no InputValid=False: {:?}",
+            record.status
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(condition.reason, "NotAllowed", "{condition:?}");
+    assert!(condition.message.contains("namespace ns"), "{}", condition.message);
     running.shutdown().await;
 }
