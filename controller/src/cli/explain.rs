@@ -82,7 +82,7 @@ pub async fn run(args: &ExplainArgs) -> anyhow::Result<()> {
 /// client gets it.
 async fn from_cluster(args: &ExplainArgs, host: kube::Client, member: &str) -> anyhow::Result<()> {
     use crate::discovery::answer::Inputs;
-    use crate::discovery::explain::{explain_from_cluster, render as render_from, FromClusterAnswer};
+    use crate::discovery::explain::{explain_from_cluster_owned, render as render_from, FromClusterAnswer};
     use crate::discovery::replica::{federation_view, member_view, record_view};
     use fedns_api::k8s_openapi::api::core::v1::{Node, Secret, Service};
     use fedns_api::k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -158,7 +158,31 @@ async fn from_cluster(args: &ExplainArgs, host: kube::Client, member: &str) -> a
         node_zone,
         services: crate::discovery::local::local_services(&services, &slices),
     };
-    let explanation = explain_from_cluster(&args.name, member, &inputs).map_err(anyhow::Error::msg)?;
+    // The discovery zones' ownership rules, as the replicas apply them:
+    // the Domains' allowedNamespaces (namespace labels for a selector)
+    // and the records' ages.
+    let selector = domains.iter().any(|d| {
+        d.spec
+            .allowed_namespaces
+            .as_ref()
+            .is_some_and(|a| a.from == fedns_api::NamespacesFrom::Selector)
+    });
+    let mut labels = fedns_providers::plan::ownership::NamespaceLabels::new();
+    if selector {
+        let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(host.clone())
+            .list(&Default::default())
+            .await
+            .context("listing Namespaces (a Domain admits namespaces by selector)")?;
+        for namespace in namespaces {
+            labels.insert(
+                namespace.metadata.name.unwrap_or_default(),
+                namespace.metadata.labels.unwrap_or_default(),
+            );
+        }
+    }
+    let ownership = crate::discovery::ownership::Ownership::from_objects(&domains, &records, labels);
+    let explanation =
+        explain_from_cluster_owned(&args.name, member, &inputs, &ownership).map_err(anyhow::Error::msg)?;
     // A CNAME's target, as every client gets it.
     let then = match &explanation.answer {
         FromClusterAnswer::Fallback { target, .. } => {

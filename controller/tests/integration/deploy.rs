@@ -606,13 +606,15 @@ fn member_discovery_kustomizations_apply_read_only() {
         (
             "deploy/member-discovery/host",
             // ingressdnsrecords: `fedns explain --from-cluster` with this
-            // identity explains a CNAME fallback's target from them.
+            // identity explains a CNAME fallback's target from them;
+            // namespaces: their labels, while a Domain admits by selector.
             vec![
                 "domains",
                 "dnsendpoints",
                 "servicednsrecords",
                 "ingressdnsrecords",
                 "memberclusters",
+                "namespaces",
             ],
         ),
     ] {

@@ -712,9 +712,14 @@ async fn annotated_routes_make_records_from_any_served_version() {
     let b = federation.member("b").unwrap();
     b.seed_yaml("b", &b_yaml).unwrap();
     b.seed_yaml("b-tcp", &v1alpha2_tcp_route_yaml(ip_b)).unwrap();
-    for name in ["a", "b"] {
-        federation.register(name, json!({})).unwrap();
-    }
+    federation.register("a", json!({})).unwrap();
+    // b's TCPRoute makes a record: b allows its namespace and name.
+    federation
+        .register(
+            "b",
+            json!({"autoRecords": {"namespaces": ["ns"], "hostnames": ["db.example.com"]}}),
+        )
+        .unwrap();
     // The host holds the templates: an annotated HTTPRoute and a plain one.
     federation
         .host
@@ -1014,7 +1019,12 @@ async fn a_route_without_hostnames_publishes_its_listeners_wildcard() {
         .seed_yaml(
             "host",
             &format!(
-                "{MYFED_HOST_YAML}---\n{}---\n{}",
+                "{}---\n{}---\n{}",
+                // A wildcard belongs to the Domain's namespace unless granted.
+                MYFED_HOST_YAML.replace(
+                    "spec: {domain: example.com}",
+                    "spec: {domain: example.com, grants: [{namespace: ns, hostnames: [\"*.example.com\"]}]}"
+                ),
                 "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: RouteDNSRecord\nmetadata: {name: shop, namespace: ns}\nspec: {routeKind: HTTPRoute, recordTTL: 5}\n",
                 "apiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: RouteDNSRecord\nmetadata: {name: catchall, namespace: ns}\nspec: {routeKind: HTTPRoute, recordTTL: 5}\n"
             ),
@@ -1064,5 +1074,153 @@ async fn a_route_without_hostnames_publishes_its_listeners_wildcard() {
         "{input_valid}"
     );
     assert_eq!(dig(dns_port, NAME, "A", false), ["203.0.113.101"]);
+    federation.stop();
+}
+
+/// Routes in namespace `mallory` of a member, annotated for records: one
+/// for every name under example.com (a wildcard), one for
+/// www.mallory.example.com; both accepted by the member's Gateway
+/// `infra/gw` (listener `*.example.com`, routes from every namespace).
+fn mallory_routes_yaml() -> String {
+    let condition = |type_: &str| {
+        format!(
+            "{{type: {type_}, status: \"True\", reason: {type_}, message: \"\", observedGeneration: 1, lastTransitionTime: \"2026-11-26T00:00:00Z\"}}"
+        )
+    };
+    let route = |name: &str, hostname: &str| {
+        format!(
+            r#"---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: {name}
+  namespace: mallory
+  generation: 1
+  annotations: {{multiclusterdns.fedns.io/domain: myfed}}
+spec:
+  parentRefs: [{{name: gw, namespace: infra}}]
+  hostnames: ["{hostname}"]
+status:
+  parents:
+    - parentRef: {{group: gateway.networking.k8s.io, kind: Gateway, name: gw, namespace: infra}}
+      controllerName: example.net/gateway-controller
+      conditions: [{accepted}, {resolved}]
+"#,
+            accepted = condition("Accepted"),
+            resolved = condition("ResolvedRefs"),
+        )
+    };
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: mallory}}\n{}{}",
+        route("grab", "*.example.com"),
+        route("www", "www.mallory.example.com")
+    )
+}
+
+/// The `AutoRecordsRefused` condition of MemberCluster `name`: (status, message).
+async fn refused_condition(members: &Api<fedns_api::MemberCluster>, name: &str) -> Option<(String, String)> {
+    let member = members.get(name).await.unwrap();
+    member
+        .status
+        .as_ref()
+        .and_then(|s| fedns_api::conditions::get(&s.conditions, "AutoRecordsRefused"))
+        .map(|c| (c.status.clone(), c.message.clone()))
+}
+
+/// A tenant with rights only in namespace `mallory` of a member annotates
+/// a route for `*.example.com`: with `--auto-records` it made a host
+/// record for the whole zone. Now a member's routes make records only
+/// where its MemberCluster allows them (`spec.autoRecords`): without an
+/// allowance nothing is made, the refusal is logged and on the
+/// MemberCluster; allowed `mallory` with www.mallory.example.com, that
+/// route's record is made and answered, the wildcard still is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_members_routes_make_records_only_where_its_member_cluster_allows() {
+    let dir = temp_dir("routes-auto-allow");
+    let federation = Federation::start(&dir, "fedns-system", &["a"]).await.unwrap();
+    let ip_a = "203.0.113.85";
+    let a = federation.member("a").unwrap();
+    a.seed_yaml("a", &member_yaml("region-a", ip_a)).unwrap();
+    a.seed_yaml("mallory", &mallory_routes_yaml()).unwrap();
+    federation.register("a", json!({})).unwrap();
+    federation
+        .host
+        .seed_yaml(
+            "host",
+            &format!("{MYFED_HOST_YAML}---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: mallory}}\n"),
+        )
+        .unwrap();
+    let (dns_port, metrics_port) = (free_port(), free_port());
+    let controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1", "--auto-records"]);
+    let host = client_of(&federation.host).await;
+    let records: Api<RouteDNSRecord> = Api::namespaced(host.clone(), "mallory");
+    let members: Api<fedns_api::MemberCluster> = Api::namespaced(host.clone(), "fedns-system");
+
+    // No allowance: both refused, on the MemberCluster and in the log.
+    let started = std::time::Instant::now();
+    let message = loop {
+        if let Some((status, message)) = refused_condition(&members, "a").await {
+            if message.starts_with("2 ") {
+                assert_eq!(status, "True", "{message}");
+                break message;
+            }
+        }
+        assert!(
+            started.elapsed() < EVENTUALLY,
+            "no AutoRecordsRefused on MemberCluster a"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    println!("refused after {:?}: {message}", started.elapsed());
+    assert!(
+        message.contains("HTTPRoute mallory/grab") && message.contains("HTTPRoute mallory/www"),
+        "{message}"
+    );
+    assert!(message.contains("no spec.autoRecords"), "{message}");
+    eventually("the refusal logged", || {
+        controller.log_contains("makes no record") && controller.log_contains("mallory")
+    })
+    .await;
+    for name in ["grab", "www"] {
+        assert!(
+            records.get_opt(name).await.unwrap().is_none(),
+            "{name}: no record without an allowance"
+        );
+    }
+    assert_eq!(dig_status(dns_port, "anything.example.com", "A"), "NXDOMAIN");
+
+    // The operator allows mallory one name: that route's record is made.
+    members
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"autoRecords": {
+                "namespaces": ["mallory"],
+                "hostnames": ["www.mallory.example.com"],
+            }}})),
+        )
+        .await
+        .unwrap();
+    let www = wait_route_record(&records, "www", true).await.unwrap();
+    assert!(www.metadata.owner_references.unwrap_or_default().is_empty());
+    eventually("www.mallory.example.com from a's Gateway", || {
+        dig(dns_port, "www.mallory.example.com", "A", false) == [ip_a]
+    })
+    .await;
+    let started = std::time::Instant::now();
+    loop {
+        let (status, message) = refused_condition(&members, "a").await.unwrap_or_default();
+        if message.starts_with("1 ") {
+            assert_eq!(status, "True");
+            assert!(message.contains("HTTPRoute mallory/grab"), "{message}");
+            assert!(message.contains("*.example.com"), "{message}");
+            break;
+        }
+        assert!(started.elapsed() < EVENTUALLY, "the condition still says {message}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The wildcard stays refused: no record, no answer for the zone.
+    assert!(records.get_opt("grab").await.unwrap().is_none());
+    assert_eq!(dig_status(dns_port, "anything.example.com", "A"), "NXDOMAIN");
     federation.stop();
 }
