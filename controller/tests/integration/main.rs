@@ -32,5 +32,6 @@ mod replicas;
 mod routes_e2e;
 mod routing_e2e;
 mod sandbox_e2e;
+mod tenancy_e2e;
 mod vantage;
 mod webhook_serve;
