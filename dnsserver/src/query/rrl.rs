@@ -3,15 +3,22 @@
 //! queries.
 //!
 //! Responses are counted per second in a fixed table, keyed by the client
-//! prefix (IPv4 /24, IPv6 /56), the response class and, for answers and
-//! NODATA, the query name (NXDOMAIN and errors count per prefix and class:
-//! a random-subdomain flood is one bucket). Past `rate` responses in one
+//! prefix (IPv4 /24, IPv6 /56), the response class and a name: for
+//! answers and referrals the query name; for negative answers (NXDOMAIN
+//! and NODATA, signed or not) the zone, read from the SOA owner name of
+//! the authority section, as Knot keys NXDOMAIN by zone and BIND counts a
+//! zone's NXDOMAIN responses together. Compact denial (RFC 9824) answers
+//! a name that does not exist with NOERROR and an NSEC, so a
+//! random-subdomain flood looks like NODATA for ever new names: keyed by
+//! zone it is one bucket. Errors count per prefix and class. Past `rate` responses in one
 //! second, a response is dropped, except every `slip`-th, which goes out
 //! truncated (TC, no records) so a real client behind the prefix retries
 //! over TCP, which is never limited. Exempt networks are never limited.
 //!
 //! The table is a fixed array of atomics: no allocation and no lock per
 //! query; distinct keys that hash to one slot share it (as Knot's table).
+//! The hash is keyed with a random value per process, so a client cannot
+//! pick names that land in another client's slot.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,6 +91,8 @@ pub(crate) struct Rrl {
     slots: Box<[AtomicU64]>,
     mask: usize,
     epoch: Instant,
+    /// Random per process: the first input of every slot hash.
+    hash_key: u64,
     pub counters: std::sync::Arc<RrlCounters>,
 }
 
@@ -101,6 +110,10 @@ impl Rrl {
             slots: (0..size).map(|_| AtomicU64::new(0)).collect(),
             mask: size - 1,
             epoch: Instant::now(),
+            hash_key: {
+                use std::hash::BuildHasher as _;
+                std::collections::hash_map::RandomState::new().hash_one(0x5252_4c00_u64)
+            },
             counters,
         })
     }
@@ -126,27 +139,42 @@ impl Rrl {
         let rcode = response[3] & 0x0F;
         let ancount = u16::from_be_bytes([response[6], response[7]]);
         let nscount = u16::from_be_bytes([response[8], response[9]]);
+        let soa = if ancount == 0 && nscount > 0 {
+            soa_owner(response, nscount)
+        } else {
+            None
+        };
         let class = match rcode {
-            0 if ancount > 0 || (nscount > 0 && !has_soa_authority(response)) => Class::Answer,
+            0 if ancount > 0 || (nscount > 0 && soa.is_none()) => Class::Answer,
             0 => Class::NoData,
             3 => Class::NxDomain,
             _ => Class::Error,
         };
         let mut hasher = FxHasher::default();
+        hasher.write_u64(self.hash_key);
         match client {
             IpAddr::V4(v4) => hasher.write_u32(u32::from(v4) >> 8),
             // The upper 56 bits.
             IpAddr::V6(v6) => hasher.write_u64(((u128::from(v6) >> 72) as u64) | (1 << 63)),
         }
         hasher.write_u8(class as u8);
-        if matches!(class, Class::Answer | Class::NoData) {
-            // The question name, case-folded (it starts right after the header).
-            for &octet in response[12..].iter().take(255) {
-                hasher.write_u8(octet.to_ascii_lowercase());
-                if octet == 0 {
-                    break;
+        match class {
+            Class::Answer => {
+                // The question name, case-folded (it starts right after the header).
+                for &octet in response[12..].iter().take(255) {
+                    hasher.write_u8(octet.to_ascii_lowercase());
+                    if octet == 0 {
+                        break;
+                    }
                 }
             }
+            Class::NoData | Class::NxDomain => {
+                // The zone: the owner of the authority section's SOA.
+                if let Some(pos) = soa {
+                    hash_name(response, pos, &mut hasher);
+                }
+            }
+            Class::Error => {}
         }
         let slot = &self.slots[hasher.finish() as usize & self.mask];
         let mut current = slot.load(Ordering::Relaxed);
@@ -176,22 +204,56 @@ impl Rrl {
     }
 }
 
-/// Does the authority section start with an SOA (NODATA), rather than the
-/// NS of a referral? Looks at the first authority record only.
-fn has_soa_authority(response: &[u8]) -> bool {
-    // Answers are absent when this is asked; skip the question.
+/// The offset of the owner name of the SOA record in the authority
+/// section of a response without answer records (a negative answer,
+/// whatever comes first: a signed compact-denial answer starts with its
+/// NSEC), or None (a referral, or unreadable).
+fn soa_owner(response: &[u8], nscount: u16) -> Option<usize> {
     let mut pos = 12;
     let qdcount = u16::from_be_bytes([response[4], response[5]]);
     for _ in 0..qdcount {
-        let Some(after) = skip_name(response, pos) else {
-            return false;
-        };
-        pos = after + 4;
+        pos = skip_name(response, pos)? + 4;
     }
-    let Some(after) = skip_name(response, pos) else {
-        return false;
-    };
-    response.get(after..after + 2) == Some(&[0, 6])
+    for _ in 0..nscount.min(16) {
+        let owner = pos;
+        let after = skip_name(response, pos)?;
+        let header = response.get(after..after + 10)?;
+        if header[0..2] == [0, 6] {
+            return Some(owner);
+        }
+        let rdlength = usize::from(u16::from_be_bytes([header[8], header[9]]));
+        pos = after + 10 + rdlength;
+    }
+    None
+}
+
+/// Feeds the name at `pos` (compression pointers followed, at most 128
+/// labels: a pointer loop ends there) into `hasher`, case-folded.
+fn hash_name(packet: &[u8], mut pos: usize, hasher: &mut FxHasher) {
+    for _ in 0..128 {
+        let Some(&len) = packet.get(pos) else { return };
+        match len & 0xC0 {
+            0x00 if len == 0 => {
+                hasher.write_u8(0);
+                return;
+            }
+            0x00 => {
+                let Some(label) = packet.get(pos + 1..pos + 1 + len as usize) else {
+                    return;
+                };
+                hasher.write_u8(len);
+                for &octet in label {
+                    hasher.write_u8(octet.to_ascii_lowercase());
+                }
+                pos += 1 + len as usize;
+            }
+            0xC0 => {
+                let Some(&low) = packet.get(pos + 1) else { return };
+                pos = (usize::from(len & 0x3F) << 8) | usize::from(low);
+            }
+            _ => return,
+        }
+    }
 }
 
 fn skip_name(packet: &[u8], mut pos: usize) -> Option<usize> {
@@ -279,6 +341,47 @@ mod tests {
         // Exempt networks are never limited.
         let exempt: IpAddr = "192.0.2.200".parse().unwrap();
         assert!((0..100).all(|_| rrl.check(exempt, &www, 0) == Verdict::Send));
+    }
+
+    /// A negative response: the question, then in the authority section
+    /// the zone's SOA (owner compressed to the question's `zone` suffix at
+    /// `zone_offset`) — as the embedded server writes NXDOMAIN, NODATA and
+    /// compact-denial (NOERROR + NSEC) answers.
+    fn negative(name: &str, rcode: u8, zone_suffix_at: usize) -> Vec<u8> {
+        let mut r = response(name, rcode, 0);
+        r[9] = 1; // NSCOUNT
+        r.extend_from_slice(&[0xC0, 12 + zone_suffix_at as u8, 0, 6, 0, 1, 0, 0, 0, 30, 0, 0]);
+        r
+    }
+
+    /// A random-name flood answered with compact denial (NOERROR, no
+    /// answer, SOA + NSEC in the authority section) used to get a bucket
+    /// per name; now the zone is one bucket per prefix, signed or not.
+    #[test]
+    fn negative_answers_count_per_zone_whatever_the_name() {
+        let rrl = rrl(10, 0, &[]);
+        let a: IpAddr = "203.0.113.5".parse().unwrap();
+        // "rNNNN." is 6 octets: example.com starts at offset 6 of the name.
+        let sent = (0..1000)
+            .filter(|i| rrl.check(a, &negative(&format!("r{i:04}.example.com"), 0, 6), 0) == Verdict::Send)
+            .count();
+        assert_eq!(sent, 10, "one bucket for the zone's NODATA/compact-denial answers");
+        let sent = (0..1000)
+            .filter(|i| rrl.check(a, &negative(&format!("r{i:04}.example.com"), 3, 6), 0) == Verdict::Send)
+            .count();
+        assert_eq!(sent, 10, "and one for its NXDOMAIN answers");
+        // Another zone is another bucket.
+        assert_eq!(rrl.check(a, &negative("r0001.example.org", 0, 6), 0), Verdict::Send);
+        // Two limiters hash differently (a random key per limiter).
+        let other = super::Rrl::new(
+            &RrlConfig {
+                rate: 1,
+                ..RrlConfig::default()
+            },
+            Arc::default(),
+        )
+        .unwrap();
+        assert_ne!(other.hash_key, rrl.hash_key);
     }
 
     #[test]

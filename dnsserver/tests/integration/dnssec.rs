@@ -91,7 +91,7 @@ fn signed_zone(algorithm: DnssecAlgorithm) -> (ZoneContent, DnssecKey) {
 
 /// example.com with `a` and `b` (A records), signed with a new ECDSA
 /// P-256 CSK denying by `denial`.
-fn two_name_zone(denial: DenialOfExistence) -> (ZoneContent, DnssecKey) {
+pub(crate) fn two_name_zone(denial: DenialOfExistence) -> (ZoneContent, DnssecKey) {
     let mut zone = ZoneContent::new(name("example.com."));
     for (owner, ip) in [("a", "192.0.2.1"), ("b", "192.0.2.2")] {
         zone.records.push(Record::from_rdata(

@@ -164,3 +164,81 @@ fn tcp_from(source: &str, server: SocketAddr) -> Option<u16> {
     let ancount = u16::from_be_bytes([buf[6], buf[7]]);
     (ancount > 0 && buf[2] & 0x02 == 0).then_some(ancount)
 }
+
+/// A random-name flood of a signed zone with compact denial (RFC 9824:
+/// NOERROR, an NSEC at the query name, signed when answered) from one
+/// address: every answer is a new name, but negative answers count per
+/// zone, so the flood is held to the rate (it was answered about 7,500
+/// times a second with `--rrl-rate 100`, each answer signed), and another
+/// /24 still gets its answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_random_name_flood_of_a_signed_zone_is_held_to_the_rate() {
+    let (zone, _) = crate::dnssec::two_name_zone(fedns_dnsserver::DenialOfExistence::Compact);
+    let store = ZoneStore::new();
+    store.publish(vec![zone]);
+    let config = ServerConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        udp_workers: 1,
+        rrl: RrlConfig {
+            rate: RATE,
+            slip: 0,
+            ..RrlConfig::default()
+        },
+        ..ServerConfig::default()
+    };
+    let server = DnsServer::start(config, store, DnsMetrics::new()).await.unwrap();
+    let addr = server.udp_addrs()[0];
+    tokio::task::spawn_blocking(move || {
+        let socket = UdpSocket::bind("127.0.0.2:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let receiver = socket.try_clone().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_rx = stop.clone();
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            let mut answers = 0u64;
+            while !stop_rx.load(Ordering::Relaxed) {
+                if receiver.recv_from(&mut buf).is_ok() {
+                    answers += 1;
+                }
+            }
+            answers
+        });
+        let started = Instant::now();
+        let mut sent = 0u64;
+        while started.elapsed() < Duration::from_secs(3) {
+            for _ in 0..20 {
+                let qname = format!("r{sent}.example.com.");
+                let _ = socket.send_to(&simple_query(&qname, RecordType::A, Some((1232, true))), addr);
+                sent += 1;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        // Another /24 asking one missing name is answered.
+        let other = UdpSocket::bind("127.0.1.2:0").unwrap();
+        other.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        other
+            .send_to(
+                &simple_query("missing.example.com.", RecordType::A, Some((1232, true))),
+                addr,
+            )
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        assert!(other.recv_from(&mut buf).is_ok(), "another /24 lost its answer");
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        let answers = reader.join().unwrap();
+        let per_second = answers as f64 / elapsed;
+        println!(
+            "random-name flood: {sent} queries in {elapsed:.1} s, {answers} answered ({per_second:.0}/s; rate {RATE})"
+        );
+        // Three windows of RATE, one more at the edges.
+        assert!(
+            answers <= u64::from(RATE) * 4,
+            "{answers} answers to {sent} random names in {elapsed:.1} s: not limited per zone"
+        );
+    })
+    .await
+    .unwrap();
+}
