@@ -207,14 +207,17 @@ pub(crate) fn handle(
         match verified {
             Ok((key, request_mac)) => signer = Some(ResponseSigner::new(key, request_mac)),
             Err(rejected) => {
-                tracing::warn!(
-                    %peer,
-                    key = %found.key_name,
-                    zone = %qname,
-                    qtype = %qtype,
-                    error = ?rejected,
-                    "TSIG verification failed; request refused"
-                );
+                if let Some(suppressed) = super::log_limit::TSIG_FAILED.allow() {
+                    tracing::warn!(
+                        %peer,
+                        key = %found.key_name,
+                        zone = %qname,
+                        qtype = %qtype,
+                        error = ?rejected,
+                        suppressed,
+                        "TSIG verification failed; request refused"
+                    );
+                }
                 store.transfer_counters().tsig_failures.inc();
                 let mut message = error_message(&request, ResponseCode::NoError);
                 message[3] = (message[3] & 0xF0) | RCODE_NOTAUTH;
@@ -238,7 +241,9 @@ pub(crate) fn handle(
     }
 
     let refuse = |reason: &str, signer: &mut Option<ResponseSigner<'_>>| {
-        tracing::info!(%peer, zone = %qname, qtype = %qtype, reason, "zone transfer refused");
+        if let Some(suppressed) = super::log_limit::TRANSFER_REFUSED.allow() {
+            tracing::info!(%peer, zone = %qname, qtype = %qtype, reason, suppressed, "zone transfer refused");
+        }
         store.transfer_counters().refused.inc();
         let mut message = error_message(&request, ResponseCode::Refused);
         if let Some(signer) = signer {
