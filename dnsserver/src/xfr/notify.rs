@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,14 +24,21 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Attempts before giving up (about 15 minutes with the waits above).
 const ATTEMPTS: u32 = 20;
 
-static NEXT_ID: AtomicU16 = AtomicU16::new(0);
-
+/// A message ID no one off the path can guess (RFC 5452 §9.2 asks it of
+/// resolvers; an unsigned NOTIFY's answer is accepted on its ID and source
+/// address), from the operating system's random source (`ring`).
 fn next_id() -> u16 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    NEXT_ID.fetch_add(1, Ordering::Relaxed) ^ (nanos as u16)
+    use ring::rand::SecureRandom as _;
+    let mut id = [0u8; 2];
+    if ring::rand::SystemRandom::new().fill(&mut id).is_err() {
+        // No random source: still vary, by the clock.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        return nanos as u16;
+    }
+    u16::from_be_bytes(id)
 }
 
 /// Runs until the store is dropped: sends NOTIFYs as serials change.
@@ -186,4 +192,18 @@ async fn notify_one(store: Arc<ZoneStore>, apex: Name, soa: Record, target: Sock
     }
     counters.notify_failed.inc();
     tracing::warn!(zone = %apex, serial, %target, attempts = ATTEMPTS, "NOTIFY never acknowledged; giving up");
+}
+
+#[cfg(test)]
+mod tests {
+    /// IDs come from a random source: consecutive ones are not a sequence
+    /// (they were a counter XOR the clock's nanoseconds).
+    #[test]
+    fn ids_are_not_a_sequence() {
+        let ids: Vec<u16> = (0..64).map(|_| super::next_id()).collect();
+        let steps = ids.windows(2).filter(|w| w[1].wrapping_sub(w[0]) <= 4).count();
+        assert!(steps < 8, "{ids:?}");
+        let distinct: std::collections::BTreeSet<u16> = ids.iter().copied().collect();
+        assert!(distinct.len() > 56, "{ids:?}");
+    }
 }
