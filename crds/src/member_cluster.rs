@@ -6,7 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::names::{LABEL_PATTERN, MAX_LABEL_OCTETS};
+use crate::names::{LABEL_PATTERN, MAX_LABEL_OCTETS, MAX_NAME_OCTETS, OWNER_NAME_PATTERN};
 
 /// Spec of a member cluster: where its API server is, how to authenticate,
 /// where it sits (region/zones), and how to probe it.
@@ -76,6 +76,81 @@ pub struct MemberClusterSpec {
     /// How the controller probes the member's API server.
     #[serde(default)]
     pub health_check: HealthCheck,
+    /// What of this member may make records in the host under
+    /// `--auto-records`: its annotated Gateway API routes and MCS
+    /// ServiceExports, from these namespaces, publishing these names.
+    /// Absent: nothing of this member makes a record (templates in the
+    /// host and in an engine's control plane need no allowance). For a
+    /// member from an engine or inventory (`--member-source`), a
+    /// MemberCluster of the member's name in the controller's namespace
+    /// holds its allowance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_records: Option<AutoRecordsAllowance>,
+}
+
+/// Which of a member's annotated objects may make records in the host
+/// (`spec.autoRecords` of a [`MemberCluster`]). A record is made only when
+/// its namespace is listed and every name it would publish is inside
+/// `hostnames`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoRecordsAllowance {
+    /// Namespaces of the member whose annotated routes and ServiceExports
+    /// may make records (in the namespace of the same name in the host).
+    /// Empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    #[schemars(inner(length(min = 1, max = MAX_LABEL_OCTETS), pattern(LABEL_PATTERN)))]
+    pub namespaces: Vec<String>,
+    /// Host names those records may publish (a route's hostnames, its
+    /// `multiclusterdns.fedns.io/hosts` annotation, a ServiceExport's
+    /// `dns-prefix` name): `www.example.com` is that name and every name
+    /// below it; `*.apps.example.com` every name below `apps.example.com`
+    /// (its wildcard included), not `apps.example.com` itself. Empty: no
+    /// such name (a ServiceExport without `dns-prefix` needs none: its
+    /// service names are its namespace's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    #[schemars(inner(length(min = 1, max = MAX_NAME_OCTETS), pattern(OWNER_NAME_PATTERN)))]
+    pub hostnames: Vec<String>,
+}
+
+impl AutoRecordsAllowance {
+    /// Whether `namespace` is one of [`AutoRecordsAllowance::namespaces`].
+    pub fn allows_namespace(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|n| n == namespace)
+    }
+
+    /// Whether `hostname` (a host name, or a wildcard `*.suffix` standing
+    /// for every name below `suffix`) lies inside one of
+    /// [`AutoRecordsAllowance::hostnames`]. Case and a trailing dot are
+    /// ignored.
+    pub fn allows_hostname(&self, hostname: &str) -> bool {
+        self.hostnames.iter().any(|pattern| hostname_covers(pattern, hostname))
+    }
+}
+
+/// Whether host-name pattern `pattern` (`www.example.com`: that name and
+/// every name below; `*.apps.example.com`: every name below
+/// `apps.example.com`) covers `hostname`, itself a name or a wildcard
+/// (`*.example.com`: every name below `example.com`). Case and a trailing
+/// dot are ignored; an empty pattern or name covers nothing.
+pub fn hostname_covers(pattern: &str, hostname: &str) -> bool {
+    let normal = |n: &str| n.trim().trim_end_matches('.').to_ascii_lowercase();
+    let (pattern, hostname) = (normal(pattern), normal(hostname));
+    // (the name, whether only the names strictly below it are meant)
+    let split = |n: &str| match n.strip_prefix("*.") {
+        Some(suffix) => (suffix.to_owned(), true),
+        None => (n.to_owned(), false),
+    };
+    let ((base, below_only), (name, name_below_only)) = (split(&pattern), split(&hostname));
+    if base.is_empty() || name.is_empty() || base == "*" || name == "*" {
+        return false;
+    }
+    if name == base {
+        return !below_only || name_below_only;
+    }
+    crate::names::is_subdomain(&name, &base)
 }
 
 fn is_zero(n: &i32) -> bool {
@@ -143,7 +218,10 @@ impl Default for HealthCheck {
 #[serde(rename_all = "camelCase")]
 pub struct MemberClusterStatus {
     /// `Ready` with reasons `ClusterReady`, `ClusterNotReachable`,
-    /// `ClusterNotReady`, `Cordoned` or `AuthFailed`.
+    /// `ClusterNotReady`, `Cordoned` or `AuthFailed`; `TopologyKnown`;
+    /// `AutoRecordsRefused` (`True`, reason `NotAllowed`: how many of the
+    /// member's annotated objects `spec.autoRecords` does not allow, and
+    /// the first of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// Effective region: spec override, else Node label
@@ -162,4 +240,41 @@ pub struct MemberClusterStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_covers_its_name_and_below_a_wildcard_pattern_only_below() {
+        let cases = [
+            ("www.example.com", "www.example.com", true),
+            ("www.example.com", "WWW.Example.com.", true),
+            ("www.example.com", "a.www.example.com", true),
+            ("www.example.com", "*.www.example.com", true),
+            ("www.example.com", "example.com", false),
+            ("www.example.com", "*.example.com", false),
+            ("www.example.com", "xwww.example.com", false),
+            ("*.apps.example.com", "apps.example.com", false),
+            ("*.apps.example.com", "a.apps.example.com", true),
+            ("*.apps.example.com", "*.apps.example.com", true),
+            ("*.apps.example.com", "*.a.apps.example.com", true),
+            ("*.apps.example.com", "*.example.com", false),
+            ("example.com", "*.example.com", true),
+            ("", "example.com", false),
+            ("example.com", "", false),
+            ("example.com", "*.", false),
+        ];
+        for (pattern, name, want) in cases {
+            assert_eq!(hostname_covers(pattern, name), want, "{pattern} covers {name}");
+        }
+        let allowance = AutoRecordsAllowance {
+            namespaces: vec!["team-a".into()],
+            hostnames: vec!["www.example.com".into(), "*.apps.example.com".into()],
+        };
+        assert!(allowance.allows_namespace("team-a") && !allowance.allows_namespace("mallory"));
+        assert!(allowance.allows_hostname("x.apps.example.com") && !allowance.allows_hostname("example.com"));
+        assert!(!AutoRecordsAllowance::default().allows_hostname("www.example.com"));
+    }
 }

@@ -125,8 +125,16 @@ async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, changed: Arc<N
         |json| {
             match json.map(serde_json::from_str::<TargetList>) {
                 Some(Ok(list)) => {
-                    tracing::info!(targets = list.targets.len(), "probe targets from the controller");
-                    plane.want(&0, list.targets.iter().map(|t| (t.address, t.check())));
+                    // The controller alone probes what carries a tenant's
+                    // headers or CA bundle; a controller that wrote them
+                    // anyway (an older one) would not count this vote.
+                    let kept = list.targets.iter().filter(|t| !t.carries_secrets());
+                    let skipped = list.targets.iter().filter(|t| t.carries_secrets()).count();
+                    if skipped > 0 {
+                        tracing::warn!(skipped, "probe targets with request headers or a CA bundle are the controller's alone; not probed here");
+                    }
+                    tracing::info!(targets = list.targets.len() - skipped, "probe targets from the controller");
+                    plane.want(&0, kept.map(|t| (t.address, t.check())));
                     last_error = None;
                 }
                 Some(Err(e)) => {

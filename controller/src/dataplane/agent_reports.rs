@@ -7,7 +7,9 @@
 //! * Every second, the target list ([`vantage::TargetList`]) is written to
 //!   ConfigMap [`vantage::TARGETS_CONFIGMAP`] of each member whose copy
 //!   differs (server-side apply; an unreachable member is retried the next
-//!   second), and to every member once a minute besides.
+//!   second), and to every member once a minute besides. Targets whose
+//!   check carries request headers or a CA bundle are never in it
+//!   ([`vantage::controller_only`]): a tenant's secrets stay in the host.
 //! * Each member's report ConfigMap [`vantage::REPORT_CONFIGMAP`] is
 //!   watched; a new report is handed to the prober at once
 //!   ([`DataPlane::set_report`]), which decides the targets again.
@@ -177,8 +179,8 @@ pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace
         }
         // Targets: to every member whose copy differs.
         let list = plane.target_list();
-        let json: Arc<str> = match serde_json::to_string(&list) {
-            Ok(json) => json.into(),
+        let json: Arc<str> = match list.config_map_data() {
+            Ok(mut data) => data.remove(vantage::TARGETS_KEY).unwrap_or_default().into(),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot encode the probe target list");
                 continue;
@@ -251,8 +253,9 @@ pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace
     }
 }
 
-/// Server-side applies the target list `json` to ConfigMap
-/// [`vantage::TARGETS_CONFIGMAP`].
+/// Server-side applies the target list `json` (made by
+/// [`vantage::TargetList::config_map_data`], which leaves out what carries
+/// secrets) to ConfigMap [`vantage::TARGETS_CONFIGMAP`].
 async fn write_targets(api: &Api<ConfigMap>, json: &str) -> Result<(), String> {
     let config_map = ConfigMap {
         metadata: ObjectMeta {

@@ -11,6 +11,21 @@ use super::check::State;
 use super::targets::{now_rfc3339, rfc3339_after, Inner, Target};
 use super::vantage::{self, Ballot, Decision, Report, Standing, Vote};
 
+/// No report: what a target kept from the agents is decided with.
+static NO_REPORTS: BTreeMap<String, Report> = BTreeMap::new();
+
+/// The reports that have a say on `target`: none for a target the agents
+/// are never given ([`vantage::controller_only`]: its check carries
+/// headers or a CA bundle), so their silence on it is neither a vote nor a
+/// failure and the controller decides it alone; else `reports`.
+fn reports_on<'a, K>(target: &Target<K>, reports: &'a BTreeMap<String, Report>) -> &'a BTreeMap<String, Report> {
+    if vantage::controller_only(&target.key.1) {
+        &NO_REPORTS
+    } else {
+        reports
+    }
+}
+
 /// Every vantage point's say on `target`: the controller's own probes,
 /// then each agent's report (with whether it counts: fresh within
 /// 2 × `periodSeconds`, not impaired, probed it).
@@ -20,6 +35,7 @@ pub(super) fn ballots<K>(
     own_impaired: bool,
     now: jiff::Timestamp,
 ) -> Vec<Ballot> {
+    let reports = reports_on(target, reports);
     let period = target.key.1.period;
     let mut out = Vec::with_capacity(reports.len() + 1);
     out.push(Ballot {
@@ -67,6 +83,7 @@ pub(super) fn tally<K>(
     own_impaired: bool,
     now: jiff::Timestamp,
 ) -> Decision {
+    let reports = reports_on(target, reports);
     let period = target.key.1.period;
     let mut counted = 0;
     let mut down = 0;
@@ -110,6 +127,7 @@ pub(super) fn ballots_hash<K>(
     own_impaired: bool,
     now: jiff::Timestamp,
 ) -> u64 {
+    let reports = reports_on(target, reports);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     target.own.hash(&mut hasher);
     (own_impaired && !reports.is_empty()).hash(&mut hasher);
@@ -143,7 +161,7 @@ pub(super) fn apply_decision<K>(
 ) -> bool {
     let decision = tally(target, reports, own_impaired, wall);
     let hash = ballots_hash(target, reports, own_impaired, wall);
-    let views_changed = hash != target.ballots_hash && !reports.is_empty();
+    let views_changed = hash != target.ballots_hash && !reports_on(target, reports).is_empty();
     target.ballots_hash = hash;
     let check = &target.key.1;
     let observed = target.damped.observed;

@@ -280,7 +280,14 @@ where
         let (own_down, total, smallest_period) = {
             let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
             let down = targets.by_id.values().filter(|t| t.own == State::Down).count();
-            let period = targets.by_id.values().map(|t| t.key.1.period).min();
+            // Agents are silent by the periods of the targets they probe:
+            // not by those kept from them.
+            let period = targets
+                .by_id
+                .values()
+                .filter(|t| !vantage::controller_only(&t.key.1))
+                .map(|t| t.key.1.period)
+                .min();
             (down, targets.by_id.len(), period)
         };
         let mut out = vec![VantagePointSummary {
@@ -305,12 +312,15 @@ where
         out
     }
 
-    /// Every target, as the agents get it ([`vantage::TargetList`]).
+    /// Every target the agents get ([`vantage::TargetList`]): all but
+    /// those whose check carries request headers or a CA bundle
+    /// ([`vantage::controller_only`]), which only this prober probes.
     pub fn target_list(&self) -> vantage::TargetList {
         let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
         let mut list: Vec<vantage::TargetSpec> = targets
             .by_id
             .values()
+            .filter(|t| !vantage::controller_only(&t.key.1))
             .map(|t| vantage::TargetSpec::of(t.key.0, &t.key.1))
             .collect();
         list.sort_by(|a, b| a.id.cmp(&b.id));
@@ -377,4 +387,108 @@ pub struct VantagePointSummary {
     pub down: usize,
     /// Targets it reports on.
     pub probed: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fedns_api::ProbeProtocol;
+
+    fn tcp_check(port: u16, period_ms: u64) -> Check {
+        Check {
+            spec: super::super::ProbeSpec {
+                protocol: ProbeProtocol::Tcp,
+                port,
+                path: "/".into(),
+                host: "www.example.com".into(),
+                server_name: "www.example.com".into(),
+                statuses: vec![(200, 399)],
+                expected_body: None,
+                headers: Vec::new(),
+                timeout: Duration::from_millis(500),
+                insecure: false,
+                ca_pem: None,
+            },
+            period: Duration::from_millis(period_ms),
+            failure_threshold: 1,
+            success_threshold: 1,
+            failover_delay: Duration::ZERO,
+            failback_delay: Duration::ZERO,
+            quorum: fedns_api::Quorum::Majority,
+        }
+    }
+
+    /// Targets whose check carries headers or a CA bundle are not in the
+    /// agents' list; the agents' reports, which cannot name them, are no
+    /// ballot on them (not "not probed", not silent by their shorter
+    /// period): the controller decides them alone.
+    #[tokio::test]
+    async fn targets_kept_from_the_agents_are_decided_by_the_controller_alone() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let address: IpAddr = "127.0.0.1".parse()?;
+        let plain = tcp_check(port, 1000);
+        let mut with_token = tcp_check(port, 100);
+        with_token.spec.headers = vec![("Authorization".into(), "Bearer s3cret".into())];
+        let mut with_ca = tcp_check(port, 100);
+        with_ca.spec.ca_pem = Some("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n".into());
+        let plane: DataPlane<u8> = DataPlane::start(
+            super::super::ProbeTls::new(&[]).map_err(|e| e.to_string())?,
+            4,
+            super::super::ProbeMetrics::default(),
+            |_| {},
+        )?;
+        plane.want(
+            &0,
+            [
+                (address, plain.clone()),
+                (address, with_token.clone()),
+                (address, with_ca.clone()),
+            ],
+        );
+        let list = plane.target_list();
+        assert_eq!(list.targets.len(), 1, "{list:?}");
+        assert_eq!(list.targets[0].id, vantage::target_id(address, &plain));
+        // An agent's report on the plain target, 300 ms old: fresh for its
+        // 1 s period, not for the 100 ms of the targets it was not given.
+        let written = jiff::Timestamp::now() - jiff::SignedDuration::from_millis(300);
+        let json = serde_json::json!({
+            "reportedAt": written.to_string(),
+            "targets": {
+                vantage::report_key(&list.targets[0].id): {"address": "127.0.0.1", "state": "Up", "since": written.to_string()}
+            }
+        });
+        plane.set_report("member-a", Some(Report::parse_received(&json.to_string(), written)?));
+        let started = std::time::Instant::now();
+        loop {
+            let states: Vec<State> = [&plain, &with_token, &with_ca]
+                .iter()
+                .filter_map(|c| plane.state(address, c))
+                .map(|s| s.state)
+                .collect();
+            if states == [State::Up; 3] {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "{states:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for check in [&with_token, &with_ca] {
+            let state = plane.state(address, check).ok_or("a target")?;
+            let names: Vec<&str> = state.vantage_points.iter().map(|b| b.vantage_point.as_str()).collect();
+            assert_eq!(names, [vantage::CONTROLLER], "{state:?}");
+            assert_eq!((state.decision.counted, state.decision.down), (1, 0));
+        }
+        let plain_state = plane.state(address, &plain).ok_or("a target")?;
+        assert_eq!(plain_state.vantage_points.len(), 2, "{plain_state:?}");
+        assert_eq!(plain_state.decision.counted, 2);
+        let agent = plane
+            .vantage_points()
+            .into_iter()
+            .find(|v| v.name == "member-a")
+            .ok_or("the agent's summary")?;
+        assert!(!agent.silent, "silent by the period of targets it never had: {agent:?}");
+        drop(listener);
+        Ok(())
+    }
 }

@@ -18,6 +18,11 @@
 //!   apart from a target's.
 //! * **No agent** (none reports): the controller alone decides, exactly as
 //!   before vantage points existed.
+//! * **Controller only** ([`controller_only`]): a check carrying request
+//!   `headers` (tokens) or a CA bundle is a tenant's secret or private
+//!   trust; its targets are never written into the members' ConfigMaps,
+//!   the agents do not probe them, and the controller alone decides them
+//!   (the agents' reports, which do not name them, are not asked).
 //!
 //! The formats the controller and the agents exchange through ConfigMaps in
 //! each member (see docs/vantage-points.md) are here too: [`TargetList`]
@@ -94,7 +99,17 @@ pub fn report_key(id: &str) -> String {
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// What the agents probe: every target the controller probes.
+/// Whether the targets of `check` stay with the controller: a check with
+/// request headers (documented for tokens) or a CA bundle carries what a
+/// tenant gave the host cluster only, so it is never copied into another
+/// cluster (the members' [`TARGETS_CONFIGMAP`]). The controller alone
+/// probes and decides such a target.
+pub fn controller_only(check: &Check) -> bool {
+    !check.spec.headers.is_empty() || check.spec.ca_pem.is_some()
+}
+
+/// What the agents probe: every target the controller probes but those
+/// [`controller_only`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetList {
@@ -146,7 +161,32 @@ pub struct TargetSpec {
     pub success_threshold: u32,
 }
 
+impl TargetList {
+    /// The data of ConfigMap [`TARGETS_CONFIGMAP`]: [`TARGETS_KEY`] → this
+    /// list as JSON, leaving out every target that carries request headers
+    /// or a CA bundle ([`TargetSpec::carries_secrets`]; the prober's list
+    /// has none already, this keeps it so whatever the list holds).
+    ///
+    /// # Errors
+    /// The list cannot be encoded as JSON.
+    pub fn config_map_data(&self) -> Result<BTreeMap<String, String>, serde_json::Error> {
+        let shared = TargetList {
+            targets: self.targets.iter().filter(|t| !t.carries_secrets()).cloned().collect(),
+        };
+        Ok(BTreeMap::from([(
+            TARGETS_KEY.to_owned(),
+            serde_json::to_string(&shared)?,
+        )]))
+    }
+}
+
 impl TargetSpec {
+    /// Whether it carries request headers or a CA bundle: it stays with
+    /// the controller ([`controller_only`]).
+    pub fn carries_secrets(&self) -> bool {
+        !self.headers.is_empty() || self.ca_pem.is_some()
+    }
+
     /// The spec of `address` under `check`.
     pub fn of(address: IpAddr, check: &Check) -> TargetSpec {
         TargetSpec {
@@ -533,6 +573,60 @@ mod tests {
             .err()
             .unwrap_or_default()
             .contains("reportedAt"));
+        Ok(())
+    }
+
+    #[test]
+    fn targets_with_headers_or_a_ca_bundle_stay_out_of_the_members_config_maps(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let plain = Check {
+            spec: ProbeSpec {
+                protocol: ProbeProtocol::Https,
+                port: 8443,
+                path: "/healthz".into(),
+                host: "www.example.com".into(),
+                server_name: "www.example.com".into(),
+                statuses: vec![(200, 399)],
+                expected_body: Some("OK".into()),
+                headers: Vec::new(),
+                timeout: Duration::from_secs(2),
+                insecure: false,
+                ca_pem: None,
+            },
+            period: Duration::from_secs(5),
+            failure_threshold: 3,
+            success_threshold: 2,
+            failover_delay: Duration::ZERO,
+            failback_delay: Duration::ZERO,
+            quorum: Quorum::Majority,
+        };
+        let mut with_token = plain.clone();
+        with_token.spec.headers = vec![("Authorization".into(), "Bearer tenant-token-s3cret".into())];
+        let mut with_ca = plain.clone();
+        with_ca.spec.ca_pem =
+            Some("-----BEGIN CERTIFICATE-----\nTENANT-PRIVATE-CA\n-----END CERTIFICATE-----\n".into());
+        assert!(!controller_only(&plain) && controller_only(&with_token) && controller_only(&with_ca));
+        let list = TargetList {
+            targets: vec![
+                TargetSpec::of("127.0.10.1".parse()?, &plain),
+                TargetSpec::of("127.0.10.2".parse()?, &with_token),
+                TargetSpec::of("127.0.10.3".parse()?, &with_ca),
+            ],
+        };
+        let data = list.config_map_data()?;
+        assert_eq!(data.keys().collect::<Vec<_>>(), [TARGETS_KEY]);
+        let json = &data[TARGETS_KEY];
+        for secret in [
+            "tenant-token-s3cret",
+            "Authorization",
+            "TENANT-PRIVATE-CA",
+            "127.0.10.2",
+            "127.0.10.3",
+        ] {
+            assert!(!json.contains(secret), "{secret} in the members' ConfigMap: {json}");
+        }
+        let back: TargetList = serde_json::from_str(json)?;
+        assert_eq!(back.targets, [TargetSpec::of("127.0.10.1".parse()?, &plain)]);
         Ok(())
     }
 

@@ -186,6 +186,96 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// The controller's namespace: where its MemberClusters are (and the
+    /// `spec.autoRecords` allowances `--auto-records` reads).
+    pub fn member_cluster_namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Sets condition `AutoRecordsRefused` of member `name`: `True`
+    /// (reason `NotAllowed`) with how many of its annotated objects
+    /// `spec.autoRecords` refused (`refused`) and the first of them
+    /// (`listed`); `False` (reason `NoneRefused`) once none is, where the
+    /// condition is already set (a member never refused anything gets no
+    /// write). It goes on `cached`, the MemberCluster of that name in the
+    /// controller's namespace as last seen (a fedns member's own object,
+    /// or the one holding an engine member's allowance), written only when
+    /// it changes and only if that object was not changed since (its
+    /// resourceVersion); and on an engine member's in-memory status. Only
+    /// the leader writes; nothing is written into the member.
+    ///
+    /// `Ok(false)`: `cached` is older than the MemberCluster (409
+    /// Conflict), nothing was written; call again with a newer copy.
+    ///
+    /// # Errors
+    /// The status write failed otherwise.
+    pub async fn set_auto_records_refused(
+        &self,
+        name: &str,
+        cached: Option<&MemberCluster>,
+        refused: usize,
+        listed: &[String],
+    ) -> Result<bool, String> {
+        use crate::records::auto::{NOT_ALLOWED, REFUSED_CONDITION};
+        if !self.is_leader() {
+            return Ok(true);
+        }
+        let (status, reason, message) = if refused == 0 {
+            (
+                false,
+                "NoneRefused",
+                "every annotated route and ServiceExport of this member asking for a record is allowed by spec.autoRecords"
+                    .to_owned(),
+            )
+        } else {
+            let more = refused.saturating_sub(listed.len());
+            (
+                true,
+                NOT_ALLOWED,
+                format!(
+                    "{refused} annotated object(s) of this member make no record (--auto-records): spec.autoRecords does not allow them: {}{}",
+                    listed.join("; "),
+                    if more > 0 { format!("; and {more} more (the controller's log names each)") } else { String::new() }
+                ),
+            )
+        };
+        let update = |conditions: &mut Vec<fedns_api::Condition>, generation: Option<i64>| -> bool {
+            if !status && conditions::get(conditions, REFUSED_CONDITION).is_none() {
+                return false;
+            }
+            conditions::set(conditions, REFUSED_CONDITION, status, reason, &message, generation)
+        };
+        {
+            let mut engine = self.engine_clusters.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(entry) = engine.get_mut(name) {
+                let generation = entry.cluster.metadata.generation;
+                let status = entry.cluster.status.get_or_insert_with(MemberClusterStatus::default);
+                update(&mut status.conditions, generation);
+            }
+        }
+        let Some(cluster) = cached else {
+            return Ok(true);
+        };
+        let mut current = cluster.status.clone().unwrap_or_default();
+        if !update(&mut current.conditions, cluster.metadata.generation) {
+            return Ok(true);
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": cluster.resource_version()},
+            "status": {"conditions": current.conditions},
+        });
+        match Api::<MemberCluster>::namespaced(self.host.clone(), &self.namespace)
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(e) => Err(format!("MemberCluster {name}: condition {REFUSED_CONDITION}: {e}")),
+        }
+    }
+}
+
 fn status_json(status: &MemberClusterStatus) -> serde_json::Value {
     serde_json::to_value(status).unwrap_or_else(|_| json!({}))
 }

@@ -782,7 +782,12 @@ spec:
     assert_eq!(records.get("nginx").await.unwrap().spec.record_ttl, 30);
 
     // An MCS ServiceExport in member a (b has no MCS API at all) of a
-    // LoadBalancer Service makes a record; one of a ClusterIP Service does not.
+    // LoadBalancer Service makes a record; one of a ClusterIP Service does
+    // not. Karmada's cluster a allows namespace ns by a MemberCluster of its
+    // name (not a member: `fedns` is not a --member-source here).
+    s.federation
+        .register("a", json!({"autoRecords": {"namespaces": ["ns"]}}))
+        .unwrap();
     let a = s.federation.member("a").unwrap();
     a.seed_yaml("mcs", MCS_CRD).unwrap();
     a.seed_yaml(

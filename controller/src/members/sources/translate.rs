@@ -107,6 +107,7 @@ pub(crate) fn engine_member(
             cordoned: false,
             drain_seconds: 0,
             health_check: Default::default(),
+            auto_records: None,
         },
     );
     member.metadata.namespace = Some(namespace.to_owned());

@@ -23,6 +23,18 @@
 //!   While a member's routes are not listed yet, no RouteDNSRecord is
 //!   deleted.
 //!
+//! A member's ServiceExports and routes make records only where its
+//! MemberCluster allows them (`spec.autoRecords`: namespaces, and host-name
+//! patterns every name the record would publish must be inside; a route
+//! without the hosts annotation or hostnames is refused, and so is a route
+//! some member holding a copy of it does not allow, since the record
+//! follows every copy). Absent, nothing of that member makes a record. A
+//! refused template makes no record (one it made before is deleted), is
+//! logged once (Warning, with member, kind, namespace, name and reason)
+//! and counted in the MemberCluster's condition `AutoRecordsRefused`;
+//! nothing is written into the member. Templates in the host and in the
+//! engines' control planes are the operator's and need no allowance.
+//!
 //! Optional annotations: `multiclusterdns.fedns.io/ttl` (seconds,
 //! 1..86400) and `multiclusterdns.fedns.io/dns-prefix`. An Ingress gives its
 //! `spec.rules[].host` names.
@@ -39,7 +51,8 @@ mod plan;
 mod sync;
 
 pub use plan::{
-    plan, wanted, Action, Existing, Problem, RecordKind, Template, Wanted, DOMAIN_ANNOTATION,
-    GENERATED_FROM_ANNOTATION, HOSTS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, PREFIX_ANNOTATION, TTL_ANNOTATION,
+    admit, plan, wanted, Action, Existing, FromMember, Problem, RecordKind, Refusal, RouteCopies, Template, Wanted,
+    DOMAIN_ANNOTATION, GENERATED_FROM_ANNOTATION, HOSTS_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NOT_ALLOWED,
+    PREFIX_ANNOTATION, REFUSALS_LISTED, REFUSED_CONDITION, TTL_ANNOTATION,
 };
 pub use sync::{AutoRecords, TemplateSource};

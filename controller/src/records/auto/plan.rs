@@ -68,7 +68,8 @@ pub struct Template {
     pub uid: Option<String>,
     /// Annotations that carry the request.
     pub annotations: BTreeMap<String, String>,
-    /// An Ingress's rule hosts.
+    /// An Ingress's rule hosts; a route's `spec.hostnames` (what
+    /// [`admit`] checks of a member's route).
     pub hosts: Vec<String>,
     /// A route's kind (the record is a RouteDNSRecord).
     pub route_kind: Option<fedns_api::RouteKind>,
@@ -91,6 +92,17 @@ impl Template {
 
     pub(super) fn id(&self) -> String {
         format!("{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+
+    /// The kind of record it makes.
+    pub fn record_kind(&self) -> RecordKind {
+        if self.route_kind.is_some() {
+            RecordKind::Route
+        } else if self.kind == "Ingress" {
+            RecordKind::Ingress
+        } else {
+            RecordKind::Service
+        }
     }
 }
 
@@ -120,6 +132,217 @@ pub struct Problem {
     pub reason: &'static str,
     /// Message.
     pub message: String,
+}
+
+/// Condition on a MemberCluster naming the member's annotated objects
+/// `spec.autoRecords` does not allow (`True`, reason [`NOT_ALLOWED`]).
+pub const REFUSED_CONDITION: &str = "AutoRecordsRefused";
+
+/// Reason of [`REFUSED_CONDITION`] when something was refused.
+pub const NOT_ALLOWED: &str = "NotAllowed";
+
+/// How many refusals [`REFUSED_CONDITION`]'s message lists.
+pub const REFUSALS_LISTED: usize = 5;
+
+/// A template read in a member cluster (an annotated route or
+/// ServiceExport), and which member holds it.
+#[derive(Debug, Clone)]
+pub struct FromMember {
+    /// The member's name.
+    pub member: String,
+    /// The template. A route's `hosts` are its `spec.hostnames`.
+    pub template: Template,
+}
+
+/// A member's template that makes no record: the member does not allow it
+/// (`spec.autoRecords` of its MemberCluster).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Refusal {
+    /// The member holding the template.
+    pub member: String,
+    /// Its kind.
+    pub kind: &'static str,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Why it is refused.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}/{}: {}", self.kind, self.namespace, self.name, self.reason)
+    }
+}
+
+/// Where a route of a member's template is held: every member with a
+/// route of that kind, namespace and name (annotated or not), and its
+/// `spec.hostnames`. The RouteDNSRecord follows all of them.
+pub type RouteCopies<'a> = dyn Fn(fedns_api::RouteKind, &str, &str) -> Vec<(String, Vec<String>)> + 'a;
+
+/// The host names in a template's `multiclusterdns.fedns.io/hosts`
+/// annotation, normalised (lower case, no trailing dot).
+fn annotated_hosts(t: &Template) -> Vec<String> {
+    t.annotations
+        .get(HOSTS_ANNOTATION)
+        .map(|h| {
+            h.split(',')
+                .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The templates of `from_members` their members allow, and the others
+/// with why: a member's template makes a record only when the member's
+/// MemberCluster allows it (`spec.autoRecords`, given by member in
+/// `allowances`; absent: nothing): its namespace is listed, and every
+/// name the record would publish (a route's hosts annotation, else the
+/// route's hostnames; a ServiceExport's `dns-prefix` name in its Domain's
+/// zone, `zones` giving each Domain's) is inside the allowed host names.
+/// A route is followed in every member holding it ([`RouteCopies`]), so
+/// each of them must allow it too. A template whose record is one of
+/// `made_by_host` (made from a template in the host or an engine's control
+/// plane, which needs no allowance: that record follows every member's
+/// copy by the operator's choice) is kept: it adds nothing to that record.
+/// Templates that ask for no record (no Domain annotation and no
+/// `default_domain`) are kept as they are (they make none).
+pub fn admit(
+    from_members: Vec<FromMember>,
+    made_by_host: &BTreeSet<(RecordKind, String, String)>,
+    allowances: &BTreeMap<String, Option<fedns_api::member_cluster::AutoRecordsAllowance>>,
+    zones: &BTreeMap<String, String>,
+    default_domain: Option<&str>,
+    copies: &RouteCopies<'_>,
+) -> (Vec<Template>, Vec<Refusal>) {
+    let mut kept = Vec::new();
+    let mut refused = Vec::new();
+    for FromMember { member, template: t } in from_members {
+        let domain = t
+            .annotations
+            .get(DOMAIN_ANNOTATION)
+            .map(|d| d.trim().to_owned())
+            .or_else(|| default_domain.map(str::to_owned));
+        let asks = domain.as_ref().is_some_and(|d| !d.is_empty());
+        let key = (t.record_kind(), t.namespace.clone(), t.name.clone());
+        if !asks || made_by_host.contains(&key) {
+            kept.push(t);
+            continue;
+        }
+        match refusal(
+            &member,
+            &t,
+            domain.as_deref().unwrap_or_default(),
+            allowances,
+            zones,
+            copies,
+        ) {
+            None => kept.push(t),
+            Some(reason) => refused.push(Refusal {
+                member,
+                kind: t.kind,
+                namespace: t.namespace.clone(),
+                name: t.name.clone(),
+                reason,
+            }),
+        }
+    }
+    refused.sort();
+    refused.dedup();
+    (kept, refused)
+}
+
+/// Why member `member` does not allow template `t` (of Domain `domain`),
+/// or `None`.
+fn refusal(
+    member: &str,
+    t: &Template,
+    domain: &str,
+    allowances: &BTreeMap<String, Option<fedns_api::member_cluster::AutoRecordsAllowance>>,
+    zones: &BTreeMap<String, String>,
+    copies: &RouteCopies<'_>,
+) -> Option<String> {
+    // Whether `in_member`'s allowance admits `t`'s namespace and `names`.
+    let check = |in_member: &str, names: &[String]| -> Result<(), String> {
+        let Some(Some(allowance)) = allowances.get(in_member) else {
+            return Err(format!(
+                "MemberCluster {in_member} allows no automatic records (no spec.autoRecords)"
+            ));
+        };
+        if !allowance.allows_namespace(&t.namespace) {
+            return Err(format!(
+                "namespace {} is not in spec.autoRecords.namespaces of MemberCluster {in_member}",
+                t.namespace
+            ));
+        }
+        let outside: Vec<&String> = names.iter().filter(|n| !allowance.allows_hostname(n)).collect();
+        if !outside.is_empty() {
+            return Err(format!(
+                "{outside:?} not inside spec.autoRecords.hostnames of MemberCluster {in_member}"
+            ));
+        }
+        Ok(())
+    };
+    if let Some(route_kind) = t.route_kind {
+        let annotated = annotated_hosts(t);
+        // Names a copy publishes: the hosts annotation (the record's
+        // spec.hosts) bounds every copy; without it each copy's hostnames.
+        let names_of = |hostnames: &[String]| -> Result<Vec<String>, String> {
+            if !annotated.is_empty() {
+                return Ok(annotated.clone());
+            }
+            if !route_kind.has_hostnames() {
+                // No record without the annotation: wanted() says why.
+                return Ok(Vec::new());
+            }
+            if hostnames.is_empty() {
+                return Err(format!(
+                    "the route names no hostname, so its record would publish every name of its Gateways' listeners; \
+                     annotation {HOSTS_ANNOTATION} names the hosts"
+                ));
+            }
+            Ok(hostnames
+                .iter()
+                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+                .collect())
+        };
+        let own = match names_of(&t.hosts) {
+            Ok(names) => names,
+            Err(e) => return Some(e),
+        };
+        if let Err(e) = check(member, &own) {
+            return Some(e);
+        }
+        for (other, hostnames) in copies(route_kind, &t.namespace, &t.name) {
+            if other == member {
+                continue;
+            }
+            let names = names_of(&hostnames).map_err(|e| format!("its copy in member {other}: {e}"));
+            let result =
+                names.and_then(|names| check(&other, &names).map_err(|e| format!("its copy in member {other}: {e}")));
+            if let Err(e) = result {
+                return Some(format!("{e} (the record would follow that copy too)"));
+            }
+        }
+        return None;
+    }
+    let mut names = Vec::new();
+    if let Some(prefix) = t.annotations.get(PREFIX_ANNOTATION) {
+        let prefix = prefix.trim().trim_end_matches('.');
+        if names::validate_hostname(prefix).is_ok() {
+            match zones.get(domain) {
+                Some(zone) => names.push(format!("{}.{}", prefix.to_ascii_lowercase(), zone.trim_end_matches('.').to_ascii_lowercase())),
+                None => {
+                    return Some(format!(
+                        "Domain {domain} is not known, so its {PREFIX_ANNOTATION} name cannot be checked against spec.autoRecords.hostnames"
+                    ))
+                }
+            }
+        }
+    }
+    check(member, &names).err()
 }
 
 /// The records `templates` ask for, and problems found on the way.
@@ -160,13 +383,7 @@ pub fn wanted(
             ));
         }
         let mut spec = serde_json::Map::new();
-        let kind = if t.route_kind.is_some() {
-            RecordKind::Route
-        } else if t.kind == "Ingress" {
-            RecordKind::Ingress
-        } else {
-            RecordKind::Service
-        };
+        let kind = t.record_kind();
         match kind {
             RecordKind::Route => {
                 let route_kind = t.route_kind.unwrap_or_default();
@@ -498,6 +715,295 @@ mod tests {
 
     fn domains() -> BTreeSet<String> {
         ["myfed".to_owned()].into()
+    }
+
+    use fedns_api::member_cluster::AutoRecordsAllowance;
+
+    /// An annotated HTTPRoute `namespace/name` in member `member` with
+    /// `hostnames`.
+    fn member_route(member: &str, namespace: &str, name: &str, hostnames: &[&str], hosts: Option<&str>) -> FromMember {
+        let mut annotations = vec![(DOMAIN_ANNOTATION, "myfed")];
+        if let Some(hosts) = hosts {
+            annotations.push((HOSTS_ANNOTATION, hosts));
+        }
+        let mut template = route(fedns_api::RouteKind::HTTPRoute, name, &annotations);
+        template.namespace = namespace.into();
+        template.hosts = hostnames.iter().map(|h| (*h).to_owned()).collect();
+        template.in_host = false;
+        template.uid = None;
+        FromMember {
+            member: member.into(),
+            template,
+        }
+    }
+
+    fn allow(namespaces: &[&str], hostnames: &[&str]) -> Option<AutoRecordsAllowance> {
+        Some(AutoRecordsAllowance {
+            namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
+            hostnames: hostnames.iter().map(|h| (*h).to_owned()).collect(),
+        })
+    }
+
+    fn zones() -> BTreeMap<String, String> {
+        [("myfed".to_owned(), "example.com".to_owned())].into()
+    }
+
+    /// Only the copies `from_members` hold (each member's route of that
+    /// kind, namespace and name).
+    fn copies_of(
+        from_members: &[FromMember],
+    ) -> impl Fn(fedns_api::RouteKind, &str, &str) -> Vec<(String, Vec<String>)> + '_ {
+        move |kind, namespace, name| {
+            from_members
+                .iter()
+                .filter(|f| {
+                    f.template.route_kind == Some(kind) && f.template.namespace == namespace && f.template.name == name
+                })
+                .map(|f| (f.member.clone(), f.template.hosts.clone()))
+                .collect()
+        }
+    }
+
+    fn admitted_and_refused(
+        from_members: Vec<FromMember>,
+        allowances: &BTreeMap<String, Option<AutoRecordsAllowance>>,
+    ) -> (Vec<String>, Vec<Refusal>) {
+        let copies = from_members.clone();
+        let copies = copies_of(&copies);
+        let (kept, refused) = admit(from_members, &BTreeSet::new(), allowances, &zones(), None, &copies);
+        (kept.iter().map(|t| t.id()).collect(), refused)
+    }
+
+    #[test]
+    fn a_members_route_makes_no_record_without_an_allowance() {
+        let wildcard = member_route("a", "mallory", "grab", &["*.example.com"], None);
+        let allowances = [("a".to_owned(), None)].into();
+        let (kept, refused) = admitted_and_refused(vec![wildcard.clone()], &allowances);
+        assert!(kept.is_empty(), "{kept:?}");
+        assert_eq!(refused.len(), 1);
+        assert_eq!(
+            (
+                refused[0].member.as_str(),
+                refused[0].kind,
+                refused[0].namespace.as_str(),
+                refused[0].name.as_str()
+            ),
+            ("a", "HTTPRoute", "mallory", "grab")
+        );
+        assert!(
+            refused[0].reason.contains("no spec.autoRecords"),
+            "{}",
+            refused[0].reason
+        );
+        // A member the allowances do not even know: refused the same way.
+        let (kept, refused) = admitted_and_refused(vec![wildcard], &BTreeMap::new());
+        assert!(kept.is_empty() && refused.len() == 1, "{kept:?} {refused:?}");
+    }
+
+    #[test]
+    fn a_members_route_makes_a_record_only_inside_its_allowance() {
+        let allowances: BTreeMap<String, Option<AutoRecordsAllowance>> = [(
+            "a".to_owned(),
+            allow(&["mallory"], &["www.mallory.example.com", "*.apps.example.com"]),
+        )]
+        .into();
+        let (kept, refused) = admitted_and_refused(
+            vec![
+                // The wildcard reaches beyond the allowance.
+                member_route("a", "mallory", "grab", &["*.example.com"], None),
+                member_route("a", "mallory", "www", &["www.mallory.example.com"], None),
+                member_route(
+                    "a",
+                    "mallory",
+                    "apps",
+                    &["*.apps.example.com", "x.apps.example.com"],
+                    None,
+                ),
+                // The hosts annotation bounds the record: it is what counts.
+                member_route(
+                    "a",
+                    "mallory",
+                    "narrowed",
+                    &["*.example.com"],
+                    Some("shop.www.mallory.example.com"),
+                ),
+                member_route(
+                    "a",
+                    "mallory",
+                    "beyond",
+                    &["www.mallory.example.com"],
+                    Some("example.com"),
+                ),
+                // No hostname: every name of the Gateway's listeners.
+                member_route("a", "mallory", "bare", &[], None),
+                // Another namespace.
+                member_route("a", "team", "web", &["www.mallory.example.com"], None),
+            ],
+            &allowances,
+        );
+        assert_eq!(
+            kept,
+            [
+                "HTTPRoute/mallory/www",
+                "HTTPRoute/mallory/apps",
+                "HTTPRoute/mallory/narrowed"
+            ]
+        );
+        let reasons: BTreeMap<&str, &str> = refused.iter().map(|r| (r.name.as_str(), r.reason.as_str())).collect();
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        assert!(
+            reasons["grab"].contains("\"*.example.com\"") && reasons["grab"].contains("hostnames"),
+            "{reasons:?}"
+        );
+        assert!(reasons["beyond"].contains("\"example.com\""), "{reasons:?}");
+        assert!(reasons["bare"].contains(HOSTS_ANNOTATION), "{reasons:?}");
+        assert!(reasons["web"].contains("namespace team"), "{reasons:?}");
+        // And wanted() makes records of the kept ones only.
+        let templates: Vec<Template> = ["www", "grab"]
+            .iter()
+            .map(|n| member_route("a", "mallory", n, &["*.example.com"], None).template)
+            .collect();
+        let (_, refused) = admit(
+            templates
+                .iter()
+                .cloned()
+                .map(|template| FromMember {
+                    member: "a".into(),
+                    template,
+                })
+                .collect(),
+            &BTreeSet::new(),
+            &allowances,
+            &zones(),
+            None,
+            &|_, _, _| Vec::new(),
+        );
+        assert_eq!(refused.len(), 2, "both name *.example.com");
+    }
+
+    #[test]
+    fn every_member_holding_a_route_must_allow_it() {
+        let allowances: BTreeMap<String, Option<AutoRecordsAllowance>> = [
+            ("a".to_owned(), allow(&["mallory"], &["www.mallory.example.com"])),
+            ("b".to_owned(), None),
+        ]
+        .into();
+        // The same route in b, annotated or not, would add b's hostnames.
+        let (kept, refused) = admitted_and_refused(
+            vec![
+                member_route("a", "mallory", "web", &["www.mallory.example.com"], None),
+                member_route("b", "mallory", "web", &["*.example.com"], None),
+            ],
+            &allowances,
+        );
+        assert!(kept.is_empty(), "{kept:?}");
+        let of_a = refused.iter().find(|r| r.member == "a").unwrap();
+        assert!(of_a.reason.contains("its copy in member b"), "{}", of_a.reason);
+        // b allows it with the same names: one record.
+        let allowances: BTreeMap<String, Option<AutoRecordsAllowance>> = [
+            ("a".to_owned(), allow(&["mallory"], &["www.mallory.example.com"])),
+            ("b".to_owned(), allow(&["mallory"], &["mallory.example.com"])),
+        ]
+        .into();
+        let both = vec![
+            member_route("a", "mallory", "web", &["www.mallory.example.com"], None),
+            member_route("b", "mallory", "web", &["www.mallory.example.com"], None),
+        ];
+        let copies = copies_of(&both);
+        let (kept, refused) = admit(both.clone(), &BTreeSet::new(), &allowances, &zones(), None, &copies);
+        assert!(refused.is_empty(), "{refused:?}");
+        let (wanted, problems) = wanted(&kept, &domains(), None);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(wanted.len(), 1, "one record for the route and its copy");
+    }
+
+    #[test]
+    fn a_members_service_export_needs_its_namespace_and_its_prefix_name_allowed() {
+        let export = |namespace: &str, name: &str, prefix: Option<&str>| {
+            let mut annotations = vec![(DOMAIN_ANNOTATION, "myfed")];
+            if let Some(prefix) = prefix {
+                annotations.push((PREFIX_ANNOTATION, prefix));
+            }
+            let mut template = template("ServiceExport", name, &annotations);
+            template.namespace = namespace.into();
+            template.in_host = false;
+            template.hosts = Vec::new();
+            FromMember {
+                member: "a".into(),
+                template,
+            }
+        };
+        let allowances: BTreeMap<String, Option<AutoRecordsAllowance>> =
+            [("a".to_owned(), allow(&["shop"], &["www.example.com"]))].into();
+        let (kept, refused) = admitted_and_refused(
+            vec![
+                export("shop", "api", None),
+                export("shop", "front", Some("www")),
+                export("shop", "grab", Some("mail")),
+                export("mallory", "api", None),
+            ],
+            &allowances,
+        );
+        assert_eq!(kept, ["ServiceExport/shop/api", "ServiceExport/shop/front"]);
+        let reasons: Vec<(&str, &str)> = refused
+            .iter()
+            .map(|r| (r.namespace.as_str(), r.reason.as_str()))
+            .collect();
+        assert_eq!(reasons.len(), 2, "{reasons:?}");
+        assert!(
+            reasons
+                .iter()
+                .any(|(ns, r)| *ns == "shop" && r.contains("mail.example.com")),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons
+                .iter()
+                .any(|(ns, r)| *ns == "mallory" && r.contains("namespace mallory")),
+            "{reasons:?}"
+        );
+        // A prefix whose Domain is not known cannot be checked: refused.
+        let (kept, refused) = admit(
+            vec![export("shop", "front", Some("www"))],
+            &BTreeSet::new(),
+            &allowances,
+            &BTreeMap::new(),
+            None,
+            &|_, _, _| Vec::new(),
+        );
+        assert!(kept.is_empty());
+        assert!(refused[0].reason.contains("not known"), "{refused:?}");
+    }
+
+    #[test]
+    fn host_templates_and_templates_asking_nothing_need_no_allowance() {
+        let copy = member_route("a", "mallory", "web", &["*.example.com"], None);
+        let mut unannotated = member_route("a", "mallory", "plain", &["*.example.com"], None);
+        unannotated.template.annotations.clear();
+        // The record mallory/web is made from a template in the host (a
+        // kubefed FederatedHTTPRoute, say): the member's copy adds nothing.
+        let made_by_host: BTreeSet<(RecordKind, String, String)> =
+            [(RecordKind::Route, "mallory".to_owned(), "web".to_owned())].into();
+        let (kept, refused) = admit(
+            vec![copy, unannotated.clone()],
+            &made_by_host,
+            &BTreeMap::new(),
+            &zones(),
+            None,
+            &|_, _, _| Vec::new(),
+        );
+        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(kept.len(), 2);
+        // With --auto-records-domain even an unannotated one asks.
+        let (kept, refused) = admit(
+            vec![unannotated],
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+            &zones(),
+            Some("myfed"),
+            &|_, _, _| Vec::new(),
+        );
+        assert!(kept.is_empty() && refused.len() == 1, "{kept:?} {refused:?}");
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! The `--auto-records` loop ([`AutoRecords`]): reads the templates
-//! ([`TemplateSource`], the members' ServiceExports) and the records,
-//! plans, writes, and reports problems as Events.
+//! ([`TemplateSource`], the members' ServiceExports and routes) and the
+//! records, keeps of the members' templates those their MemberCluster
+//! allows (`spec.autoRecords`), plans, writes, and reports problems as
+//! Events (on templates outside the members) and refusals as log lines
+//! and the MemberCluster condition `AutoRecordsRefused`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -8,19 +11,20 @@ use std::time::Duration;
 
 use crate::events::Recorder;
 use crate::members::gateway::GatewayApi;
-use fedns_api::{Domain, IngressDNSRecord, RouteDNSRecord, RouteKind, ServiceDNSRecord};
+use fedns_api::member_cluster::AutoRecordsAllowance;
+use fedns_api::{Domain, IngressDNSRecord, MemberCluster, RouteDNSRecord, RouteKind, ServiceDNSRecord};
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{json, Value};
 use tokio::sync::{watch, Notify};
 
 use super::plan::{
-    plan, wanted, Action, Existing, Problem, RecordKind, Template, Wanted, GENERATED_FROM_ANNOTATION, MANAGED_BY,
-    MANAGED_BY_LABEL,
+    admit, plan, wanted, Action, Existing, FromMember, Problem, RecordKind, Refusal, Template, Wanted,
+    GENERATED_FROM_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, REFUSALS_LISTED,
 };
 
 /// Where templates come from: one cluster's Services and Ingresses (and
@@ -139,8 +143,66 @@ fn templates_of(source: &TemplateSource) -> Vec<Template> {
     out
 }
 
+/// How soon a pass follows one whose condition write met a newer
+/// MemberCluster.
+const AGAIN_SOON: Duration = Duration::from_secs(1);
+
+/// What the loop has reported so far, to report each thing once.
+#[derive(Default)]
+struct Reported {
+    /// Problems by source id: their messages.
+    problems: BTreeMap<String, BTreeSet<String>>,
+    /// Members' templates refused.
+    refusals: BTreeSet<Refusal>,
+    /// The last failure to write a member's condition, by member.
+    condition_errors: BTreeMap<String, String>,
+    /// A condition was not written because the MemberCluster changed
+    /// meanwhile: pass again soon, with the newer copy.
+    again_soon: bool,
+}
+
+/// The MemberClusters of `namespace` (the allowances: `spec.autoRecords`),
+/// waking `changed` whenever an allowance changes (not on status writes).
+fn follow_allowances(api: Api<MemberCluster>, changed: Arc<Notify>) -> Store<MemberCluster> {
+    use futures::StreamExt;
+    use kube::runtime::{reflector, watcher, WatchStreamExt};
+    let (store, writer) = reflector::store();
+    let reader = store.clone();
+    tokio::spawn(async move {
+        let mut seen: BTreeMap<String, Option<AutoRecordsAllowance>> = BTreeMap::new();
+        let mut last_error: Option<String> = None;
+        let events = reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff());
+        let mut events = std::pin::pin!(events);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(_) => {
+                    last_error = None;
+                    let now: BTreeMap<String, Option<AutoRecordsAllowance>> = reader
+                        .state()
+                        .iter()
+                        .map(|c| (c.name_any(), c.spec.auto_records.clone()))
+                        .collect();
+                    if now != seen {
+                        seen = now;
+                        changed.notify_one();
+                    }
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    if last_error.as_ref() != Some(&e) {
+                        tracing::warn!(error = %e, "auto-records: watching MemberClusters (spec.autoRecords); retrying");
+                    }
+                    last_error = Some(e);
+                }
+            }
+        }
+    });
+    store
+}
+
 /// The routes in `caches` carrying a fedns annotation, as templates
 /// (`federated`: kubefed's `Federated<Kind>` objects).
+/// A route's `hosts` are its `spec.hostnames`.
 fn route_templates(caches: &GatewayApi, federated: bool, in_host: bool) -> Vec<Template> {
     let mut out = Vec::new();
     for route_kind in RouteKind::ALL {
@@ -165,7 +227,7 @@ fn route_templates(caches: &GatewayApi, federated: bool, in_host: bool) -> Vec<T
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect(),
-                hosts: Vec::new(),
+                hosts: facts.hostnames.iter().map(|h| h.to_string()).collect(),
                 route_kind: Some(route_kind),
                 in_host,
             });
@@ -190,19 +252,26 @@ fn federated_kind(kind: RouteKind) -> &'static str {
 /// Every member's annotated routes as templates (for fleets where plain
 /// kubectl or Argo CD writes the routes into each member, with no template
 /// anywhere else), and whether every member's routes have been listed.
-fn member_routes(registry: &crate::members::Registry) -> (Vec<Template>, bool) {
+fn member_routes(registry: &crate::members::Registry) -> (Vec<FromMember>, bool) {
     let mut out = Vec::new();
     let mut listed = true;
     for member in registry.members() {
         listed &= member.gateway_api.routes_listed();
-        out.extend(route_templates(&member.gateway_api, false, false));
+        out.extend(
+            route_templates(&member.gateway_api, false, false)
+                .into_iter()
+                .map(|template| FromMember {
+                    member: member.name.clone(),
+                    template,
+                }),
+        );
     }
     (out, listed)
 }
 
 /// Every member's ServiceExports whose Service is a LoadBalancer, as
 /// templates, and whether every member's ServiceExports have been listed.
-fn member_exports(registry: &crate::members::Registry) -> (Vec<Template>, bool) {
+fn member_exports(registry: &crate::members::Registry) -> (Vec<FromMember>, bool) {
     let mut out = Vec::new();
     let mut listed = true;
     for member in registry.members() {
@@ -221,16 +290,19 @@ fn member_exports(registry: &crate::members::Registry) -> (Vec<Template>, bool) 
                 tracing::debug!(member = %member.name, "ServiceExport {namespace}/{name}: no LoadBalancer Service of that name; no record");
                 continue;
             }
-            out.push(Template {
-                kind: "ServiceExport",
-                api_version: "multicluster.x-k8s.io/v1alpha1",
-                namespace,
-                name,
-                uid: None,
-                annotations: annotations_of(&export.metadata),
-                hosts: Vec::new(),
-                route_kind: None,
-                in_host: false,
+            out.push(FromMember {
+                member: member.name.clone(),
+                template: Template {
+                    kind: "ServiceExport",
+                    api_version: "multicluster.x-k8s.io/v1alpha1",
+                    namespace,
+                    name,
+                    uid: None,
+                    annotations: annotations_of(&export.metadata),
+                    hosts: Vec::new(),
+                    route_kind: None,
+                    in_host: false,
+                },
             });
         }
     }
@@ -297,18 +369,33 @@ impl AutoRecords {
         store_ready(&self.ingresses).await;
         store_ready(&self.routes).await;
         store_ready(&self.domains).await;
+        // The members' allowances (MemberCluster spec.autoRecords).
+        let allowances = self.registry.as_ref().map(|registry| {
+            follow_allowances(
+                Api::namespaced(self.host.clone(), registry.member_cluster_namespace()),
+                changed.clone(),
+            )
+        });
+        if let Some(allowances) = &allowances {
+            store_ready(allowances).await;
+        }
         tracing::info!("auto-records: caches ready");
-        let mut reported: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut reported = Reported::default();
         loop {
             if *self.leader.borrow() {
-                self.pass(&mut reported).await;
+                self.pass(&mut reported, allowances.as_ref()).await;
             }
-            let _ = tokio::time::timeout(resync, changed.notified()).await;
+            let wait = if reported.again_soon {
+                AGAIN_SOON.min(resync)
+            } else {
+                resync
+            };
+            let _ = tokio::time::timeout(wait, changed.notified()).await;
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    async fn pass(&self, reported: &mut BTreeMap<String, BTreeSet<String>>) {
+    async fn pass(&self, reported: &mut Reported, allowances: Option<&Store<MemberCluster>>) {
         let mut templates = Vec::new();
         let mut recorder_of: BTreeMap<String, (Recorder, ObjectReference)> = BTreeMap::new();
         for source in &self.sources {
@@ -317,17 +404,24 @@ impl AutoRecords {
                 templates.push(t);
             }
         }
+        let zones: BTreeMap<String, String> = self
+            .domains
+            .state()
+            .iter()
+            .map(|d| (d.name_any(), d.spec.domain.clone()))
+            .collect();
         let (exports_listed, member_routes_listed) = match &self.registry {
             Some(registry) => {
-                let (exports, exports_listed) = member_exports(registry);
-                templates.extend(exports);
+                let (mut from_members, exports_listed) = member_exports(registry);
                 let (routes, routes_listed) = member_routes(registry);
-                templates.extend(routes);
+                from_members.extend(routes);
+                let refusals = self.admit_member_templates(registry, allowances, from_members, &zones, &mut templates);
+                self.report_refusals(registry, allowances, refusals, reported).await;
                 (exports_listed, routes_listed)
             }
             None => (true, true),
         };
-        let domains: BTreeSet<String> = self.domains.state().iter().map(|d| d.name_any()).collect();
+        let domains: BTreeSet<String> = zones.keys().cloned().collect();
         let (wanted, mut problems) = wanted(&templates, &domains, self.default_domain.as_deref());
         let existing = existing_of(&self.services, &self.ingresses, &self.routes);
         let mut actions = plan(&wanted, &existing);
@@ -405,7 +499,7 @@ impl AutoRecords {
         // One Warning Event per new problem; forget solved ones.
         let mut now: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for p in problems {
-            let fresh = !reported.get(&p.source).is_some_and(|s| s.contains(&p.message));
+            let fresh = !reported.problems.get(&p.source).is_some_and(|s| s.contains(&p.message));
             if fresh {
                 tracing::warn!(source = %p.source, reason = p.reason, "auto-records: {}", p.message);
                 if let Some((recorder, object)) = recorder_of.get(&p.source) {
@@ -423,7 +517,118 @@ impl AutoRecords {
             }
             now.entry(p.source).or_default().insert(p.message);
         }
-        *reported = now;
+        reported.problems = now;
+    }
+
+    /// Adds to `templates` the members' templates their members allow
+    /// (after the host's and the control planes', so those win a name);
+    /// returns the others.
+    fn admit_member_templates(
+        &self,
+        registry: &crate::members::Registry,
+        allowances: Option<&Store<MemberCluster>>,
+        from_members: Vec<FromMember>,
+        zones: &BTreeMap<String, String>,
+        templates: &mut Vec<Template>,
+    ) -> Vec<Refusal> {
+        let members = registry.members();
+        let engine: BTreeMap<String, Option<AutoRecordsAllowance>> = registry
+            .engine_members()
+            .into_iter()
+            .map(|c| (c.name_any(), c.spec.auto_records))
+            .collect();
+        let namespace = registry.member_cluster_namespace();
+        let allowed: BTreeMap<String, Option<AutoRecordsAllowance>> = members
+            .iter()
+            .map(|m| {
+                let own = allowances
+                    .and_then(|a| a.get(&ObjectRef::new(&m.name).within(namespace)))
+                    .and_then(|c| c.spec.auto_records.clone());
+                (m.name.clone(), own.or_else(|| engine.get(&m.name).cloned().flatten()))
+            })
+            .collect();
+        let copies = |kind: RouteKind, namespace: &str, name: &str| -> Vec<(String, Vec<String>)> {
+            members
+                .iter()
+                .filter_map(|m| {
+                    let route = m.gateway_api.routes(kind).get(namespace, name)?;
+                    Some((m.name.clone(), route.hostnames.iter().map(|h| h.to_string()).collect()))
+                })
+                .collect()
+        };
+        // The records the host's and the control planes' templates make.
+        let domains: BTreeSet<String> = zones.keys().cloned().collect();
+        let made_by_host: BTreeSet<(RecordKind, String, String)> =
+            wanted(templates, &domains, self.default_domain.as_deref())
+                .0
+                .into_iter()
+                .map(|w| (w.kind, w.namespace, w.name))
+                .collect();
+        let (admitted, refusals) = admit(
+            from_members,
+            &made_by_host,
+            &allowed,
+            zones,
+            self.default_domain.as_deref(),
+            &copies,
+        );
+        templates.extend(admitted);
+        refusals
+    }
+
+    /// Logs each new refusal (a Warning line), and sets every member's
+    /// condition `AutoRecordsRefused` (nothing is written into a member).
+    async fn report_refusals(
+        &self,
+        registry: &crate::members::Registry,
+        allowances: Option<&Store<MemberCluster>>,
+        refusals: Vec<Refusal>,
+        reported: &mut Reported,
+    ) {
+        let mut by_member: BTreeMap<String, Vec<&Refusal>> = registry
+            .members()
+            .iter()
+            .map(|m| (m.name.clone(), Vec::new()))
+            .collect();
+        for r in &refusals {
+            if !reported.refusals.contains(r) {
+                tracing::warn!(
+                    member = %r.member,
+                    kind = r.kind,
+                    namespace = %r.namespace,
+                    name = %r.name,
+                    reason = %r.reason,
+                    "auto-records: a member's {} {}/{} makes no record: {}",
+                    r.kind,
+                    r.namespace,
+                    r.name,
+                    r.reason
+                );
+            }
+            by_member.entry(r.member.clone()).or_default().push(r);
+        }
+        let namespace = registry.member_cluster_namespace();
+        reported.again_soon = false;
+        for (member, refused) in by_member {
+            let listed: Vec<String> = refused.iter().take(REFUSALS_LISTED).map(|r| r.to_string()).collect();
+            let cached = allowances.and_then(|a| a.get(&ObjectRef::new(&member).within(namespace)));
+            match registry
+                .set_auto_records_refused(&member, cached.as_deref(), refused.len(), &listed)
+                .await
+            {
+                Ok(written) => {
+                    reported.again_soon |= !written;
+                    reported.condition_errors.remove(&member);
+                }
+                Err(e) => {
+                    if reported.condition_errors.get(&member) != Some(&e) {
+                        tracing::warn!(member = %member, error = %e, "auto-records: cannot write the MemberCluster's condition; trying again on the next pass");
+                    }
+                    reported.condition_errors.insert(member, e);
+                }
+            }
+        }
+        reported.refusals = refusals.into_iter().collect();
     }
 
     fn object(&self, w: &Wanted) -> Value {
