@@ -68,8 +68,10 @@ mod state {
     pub const IDLE: u8 = 0;
     /// Part of a message received.
     pub const READING: u8 = 1;
-    /// Answering complete messages and writing the answers.
+    /// Answering complete messages.
     pub const ANSWERING: u8 = 2;
+    /// Writing answers: the client has them to read.
+    pub const WRITING: u8 = 3;
 }
 
 /// Why a connection was asked to close (its `close` field).
@@ -198,6 +200,8 @@ impl Inner {
                     state::IDLE if !conn.answered.load(Ordering::Relaxed) => 0,
                     state::IDLE => 1,
                     state::READING if now_ms.saturating_sub(since) >= stalled_ms => 2,
+                    // A client that does not read its answers.
+                    state::WRITING if now_ms.saturating_sub(since) >= stalled_ms => 2,
                     _ => return None,
                 };
                 Some(((tier, since), conn.id))
@@ -533,11 +537,37 @@ fn complete_message(input: &[u8]) -> Option<usize> {
     (rest.len() >= length).then_some(length)
 }
 
-async fn write_answers(stream: &mut TcpStream, output: &mut Vec<u8>, timeout: Duration) -> io::Result<Option<End>> {
+/// Writes `output` within `timeout`. The connection is [`state::WRITING`]
+/// meanwhile: a write blocked for longer than [`STALLED_MESSAGE`] (a
+/// client that does not read) may be chosen for closing at the cap, as a
+/// stalled message may, and then ends at once.
+async fn write_answers(
+    stream: &mut TcpStream,
+    output: &mut Vec<u8>,
+    timeout: Duration,
+    conn: &Conn,
+    registry: &Registry,
+) -> io::Result<Option<End>> {
     if output.is_empty() {
         return Ok(None);
     }
-    let written = tokio::time::timeout(timeout, stream.write_all(output)).await;
+    conn.enter(state::WRITING, registry.now_ms());
+    let write = tokio::time::timeout(timeout, stream.write_all(output));
+    tokio::pin!(write);
+    let written = loop {
+        tokio::select! {
+            biased;
+            written = &mut write => break written,
+            () = conn.wake.notified() => {
+                let reason = conn.close_reason();
+                if reason == close::STALLED || reason == close::SHUTDOWN {
+                    output.clear();
+                    return Ok(Some(end_for(reason)));
+                }
+            }
+        }
+    };
+    conn.enter(state::ANSWERING, registry.now_ms());
     output.clear();
     match written {
         Err(_) => Ok(Some(End::WriteTimeout)),
@@ -598,7 +628,8 @@ async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService, peer: 
                             output.extend_from_slice(message);
                             if output.len() >= FLUSH_AT {
                                 if let Some(end) =
-                                    write_answers(stream, &mut output, registry.idle_timeout_now()).await?
+                                    write_answers(stream, &mut output, registry.idle_timeout_now(), conn, registry)
+                                        .await?
                                 {
                                     return Ok(end);
                                 }
@@ -612,7 +643,7 @@ async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService, peer: 
                     service.metrics.record_dropped();
                     // Not a query: nothing sensible to say on this stream;
                     // the answers to the queries before it still go out.
-                    write_answers(stream, &mut output, registry.idle_timeout_now()).await?;
+                    write_answers(stream, &mut output, registry.idle_timeout_now(), conn, registry).await?;
                     return Ok(End::NotAQuery);
                 };
                 service.metrics.record(&answered, started.elapsed());
@@ -622,20 +653,22 @@ async fn serve(stream: &mut TcpStream, conn: &Conn, service: &TcpService, peer: 
                 // TCP answers are capped at 65535 octets by `answer`; a
                 // longer one would be a bug, and is not sent half-framed.
                 let Ok(framed_length) = u16::try_from(response.len()) else {
-                    write_answers(stream, &mut output, registry.idle_timeout_now()).await?;
+                    write_answers(stream, &mut output, registry.idle_timeout_now(), conn, registry).await?;
                     return Ok(End::NotAQuery);
                 };
                 output.extend_from_slice(&framed_length.to_be_bytes());
                 output.extend_from_slice(&response);
                 conn.answered.store(true, Ordering::Relaxed);
                 if output.len() >= FLUSH_AT {
-                    if let Some(end) = write_answers(stream, &mut output, registry.idle_timeout_now()).await? {
+                    if let Some(end) =
+                        write_answers(stream, &mut output, registry.idle_timeout_now(), conn, registry).await?
+                    {
                         return Ok(end);
                     }
                 }
             }
             input.drain(..consumed);
-            if let Some(end) = write_answers(stream, &mut output, registry.idle_timeout_now()).await? {
+            if let Some(end) = write_answers(stream, &mut output, registry.idle_timeout_now(), conn, registry).await? {
                 return Ok(end);
             }
         }
@@ -838,6 +871,17 @@ mod tests {
         let stalled_ms = u64::try_from(STALLED_MESSAGE.as_millis()).unwrap();
         let inner = registry.lock();
         assert!(inner.victim(stalled_ms + 1, stalled_ms, None).is_some());
+        assert!(inner.victim(stalled_ms - 1, stalled_ms, None).is_none());
+        drop(inner);
+        // So is a write blocked that long: a client that does not read.
+        for conn in registry.lock().conns.values() {
+            conn.enter(state::WRITING, 0);
+        }
+        let inner = registry.lock();
+        assert_eq!(
+            inner.victim(stalled_ms + 1, stalled_ms, None).map(|(_, reason)| reason),
+            Some(close::STALLED)
+        );
         assert!(inner.victim(stalled_ms - 1, stalled_ms, None).is_none());
     }
 

@@ -589,3 +589,69 @@ async fn eviction_spares_connections_mid_message() {
     .unwrap();
     server.shutdown().await;
 }
+
+/// Connections whose clients send queries but never read the answers fill
+/// their socket buffers, and the server's writes block. Such a write,
+/// blocked for longer than a stalled message may be, no longer protects
+/// its connection at the cap: a new client is answered (before, every
+/// connection was "answering" and the new one was closed at accept).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_read_are_evicted_at_the_cap() {
+    check_loopback_sources();
+    let config = ServerConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        udp_workers: 1,
+        max_tcp_connections: 2,
+        max_tcp_connections_per_client: 0,
+        ..ServerConfig::default()
+    };
+    let (server, metrics) = start_server(config).await;
+    let tcp = server.tcp_addrs()[0];
+    tokio::task::spawn_blocking(move || {
+        let query = framed(&simple_query("nginx.ns.myfed.svc.example.com.", RecordType::A, None));
+        let batch: Vec<u8> = query.iter().copied().cycle().take(query.len() * 1000).collect();
+        // Two non-readers: each writes queries until its own writes block
+        // (the server stopped reading: its answers fill both buffers).
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                let batch = batch.clone();
+                std::thread::spawn(move || {
+                    let mut stream = connect_from(FLOOD_SOURCE, tcp).unwrap();
+                    stream.set_write_timeout(Some(Duration::from_millis(200))).unwrap();
+                    let mut sent = 0usize;
+                    while !stop.load(Ordering::Relaxed) {
+                        match stream.write(&batch) {
+                            Ok(n) => sent += n,
+                            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                        }
+                    }
+                    (stream, sent)
+                })
+            })
+            .collect();
+        wait_for(&metrics, "two connections open", |s| s.open == 2);
+        // Past a stalled message's time with both writes blocked.
+        std::thread::sleep(Duration::from_millis(2500)); // the server's STALLED_MESSAGE is 1 s
+        let started = Instant::now();
+        let (answer, took) = tcp_query_from(
+            CLIENT_SOURCE,
+            tcp,
+            &simple_query("nginx.ns.myfed.svc.example.com.", RecordType::A, None),
+        );
+        println!("a new client's answer after {took:?} (waited {:?})", started.elapsed());
+        assert_eq!(answer.expect("answered").answers.len(), 3);
+        stop.store(true, Ordering::Relaxed);
+        for writer in writers {
+            let (_, sent) = writer.join().unwrap();
+            println!("a non-reader wrote {sent} octets of queries");
+        }
+        let stats = metrics.tcp_stats();
+        println!("{stats:?}");
+        assert!(stats.evicted >= 1, "{stats:?}");
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+}
