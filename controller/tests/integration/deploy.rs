@@ -1174,3 +1174,94 @@ fn image_tags_are_the_workspace_version() {
     println!("{tags} image tags are {version}");
     assert!(tags >= 5, "the manifests name the image: {tags}");
 }
+
+/// Every kustomization that runs pods ships NetworkPolicies for them: a
+/// default deny of ingress in their namespace, and for each pod, policies
+/// admitting exactly the ports its containers serve (DNS from anywhere only
+/// for the pods serving the public, labelled `fedns.io/dns`; every other
+/// port from pods of the cluster only).
+#[test]
+fn every_pod_is_reachable_only_on_its_own_ports() {
+    let root = repo_root();
+    let home = std::env::temp_dir().join(format!("fedns-network-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut checked = 0;
+    for dir in every_kustomization(&root) {
+        let (_, objects) = render(&home, &dir);
+        let policies: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "NetworkPolicy").collect();
+        let selects = |policy: &Value, labels: &Value| -> bool {
+            policy["spec"]["podSelector"]["matchLabels"]
+                .as_object()
+                .is_none_or(|wanted| wanted.iter().all(|(k, v)| labels[k] == *v))
+        };
+        for workload in objects.iter().filter(|o| {
+            matches!(
+                o["kind"].as_str(),
+                Some("Deployment" | "DaemonSet" | "StatefulSet")
+            )
+        }) {
+            let what = format!("{dir}: {} {}", workload["kind"], workload["metadata"]["name"]);
+            let namespace = &workload["metadata"]["namespace"];
+            let labels = &workload["spec"]["template"]["metadata"]["labels"];
+            let mine: Vec<&&Value> = policies
+                .iter()
+                .filter(|p| p["metadata"]["namespace"] == *namespace && selects(p, labels))
+                .collect();
+            assert!(
+                mine.iter().any(|p| p["spec"]["podSelector"] == serde_json::json!({})
+                    && p["spec"]["policyTypes"] == serde_json::json!(["Ingress"])
+                    && p["spec"]["ingress"].is_null()),
+                "{what}: no default deny of ingress in its namespace"
+            );
+            let mut served: Vec<(u64, String)> = Vec::new();
+            for c in workload["spec"]["template"]["spec"]["containers"].as_array().unwrap() {
+                for port in c["ports"].as_array().into_iter().flatten() {
+                    served.push((
+                        port["containerPort"].as_u64().unwrap(),
+                        port["protocol"].as_str().unwrap_or("TCP").to_owned(),
+                    ));
+                }
+            }
+            let mut admitted: Vec<(u64, String)> = Vec::new();
+            for policy in &mine {
+                for rule in policy["spec"]["ingress"].as_array().into_iter().flatten() {
+                    let from_anywhere = rule["from"].is_null();
+                    for port in rule["ports"].as_array().into_iter().flatten() {
+                        let entry = (
+                            port["port"].as_u64().unwrap(),
+                            port["protocol"].as_str().unwrap_or("TCP").to_owned(),
+                        );
+                        assert!(
+                            served.contains(&entry),
+                            "{what}: {} admits {entry:?}, which the pod does not serve",
+                            policy["metadata"]["name"]
+                        );
+                        if from_anywhere {
+                            assert!(
+                                labels["fedns.io/dns"] == "true" && entry.0 == 5353,
+                                "{what}: {} admits {entry:?} from anywhere",
+                                policy["metadata"]["name"]
+                            );
+                        } else {
+                            for source in rule["from"].as_array().unwrap() {
+                                assert!(
+                                    source["ipBlock"].is_null(),
+                                    "{what}: {} admits addresses outside the cluster",
+                                    policy["metadata"]["name"]
+                                );
+                            }
+                        }
+                        admitted.push(entry);
+                    }
+                }
+            }
+            for port in &served {
+                assert!(admitted.contains(port), "{what}: {port:?} is served but no policy admits it");
+            }
+            checked += 1;
+        }
+    }
+    println!("{checked} workloads checked");
+    assert!(checked >= 4, "the controller, dns-server, agent and member-side replicas");
+    let _ = std::fs::remove_dir_all(home);
+}
