@@ -15,10 +15,28 @@ use crate::zone::snapshot::Snapshot;
 /// # Errors
 /// A description of the first broken invariant.
 pub fn check_answer(snapshot: &Snapshot, request: &[u8]) -> Result<(), String> {
+    check(snapshot, request, None)
+}
+
+/// [`check_answer`] for a request from `source`: the path of names under
+/// a traffic policy that place the client by its address or EDNS Client
+/// Subnet (RFC 7871), and of signed zones, which sign a policy's answer
+/// when it is made.
+///
+/// # Errors
+/// A description of the first broken invariant.
+pub fn check_answer_from(snapshot: &Snapshot, request: &[u8], source: std::net::IpAddr) -> Result<(), String> {
+    check(snapshot, request, Some(source))
+}
+
+fn check(snapshot: &Snapshot, request: &[u8], source: Option<std::net::IpAddr>) -> Result<(), String> {
     let config = AnswerConfig::default();
     let mut out = Vec::new();
     for transport in [Transport::Udp, Transport::Tcp] {
-        let answered = answer(snapshot, request, transport, &config, &mut out);
+        let answered = match source {
+            Some(source) => super::answer::answer_from(snapshot, request, transport, &config, source, &mut out),
+            None => answer(snapshot, request, transport, &config, &mut out),
+        };
         let must_drop = request.len() < 12 || request[2] & 0x80 != 0;
         match (answered, must_drop) {
             (None, true) => continue,

@@ -7,6 +7,7 @@
 //! the store keeps, TSIG keys), `query/` (answering SOA queries inside a
 //! transfer exchange) and `metrics`; never `net/`.
 
+pub mod check;
 pub(crate) mod log_limit;
 pub(crate) mod notify;
 pub(crate) mod transfer;

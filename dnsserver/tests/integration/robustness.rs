@@ -282,3 +282,69 @@ async fn tcp_pipelining_idle_timeout_and_cap() {
     .unwrap();
     server.shutdown().await;
 }
+
+/// The transfer path (AXFR, IXFR and TSIG-signed requests, which the
+/// listeners hand to the transfer code) keeps its invariants for 100,000
+/// generated requests: transfers allowed from loopback with a TSIG key, a
+/// journal for IXFR, seeds with a TSIG record (a wrong MAC, a time far
+/// off, an unknown key) cut and flipped at random.
+#[test]
+fn generated_transfer_requests_keep_every_invariant() {
+    use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
+    use fedns_dnsserver::hickory_proto::rr::rdata::tsig::{TsigAlgorithm, TSIG};
+    use fedns_dnsserver::hickory_proto::rr::{RData, Record};
+    use fedns_dnsserver::{TransferPolicy, TsigAlgorithm as KeyAlgorithm, TsigKey};
+
+    let key = TsigKey::new("xfr.example.", KeyAlgorithm::HmacSha256, vec![7; 32]).unwrap();
+    let mut zones = fixture_zones();
+    zones[0].transfer = TransferPolicy {
+        allow: vec!["127.0.0.0/8".parse().unwrap()],
+        keys: vec![key],
+        notify: Vec::new(),
+    };
+    let store = ZoneStore::new();
+    store.publish(zones.clone());
+    zones[0].records.push(Record::from_rdata(
+        name("new.example.com."),
+        30,
+        rdata(RecordType::A, "192.0.2.99"),
+    ));
+    store.publish(zones);
+    let signed = |qtype: RecordType, key_name: &str, time: u64| {
+        let mut message = Message::new(0x4242, MessageType::Query, OpCode::Query);
+        message.add_query(Query::query(name("example.com."), qtype));
+        let tsig = TSIG::new(
+            TsigAlgorithm::HmacSha256,
+            time,
+            300,
+            vec![1; 32],
+            0x4242,
+            None,
+            Vec::new(),
+        );
+        message.add_additional(Record::from_rdata(name(key_name), 0, RData::TSIG(tsig)));
+        message.to_vec().unwrap()
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let seeds: Vec<Vec<u8>> = vec![
+        simple_query("example.com.", RecordType::AXFR, None),
+        simple_query("example.com.", RecordType::IXFR, None),
+        simple_query("example.com.", RecordType::SOA, Some((1232, false))),
+        signed(RecordType::AXFR, "xfr.example.", now),
+        signed(RecordType::IXFR, "xfr.example.", now),
+        signed(RecordType::SOA, "xfr.example.", now),
+        signed(RecordType::AXFR, "xfr.example.", 1),
+        signed(RecordType::AXFR, "other.example.", now),
+    ];
+    let loopback: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let mut rng = Rng(0x7F12);
+    for i in 0..100_000 {
+        let packet = garbage(&mut rng, &seeds);
+        if let Err(e) = fedns_dnsserver::check_transfer(&store, &packet, loopback) {
+            panic!("packet {i} {packet:02x?}: {e}");
+        }
+    }
+}
