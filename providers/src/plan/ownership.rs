@@ -229,7 +229,8 @@ impl ZoneAdmission {
     /// A [`Refusal`] naming the rule and the namespace the name belongs
     /// to (reported as `NotAllowed`).
     pub fn may_claim(&self, namespace: &str, owner: &str, record_type: fedns_api::RecordType) -> Result<(), Refusal> {
-        let domain = format!("{}/{}", self.namespace, self.federation);
+        // Only refusals name the Domain: the common case allocates nothing.
+        let domain = || format!("{}/{}", self.namespace, self.federation);
         let place = self.place(owner, record_type);
         if let Place::Service(owning) = place {
             if owning == namespace {
@@ -251,7 +252,8 @@ impl ZoneAdmission {
             }
             return Err(Refusal {
                 message: format!(
-                    "Domain {domain} grants {owner} to namespace {} (spec.grants)",
+                    "Domain {} grants {owner} to namespace {} (spec.grants)",
+                    domain(),
                     granted.join(", ")
                 ),
             });
@@ -259,7 +261,8 @@ impl ZoneAdmission {
         match place {
             Place::Reserved(what) => Err(Refusal {
                 message: format!(
-                    "{owner} is {what}, which belongs to Domain {domain}'s namespace {} unless its spec.grants give it to a namespace",
+                    "{owner} is {what}, which belongs to Domain {}'s namespace {} unless its spec.grants give it to a namespace",
+                    domain(),
                     self.namespace
                 ),
             }),
