@@ -113,11 +113,23 @@ async fn from_cluster(args: &ExplainArgs, host: kube::Client, member: &str) -> a
                     .with_context(|| format!("reading Secret {}/{}", args.namespace, reference.name))?,
                 None => None,
             };
+            // What the Secret names runs or is read on this machine only
+            // when the user allowed that command here (--allow-exec-plugin).
+            let policy = crate::members::CredentialPolicy {
+                exec_plugins: args.allow_exec_plugin.iter().cloned().collect(),
+                argocd_aws_auth: false,
+            };
             crate::members::client::Connection::from_member_cluster(&cluster.spec, secret.as_ref())
                 .map_err(anyhow::Error::msg)?
-                .build()
+                .build(&policy)
                 .await
-                .map_err(anyhow::Error::msg)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "{} ({}); pass --member-kubeconfig to connect with your own",
+                        e.message,
+                        e.reason
+                    )
+                })
                 .with_context(|| format!("connecting to member {member}"))?
         }
         (None, None) => anyhow::bail!(

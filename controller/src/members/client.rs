@@ -13,6 +13,7 @@ use kube::{Client, Config, ResourceExt};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 
+use super::credentials::{ConnectError, CredentialPolicy};
 use super::eks_token::{EksAuth, EksAuthorization, EksTokens};
 
 /// A finished client from a [`kube::client::ClientBuilder`], with EKS
@@ -52,6 +53,13 @@ pub(crate) struct Connection {
     pub(crate) tls_server_name: Option<String>,
     /// A whole kubeconfig (its current context), instead of the above.
     pub(crate) kubeconfig: Option<String>,
+    /// Where the credentials came from, for messages (`Secret
+    /// fedns-system/c1 key kubeconfig`, `Secret argocd/cluster-c1`).
+    pub(crate) origin: String,
+    /// The kubeconfig's exec plugin is the operator's own (a
+    /// `--clusterprofile-provider-file` provider), not the inventory
+    /// object's: it runs without `--allow-exec-plugin`.
+    pub(crate) operator_exec: bool,
     /// HTTP(S) or SOCKS5 proxy to reach the API server through (Karmada
     /// and kubefed `spec.proxyURL`, Argo CD `proxyUrl`).
     pub(crate) proxy_url: Option<String>,
@@ -98,6 +106,7 @@ impl Connection {
         self.client_identity.hash(&mut hasher);
         self.tls_server_name.hash(&mut hasher);
         self.kubeconfig.hash(&mut hasher);
+        self.operator_exec.hash(&mut hasher);
         self.proxy_url.hash(&mut hasher);
         self.proxy_headers.hash(&mut hasher);
         self.basic_auth.hash(&mut hasher);
@@ -156,6 +165,7 @@ impl Connection {
         if let Some(reference) = &spec.secret_ref {
             let secret = secret.ok_or_else(|| format!("Secret {} (spec.secretRef) not found", reference.name))?;
             if let Some(kubeconfig) = secret_value(secret, "kubeconfig") {
+                connection.origin = format!("Secret {} key kubeconfig", secret.name_any());
                 connection.kubeconfig =
                     Some(String::from_utf8(kubeconfig).map_err(|_| "Secret key kubeconfig is not UTF-8".to_owned())?);
             } else {
@@ -167,9 +177,55 @@ impl Connection {
         Ok(connection)
     }
 
-    /// Builds the client. Errors are one-line messages for the
-    /// `AuthFailed` condition.
-    pub(crate) async fn build(&self) -> Result<Client, String> {
+    /// What `policy` refuses of these credentials (the shared check of
+    /// every member source and of `fedns explain --from-cluster`): a
+    /// kubeconfig's files, auth providers and exec plugins, an exec
+    /// plugin (Argo CD `execProviderConfig`), EKS tokens (Argo CD
+    /// `awsAuthConfig`). A configuration of fedns's own (`through`) is
+    /// not checked.
+    ///
+    /// # Errors
+    /// The refusal, reason `CredentialsRefused`, naming the field.
+    pub(crate) fn check(&self, policy: &CredentialPolicy) -> Result<(), ConnectError> {
+        if self.through.is_some() {
+            return Ok(());
+        }
+        let origin = if self.origin.is_empty() {
+            "the credentials"
+        } else {
+            self.origin.as_str()
+        };
+        if let Some(text) = &self.kubeconfig {
+            policy
+                .check_kubeconfig(text, origin, self.operator_exec)
+                .map_err(ConnectError::refused)?;
+        }
+        if let Some(exec) = &self.exec {
+            policy
+                .check_exec(exec, &format!("{origin}: config.execProviderConfig"))
+                .map_err(ConnectError::refused)?;
+        }
+        if self.eks.is_some() {
+            policy
+                .check_eks(&self.api_endpoint, self.insecure, origin)
+                .map_err(ConnectError::refused)?;
+        }
+        Ok(())
+    }
+
+    /// Builds the client, once `policy` allows the credentials
+    /// ([`Connection::check`]): nothing of them is run or read before.
+    ///
+    /// # Errors
+    /// `CredentialsRefused` from the check; any other failure is
+    /// `AuthFailed`, a one-line message.
+    pub(crate) async fn build(&self, policy: &CredentialPolicy) -> Result<Client, ConnectError> {
+        self.check(policy)?;
+        self.build_checked().await.map_err(ConnectError::from)
+    }
+
+    /// Builds the client from credentials already checked.
+    async fn build_checked(&self) -> Result<Client, String> {
         let mut config = if let Some(through) = &self.through {
             through.clone()
         } else if let Some(text) = &self.kubeconfig {
@@ -427,15 +483,108 @@ mod tests {
         assert_eq!(distinct.len(), all.len(), "{all:?}");
     }
 
+    /// A MemberCluster Secret's kubeconfig whose user is `user`.
+    fn member_secret(user: &str) -> (MemberClusterSpec, Secret) {
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: w, cluster: {{server: 'https://127.0.0.1:1'}}}}]\nusers: [{{name: u, user: {user}}}]\ncontexts: [{{name: c, context: {{cluster: w, user: u}}}}]\ncurrent-context: c\n"
+        );
+        let secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c1-credentials", "namespace": "fedns-system"},
+            "stringData": {"kubeconfig": kubeconfig},
+        }))
+        .unwrap();
+        let spec = serde_json::from_value(serde_json::json!({
+            "apiEndpoint": "https://127.0.0.1:1", "secretRef": {"name": "c1-credentials"},
+        }))
+        .unwrap();
+        (spec, secret)
+    }
+
+    /// Issue #57: a MemberCluster Secret's `exec` ran in the controller
+    /// (and in `fedns explain --from-cluster`). Now nothing runs unless
+    /// the command is allowed; then exactly that command runs.
+    #[tokio::test]
+    async fn a_member_secret_exec_runs_only_when_its_command_is_allowed() {
+        let dir = std::env::temp_dir().join(format!("fedns-exec-refused-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let marker = dir.join("ran");
+        let credential = r#"{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}"#;
+        let user = format!(
+            "{{exec: {{command: sh, args: ['-c', 'touch {}; echo \"{credential}\"'], apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never}}}}",
+            marker.display()
+        );
+        let (spec, secret) = member_secret(&user);
+        let connection = Connection::from_member_cluster(&spec, Some(&secret)).unwrap();
+
+        let Err(err) = connection.build(&CredentialPolicy::default()).await else {
+            panic!("a Secret's exec plugin was accepted without --allow-exec-plugin")
+        };
+        assert_eq!(err.reason, crate::members::CREDENTIALS_REFUSED);
+        assert!(
+            err.message
+                .starts_with("Secret c1-credentials key kubeconfig: user \"u\" exec runs command \"sh\""),
+            "{err}"
+        );
+        assert!(!marker.exists(), "the refused plugin ran");
+
+        let other = CredentialPolicy {
+            exec_plugins: ["/bin/sh".to_owned()].into(),
+            ..CredentialPolicy::default()
+        };
+        assert!(connection.build(&other).await.is_err(), "a path is not the name");
+        assert!(!marker.exists());
+
+        let allowed = CredentialPolicy {
+            exec_plugins: ["sh".to_owned()].into(),
+            ..CredentialPolicy::default()
+        };
+        connection.build(&allowed).await.unwrap();
+        assert!(marker.exists(), "the allowed plugin did not run");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue #57: `tokenFile` (and the other file fields) sent fedns's own
+    /// files (its ServiceAccount token) to the Secret's server.
+    #[tokio::test]
+    async fn a_member_secret_naming_files_is_refused() {
+        for (user, field) in [
+            (
+                "{tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}",
+                "tokenFile",
+            ),
+            (
+                "{client-certificate: /etc/c.pem, client-key: /etc/k.pem}",
+                "client-certificate",
+            ),
+            (
+                "{auth-provider: {name: gcp, config: {cmd-path: /bin/id}}}",
+                "auth-provider",
+            ),
+        ] {
+            let (spec, secret) = member_secret(user);
+            let connection = Connection::from_member_cluster(&spec, Some(&secret)).unwrap();
+            let Err(err) = connection.build(&CredentialPolicy::default()).await else {
+                panic!("{field} was accepted")
+            };
+            assert_eq!(err.reason, crate::members::CREDENTIALS_REFUSED, "{err}");
+            assert!(err.message.contains(&format!("user \"u\" has {field}")), "{err}");
+        }
+        let (spec, secret) = member_secret("{token: t}");
+        let connection = Connection::from_member_cluster(&spec, Some(&secret)).unwrap();
+        assert!(connection.build(&CredentialPolicy::default()).await.is_ok());
+    }
+
     #[tokio::test]
     async fn a_client_identity_goes_to_tls() {
         let mut c = connection();
         c.tls_server_name = Some("kubernetes".into());
-        assert!(c.build().await.is_ok());
+        let policy = CredentialPolicy::default();
+        assert!(c.build(&policy).await.is_ok());
         c.client_identity = Some((b"not a certificate".to_vec(), b"not a key".to_vec()));
-        let Err(err) = c.build().await else {
+        let Err(err) = c.build(&policy).await else {
             panic!("a client identity that is not PEM was accepted")
         };
-        assert!(err.starts_with("cannot build a client"), "{err}");
+        assert_eq!(err.reason, fedns_api::conditions::AUTH_FAILED);
+        assert!(err.message.starts_with("cannot build a client"), "{err}");
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub(crate) mod client;
+pub mod credentials;
 pub(crate) mod eks_token;
 pub mod gateway;
 mod member;
@@ -14,6 +15,7 @@ pub mod sources;
 mod status;
 mod watch;
 
+pub use credentials::{CredentialPolicy, CREDENTIALS_REFUSED};
 pub use member::{effective_topology, Health, Member};
 pub use registry::Registry;
 pub use sources::{MemberSource, Sources};

@@ -238,8 +238,8 @@ impl Registry {
             let cluster = self.current_cluster_cached(d);
             let connection = match &d.connection {
                 Ok(connection) => connection,
-                Err(message) => {
-                    self.member_failed(&cluster, message).await;
+                Err(e) => {
+                    self.member_failed(&cluster, e.reason, &e.message).await;
                     continue;
                 }
             };
@@ -270,7 +270,7 @@ impl Registry {
                         self.queue.push_all();
                     }
                 }
-                _ => match connection.build().await {
+                _ => match connection.build(&sources.credentials).await {
                     Ok(client) => {
                         let member = self.start_member(&cluster, client, fingerprint);
                         self.members
@@ -281,7 +281,7 @@ impl Registry {
                         tracing::info!(member = %name, source = d.source.as_str(), endpoint = %connection.api_endpoint, "member cluster connected");
                         self.queue.push_all();
                     }
-                    Err(message) => self.member_failed(&cluster, &message).await,
+                    Err(e) => self.member_failed(&cluster, e.reason, &e.message).await,
                 },
             }
         }
@@ -302,8 +302,10 @@ impl Registry {
             .unwrap_or_else(|| d.cluster.clone())
     }
 
-    /// A member that cannot be connected: stop it, report once per message.
-    async fn member_failed(&self, cluster: &MemberCluster, message: &str) {
+    /// A member that cannot be connected: stop it, report once per
+    /// message, with `reason` (`AuthFailed`, `CredentialsRefused`) on its
+    /// `Ready` condition and its Event.
+    async fn member_failed(&self, cluster: &MemberCluster, reason: &str, message: &str) {
         let name = cluster.name_any();
         let was_running = self
             .members
@@ -327,7 +329,7 @@ impl Registry {
                 cluster,
                 &Health {
                     ready: false,
-                    reason: conditions::AUTH_FAILED.into(),
+                    reason: reason.to_owned(),
                     message: message.to_owned(),
                 },
                 None,
@@ -338,7 +340,7 @@ impl Registry {
             // Action `Connect`, not `Probe`: Events are aggregated per
             // (reason, action), and this message must not be folded into an
             // earlier probe failure's.
-            self.event_for(cluster, EventType::Warning, conditions::AUTH_FAILED, "Connect", message)
+            self.event_for(cluster, EventType::Warning, reason, "Connect", message)
                 .await;
         }
     }

@@ -1162,3 +1162,175 @@ async fn karmada_proxy_header_goes_to_the_proxy() {
     );
     s.federation.stop();
 }
+
+/// The `Ready` condition (reason, message) of MemberCluster `name`.
+async fn member_ready(host: &kube::Client, name: &str) -> Option<(String, String)> {
+    let api: Api<fedns_api::MemberCluster> = Api::namespaced(host.clone(), "fedns-system");
+    let cluster = api.get(name).await.ok()?;
+    let status = cluster.status?;
+    let ready = status.conditions.iter().find(|c| c.type_ == "Ready")?;
+    Some((ready.reason.clone(), ready.message.clone()))
+}
+
+/// Issue #57: a MemberCluster's kubeconfig Secret whose user has `exec`
+/// ran that command as the controller (and in `fedns explain
+/// --from-cluster` on the operator's machine). Member c's Secret names
+/// `fedns-test-plugin`, a script on the controller's PATH that leaves a
+/// marker file and prints c's token: without `--allow-exec-plugin` it
+/// never runs (c is `Ready=False`, reason `CredentialsRefused`, naming the
+/// field; explain refuses too), with `--allow-exec-plugin
+/// fedns-test-plugin` it runs and c joins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_secret_exec_runs_only_when_the_controller_allows_its_command() {
+    let dir = temp_dir("member-exec");
+    let federation = Federation::start(&dir, "fedns-system", &["a", "b", "c"]).await.unwrap();
+    for (name, n) in [("a", 1), ("b", 2), ("c", 3)] {
+        federation
+            .member(name)
+            .unwrap()
+            .seed_yaml(
+                name,
+                &member_yaml(&format!("r{n}"), &format!("r{n}a"), &[&format!("203.0.113.{n}")]),
+            )
+            .unwrap();
+    }
+    federation.register("a", json!({})).unwrap();
+    federation.register("b", json!({})).unwrap();
+
+    // The plugin: a marker, then c's token as an ExecCredential.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = dir.join("plugin-ran");
+    let c = federation.member("c").unwrap();
+    let credential = json!({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+        "status": {"token": c.token()}});
+    let plugin = bin.join("fedns-test-plugin");
+    write(
+        &plugin,
+        &format!(
+            "#!/bin/sh\ntouch '{}'\nprintf '%s\\n' '{credential}'\n",
+            marker.display()
+        ),
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    use base64::Engine as _;
+    let kubeconfig = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": c.url(),
+            "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(c.ca_pem())}}],
+        "users": [{"name": "c", "user": {"exec": {"command": "fedns-test-plugin",
+            "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never"}}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "c"}}],
+        "current-context": "c",
+    });
+    let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c-kubeconfig", "namespace": "fedns-system"},
+            "stringData": {"kubeconfig": serde_yaml_ng::to_string(&kubeconfig).unwrap()}},
+        {"apiVersion": "core.fedns.io/v1alpha1", "kind": "MemberCluster",
+            "metadata": {"name": "c", "namespace": "fedns-system"},
+            "spec": {"apiEndpoint": c.url(), "secretRef": {"name": "c-kubeconfig"}}},
+    ]});
+    federation
+        .host
+        .seed_yaml("member c", &serde_json::to_string(&objects).unwrap())
+        .unwrap();
+    federation.host.seed_yaml("host", HOST_YAML).unwrap();
+    let host = client_of(&federation.host).await;
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let host_kubeconfig = dir.join("host.kubeconfig");
+    let controller = |extra: &[&str]| {
+        let mut args = vec![
+            "controller".to_owned(),
+            "--kubeconfig".to_owned(),
+            host_kubeconfig.display().to_string(),
+            "--dns-listen".to_owned(),
+            format!("127.0.0.1:{}", free_port()),
+            "--metrics-addr".to_owned(),
+            format!("127.0.0.1:{}", free_port()),
+            "--udp-workers".to_owned(),
+            "1".to_owned(),
+            // The second controller need not wait for the first one's Lease.
+            "--leader-elect=false".to_owned(),
+        ];
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_fedns_with_env(&args, &[("PATH", &path)])
+    };
+    let wait_targets = |want: &'static str, what: &'static str| {
+        let host = host.clone();
+        async move {
+            let started = std::time::Instant::now();
+            while global_targets(&host).await != want {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "{what}: global targets {:?}, wanted {want:?}",
+                    global_targets(&host).await
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+
+    // No flag: the plugin is refused, by name, and never runs.
+    let refusing = controller(&[]);
+    let started = std::time::Instant::now();
+    let (reason, message) = loop {
+        if let Some((reason, message)) = member_ready(&host, "c")
+            .await
+            .filter(|(r, _)| r == "CredentialsRefused")
+        {
+            break (reason, message);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "c not refused within 30 s: {:?}",
+            member_ready(&host, "c").await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    println!("c: {reason}: {message}");
+    assert!(
+        message.starts_with("Secret c-kubeconfig key kubeconfig: user \"c\" exec runs command \"fedns-test-plugin\""),
+        "{message}"
+    );
+    assert!(message.contains("--allow-exec-plugin=fedns-test-plugin"), "{message}");
+    wait_targets("203.0.113.1,203.0.113.2", "a and b published, c refused").await;
+    wait_event(&host, "c", "exec runs command \"fedns-test-plugin\"").await;
+    assert!(!marker.exists(), "the controller ran the Secret's plugin");
+
+    // fedns explain --from-cluster, on "the operator's machine" (the
+    // same PATH): refused as well, unless the command is allowed there.
+    let explain = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fedns"))
+            .args(["explain", "nginx.ns.myfed", "--from-cluster", "c", "--kubeconfig"])
+            .arg(&host_kubeconfig)
+            .args(extra)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let out = explain(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "explain connected: {stderr}");
+    assert!(stderr.contains("CredentialsRefused"), "{stderr}");
+    assert!(!marker.exists(), "explain ran the Secret's plugin");
+    let out = explain(&["--allow-exec-plugin", "fedns-test-plugin"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("connecting to member"), "{stderr}");
+    assert!(marker.exists(), "explain did not run the allowed plugin: {stderr}");
+    std::fs::remove_file(&marker).unwrap();
+    drop(refusing);
+
+    // The command allowed by name: it runs, and c joins.
+    let _allowing = controller(&["--allow-exec-plugin", "fedns-test-plugin"]);
+    wait_targets(
+        "203.0.113.1,203.0.113.2,203.0.113.3",
+        "c joins through its allowed plugin",
+    )
+    .await;
+    assert!(marker.exists(), "c joined without running its plugin");
+    federation.stop();
+}

@@ -1,10 +1,14 @@
 //! Argo CD clusters with `awsAuthConfig`: fedns makes the EKS tokens in
-//! process, and member c's emulator checks them as an EKS API server and
-//! STS would (`fedns_sandbox::EksAuthenticator`). No request leaves
-//! loopback: instance metadata is off, the AWS files are the test's own,
-//! and STS is moto's.
+//! process (only with `--allow-argocd-aws-auth`, only for EKS endpoints),
+//! and member c's emulator checks them as an EKS API server and STS would
+//! (`fedns_sandbox::EksAuthenticator`). No request leaves loopback:
+//! instance metadata is off, the AWS files are the test's own, STS is
+//! moto's, and c's EKS host name is reached through a loopback CONNECT
+//! proxy (Argo CD's `proxyUrl`) that tunnels it to c's emulator.
 
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
 
 use crate::common::{free_port, temp_dir, Process};
 use crate::member_sources::{setup_with_env, wait_event, wait_global, GLOBAL};
@@ -34,16 +38,89 @@ fn borrowed(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
-/// a and b with tokens, c with `awsAuthConfig` (`aws`).
-fn register(f: &Federation, aws: serde_json::Value) {
+/// c's server: an EKS endpoint's name, which only [`eks_route`] resolves.
+const EKS_SERVER: &str = "https://0123456789abcdef.gr7.eu-west-1.eks.amazonaws.com";
+
+/// A CONNECT proxy on loopback standing in for the route to EKS: a tunnel
+/// to `<name>.eks.amazonaws.com:443` goes to 127.0.0.1:`port` (member c's
+/// emulator, set once it runs); any other target is refused. Returns
+/// its URL.
+async fn eks_route(port: Arc<AtomicU16>) -> String {
+    use http_body_util::Empty;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            let port = port.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let port = port.load(Ordering::Relaxed);
+                    async move {
+                        let target = request.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+                        let eks = target
+                            .strip_suffix(":443")
+                            .is_some_and(|host| host.ends_with(".eks.amazonaws.com"));
+                        let status = if request.method() != hyper::Method::CONNECT || !eks || port == 0 {
+                            hyper::StatusCode::FORBIDDEN
+                        } else {
+                            tokio::spawn(async move {
+                                let Ok(upgraded) = hyper::upgrade::on(request).await else {
+                                    return;
+                                };
+                                let Ok(mut server) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+                                    return;
+                                };
+                                let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut server).await;
+                            });
+                            hyper::StatusCode::OK
+                        };
+                        let mut response = hyper::Response::new(Empty::<bytes::Bytes>::new());
+                        *response.status_mut() = status;
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+/// a and b with tokens, c with `awsAuthConfig` (`aws`) at [`EKS_SERVER`]
+/// through `route` (its certificate checked for `localhost`, a name the
+/// emulator's has).
+fn register(f: &Federation, aws: serde_json::Value, route: &str, c_port: &AtomicU16) {
     f.register_engine(Engine::Argocd, "a", json!({})).unwrap();
     f.register_engine(Engine::Argocd, "b", json!({})).unwrap();
+    let c = f.member("c").unwrap();
+    c_port.store(c.addr().port(), Ordering::Relaxed);
     f.register_engine(
         Engine::Argocd,
         "c",
-        json!({"stringData": {"config": {"awsAuthConfig": aws}}}),
+        json!({"stringData": {"server": EKS_SERVER, "config": {"awsAuthConfig": aws, "proxyUrl": route,
+            "tlsClientConfig": {"serverName": "localhost"}}}}),
     )
     .unwrap();
+}
+
+/// c's server replaced by `server`.
+async fn set_server(host: &kube::Client, server: &str) {
+    let secrets: Api<Secret> = Api::namespaced(host.clone(), ARGOCD_NAMESPACE);
+    secrets
+        .patch(
+            "cluster-c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"server": server}})),
+        )
+        .await
+        .unwrap();
 }
 
 /// c's `awsAuthConfig` replaced by `aws` (the rest of its config kept).
@@ -70,7 +147,9 @@ async fn argocd_eks_clusters_join_with_tokens_made_in_process() {
         &dir,
         "[default]\naws_access_key_id = AKIAFEDNSTEST0000001\naws_secret_access_key = fedns-test-secret\n",
     );
-    let s = setup_with_env(Engine::Argocd, &[], &borrowed(&env), |f| {
+    let c_port = Arc::new(AtomicU16::new(0));
+    let route = eks_route(c_port.clone()).await;
+    let s = setup_with_env(Engine::Argocd, &["--allow-argocd-aws-auth"], &borrowed(&env), |f| {
         f.member("c").unwrap().accept_eks_tokens(EksAuthenticator {
             cluster_id: "c".into(),
             keys: vec![AwsKey {
@@ -80,10 +159,17 @@ async fn argocd_eks_clusters_join_with_tokens_made_in_process() {
             }],
             ..EksAuthenticator::default()
         });
-        register(f, json!({"clusterName": "c"}));
+        register(f, json!({"clusterName": "c"}), &route, &c_port);
     })
     .await;
     wait_global(&s, "c joins with an EKS token", ALL).await;
+
+    // Issue #57: EKS tokens go to EKS endpoints only, even with the flag.
+    set_server(&s.host, &s.federation.member("c").unwrap().url()).await;
+    wait_global(&s, "c out: its server is no EKS endpoint", "203.0.113.1,203.0.113.2").await;
+    wait_event(&s.host, "cluster-c", "is not an EKS endpoint").await;
+    set_server(&s.host, EKS_SERVER).await;
+    wait_global(&s, "c back", ALL).await;
 
     // Signed for another cluster: STS would not match the signature.
     set_aws_auth(&s.host, json!({"clusterName": "other"})).await;
@@ -139,7 +225,9 @@ async fn argocd_eks_clusters_join_through_a_profile_and_an_assumed_role() {
     );
     env.push(("AWS_ENDPOINT_URL_STS".into(), sts.clone()));
     let role = format!("arn:aws:iam::{ACCOUNT}:role/argocd-eks");
-    let s = setup_with_env(Engine::Argocd, &[], &borrowed(&env), |f| {
+    let c_port = Arc::new(AtomicU16::new(0));
+    let route = eks_route(c_port.clone()).await;
+    let s = setup_with_env(Engine::Argocd, &["--allow-argocd-aws-auth"], &borrowed(&env), |f| {
         // Only the assumed role may in: the profile's own key is unknown
         // to this cluster, moto knows the role session's.
         f.member("c").unwrap().accept_eks_tokens(EksAuthenticator {
@@ -148,7 +236,12 @@ async fn argocd_eks_clusters_join_through_a_profile_and_an_assumed_role() {
             allowed_arns: vec![format!("arn:aws:sts::{ACCOUNT}:assumed-role/argocd-eks/fedns")],
             ..EksAuthenticator::default()
         });
-        register(f, json!({"clusterName": "c", "roleARN": role, "profile": "fleet"}));
+        register(
+            f,
+            json!({"clusterName": "c", "roleARN": role, "profile": "fleet"}),
+            &route,
+            &c_port,
+        );
     })
     .await;
     wait_global(&s, "c joins as the assumed role", ALL).await;
@@ -156,5 +249,35 @@ async fn argocd_eks_clusters_join_through_a_profile_and_an_assumed_role() {
     // Without the role, the profile's key is not let in.
     set_aws_auth(&s.host, json!({"clusterName": "c", "profile": "fleet"})).await;
     wait_global(&s, "c out: the profile's own identity", "203.0.113.1,203.0.113.2").await;
+    s.federation.stop();
+}
+
+/// Issue #57: without `--allow-argocd-aws-auth`, a Secret's
+/// `awsAuthConfig` makes no token: c is refused, its Event saying why,
+/// while a and b (bearer tokens) are published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn argocd_aws_auth_is_refused_without_the_flag() {
+    let dir = temp_dir("eks-refused");
+    let env = aws_env(
+        &dir,
+        "[default]\naws_access_key_id = AKIAFEDNSTEST0000001\naws_secret_access_key = fedns-test-secret\n",
+    );
+    let c_port = Arc::new(AtomicU16::new(0));
+    let route = eks_route(c_port.clone()).await;
+    let s = setup_with_env(Engine::Argocd, &[], &borrowed(&env), |f| {
+        f.member("c").unwrap().accept_eks_tokens(EksAuthenticator {
+            cluster_id: "c".into(),
+            keys: vec![AwsKey {
+                access_key_id: "AKIAFEDNSTEST0000001".into(),
+                secret_access_key: "fedns-test-secret".into(),
+                arn: format!("arn:aws:iam::{ACCOUNT}:user/argocd"),
+            }],
+            ..EksAuthenticator::default()
+        });
+        register(f, json!({"clusterName": "c"}), &route, &c_port);
+    })
+    .await;
+    wait_global(&s, "a and b in, c refused", "203.0.113.1,203.0.113.2").await;
+    wait_event(&s.host, "cluster-c", "only when started with --allow-argocd-aws-auth").await;
     s.federation.stop();
 }

@@ -467,9 +467,10 @@ fn only_kubeconfig_secrets_requested(host: &fedns_sandbox::Emulator) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn argocd_cluster_secrets_are_members() {
-    // c with EKS's awsAuthConfig and no AWS credentials anywhere (member
-    // c is no EKS cluster either: member_sources_eks has those); a
-    // repository Secret beside the clusters (not a member).
+    // c with EKS's awsAuthConfig, refused (no --allow-argocd-aws-auth;
+    // nor AWS credentials anywhere, nor is member c an EKS cluster:
+    // member_sources_eks has those); a repository Secret beside the
+    // clusters (not a member).
     let exec = json!({"stringData": {"config": {"awsAuthConfig": {"clusterName": "c", "roleARN": "arn:aws:iam::123456789012:role/fedns"}}}});
     // Nowhere to find AWS credentials, and nothing off loopback to ask.
     let no_aws = [
@@ -495,6 +496,7 @@ async fn argocd_cluster_secrets_are_members() {
     wait_global(&s, "a and b published", "203.0.113.1,203.0.113.2").await;
     wait_row(&s, "nginx.ns.myfed.svc.ap-1.ap.example.com A 203.0.113.1").await;
     wait_metric(&s, r#"fedns_member_ready{cluster="c",source="argocd"} 0"#).await;
+    wait_event(&host, "cluster-c", "only when started with --allow-argocd-aws-auth").await;
     assert!(
         !metrics(&s).await.contains(r#"cluster="x""#),
         "a repository Secret is no member"
@@ -626,6 +628,21 @@ async fn cluster_profiles_are_members() {
     token_rotation(&s, &secrets, "b", "b", "203.0.113.1,203.0.113.3").await;
     unreachable_member_leaves_and_returns(&s, "b", "203.0.113.1,203.0.113.3", ALL).await;
 
+    // Issue #57: b's clusterName naming a's Secret (a's token, sent to b's
+    // server): refused, reported on b; b again once it names its own.
+    let b_access = |cluster_name: &str| {
+        let member = s.federation.member("b").unwrap();
+        let mut access =
+            inventory_objects(Engine::Clusterprofile, "b", member, &json!({}))[1]["status"]["accessProviders"].clone();
+        access[0]["cluster"]["extensions"][0]["extension"]["clusterName"] = json!(cluster_name);
+        json!({"accessProviders": access})
+    };
+    merge_status(&cluster_profiles(&host), "b", b_access("a")).await;
+    wait_event(&host, "b", "clusterName \"a\" is not the ClusterProfile's name").await;
+    wait_global(&s, "b out: its clusterName names a's Secret", "203.0.113.1,203.0.113.3").await;
+    merge_status(&cluster_profiles(&host), "b", b_access("b")).await;
+    wait_global(&s, "b back with its own Secret", ALL).await;
+
     // The access provider's server changed to nowhere: c leaves.
     merge_status(
         &cluster_profiles(&host),
@@ -715,7 +732,8 @@ printf '{{"apiVersion":"%s","kind":"ExecCredential","status":{{"token":"%s","exp
     .unwrap();
     std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let plugin_path = plugin.to_str().unwrap().to_owned();
-    let s = setup(Engine::Argocd, &[], |f| {
+    // The plugin allowed by its exact command (issue #57): here its path.
+    let s = setup(Engine::Argocd, &["--allow-exec-plugin", &plugin_path], |f| {
         f.register_engine(Engine::Argocd, "a", json!({})).unwrap();
         for (name, version, cluster_info) in [
             ("b", "client.authentication.k8s.io/v1beta1", false),

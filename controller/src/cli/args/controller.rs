@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::dns_server::RrlArgs;
 use super::providers::{EtcdArgs, GoogleArgs, Provider, Route53Args, WebhookArgs};
-use crate::members::MemberSource;
+use crate::members::{CredentialPolicy, MemberSource};
 
 /// Arguments of `fedns controller`.
 #[derive(Debug, Args)]
@@ -148,6 +148,39 @@ pub struct SourceArgs {
     /// (default: only annotated sources make records).
     #[arg(long, value_name = "DOMAIN", requires = "auto_records")]
     pub auto_records_domain: Option<String>,
+    /// An exec credential plugin fedns may run when a member's
+    /// credentials name it (repeatable): a MemberCluster's kubeconfig
+    /// Secret, a Cluster API kubeconfig Secret, an Argo CD
+    /// `execProviderConfig`. Matched exactly against the command written
+    /// there: `argocd-k8s-auth` allows that name, looked up in fedns's
+    /// PATH, not /tmp/argocd-k8s-auth. The Secret chooses the arguments and
+    /// the environment (except PATH, LD_*, DYLD_*): allow only plugins
+    /// that do nothing but make a token. Unset: no command named by a
+    /// Secret or an inventory object runs; such a member is
+    /// Ready=False, reason CredentialsRefused. Files named there
+    /// (tokenFile, client-certificate, client-key, certificate-authority)
+    /// and auth-provider are always refused.
+    #[arg(long, value_name = "COMMAND", value_parser = plugin_command)]
+    pub allow_exec_plugin: Vec<String>,
+}
+
+impl SourceArgs {
+    /// What members' credentials may hold beyond inline data.
+    pub fn credential_policy(&self) -> CredentialPolicy {
+        CredentialPolicy {
+            exec_plugins: self.allow_exec_plugin.iter().cloned().collect(),
+            argocd_aws_auth: self.inventories.allow_argocd_aws_auth,
+        }
+    }
+}
+
+/// An `--allow-exec-plugin` value: a command as a kubeconfig writes it,
+/// not empty, no surrounding white space.
+pub(crate) fn plugin_command(value: &str) -> Result<String, String> {
+    if value.is_empty() || value.trim() != value {
+        return Err("a command name (as the kubeconfig's exec.command writes it), like argocd-k8s-auth".into());
+    }
+    Ok(value.to_owned())
 }
 
 impl Default for SourceArgs {
@@ -160,6 +193,7 @@ impl Default for SourceArgs {
             inventories: InventoryArgs::default(),
             auto_records: false,
             auto_records_domain: None,
+            allow_exec_plugin: Vec::new(),
         }
     }
 }
@@ -201,6 +235,16 @@ pub struct InventoryArgs {
     /// `argocd.argoproj.io/secret-type=cluster`).
     #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub argocd_selector: String,
+    /// Honour Argo CD `awsAuthConfig`: sign EKS tokens with fedns's own
+    /// AWS identity (IRSA, Pod Identity...) for the cluster a Secret
+    /// names, as Argo CD's argocd-k8s-auth does. Only for EKS endpoints
+    /// (https://<id>.<zone>.<region>.eks.amazonaws.com, port 443) whose
+    /// certificate is verified. Whoever writes Argo CD's cluster Secrets
+    /// then has fedns present that identity to EKS clusters of their
+    /// choosing. Unset: such a member is Ready=False, reason
+    /// CredentialsRefused.
+    #[arg(long)]
+    pub allow_argocd_aws_auth: bool,
     /// Kubeconfig of the cluster holding the ClusterProfiles (the hub).
     #[arg(long, value_name = "PATH")]
     pub clusterprofile_kubeconfig: Option<PathBuf>,
@@ -236,6 +280,7 @@ impl Default for InventoryArgs {
             argocd_kubeconfig: None,
             argocd_namespace: "argocd".into(),
             argocd_selector: String::new(),
+            allow_argocd_aws_auth: false,
             clusterprofile_kubeconfig: None,
             clusterprofile_namespace: None,
             clusterprofile_selector: String::new(),

@@ -38,6 +38,13 @@ pub struct ExplainArgs {
     /// MemberCluster's own connection (spec and Secret) from the host.
     #[arg(long, value_name = "PATH", requires = "from_cluster")]
     pub member_kubeconfig: Option<PathBuf>,
+    /// An exec credential plugin the member's kubeconfig Secret may run
+    /// (with --from-cluster, without --member-kubeconfig; repeatable),
+    /// matched exactly against its command, as `fedns controller
+    /// --allow-exec-plugin`. Unset: a Secret naming a command, a file or
+    /// an auth-provider is refused, nothing of it run or read.
+    #[arg(long, value_name = "COMMAND", requires = "from_cluster", value_parser = super::controller::plugin_command)]
+    pub allow_exec_plugin: Vec<String>,
     /// The member's cluster domain (with --from-cluster).
     #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
     pub cluster_domain: String,

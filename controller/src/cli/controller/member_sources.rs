@@ -30,6 +30,7 @@ pub(super) async fn member_sources(
 ) -> anyhow::Result<Sources> {
     let mut sources = Sources {
         order: Vec::new(),
+        credentials: args.sources.credential_policy(),
         ..Sources::default()
     };
     for source in &args.sources.member_source {

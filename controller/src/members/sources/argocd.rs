@@ -19,15 +19,20 @@
 //!   client-go runs it, never interactively), else `bearerToken`,
 //!   `username`/`password` and `tlsClientConfig` (`caData`,
 //!   `certData`/`keyData`, `insecure`, `serverName`), or none; `proxyUrl`
-//!   for every cluster. A plugin is run as Argo CD's controller runs it:
-//!   whoever can write cluster Secrets in Argo CD's namespace chooses the
-//!   commands both run.
+//!   for every cluster. A plugin runs only when the operator named its
+//!   command (`--allow-exec-plugin`, matched exactly, as Argo CD's own
+//!   `argocd-k8s-auth`); otherwise the member is refused
+//!   ([`crate::members::credentials`]): whoever can write cluster Secrets
+//!   in Argo CD's namespace would choose what fedns runs.
 //! - `awsAuthConfig` comes first, as in Argo CD, which runs
 //!   `argocd-k8s-auth aws --cluster-name C [--role-arn R] [--profile P]`:
 //!   fedns makes the same EKS token in process (a presigned STS
 //!   `GetCallerIdentity` covering `x-k8s-aws-id: C`, from the AWS
 //!   credential chain of fedns's pod, through the profile and the role
 //!   when set; [`crate::members::eks_token`]), renewed before it expires.
+//!   Only with `--allow-argocd-aws-auth`, and only for an EKS endpoint
+//!   (`https://<id>.<zone>.<region>.eks.amazonaws.com`) whose
+//!   certificate is verified: the token carries fedns's AWS identity.
 
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
@@ -38,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{base64_field, each_translated, engine_member, topology_from_labels, Inventory, MemberSource, Translated};
 use crate::members::client::{secret_value, Connection};
+use crate::members::credentials::ConnectError;
 use crate::members::eks_token::EksAuth;
 
 /// Label (and value) that makes a Secret an Argo CD cluster.
@@ -189,7 +195,7 @@ pub(crate) fn translate(secret: &Secret, in_cluster: Option<&kube::Config>, name
     let (region, zones) = topology_from_labels(secret.labels());
     Translated {
         member: engine_member(&name, namespace, "argocd", &server, region, zones, None),
-        connection: connection(secret, &server, text("config"), in_cluster),
+        connection: connection(secret, &server, text("config"), in_cluster).map_err(ConnectError::from),
         engine_ready: None,
     }
 }
@@ -239,6 +245,7 @@ fn connection(
         client_identity: identity,
         tls_server_name: Some(tls.server_name.clone()).filter(|n| !n.is_empty()),
         proxy_url,
+        origin: id.clone(),
         ..Connection::default()
     };
     // Argo CD's order: AWS, then a plugin, then static credentials; the
@@ -445,7 +452,8 @@ mod tests {
         assert_eq!(token.expose_secret(), "sa");
         let err = translate(&secret(json!({"server": IN_CLUSTER_SERVER})), None, "ns")
             .connection
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert!(err.contains("Argo CD's own cluster"), "{err}");
     }
 
@@ -511,9 +519,103 @@ mod tests {
         assert_eq!(c.ca_pem.as_deref(), Some(&b"-----"[..]), "the TLS settings stay");
     }
 
+    fn check(
+        c: &Connection,
+        exec_plugins: &[&str],
+        aws: bool,
+    ) -> Result<(), crate::members::credentials::ConnectError> {
+        c.check(&crate::members::CredentialPolicy {
+            exec_plugins: exec_plugins.iter().map(|p| (*p).to_owned()).collect(),
+            argocd_aws_auth: aws,
+        })
+    }
+
+    /// Issue #57: a cluster Secret's `execProviderConfig` ran whatever
+    /// command it named. Now only a command the operator allowed, matched
+    /// exactly, as Argo CD's own `argocd-k8s-auth`.
+    #[test]
+    fn an_exec_provider_config_runs_only_an_allowed_command() {
+        let config = |command: &str| {
+            json!({"execProviderConfig": {"command": command, "args": ["gcp"],
+                "apiVersion": "client.authentication.k8s.io/v1beta1"}})
+            .to_string()
+        };
+        let c = |command: &str| {
+            translate(
+                &secret(json!({"name": "w1", "server": "https://127.0.0.1:6443", "config": config(command)})),
+                None,
+                "ns",
+            )
+            .connection
+            .unwrap()
+        };
+        let err = check(&c("id"), &[], false).unwrap_err();
+        assert_eq!(err.reason, crate::members::CREDENTIALS_REFUSED);
+        assert_eq!(
+            err.message,
+            "Secret argocd/cluster-w1: config.execProviderConfig runs command \"id\"; fedns runs a credential plugin named by a Secret or an inventory object only when it is started with --allow-exec-plugin=id"
+        );
+        assert!(check(&c("argocd-k8s-auth"), &[], false).is_err());
+        assert_eq!(check(&c("argocd-k8s-auth"), &["argocd-k8s-auth"], false), Ok(()));
+        assert!(check(&c("/tmp/argocd-k8s-auth"), &["argocd-k8s-auth"], false).is_err());
+        assert!(check(&c("id"), &["argocd-k8s-auth"], false).is_err());
+    }
+
+    /// Issue #57: `awsAuthConfig` had fedns sign EKS tokens with its own
+    /// AWS identity for any server. Now only with --allow-argocd-aws-auth,
+    /// for an EKS endpoint whose certificate is verified.
+    #[test]
+    fn an_aws_auth_config_needs_the_flag_and_an_eks_endpoint() {
+        let c = |server: &str, insecure: bool| {
+            let config = json!({"awsAuthConfig": {"clusterName": "prod"}, "tlsClientConfig": {"insecure": insecure}});
+            translate(
+                &secret(json!({"name": "w1", "server": server, "config": config.to_string()})),
+                None,
+                "ns",
+            )
+            .connection
+            .unwrap()
+        };
+        let eks = "https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com";
+        let err = check(&c(eks, false), &[], false).unwrap_err();
+        assert_eq!(err.reason, crate::members::CREDENTIALS_REFUSED);
+        assert!(
+            err.message.contains("only when started with --allow-argocd-aws-auth"),
+            "{err}"
+        );
+        assert_eq!(check(&c(eks, false), &[], true), Ok(()));
+        for server in [
+            "https://127.0.0.1:6443",
+            "https://attacker.example",
+            "http://a.gr7.eu-west-1.eks.amazonaws.com",
+        ] {
+            let err = check(&c(server, false), &[], true).unwrap_err();
+            assert!(err.message.contains("is not an EKS endpoint"), "{server}: {err}");
+        }
+        assert!(check(&c(eks, true), &[], true)
+            .unwrap_err()
+            .message
+            .contains("tlsClientConfig.insecure"));
+    }
+
+    /// Argo CD's own cluster is reached with fedns's own configuration,
+    /// which the check leaves alone (it is the operator's).
+    #[test]
+    fn the_in_cluster_entry_is_not_checked() {
+        let mut own = kube::Config::new("https://127.0.0.1:7443".parse().unwrap());
+        own.auth_info.exec = Some(kube::config::ExecConfig {
+            command: Some("aws".into()),
+            ..Default::default()
+        });
+        let c = translate(&secret(json!({"server": IN_CLUSTER_SERVER})), Some(&own), "ns")
+            .connection
+            .unwrap();
+        assert_eq!(check(&c, &[], false), Ok(()));
+    }
+
     #[test]
     fn unsupported_and_malformed_configs_are_clear_errors() {
-        let err = |data: serde_json::Value| translate(&secret(data), None, "ns").connection.unwrap_err();
+        let err = |data: serde_json::Value| translate(&secret(data), None, "ns").connection.unwrap_err().message;
         let server = "https://127.0.0.1:6443";
         let aws = json!({"awsAuthConfig": {"roleARN": "arn:aws:iam::1:role/x"}});
         assert!(err(json!({"name": "w1", "server": server, "config": aws.to_string()}))

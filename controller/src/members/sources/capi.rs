@@ -36,6 +36,7 @@ use super::{
     Inventory, InventoryCondition, MemberSource, Translated,
 };
 use crate::members::client::{secret_value, Connection};
+use crate::members::credentials::ConnectError;
 
 /// Cluster API's `Cluster.spec` (the fields fedns reads).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -282,7 +283,7 @@ pub(crate) fn translate(
     };
     Translated {
         member: engine_member(&name, namespace, "capi", &endpoint, region, zones, ready.as_ref()),
-        connection,
+        connection: connection.map_err(ConnectError::from),
         engine_ready: ready,
     }
 }
@@ -460,14 +461,16 @@ mod tests {
         let c = cluster(json!({}), json!({}));
         let err = translate(&c, &watched(&[]), "ns", ServedVersion::V1Beta2)
             .connection
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert_eq!(
             err,
             "Secret fleet/w1-kubeconfig (Cluster API's kubeconfig Secret) not found"
         );
         let err = translate(&c, &KubeconfigSecrets::default(), "ns", ServedVersion::V1Beta2)
             .connection
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert_eq!(
             err,
             "Secret fleet/w1-kubeconfig (Cluster API's kubeconfig Secret) not read yet"
@@ -476,13 +479,17 @@ mod tests {
             "type": "Opaque", "stringData": {"value": KUBECONFIG}})]);
         let err = translate(&c, &opaque, "ns", ServedVersion::V1Beta2)
             .connection
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert_eq!(
             err,
             "Secret fleet/w1-kubeconfig has type \"Opaque\", not Cluster API's cluster.x-k8s.io/secret"
         );
         let t = translate(&c, &secret(json!({"other": "x"})), "ns", ServedVersion::V1Beta2);
-        assert_eq!(t.connection.unwrap_err(), "Secret fleet/w1-kubeconfig has no key value");
+        assert_eq!(
+            t.connection.unwrap_err().message,
+            "Secret fleet/w1-kubeconfig has no key value"
+        );
         assert_eq!(
             t.member.spec.api_endpoint, "https://10.0.0.1:6443",
             "the spec's endpoint is shown"
@@ -494,7 +501,8 @@ mod tests {
             ServedVersion::V1Beta2,
         )
         .connection
-        .unwrap_err();
+        .unwrap_err()
+        .message;
         assert!(
             err.starts_with("Secret fleet/w1-kubeconfig key value does not parse as a kubeconfig"),
             "{err}"
@@ -506,17 +514,29 @@ mod tests {
             ServedVersion::V1Beta2,
         )
         .connection
-        .unwrap_err();
+        .unwrap_err()
+        .message;
         assert!(err.contains("no current-context"), "{err}");
         let exec = KUBECONFIG.replace(
             "user: {token: t}",
             "user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token, exec: {command: sh, apiVersion: client.authentication.k8s.io/v1}}",
         );
-        let err = translate(&c, &secret(json!({"value": exec})), "ns", ServedVersion::V1Beta2)
+        // Files and commands are refused where every connection is checked,
+        // before anything of it is read or run.
+        let connection = translate(&c, &secret(json!({"value": exec})), "ns", ServedVersion::V1Beta2)
             .connection
+            .unwrap();
+        let err = connection
+            .check(&crate::members::CredentialPolicy::default())
             .unwrap_err();
+        assert_eq!(err.reason, crate::members::CREDENTIALS_REFUSED);
         assert!(
-            err.contains("the kubeconfig uses tokenFile, exec, which fedns does not use from a Secret"),
+            err.message
+                .starts_with("Secret fleet/w1-kubeconfig key value: user \"u\" has tokenFile"),
+            "{err}"
+        );
+        assert!(
+            err.message.contains("user \"u\" exec runs command \"sh\"; fedns runs a credential plugin named by a Secret or an inventory object only when it is started with --allow-exec-plugin=sh"),
             "{err}"
         );
     }

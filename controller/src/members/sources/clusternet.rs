@@ -36,6 +36,7 @@ use super::{
     InventoryCondition, MemberSource, Translated,
 };
 use crate::members::client::{secret_value, token_text, Connection};
+use crate::members::credentials::ConnectError;
 
 /// Clusternet's `ManagedCluster.spec` (the fields fedns reads).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -150,7 +151,7 @@ pub(crate) fn translate(cluster: &ManagedCluster, inputs: &ClusternetInputs, nam
     };
     Translated {
         member: engine_member(&name, namespace, "clusternet", &endpoint, region, zones, ready.as_ref()),
-        connection,
+        connection: connection.map_err(ConnectError::from),
         engine_ready: ready,
     }
 }
@@ -312,7 +313,7 @@ mod tests {
             "apiserverURL": "https://127.0.0.1:7443", "conditions": [AGENT_READY()]}),
         );
         let t = translate(&c, &inputs(SECRET(), true), "ns");
-        assert_eq!(t.connection.unwrap_err(), NO_TUNNEL);
+        assert_eq!(t.connection.unwrap_err().message, NO_TUNNEL);
         assert_eq!(t.member.spec.api_endpoint, "https://127.0.0.1:7443");
         let direct = translate(&c, &inputs(SECRET(), false), "ns").connection.unwrap();
         assert!(direct.through.is_none(), "without the flag: dialled directly");
@@ -385,7 +386,10 @@ mod tests {
     #[tokio::test]
     async fn bad_input_is_a_clear_error() {
         let err = |c: ManagedCluster, secret: serde_json::Value| {
-            translate(&c, &inputs(secret, false), "ns").connection.unwrap_err()
+            translate(&c, &inputs(secret, false), "ns")
+                .connection
+                .unwrap_err()
+                .message
         };
         assert_eq!(
             err(cluster(json!({})), json!({"ca.crt": "x"})),

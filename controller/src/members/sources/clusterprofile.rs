@@ -18,7 +18,10 @@
 //! token is key `token` of the Secret `<consumer namespace>/<clusterName>`
 //! in the consumer's own cluster (fedns's host, where the plugin would
 //! run), `clusterName` from the cluster's `client.authentication.k8s.io/exec`
-//! extension, required as the plugin requires it. A provider of the file
+//! extension, required as the plugin requires it, and equal to the
+//! profile's name (the plugin's README names the Secret
+//! `<CONSUMER_NAMESPACE>/<CLUSTER_PROFILE_NAME>`): whoever writes a
+//! profile's status may not pick another Secret of that namespace. A provider of the file
 //! runs as an exec credential plugin, never interactive, given the
 //! cluster's info (that extension passed as `config`) when its
 //! `provideClusterInfo` is set. The extensions adding exec arguments or
@@ -36,6 +39,7 @@ use super::{
     InventoryCondition, MemberSource, Translated, REGION_LABEL, ZONE_LABEL,
 };
 use crate::members::client::{secret_value, token_text, Connection};
+use crate::members::credentials::ConnectError;
 
 /// `ClusterProfile.spec` (the fields fedns reads).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -237,8 +241,8 @@ pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs,
     let ready = ready_from_conditions(&status.conditions, &["ControlPlaneHealthy"]);
     let provider = chosen_provider(&status, &inputs.exec_providers);
     let connection = match provider {
-        Some(p) => connection(p, inputs),
-        None => Err(format!(
+        Some(p) => connection(&name, p, inputs),
+        None => Err(ConnectError::from(format!(
             "status.accessProviders has no provider fedns knows (it has: {}; fedns knows: {})",
             status
                 .access_providers
@@ -248,7 +252,7 @@ pub(crate) fn translate(profile: &ClusterProfile, inputs: &ClusterProfileInputs,
                 .collect::<Vec<_>>()
                 .join(", "),
             consumer_order(&inputs.exec_providers).join(", ")
-        )),
+        ))),
     };
     let endpoint = provider.map(|p| p.cluster.server.clone()).unwrap_or_default();
     Translated {
@@ -294,13 +298,24 @@ fn chosen_provider<'a>(status: &'a ClusterProfileStatus, file: &ProviderFile) ->
         .find_map(|name| offered.get(name).copied())
 }
 
-fn connection(provider: &AccessProvider, inputs: &ClusterProfileInputs) -> Result<Connection, String> {
+/// How profile `profile` is reached through `provider`. The built-in
+/// `secretreader` reads only the Secret named after the profile
+/// (`<consumer namespace>/<profile name>`, the plugin's documented
+/// contract): a `clusterName` naming any other Secret of the consumer
+/// namespace (another member's token, say) is refused, or whoever writes
+/// the profile's status could have fedns send that token to a server of
+/// their choosing.
+fn connection(
+    profile: &str,
+    provider: &AccessProvider,
+    inputs: &ClusterProfileInputs,
+) -> Result<Connection, ConnectError> {
     let cluster = &provider.cluster;
     if cluster.server.trim().is_empty() {
-        return Err(format!("access provider {}: cluster.server is empty", provider.name));
+        return Err(format!("access provider {}: cluster.server is empty", provider.name).into());
     }
     if let Some(exec) = inputs.exec_providers.providers.iter().find(|p| p.name == provider.name) {
-        return exec_connection(cluster, exec);
+        return exec_connection(cluster, exec).map_err(ConnectError::from);
     }
     // The secretreader plugin (plugins/secretreader/cmd/plugin/main.go)
     // needs `clusterName` in the cluster's exec extension and has no
@@ -316,6 +331,11 @@ fn connection(provider: &AccessProvider, inputs: &ClusterProfileInputs) -> Resul
             format!("access provider {SECRETREADER}: no clusterName in the cluster's extension {EXEC_EXTENSION} (it names the Secret holding the token)")
         })?;
     let ns = &inputs.secret_namespace;
+    if cluster_name != profile {
+        return Err(ConnectError::refused(format!(
+            "access provider {SECRETREADER}: clusterName {cluster_name:?} is not the ClusterProfile's name; fedns reads the token of profile {profile} only from Secret {ns}/{profile} (<consumer namespace>/<ClusterProfile name>), never another Secret"
+        )));
+    }
     let secret = inputs
         .secrets
         .get(&ObjectRef::new(cluster_name).within(ns))
@@ -331,12 +351,13 @@ fn connection(provider: &AccessProvider, inputs: &ClusterProfileInputs) -> Resul
             "cluster.certificate-authority-data",
         )?)
     };
+    let token = token_text(token)?;
     Ok(Connection {
         api_endpoint: cluster.server.clone(),
         ca_pem,
         ca_origin: "cluster.certificate-authority-data".into(),
         insecure: cluster.insecure_skip_tls_verify,
-        token: Some(token_text(token)?),
+        token: Some(token),
         tls_server_name: Some(cluster.tls_server_name.clone()).filter(|n| !n.is_empty()),
         proxy_url: Some(cluster.proxy_url.clone()).filter(|p| !p.is_empty()),
         ..Connection::default()
@@ -367,6 +388,9 @@ fn exec_connection(cluster: &KubeconfigCluster, exec: &ExecProvider) -> Result<C
     Ok(Connection {
         api_endpoint: cluster.server.clone(),
         kubeconfig: Some(text),
+        origin: format!("access provider {}", exec.name),
+        // The plugin is the provider file's, which the operator wrote.
+        operator_exec: true,
         ..Connection::default()
     })
 }
@@ -419,10 +443,9 @@ mod tests {
                 "lastTransitionTime": "2026-01-01T00:00:00Z"}],
             "properties": [{"name": REGION_LABEL, "value": "eu"}, {"name": ZONE_LABEL, "value": "eu-1, eu-2"}],
             "accessProviders": [provider("other", json!([])),
-                provider(SECRETREADER, json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "spoke-1"}}]))],
+                provider(SECRETREADER, json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "p1"}}]))],
         }));
-        let i =
-            inputs(&[json!({"metadata": {"name": "spoke-1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
+        let i = inputs(&[json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
         let t = translate(&p, &i, "fedns-system");
         let c = t.connection.unwrap();
         assert_eq!(c.token.as_deref(), Some("token"));
@@ -436,9 +459,8 @@ mod tests {
     #[tokio::test]
     async fn older_credential_providers_are_read() {
         let p = profile(json!({"credentialProviders": [provider(SECRETREADER,
-            json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "spoke-1"}}]))]}));
-        let i =
-            inputs(&[json!({"metadata": {"name": "spoke-1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
+            json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "p1"}}]))]}));
+        let i = inputs(&[json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {"token": TOKEN}})]);
         let t = translate(&p, &i, "ns");
         assert!(t.connection.is_ok());
         assert_eq!(t.member.spec.region.as_deref(), Some("label-region"));
@@ -478,9 +500,42 @@ mod tests {
         // consumer's order in the message.
         let p = profile(json!({"accessProviders": [provider("other", json!([]))]}));
         assert_eq!(
-            translate(&p, &i, "ns").connection.unwrap_err(),
+            translate(&p, &i, "ns").connection.unwrap_err().message,
             "status.accessProviders has no provider fedns knows (it has: other; fedns knows: kubelogin, secretreader)"
         );
+    }
+
+    /// Issue #57: a profile's `clusterName` chose which Secret of the
+    /// consumer namespace the token came from (any with key `token`:
+    /// another member's credentials), sent to the profile's server. Now
+    /// only the Secret named after the profile is read.
+    #[tokio::test]
+    async fn secretreader_reads_only_the_secret_named_after_the_profile() {
+        let p = profile(json!({"accessProviders": [provider(SECRETREADER,
+            json!([{"name": EXEC_EXTENSION, "extension": {"clusterName": "other-member-token"}}]))]}));
+        let i = inputs(&[
+            json!({"metadata": {"name": "other-member-token", "namespace": "fedns-system"}, "data": {"token": TOKEN}}),
+            json!({"metadata": {"name": "p1", "namespace": "fedns-system"}, "data": {"token": TOKEN}}),
+        ]);
+        let err = translate(&p, &i, "ns").connection.unwrap_err();
+        assert_eq!(err.reason, crate::members::CREDENTIALS_REFUSED);
+        assert_eq!(
+            err.message,
+            "access provider secretreader: clusterName \"other-member-token\" is not the ClusterProfile's name; fedns reads the token of profile p1 only from Secret fedns-system/p1 (<consumer namespace>/<ClusterProfile name>), never another Secret"
+        );
+    }
+
+    /// A provider of the operator's provider file runs without
+    /// --allow-exec-plugin: the operator named it there.
+    #[tokio::test]
+    async fn a_provider_file_plugin_passes_the_credential_check() {
+        let mut i = inputs(&[]);
+        i.exec_providers = serde_json::from_value(json!({"providers": [{"name": "kubelogin",
+            "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin"}}]}))
+        .unwrap();
+        let p = profile(json!({"accessProviders": [provider("kubelogin", json!([]))]}));
+        let c = translate(&p, &i, "ns").connection.unwrap();
+        assert_eq!(c.check(&crate::members::CredentialPolicy::default()), Ok(()));
     }
 
     #[tokio::test]
@@ -489,6 +544,7 @@ mod tests {
             translate(&profile(status), &inputs(secrets), "ns")
                 .connection
                 .unwrap_err()
+                .message
         };
         assert_eq!(
             err(json!({"accessProviders": [provider("kubelogin", json!([]))]}), &[]),

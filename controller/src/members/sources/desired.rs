@@ -13,6 +13,7 @@ use kube::{Resource, ResourceExt};
 use super::translate::{EngineReady, Inventory, MemberSource};
 use super::{argocd, capi, clusternet, clusterprofile, karmada, kubefed};
 use crate::members::client::Connection;
+use crate::members::credentials::{ConnectError, CredentialPolicy};
 
 /// A member a source asks for.
 pub(crate) struct Desired {
@@ -21,7 +22,7 @@ pub(crate) struct Desired {
     /// The MemberCluster it runs as (the object itself for `fedns`).
     pub(crate) cluster: MemberCluster,
     /// How to reach it, or why it cannot be reached.
-    pub(crate) connection: Result<Connection, String>,
+    pub(crate) connection: Result<Connection, ConnectError>,
     /// The engine's own Ready.
     pub(crate) engine_ready: Option<EngineReady>,
     /// Where its Events go: the engine's object and a recorder for the API
@@ -79,12 +80,17 @@ pub struct Sources {
     pub argocd: Option<argocd::ArgocdInputs>,
     /// ClusterProfile.
     pub clusterprofile: Option<clusterprofile::ClusterProfileInputs>,
+    /// What every source's credentials may hold beyond inline data
+    /// (`--allow-exec-plugin`, `--allow-argocd-aws-auth`); checked before
+    /// a member's client is built.
+    pub credentials: CredentialPolicy,
 }
 
 impl std::fmt::Debug for Sources {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sources")
             .field("order", &self.order)
+            .field("credentials", &self.credentials)
             .finish_non_exhaustive()
     }
 }
@@ -106,7 +112,8 @@ impl Sources {
                                 .and_then(|r| secrets.state().into_iter().find(|s| s.name_any() == r.name));
                             all.push(Desired {
                                 source: MemberSource::Fedns,
-                                connection: Connection::from_member_cluster(&cluster.spec, secret.as_deref()),
+                                connection: Connection::from_member_cluster(&cluster.spec, secret.as_deref())
+                                    .map_err(ConnectError::from),
                                 cluster: (*cluster).clone(),
                                 engine_ready: None,
                                 event_target: None,
@@ -249,6 +256,10 @@ mod tests {
             c2.cluster.annotations().get(SOURCE_ANNOTATION).map(String::as_str),
             Some("kubefed")
         );
-        assert!(c2.connection.unwrap_err().contains("Secret kube-federation-system/s"));
+        assert!(c2
+            .connection
+            .unwrap_err()
+            .message
+            .contains("Secret kube-federation-system/s"));
     }
 }

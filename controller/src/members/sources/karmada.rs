@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{engine_member, EngineReady, Translated};
 use crate::members::client::{secret_value, token_text, Connection};
+use crate::members::credentials::ConnectError;
 
 /// Karmada's `Cluster.spec` (the fields fedns reads).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -121,7 +122,7 @@ pub(crate) fn translate(
             zones,
             ready.as_ref(),
         ),
-        connection,
+        connection: connection.map_err(ConnectError::from),
         engine_ready: ready,
     }
 }
@@ -285,14 +286,21 @@ mod tests {
         let no_endpoint = cluster(json!({"syncMode": "Push", "secretRef": reference}));
         let err = translate(&no_endpoint, &store, &karmada(), "ns")
             .connection
-            .unwrap_err();
+            .unwrap_err()
+            .message;
         assert!(err.contains("spec.apiEndpoint is empty"), "{err}");
         let no_token = cluster(json!({"syncMode": "Push", "apiEndpoint": "https://10.0.0.1", "secretRef": reference}));
-        let err = translate(&no_token, &store, &karmada(), "ns").connection.unwrap_err();
+        let err = translate(&no_token, &store, &karmada(), "ns")
+            .connection
+            .unwrap_err()
+            .message;
         assert_eq!(err, "Secret karmada-cluster/member1 has no key token");
         let no_secret = cluster(json!({"syncMode": "Push", "apiEndpoint": "https://10.0.0.1",
             "secretRef": {"namespace": SECRET, "name": "other"}}));
-        let err = translate(&no_secret, &store, &karmada(), "ns").connection.unwrap_err();
+        let err = translate(&no_secret, &store, &karmada(), "ns")
+            .connection
+            .unwrap_err()
+            .message;
         assert!(err.contains("not found"), "{err}");
     }
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{engine_member, EngineReady, Translated};
 use crate::members::client::{secret_value, token_text, Connection};
+use crate::members::credentials::ConnectError;
 
 /// `KubeFedCluster.spec` (the fields fedns reads).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -129,7 +130,7 @@ pub(crate) fn translate(cluster: &KubeFedCluster, secrets: &Store<Secret>, names
             status.zones.clone(),
             ready.as_ref(),
         ),
-        connection: connection(cluster, secrets),
+        connection: connection(cluster, secrets).map_err(ConnectError::from),
         engine_ready: ready,
     }
 }
@@ -259,7 +260,10 @@ mod tests {
     fn bad_input_is_a_clear_error() {
         let no_endpoint = cluster(json!({"apiEndpoint": "", "secretRef": {"name": "c1-token"}}), json!({}));
         assert_eq!(
-            translate(&no_endpoint, &secrets(), "ns").connection.unwrap_err(),
+            translate(&no_endpoint, &secrets(), "ns")
+                .connection
+                .unwrap_err()
+                .message,
             "spec.apiEndpoint is empty"
         );
         let bad_ca = cluster(
@@ -269,6 +273,7 @@ mod tests {
         assert!(translate(&bad_ca, &secrets(), "ns")
             .connection
             .unwrap_err()
+            .message
             .contains("not base64"));
         let no_secret = cluster(
             json!({"apiEndpoint": "https://x", "secretRef": {"name": "nope"}}),
@@ -277,6 +282,7 @@ mod tests {
         assert!(translate(&no_secret, &secrets(), "ns")
             .connection
             .unwrap_err()
+            .message
             .contains("not found"));
     }
 }

@@ -11,6 +11,7 @@ use kube::Resource;
 use serde::{Deserialize, Serialize};
 
 use crate::members::client::Connection;
+use crate::members::credentials::ConnectError;
 
 /// Annotation on an engine member's in-memory MemberCluster naming its source.
 pub const SOURCE_ANNOTATION: &str = "fedns.io/member-source";
@@ -79,7 +80,7 @@ impl EngineReady {
 /// One engine cluster, translated.
 pub(crate) struct Translated {
     pub(crate) member: MemberCluster,
-    pub(crate) connection: Result<Connection, String>,
+    pub(crate) connection: Result<Connection, ConnectError>,
     pub(crate) engine_ready: Option<EngineReady>,
 }
 
@@ -186,13 +187,15 @@ pub(crate) fn ready_from_conditions(conditions: &[InventoryCondition], types: &[
 
 /// A whole kubeconfig (`origin` names where it came from, for errors)
 /// as a connection: checked to parse here, so that a malformed one is
-/// reported on its object; its current context is used. Only inline
-/// credentials are accepted (`token`, `client-certificate-data` and
-/// `client-key-data`, `certificate-authority-data`, user name and
-/// password): a kubeconfig read from a Secret may not name a file or a
+/// reported on its object; its current context is used. What it may
+/// hold is decided where every connection is checked
+/// ([`Connection::check`]): inline credentials only (`token`,
+/// `client-certificate-data` and `client-key-data`,
+/// `certificate-authority-data`, user name and password); a file or a
 /// command on fedns's machine (`tokenFile`, `client-certificate`,
-/// `certificate-authority`, `exec`, `auth-provider`), or whoever writes
-/// that Secret could have fedns run a program or send its own files.
+/// `certificate-authority`, `auth-provider`, `exec` unless its command is
+/// allowed) is refused, or whoever writes that Secret could have fedns run
+/// a program or send its own files.
 pub(crate) fn kubeconfig_connection(text: Vec<u8>, origin: &str) -> Result<Connection, String> {
     let text = String::from_utf8(text).map_err(|_| format!("{origin} is not UTF-8"))?;
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
@@ -219,34 +222,10 @@ pub(crate) fn kubeconfig_connection(text: Vec<u8>, origin: &str) -> Result<Conne
             context.cluster
         )
     })?;
-    let user = context
-        .user
-        .as_ref()
-        .and_then(|name| kubeconfig.auth_infos.iter().find(|u| &u.name == name))
-        .and_then(|u| u.auth_info.as_ref());
-    let refused: Vec<&str> = [
-        ("certificate-authority", cluster.certificate_authority.is_some()),
-        ("tokenFile", user.is_some_and(|u| u.token_file.is_some())),
-        (
-            "client-certificate",
-            user.is_some_and(|u| u.client_certificate.is_some()),
-        ),
-        ("client-key", user.is_some_and(|u| u.client_key.is_some())),
-        ("exec", user.is_some_and(|u| u.exec.is_some())),
-        ("auth-provider", user.is_some_and(|u| u.auth_provider.is_some())),
-    ]
-    .into_iter()
-    .filter_map(|(field, set)| set.then_some(field))
-    .collect();
-    if !refused.is_empty() {
-        return Err(format!(
-            "{origin}: the kubeconfig uses {}, which fedns does not use from a Secret (only inline data: token, client-certificate-data/client-key-data, certificate-authority-data)",
-            refused.join(", ")
-        ));
-    }
     Ok(Connection {
         api_endpoint: server,
         kubeconfig: Some(text),
+        origin: origin.to_owned(),
         ..Connection::default()
     })
 }
