@@ -1,7 +1,10 @@
 //! The HTTP endpoint of every long-running subcommand: `/metrics`
 //! (Prometheus text format), `/healthz` (the process runs) and `/readyz`
-//! (it has something to serve), and `/debug/explain?name=` (why each
-//! cluster is or is not behind a name; the controller only).
+//! (it has something to serve); and the debug endpoint,
+//! `/debug/explain?name=` (why each cluster is or is not behind a name;
+//! the controller only). The debug endpoint shows every cluster's
+//! addresses and health, so it has a listener of its own, on loopback by
+//! default ([`debug_listener`]), apart from the metrics one scrapers reach.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,27 +113,77 @@ async fn readyz(State(state): State<Arc<HttpState>>) -> impl IntoResponse {
     }
 }
 
-/// Binds `addr` and serves the endpoint in the background. Returns the
-/// bound address (useful with port 0).
+/// Where the debug endpoint listens, given `--debug-addr` (`debug`) and
+/// the metrics listener's address: the given address; unset, the metrics
+/// listener itself when that is on loopback (nothing beyond the machine
+/// reaches either), else [`DEFAULT_DEBUG_ADDR`]. `None`: on the metrics
+/// listener.
+pub fn debug_listener(debug: Option<SocketAddr>, metrics: SocketAddr) -> Option<SocketAddr> {
+    match debug {
+        Some(addr) if addr == metrics => None,
+        Some(addr) => Some(addr),
+        None if metrics.ip().is_loopback() => None,
+        None => Some(DEFAULT_DEBUG_ADDR),
+    }
+}
+
+/// The debug endpoint's address when the metrics one is not on loopback:
+/// `127.0.0.1:8081` (reach it with `kubectl port-forward`).
+pub const DEFAULT_DEBUG_ADDR: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8081);
+
+/// Binds `addr` and serves the endpoint in the background, with the debug
+/// endpoint too when `with_debug`. Returns the bound address (useful with
+/// port 0).
 ///
 /// # Errors
 /// The address cannot be bound.
 pub async fn serve(addr: SocketAddr, state: Arc<HttpState>) -> std::io::Result<SocketAddr> {
+    serve_with(addr, state, true).await
+}
+
+/// [`serve`], the debug endpoint included or not.
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn serve_with(addr: SocketAddr, state: Arc<HttpState>, with_debug: bool) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/livez", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
-        .route("/debug/explain", get(explain))
-        .with_state(state);
+        .route("/readyz", get(readyz));
+    if with_debug {
+        app = app.route("/debug/explain", get(explain));
+    }
+    let app = app.with_state(state);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "HTTP endpoint stopped");
         }
     });
-    tracing::info!(addr = %bound, "HTTP endpoint (/metrics, /healthz, /readyz) listening");
+    tracing::info!(addr = %bound, debug = with_debug, "HTTP endpoint (/metrics, /healthz, /readyz) listening");
+    Ok(bound)
+}
+
+/// Binds `addr` and serves the debug endpoint alone (`/debug/explain`) in
+/// the background. Returns the bound address.
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn serve_debug(addr: SocketAddr, state: Arc<HttpState>) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = Router::new().route("/debug/explain", get(explain)).with_state(state);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "debug endpoint stopped");
+        }
+    });
+    if !bound.ip().is_loopback() {
+        tracing::warn!(addr = %bound, "the debug endpoint (/debug/explain: every cluster's addresses and health) listens beyond loopback");
+    }
+    tracing::info!(addr = %bound, "debug endpoint (/debug/explain) listening");
     Ok(bound)
 }
 
@@ -176,5 +229,58 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_debug_endpoint_stays_on_loopback_unless_asked() {
+        let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:9090".parse().unwrap();
+        assert_eq!(debug_listener(None, any), Some(DEFAULT_DEBUG_ADDR));
+        assert_eq!(debug_listener(None, local), None, "on the loopback metrics listener");
+        assert_eq!(
+            debug_listener(Some(any), any),
+            None,
+            "asked for on the metrics listener"
+        );
+        let chosen: SocketAddr = "127.0.0.1:9999".parse().unwrap();
+        assert_eq!(debug_listener(Some(chosen), any), Some(chosen));
+    }
+
+    /// With the metrics listener beyond loopback (as deploy/ binds it),
+    /// `/debug/explain` is not on it: 404 there, answered on the debug one.
+    #[tokio::test]
+    async fn explain_is_not_on_a_metrics_listener_beyond_loopback() {
+        let state = HttpState::new(Registry::default());
+        let _ = state
+            .explain
+            .set(Arc::new(|name: &str, _| format!("explained {name}\n")));
+        let metrics = serve_with("127.0.0.1:0".parse().unwrap(), state.clone(), false)
+            .await
+            .unwrap();
+        let debug = serve_debug("127.0.0.1:0".parse().unwrap(), state).await.unwrap();
+        let get = |addr: SocketAddr, path: &'static str| async move {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            stream
+                .write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut out = String::new();
+            stream.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        assert!(get(metrics, "/debug/explain?name=a").await.starts_with("HTTP/1.1 404"));
+        assert!(get(metrics, "/metrics").await.starts_with("HTTP/1.1 200"));
+        let answer = get(debug, "/debug/explain?name=a").await;
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.contains("explained a"),
+            "{answer}"
+        );
+        assert!(get(debug, "/metrics").await.starts_with("HTTP/1.1 404"));
     }
 }

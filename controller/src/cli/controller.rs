@@ -72,9 +72,15 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     dns_metrics.watch_store(zones.clone());
     metrics_registry.register_collector(Box::new(dns_metrics.clone()));
     let state = HttpState::new(metrics_registry);
-    http::serve(args.metrics_addr, state.clone())
+    let debug = http::debug_listener(args.debug_addr, args.metrics_addr);
+    http::serve_with(args.metrics_addr, state.clone(), debug.is_none())
         .await
         .with_context(|| format!("binding the HTTP endpoint {}", args.metrics_addr))?;
+    if let Some(addr) = debug {
+        http::serve_debug(addr, state.clone())
+            .await
+            .with_context(|| format!("binding the debug endpoint {addr} (--debug-addr)"))?;
+    }
 
     // Leader election: only the leader writes; every replica serves DNS.
     let identity = std::env::var("POD_NAME").unwrap_or_else(|_| format!("fedns-{}", std::process::id()));

@@ -57,6 +57,12 @@ pub struct ControllerArgs {
     /// /metrics, /healthz and /readyz.
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
+    /// /debug/explain (every cluster's addresses and health behind a
+    /// name). Unset: on the metrics address when that is loopback, else
+    /// 127.0.0.1:8081 (reach it with kubectl port-forward). The metrics
+    /// address itself serves it there.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub debug_addr: Option<SocketAddr>,
     /// After SIGTERM: hand the leader Lease back at once, answer 503 on
     /// /readyz, and keep answering DNS for this many seconds (so that the
     /// endpoint removal reaches kube-proxy on every node) before closing

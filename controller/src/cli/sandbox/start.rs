@@ -159,6 +159,8 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         // No response rate limiting in the sandbox.
         rrl: Default::default(),
         metrics_addr: args.metrics_addr,
+        // On the metrics address (the sandbox's is loopback).
+        debug_addr: None,
         shutdown_drain: 0,
         resolver: None,
         geoip_db: None,
