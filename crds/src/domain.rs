@@ -97,6 +97,17 @@ pub struct DomainSpec {
     /// or `enabled: false`: the zone is served unsigned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dnssec: Option<DnssecSpec>,
+    /// Networks (CIDR) the data-plane probes of this zone's records may
+    /// reach although they are loopback (`127.0.0.0/8`, `::1`),
+    /// link-local (`169.254.0.0/16`, where cloud metadata answers;
+    /// `fe80::/10`), unspecified (`0.0.0.0/8`, `::`) or an address of the
+    /// controller's own host. A load balancer address there is otherwise
+    /// not probed, counts as failing, and says why in `status.probes[]`.
+    /// Empty (default): none. An operator's decision, never a record's: a
+    /// local test bed with loopback load balancers sets `127.0.0.0/8`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(min = 3, max = 49), pattern(CIDR_PATTERN)))]
+    pub probe_allowed_networks: Vec<String>,
 }
 
 /// How the embedded DNS server signs a zone. Signatures (RRSIG) are made

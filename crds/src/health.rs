@@ -107,11 +107,15 @@ pub struct DataPlaneCheck {
     pub failback_delay_seconds: i32,
     /// How many vantage points (the controller and each `fedns agent` in a
     /// member that reported within 2 × `periodSeconds`) must see an
-    /// address Down for it to be Down: `Majority` (default), `Any` (Down
-    /// only when every one sees it down), `All` (Down when any one does),
-    /// or a number 1..=100 (at least that many; all of them when fewer
-    /// report). Anything else is refused at admission.
-    /// Without agents the controller alone decides, whatever this says.
+    /// address Down for it to be Down: `Majority` (default), `Unanimous`
+    /// (Down only when every one sees it down: the most conservative),
+    /// `AnyOne` (Down as soon as one does: the most eager), or a number
+    /// 1..=100 (at least that many; all of them when fewer report). The
+    /// older spellings `Any` (= `Unanimous`) and `All` (= `AnyOne`) are
+    /// still read. Anything else is refused at admission.
+    /// Whatever this says, one agent alone never takes an address out: a
+    /// Down needs the controller's own probes to agree or a second vantage
+    /// point. Without agents the controller alone decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::schema::quorum")]
     pub quorum: Option<Quorum>,
@@ -259,17 +263,26 @@ impl<'de> Deserialize<'de> for Threshold {
 }
 
 /// `spec.healthCheck.quorum` (see [`DataPlaneCheck::quorum`]). Written as
-/// a string (`Majority`, `Any`, `All`) or an integer, as Kubernetes'
-/// int-or-string fields are.
+/// a string (`Majority`, `Unanimous`, `AnyOne`) or an integer, as
+/// Kubernetes' int-or-string fields are. The spellings before the rename,
+/// `Any` (read as `Unanimous`) and `All` (read as `AnyOne`), are still
+/// accepted; they are written back with the new names.
+///
+/// [`Quorum::is_down`] is the count alone. The data plane adds one rule
+/// on top, whatever the quorum: an agent alone never takes an address
+/// out; a Down needs a second vantage point or the controller's own
+/// probes agreeing (`fedns_controller::dataplane::vantage::decide`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Quorum {
     /// More than half of the vantage points counted.
     #[default]
     Majority,
-    /// Every vantage point counted: out only when all see it down.
-    Any,
-    /// One vantage point: out when any sees it down.
-    All,
+    /// Every vantage point counted: out only when all see it down (the
+    /// most conservative; formerly spelled `Any`).
+    Unanimous,
+    /// One vantage point: out when any one sees it down (the most eager;
+    /// formerly spelled `All`).
+    AnyOne,
     /// At least this many (1..=100), or all counted when fewer are.
     AtLeast(u32),
 }
@@ -283,8 +296,8 @@ impl Quorum {
         }
         match self {
             Quorum::Majority => down * 2 > counted,
-            Quorum::Any => down == counted,
-            Quorum::All => true,
+            Quorum::Unanimous => down == counted,
+            Quorum::AnyOne => true,
             Quorum::AtLeast(n) => down >= (n as usize).min(counted),
         }
     }
@@ -294,8 +307,8 @@ impl std::fmt::Display for Quorum {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Quorum::Majority => f.write_str("Majority"),
-            Quorum::Any => f.write_str("Any"),
-            Quorum::All => f.write_str("All"),
+            Quorum::Unanimous => f.write_str("Unanimous"),
+            Quorum::AnyOne => f.write_str("AnyOne"),
             Quorum::AtLeast(n) => write!(f, "{n}"),
         }
     }
@@ -329,12 +342,14 @@ impl<'de> Deserialize<'de> for Quorum {
             Raw::Number(n) => count(n),
             Raw::Text(text) => match text.as_str() {
                 "Majority" => Ok(Quorum::Majority),
-                "Any" => Ok(Quorum::Any),
-                "All" => Ok(Quorum::All),
+                // `Any` and `All`: the spellings before the rename (they
+                // read backwards: `Any` needed every vantage point).
+                "Unanimous" | "Any" => Ok(Quorum::Unanimous),
+                "AnyOne" | "All" => Ok(Quorum::AnyOne),
                 other => match other.parse::<i64>() {
                     Ok(n) => count(n),
                     Err(_) => Err(serde::de::Error::custom(format!(
-                        "quorum {other:?} is not Majority, Any, All or a number"
+                        "quorum {other:?} is not Majority, Unanimous, AnyOne or a number"
                     ))),
                 },
             },
@@ -571,24 +586,28 @@ mod quorum_tests {
     fn quorum_reads_names_and_numbers_and_decides() -> Result<(), serde_json::Error> {
         let read = |v: serde_json::Value| serde_json::from_value::<Quorum>(v);
         assert_eq!(read(serde_json::json!("Majority"))?, Quorum::Majority);
-        assert_eq!(read(serde_json::json!("Any"))?, Quorum::Any);
-        assert_eq!(read(serde_json::json!("All"))?, Quorum::All);
+        assert_eq!(read(serde_json::json!("Unanimous"))?, Quorum::Unanimous);
+        assert_eq!(read(serde_json::json!("AnyOne"))?, Quorum::AnyOne);
+        // The spellings before the rename are aliases, written back new.
+        assert_eq!(read(serde_json::json!("Any"))?, Quorum::Unanimous);
+        assert_eq!(read(serde_json::json!("All"))?, Quorum::AnyOne);
+        assert_eq!(serde_json::to_value(Quorum::AnyOne)?, serde_json::json!("AnyOne"));
         assert_eq!(read(serde_json::json!(2))?, Quorum::AtLeast(2));
         assert_eq!(read(serde_json::json!("2"))?, Quorum::AtLeast(2));
         let error = |v| read(v).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error(serde_json::json!(0)).contains("1..100"));
         assert!(error(serde_json::json!("Most")).contains("Majority"));
         assert_eq!(serde_json::to_value(Quorum::AtLeast(3))?, serde_json::json!(3));
-        assert_eq!(serde_json::to_value(Quorum::Any)?, serde_json::json!("Any"));
+        assert_eq!(serde_json::to_value(Quorum::Unanimous)?, serde_json::json!("Unanimous"));
         // Three vantage points.
         assert!(!Quorum::Majority.is_down(1, 3) && Quorum::Majority.is_down(2, 3));
-        assert!(!Quorum::Any.is_down(2, 3) && Quorum::Any.is_down(3, 3));
-        assert!(Quorum::All.is_down(1, 3) && !Quorum::All.is_down(0, 3));
+        assert!(!Quorum::Unanimous.is_down(2, 3) && Quorum::Unanimous.is_down(3, 3));
+        assert!(Quorum::AnyOne.is_down(1, 3) && !Quorum::AnyOne.is_down(0, 3));
         assert!(!Quorum::AtLeast(2).is_down(1, 3) && Quorum::AtLeast(2).is_down(2, 3));
         // Fewer counted than the number asks: all of them.
         assert!(Quorum::AtLeast(5).is_down(2, 2));
         // One vantage point (no agent): today's behaviour under every quorum.
-        for quorum in [Quorum::Majority, Quorum::Any, Quorum::All, Quorum::AtLeast(2)] {
+        for quorum in [Quorum::Majority, Quorum::Unanimous, Quorum::AnyOne, Quorum::AtLeast(2)] {
             assert!(quorum.is_down(1, 1) && !quorum.is_down(0, 1));
         }
         Ok(())

@@ -18,8 +18,10 @@ pub(crate) fn base64(generator: &mut schemars::SchemaGenerator) -> schemars::Sch
     schemars::json_schema!({ "type": "string", "format": "byte" })
 }
 
-/// `spec.healthCheck.quorum`: `Majority`, `Any`, `All` or a count of
-/// vantage points 1..=100 (Kubernetes' int-or-string, as `maxUnavailable`).
+/// `spec.healthCheck.quorum`: `Majority`, `Unanimous`, `AnyOne` (or the
+/// older spellings `Any`, `All`, still admitted as their aliases) or a
+/// count of vantage points 1..=100 (Kubernetes' int-or-string, as
+/// `maxUnavailable`).
 ///
 /// A structural schema allows no `type` (nor any other keyword but a bare
 /// `type: integer` / `type: string` pair) inside the `anyOf` of an
@@ -36,7 +38,7 @@ pub(crate) fn quorum(generator: &mut schemars::SchemaGenerator) -> schemars::Sch
         "x-kubernetes-int-or-string": true,
         "minimum": 1,
         "maximum": 100,
-        "pattern": "^(Majority|Any|All)$"
+        "pattern": "^(Majority|Unanimous|AnyOne|Any|All)$"
     })
 }
 

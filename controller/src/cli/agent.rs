@@ -9,10 +9,14 @@
 //! smallest of its targets') as a heartbeat. The controller reads the
 //! report through the same member connection. The agent needs the member's
 //! API server only, with a Role on two ConfigMaps (deploy/agent/).
+//!
+//! Every report echoes the nonce of the target list it answers
+//! (`TargetList::nonce`): the controller takes a member's report only with
+//! that member's nonce of its current list.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -104,8 +108,14 @@ impl Agent {
                 .context("starting the prober")?
         };
         let api: Api<ConfigMap> = Api::namespaced(client, &namespace);
-        let targets = tokio::spawn(watch_targets(plane.clone(), api.clone(), changed.clone()));
-        let reports = tokio::spawn(write_reports(plane, api, source, changed));
+        let nonce: Arc<Mutex<String>> = Arc::default();
+        let targets = tokio::spawn(watch_targets(
+            plane.clone(),
+            api.clone(),
+            nonce.clone(),
+            changed.clone(),
+        ));
+        let reports = tokio::spawn(write_reports(plane, api, source, nonce, changed));
         Ok(Agent {
             tasks: vec![targets, reports],
         })
@@ -113,8 +123,10 @@ impl Agent {
 }
 
 /// Follows ConfigMap `fedns-probe-targets`: every version replaces what is
-/// probed; deleted, nothing is.
-async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, changed: Arc<Notify>) {
+/// probed, and its nonce the one reports echo (set after the targets, so
+/// a report with the new nonce never carries the old targets); deleted,
+/// nothing is.
+async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, nonce: Arc<Mutex<String>>, changed: Arc<Notify>) {
     let mut last_error: Option<String> = None;
     let context = api.resource_url().to_owned();
     crate::dataplane::agent_reports::follow_config_map(
@@ -135,6 +147,7 @@ async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, changed: Arc<N
                     }
                     tracing::info!(targets = list.targets.len() - skipped, "probe targets from the controller");
                     plane.want(&0, kept.map(|t| (t.address, t.check())));
+                    *nonce.lock().unwrap_or_else(|e| e.into_inner()) = list.nonce;
                     last_error = None;
                 }
                 Some(Err(e)) => {
@@ -156,8 +169,15 @@ async fn watch_targets(plane: DataPlane<u8>, api: Api<ConfigMap>, changed: Arc<N
 }
 
 /// Writes the report at once after a change (at most every [`COALESCE`]),
-/// else every smallest `periodSeconds` of the targets.
-async fn write_reports(plane: DataPlane<u8>, api: Api<ConfigMap>, source: Option<IpAddr>, changed: Arc<Notify>) {
+/// else every smallest `periodSeconds` of the targets, echoing the nonce
+/// of the target list.
+async fn write_reports(
+    plane: DataPlane<u8>,
+    api: Api<ConfigMap>,
+    source: Option<IpAddr>,
+    nonce: Arc<Mutex<String>>,
+    changed: Arc<Notify>,
+) {
     let mut last_error: Option<String> = None;
     let mut last_write = Instant::now().checked_sub(IDLE_HEARTBEAT).unwrap_or_else(Instant::now);
     loop {
@@ -169,7 +189,12 @@ async fn write_reports(plane: DataPlane<u8>, api: Api<ConfigMap>, source: Option
             }
             () = tokio::time::sleep_until(tokio::time::Instant::from_std(due)) => {}
         }
-        let report = plane.own_report(source);
+        // The nonce first, then the states: the targets were replaced
+        // before their nonce was set, so this report is of that list (or
+        // a newer one).
+        let nonce = nonce.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut report = plane.own_report(source);
+        report.nonce = nonce;
         let json = match serde_json::to_string(&report) {
             Ok(json) => json,
             Err(e) => {

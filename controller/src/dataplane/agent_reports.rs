@@ -10,9 +10,20 @@
 //!   second), and to every member once a minute besides. Targets whose
 //!   check carries request headers or a CA bundle are never in it
 //!   ([`vantage::controller_only`]): a tenant's secrets stay in the host.
+//! * Each member's copy of the list carries a random nonce of its own
+//!   ([`vantage::Nonces`]), new whenever that member's list changes (the
+//!   minute's rewrite of an unchanged list keeps it).
 //! * Each member's report ConfigMap [`vantage::REPORT_CONFIGMAP`] is
-//!   watched; a new report is handed to the prober at once
-//!   ([`DataPlane::set_report`]), which decides the targets again.
+//!   watched; a new report that echoes its member's nonce is handed to the
+//!   prober at once ([`DataPlane::set_report`]), which decides the targets
+//!   again. The nonce of the member's list before is still taken until the
+//!   agent echoes the new one (a report in flight when the list changed).
+//!   One with another nonce (copied from another member, an older list's,
+//!   an earlier controller's, or none) is not taken: it is logged and
+//!   counted in `fedns_vantage_point_reports_refused_total`, and the
+//!   member's last report taken stays until it goes silent. When a
+//!   member's watch starts, the nonce of the list it holds is read back,
+//!   so a restarted controller takes the agents' last reports.
 //! * Every second the prober decides again anyway, so a report that went
 //!   silent stops counting without waiting for a probe; a vantage point
 //!   turning silent or impaired (and back) is logged, gets an Event on its
@@ -28,12 +39,13 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use kube::runtime::{watcher, WatchStreamExt};
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry as MetricsRegistry;
 use tokio::task::JoinHandle;
 
-use super::vantage::{self, Report};
+use super::vantage::{self, Nonces, Report, TargetList};
 use super::{DataPlane, VantagePointSummary};
 use crate::members::Registry;
 use crate::queue::RecordKey;
@@ -49,6 +61,13 @@ struct VantageLabel {
     vantage_point: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusedLabel {
+    vantage_point: String,
+    /// [`vantage::NonceRefusal::reason`].
+    reason: String,
+}
+
 /// `fedns_vantage_point_*` metrics, by vantage point.
 #[derive(Debug, Clone, Default)]
 pub struct VantageMetrics {
@@ -57,6 +76,7 @@ pub struct VantageMetrics {
     impaired: Family<VantageLabel, Gauge>,
     down: Family<VantageLabel, Gauge>,
     probed: Family<VantageLabel, Gauge>,
+    refused: Family<RefusedLabel, Counter>,
 }
 
 impl VantageMetrics {
@@ -88,7 +108,22 @@ impl VantageMetrics {
             "Load balancer addresses the vantage point reports on",
             metrics.probed.clone(),
         );
+        registry.register(
+            "fedns_vantage_point_reports_refused",
+            "Agent reports not taken because they echo another nonce than their member's target list \
+             (reason: missing, stale, other-member, unknown)",
+            metrics.refused.clone(),
+        );
         metrics
+    }
+
+    fn count_refused(&self, name: &str, reason: &str) {
+        self.refused
+            .get_or_create(&RefusedLabel {
+                vantage_point: name.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc();
     }
 
     fn set(&self, summary: &VantagePointSummary) {
@@ -115,6 +150,12 @@ impl VantageMetrics {
         self.impaired.remove(&label);
         self.down.remove(&label);
         self.probed.remove(&label);
+        for reason in ["missing", "stale", "other-member", "unknown"] {
+            self.refused.remove(&RefusedLabel {
+                vantage_point: name.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
     }
 }
 
@@ -129,8 +170,13 @@ struct Watch {
 /// `namespace`, watches their reports into `plane`.
 pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace: String, metrics: VantageMetrics) {
     let mut watches: HashMap<String, Watch> = HashMap::new();
-    // The target list each member has (its JSON), as last written.
+    // The target list each member has (its JSON without the nonce), as
+    // last written.
     let mut written: HashMap<String, Arc<str>> = HashMap::new();
+    // The list (JSON without the nonce) and nonce last issued to each
+    // member: a rewrite of the same list keeps its nonce.
+    let mut issued: HashMap<String, (Arc<str>, String)> = HashMap::new();
+    let nonces = Arc::new(Nonces::default());
     // (silent, impaired) of each vantage point at the last tick.
     let mut standing: BTreeMap<String, (bool, bool)> = BTreeMap::new();
     // Members whose last write failed, to log a failure once.
@@ -155,6 +201,8 @@ pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace
                 if current.is_none() {
                     plane.set_report(name, None);
                     metrics.forget(name);
+                    nonces.forget(name);
+                    issued.remove(name);
                 }
             }
             same
@@ -166,6 +214,8 @@ pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace
                     plane.clone(),
                     member.name.clone(),
                     Api::namespaced(member.client.clone(), &namespace),
+                    nonces.clone(),
+                    metrics.clone(),
                 ));
                 watches.insert(
                     member.name.clone(),
@@ -177,27 +227,48 @@ pub async fn run(plane: DataPlane<RecordKey>, registry: Arc<Registry>, namespace
                 written.remove(&member.name);
             }
         }
-        // Targets: to every member whose copy differs.
+        // Targets: to every member whose copy differs, each with its nonce.
         let list = plane.target_list();
-        let json: Arc<str> = match list.config_map_data() {
-            Ok(mut data) => data.remove(vantage::TARGETS_KEY).unwrap_or_default().into(),
+        let content: Arc<str> = match list.json_with_nonce("") {
+            Ok(json) => json.into(),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot encode the probe target list");
                 continue;
             }
         };
         for member in &members {
-            if written.get(&member.name).is_some_and(|w| *w == json) {
+            if written.get(&member.name).is_some_and(|w| *w == content) {
                 continue;
             }
+            let nonce = match issued.get(&member.name) {
+                Some((same, nonce)) if *same == content => nonce.clone(),
+                _ => match nonces.issue(&member.name) {
+                    Ok(nonce) => {
+                        issued.insert(member.name.clone(), (content.clone(), nonce.clone()));
+                        nonce
+                    }
+                    Err(e) => {
+                        tracing::warn!(member = %member.name, error = %e, "no nonce for the probe targets; retrying every second");
+                        continue;
+                    }
+                },
+            };
+            let json = match list.json_with_nonce(&nonce) {
+                Ok(json) => json,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot encode the probe target list");
+                    continue;
+                }
+            };
             let api: Api<ConfigMap> = Api::namespaced(member.client.clone(), &namespace);
             match write_targets(&api, &json).await {
                 Ok(()) => {
+                    nonces.written(&member.name, &nonce);
                     if failing.remove(&member.name).is_some() {
                         tracing::info!(member = %member.name, "probe targets written to the member again");
                     }
                     tracing::debug!(member = %member.name, targets = list.targets.len(), "probe targets written");
-                    written.insert(member.name.clone(), json.clone());
+                    written.insert(member.name.clone(), content.clone());
                 }
                 Err(e) => {
                     if failing.insert(member.name.clone(), e.clone()).as_ref() != Some(&e) {
@@ -279,9 +350,34 @@ async fn write_targets(api: &Api<ConfigMap>, json: &str) -> Result<(), String> {
     .map_err(|e| e.to_string())
 }
 
-/// Watches member `name`'s report ConfigMap and hands every version to
-/// `plane`; a report that cannot be read is logged and counts as none.
-async fn watch_reports(plane: DataPlane<RecordKey>, name: String, api: Api<ConfigMap>) {
+/// Watches member `name`'s report ConfigMap and hands every version that
+/// echoes the member's nonce ([`Nonces::check`]) to `plane`; a report that
+/// cannot be read is logged and counts as none; one with another nonce is
+/// logged, counted in `metrics`, and not taken (the last one taken stays,
+/// and goes silent if no other comes).
+async fn watch_reports(
+    plane: DataPlane<RecordKey>,
+    name: String,
+    api: Api<ConfigMap>,
+    nonces: Arc<Nonces>,
+    metrics: VantageMetrics,
+) {
+    // The nonce of the list the member holds (a restarted controller's
+    // first look): its agent's last report echoes it.
+    match api.get_opt(vantage::TARGETS_CONFIGMAP).await {
+        Ok(Some(config_map)) => {
+            let held = config_map
+                .data
+                .as_ref()
+                .and_then(|d| d.get(vantage::TARGETS_KEY))
+                .and_then(|json| serde_json::from_str::<TargetList>(json).ok());
+            if let Some(list) = held {
+                nonces.found(&name, &list.nonce);
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::debug!(member = %name, error = %e, "cannot read back the member's probe targets"),
+    }
     let mut last_error: Option<String> = None;
     follow_config_map(api, vantage::REPORT_CONFIGMAP, vantage::REPORT_KEY, &name, |json| {
         let Some(json) = json else {
@@ -289,10 +385,20 @@ async fn watch_reports(plane: DataPlane<RecordKey>, name: String, api: Api<Confi
             return;
         };
         match Report::parse_received(json, jiff::Timestamp::now()) {
-            Ok(report) => {
-                last_error = None;
-                plane.set_report(&name, Some(report));
-            }
+            Ok(report) => match nonces.check(&name, &report.nonce) {
+                Ok(()) => {
+                    last_error = None;
+                    plane.set_report(&name, Some(report));
+                }
+                Err(refusal) => {
+                    metrics.count_refused(&name, refusal.reason());
+                    let e = refusal.to_string();
+                    if last_error.as_ref() != Some(&e) {
+                        tracing::warn!(member = %name, "{e}; not taken (counted in fedns_vantage_point_reports_refused_total)");
+                    }
+                    last_error = Some(e);
+                }
+            },
             Err(e) => {
                 if last_error.as_ref() != Some(&e) {
                     tracing::warn!(member = %name, error = %e, "the agent's report cannot be read; not counted");

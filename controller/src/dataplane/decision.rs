@@ -16,10 +16,11 @@ static NO_REPORTS: BTreeMap<String, Report> = BTreeMap::new();
 
 /// The reports that have a say on `target`: none for a target the agents
 /// are never given ([`vantage::controller_only`]: its check carries
-/// headers or a CA bundle), so their silence on it is neither a vote nor a
-/// failure and the controller decides it alone; else `reports`.
+/// headers or a CA bundle; or refused, [`super::policy`]), so their
+/// silence on it is neither a vote nor a failure and the controller
+/// decides it alone; else `reports`.
 fn reports_on<'a, K>(target: &Target<K>, reports: &'a BTreeMap<String, Report>) -> &'a BTreeMap<String, Report> {
-    if vantage::controller_only(&target.key.1) {
+    if target.refused || vantage::controller_only(&target.key.1) {
         &NO_REPORTS
     } else {
         reports
@@ -35,6 +36,18 @@ pub(super) fn ballots<K>(
     own_impaired: bool,
     now: jiff::Timestamp,
 ) -> Vec<Ballot> {
+    if target.refused {
+        // Not probed: the refusal is the only say.
+        return vec![Ballot {
+            vantage_point: vantage::CONTROLLER.to_owned(),
+            vote: Vote {
+                state: State::Down,
+                since: target.since.clone(),
+                last_error: target.last_error.clone(),
+            },
+            standing: Standing::Counted,
+        }];
+    }
     let reports = reports_on(target, reports);
     let period = target.key.1.period;
     let mut out = Vec::with_capacity(reports.len() + 1);
@@ -83,6 +96,13 @@ pub(super) fn tally<K>(
     own_impaired: bool,
     now: jiff::Timestamp,
 ) -> Decision {
+    if target.refused {
+        return Decision {
+            state: State::Down,
+            counted: 0,
+            down: 0,
+        };
+    }
     let reports = reports_on(target, reports);
     let period = target.key.1.period;
     let mut counted = 0;
@@ -93,7 +113,8 @@ pub(super) fn tally<K>(
             down += usize::from(state == State::Down);
         }
     };
-    if !own_impaired || reports.is_empty() {
+    let own_counted = !own_impaired || reports.is_empty();
+    if own_counted {
         count(target.own);
     }
     for report in reports.values() {
@@ -111,7 +132,8 @@ pub(super) fn tally<K>(
             down: usize::from(target.own == State::Down),
         };
     }
-    let state = if target.key.1.quorum.is_down(down, counted) {
+    let own_down = own_counted && target.own == State::Down;
+    let state = if target.key.1.quorum.is_down(down, counted) && vantage::corroborated(down, own_down) {
         State::Down
     } else {
         State::Up
@@ -129,6 +151,7 @@ pub(super) fn ballots_hash<K>(
 ) -> u64 {
     let reports = reports_on(target, reports);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    target.refused.hash(&mut hasher);
     target.own.hash(&mut hasher);
     (own_impaired && !reports.is_empty()).hash(&mut hasher);
     let period = target.key.1.period;
@@ -159,6 +182,9 @@ pub(super) fn apply_decision<K>(
     now: Instant,
     wall: jiff::Timestamp,
 ) -> bool {
+    if target.refused {
+        return apply_refused(inner, target, now);
+    }
     let decision = tally(target, reports, own_impaired, wall);
     let hash = ballots_hash(target, reports, own_impaired, wall);
     let views_changed = hash != target.ballots_hash && !reports_on(target, reports).is_empty();
@@ -205,4 +231,24 @@ pub(super) fn apply_decision<K>(
     // out: answers stay, status shows the pending state (and each vantage
     // point's view).
     state != observed || views_changed
+}
+
+/// A refused target ([`super::policy`]): Down at once, not after the
+/// failover delay (nothing flaps: it is a setting, not a probe), decided
+/// by no vantage point. True when its effective state changed.
+pub(super) fn apply_refused<K>(inner: &Inner<K>, target: &mut Target<K>, now: Instant) -> bool {
+    target.decision = tally(target, &NO_REPORTS, false, jiff::Timestamp::now());
+    target.ballots_hash = 0;
+    if target.damped.observed != State::Down {
+        target.damped.observe(State::Down, now);
+        target.observed_since = now_rfc3339();
+        target.takes_effect_at = target.observed_since.clone();
+    }
+    if target.damped.effective == State::Down {
+        return false;
+    }
+    target.damped.effective = State::Down;
+    target.since = now_rfc3339();
+    inner.metrics.transition(State::Down);
+    true
 }

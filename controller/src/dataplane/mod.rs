@@ -13,6 +13,7 @@
 //! | file | decides or does |
 //! |---|---|
 //! | [`check`](Check) | what a record asks ([`Check`]) and an address's [`State`] |
+//! | [`policy`] | which addresses may be probed at all (loopback, link-local, … refused unless a Domain allows them) |
 //! | [`probe`] | one probe (TCP, HTTP, HTTPS) of one address |
 //! | `scheduler` | when each target is probed; a probe's result against the thresholds |
 //! | [`vantage`] | the quorum: which vantage points count and what they say together |
@@ -33,7 +34,12 @@
 //!   counts as passing meanwhile (no flap at start-up).
 //! * Vantage points ([`vantage`]): agents in the members probe the same
 //!   addresses and report; an address is Down when `quorum` of the vantage
-//!   points counted say so. With no agent the controller alone decides.
+//!   points counted say so, and never on one agent's word alone. Reports
+//!   echo their member's target-list nonce. With no agent the controller
+//!   alone decides.
+//! * Refused targets ([`policy`]): a loopback, link-local, unspecified or
+//!   own-host address is not probed unless the record's Domain allows it
+//!   (`spec.probeAllowedNetworks`); it is Down, saying why.
 //! * `failoverDelaySeconds`/`failbackDelaySeconds`: a change of that state
 //!   takes effect (is reported, notifies the users) only after it held that
 //!   long ([`hysteresis`]).
@@ -43,6 +49,7 @@ mod check;
 mod decision;
 pub mod hysteresis;
 mod metrics;
+pub mod policy;
 pub mod probe;
 mod prober;
 mod scheduler;

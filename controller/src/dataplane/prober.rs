@@ -9,15 +9,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fedns_api::Quorum;
+use ipnet::IpNet;
 use tokio::sync::{Notify, Semaphore};
 
 use super::check::{Check, State};
 use super::decision::{apply_decision, ballots};
 use super::hysteresis;
 use super::metrics::ProbeMetrics;
+use super::policy::{self, Allowance};
 use super::probe::{self, ProbeTls};
 use super::scheduler::schedule;
-use super::targets::{now_rfc3339, Inner, Target, TargetKey, Targets};
+use super::targets::{now_rfc3339, Inner, Target, TargetKey, Targets, Wanted};
 use super::vantage::{self, Ballot, Decision, Report};
 
 /// What is known of one address.
@@ -111,6 +113,7 @@ where
             max_in_flight: Default::default(),
             tls,
             source,
+            own_addresses: policy::host_addresses(),
             reports: Mutex::new(BTreeMap::new()),
             own_impaired: Default::default(),
             notify: Box::new(notify),
@@ -124,33 +127,66 @@ where
         Ok(DataPlane { inner })
     }
 
-    /// Sets what `user` wants probed: (address, check) pairs. Targets no
-    /// user wants any more are dropped.
+    /// Sets what `user` wants probed: (address, check) pairs, each probed
+    /// as given, whatever its address (an agent's list, which the
+    /// controller filtered; see [`DataPlane::want_allowing`] for the
+    /// controller's records). Targets no user wants any more are dropped.
     pub fn want(&self, user: &K, targets: impl IntoIterator<Item = (IpAddr, Check)>) {
-        let new: BTreeSet<TargetKey> = targets.into_iter().collect();
+        self.want_with(user, targets.into_iter().collect(), Allowance::Everything);
+    }
+
+    /// Sets what `user` (a record) wants probed, as [`DataPlane::want`]
+    /// does, except that an address [`policy::classify`] refuses
+    /// (loopback, link-local, unspecified, this host's own) is probed only
+    /// inside `allowed` (its Domains' `spec.probeAllowedNetworks`). A
+    /// refused target is not probed and not given to the agents: it is
+    /// Down, its error saying why. A target several users share is probed
+    /// when one of them allows it.
+    pub fn want_allowing(&self, user: &K, targets: impl IntoIterator<Item = (IpAddr, Check)>, allowed: &[IpNet]) {
+        self.want_with(
+            user,
+            targets.into_iter().collect(),
+            Allowance::Networks(allowed.to_vec()),
+        );
+    }
+
+    fn want_with(&self, user: &K, new: BTreeSet<TargetKey>, allowance: Allowance) {
         let old = {
             let mut wanted = self.inner.wanted.lock().unwrap_or_else(|e| e.into_inner());
-            if wanted.get(user) == Some(&new) {
+            let entry = Wanted {
+                targets: new.clone(),
+                allowance: allowance.clone(),
+            };
+            if wanted.get(user) == Some(&entry) {
                 return;
             }
             if new.is_empty() {
-                wanted.remove(user).unwrap_or_default()
+                wanted.remove(user).map(|w| w.targets).unwrap_or_default()
             } else {
-                wanted.insert(user.clone(), new.clone()).unwrap_or_default()
+                wanted
+                    .insert(user.clone(), entry)
+                    .map(|w| w.targets)
+                    .unwrap_or_default()
             }
         };
         let now = Instant::now();
         let mut added = false;
+        let mut notify = Vec::new();
         {
             let mut guard = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
             let targets = &mut *guard;
+            // Targets whose users or allowances changed: refused or not, again.
+            let mut touched = Vec::new();
             for key in old.difference(&new) {
                 let Some(&id) = targets.ids.get(key) else { continue };
                 if let Some(target) = targets.by_id.get_mut(&id) {
                     target.users.remove(user);
+                    target.allowed_by.remove(user);
                     if target.users.is_empty() {
                         targets.by_id.remove(&id);
                         targets.ids.remove(key);
+                    } else {
+                        touched.push(id);
                     }
                 }
             }
@@ -168,6 +204,8 @@ where
                             Target {
                                 prepared: Arc::new(probe::Prepared::new(&key.1.spec)),
                                 report_key: vantage::report_key(&vantage::target_id(key.0, &key.1)).into(),
+                                refusal: policy::classify(key.0, &self.inner.own_addresses)
+                                    .map(|r| r.message(key.0).into()),
                                 key,
                                 own: State::Unknown,
                                 own_since: now_rfc3339(),
@@ -189,6 +227,8 @@ where
                                 running: false,
                                 users: BTreeSet::new(),
                                 kept: None,
+                                allowed_by: BTreeSet::new(),
+                                refused: false,
                             },
                         );
                         schedule.push(Reverse((now, id)));
@@ -198,8 +238,58 @@ where
                 };
                 if let Some(target) = targets.by_id.get_mut(&id) {
                     target.users.insert(user.clone());
+                    if allowance.allows(target.key.0) {
+                        target.allowed_by.insert(user.clone());
+                    } else {
+                        target.allowed_by.remove(user);
+                    }
+                    touched.push(id);
                 }
             }
+            let reports = self.inner.reports.lock().unwrap_or_else(|e| e.into_inner());
+            let own_impaired = self.inner.own_impaired.load(std::sync::atomic::Ordering::Relaxed);
+            for id in touched {
+                let Some(target) = targets.by_id.get_mut(&id) else {
+                    continue;
+                };
+                let refused = target.refused_now();
+                if refused == target.refused {
+                    continue;
+                }
+                target.refused = refused;
+                target.own = State::Unknown;
+                target.own_since = now_rfc3339();
+                target.successes = 0;
+                target.failures = 0;
+                target.kept = None;
+                if refused {
+                    // Not probed: a slot still scheduled is dropped when it fires.
+                    target.last_error = target.refusal.as_deref().map(str::to_owned);
+                    tracing::warn!(
+                        address = %target.key.0,
+                        port = target.key.1.spec.port,
+                        host = %target.key.1.spec.host,
+                        "{}",
+                        target.last_error.as_deref().unwrap_or("probe target refused")
+                    );
+                } else {
+                    // Allowed now: a new address, probed at once.
+                    target.last_error = None;
+                    target.damped = hysteresis::Damped::new(now);
+                    target.decision = Decision {
+                        state: State::Unknown,
+                        counted: 0,
+                        down: 0,
+                    };
+                    target.since = now_rfc3339();
+                    target.next_due = now;
+                    schedule.push(Reverse((now, id)));
+                    added = true;
+                }
+                apply_decision(&self.inner, target, &reports, own_impaired, now, jiff::Timestamp::now());
+                notify.extend(target.users.iter().filter(|u| *u != user).cloned());
+            }
+            drop(reports);
             self.inner
                 .metrics
                 .targets
@@ -207,6 +297,11 @@ where
         }
         if added {
             self.inner.wake.notify_one();
+        }
+        notify.sort();
+        notify.dedup();
+        for other in notify {
+            (self.inner.notify)(other);
         }
     }
 
@@ -279,16 +374,15 @@ where
         let now = jiff::Timestamp::now();
         let (own_down, total, smallest_period) = {
             let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
-            let down = targets.by_id.values().filter(|t| t.own == State::Down).count();
+            let probed = || targets.by_id.values().filter(|t| !t.refused);
+            let down = probed().filter(|t| t.own == State::Down).count();
             // Agents are silent by the periods of the targets they probe:
             // not by those kept from them.
-            let period = targets
-                .by_id
-                .values()
+            let period = probed()
                 .filter(|t| !vantage::controller_only(&t.key.1))
                 .map(|t| t.key.1.period)
                 .min();
-            (down, targets.by_id.len(), period)
+            (down, probed().count(), period)
         };
         let mut out = vec![VantagePointSummary {
             name: vantage::CONTROLLER.to_owned(),
@@ -312,23 +406,29 @@ where
         out
     }
 
-    /// Every target the agents get ([`vantage::TargetList`]): all but
-    /// those whose check carries request headers or a CA bundle
-    /// ([`vantage::controller_only`]), which only this prober probes.
+    /// Every target the agents get ([`vantage::TargetList`], without a
+    /// nonce: each member's copy gets its own): all but those whose check
+    /// carries request headers or a CA bundle ([`vantage::controller_only`]),
+    /// which only this prober probes, and those refused ([`policy`]),
+    /// which nobody probes.
     pub fn target_list(&self) -> vantage::TargetList {
         let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
         let mut list: Vec<vantage::TargetSpec> = targets
             .by_id
             .values()
-            .filter(|t| !vantage::controller_only(&t.key.1))
+            .filter(|t| !t.refused && !vantage::controller_only(&t.key.1))
             .map(|t| vantage::TargetSpec::of(t.key.0, &t.key.1))
             .collect();
         list.sort_by(|a, b| a.id.cmp(&b.id));
-        vantage::TargetList { targets: list }
+        vantage::TargetList {
+            nonce: String::new(),
+            targets: list,
+        }
     }
 
     /// What this prober's own probes say of each target, as an agent
-    /// reports it ([`vantage::ReportDoc::targets`]), written `now`.
+    /// reports it ([`vantage::ReportDoc::targets`]), written `now`, without
+    /// a nonce (the agent adds the one of the list it probes).
     pub fn own_report(&self, source: Option<IpAddr>) -> vantage::ReportDoc {
         let targets = self.inner.targets.lock().unwrap_or_else(|e| e.into_inner());
         vantage::ReportDoc {
@@ -336,10 +436,12 @@ where
                 .round(jiff::Unit::Millisecond)
                 .unwrap_or_else(|_| jiff::Timestamp::now())
                 .to_string(),
+            nonce: String::new(),
             source: source.map(|s| s.to_string()),
             targets: targets
                 .by_id
                 .values()
+                .filter(|t| !t.refused)
                 .map(|t| {
                     (
                         t.report_key.to_string(),
@@ -416,6 +518,85 @@ mod tests {
             failback_delay: Duration::ZERO,
             quorum: fedns_api::Quorum::Majority,
         }
+    }
+
+    /// Issue #57 item 4: a loopback target is refused without an
+    /// allowance (not probed, not given to the agents, Down with the
+    /// reason), probed once allowed, and refused again when the allowance
+    /// goes; an agent's `want` probes what it is given.
+    #[tokio::test]
+    async fn loopback_targets_are_probed_only_where_allowed() -> Result<(), Box<dyn std::error::Error>> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let accepting = {
+            let accepted = accepted.clone();
+            tokio::spawn(async move {
+                while listener.accept().await.is_ok() {
+                    accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            })
+        };
+        let address: IpAddr = "127.0.0.1".parse()?;
+        let check = tcp_check(port, 100);
+        let notified = Arc::new(Mutex::new(Vec::new()));
+        let plane: DataPlane<u8> = {
+            let notified = notified.clone();
+            DataPlane::start(
+                super::super::ProbeTls::new(&[]).map_err(|e| e.to_string())?,
+                4,
+                super::super::ProbeMetrics::default(),
+                move |user| notified.lock().unwrap_or_else(|e| e.into_inner()).push(user),
+            )?
+        };
+        plane.want_allowing(&1, [(address, check.clone())], &[]);
+        let refused = plane.state(address, &check).ok_or("a target")?;
+        assert_eq!(refused.state, State::Down, "{refused:?}");
+        assert_eq!(
+            refused.last_error.as_deref(),
+            Some("probe target 127.0.0.1 is loopback; not probed (Domain spec.probeAllowedNetworks can allow it)")
+        );
+        assert_eq!(refused.vantage_points.len(), 1, "the agents have no say: {refused:?}");
+        assert!(plane.target_list().targets.is_empty(), "not given to the agents");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 0, "never probed");
+        assert_eq!(plane.state(address, &check).map(|s| s.state), Some(State::Down));
+        let vantage = plane.vantage_points();
+        assert_eq!((vantage[0].probed, vantage[0].down), (0, 0), "{vantage:?}");
+
+        // Allowed (the Domain's spec.probeAllowedNetworks): probed, Up.
+        plane.want_allowing(&1, [(address, check.clone())], &["127.0.0.0/8".parse()?]);
+        let started = std::time::Instant::now();
+        while plane.state(address, &check).map(|s| s.state) != Some(State::Up) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                plane.state(address, &check)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await; // the accept task's turn
+        assert!(accepted.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        assert_eq!(plane.target_list().targets.len(), 1);
+        // A second user sharing the target without the allowance: still
+        // probed (one user allows it).
+        plane.want_allowing(&2, [(address, check.clone())], &[]);
+        assert_eq!(plane.state(address, &check).map(|s| s.state), Some(State::Up));
+        // The allowance gone for both: refused again at once; the other
+        // user is told.
+        notified.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        plane.want_allowing(&1, [(address, check.clone())], &[]);
+        let state = plane.state(address, &check).ok_or("a target")?;
+        assert_eq!(state.state, State::Down);
+        assert!(state.last_error.unwrap_or_default().contains("is loopback"));
+        assert_eq!(*notified.lock().unwrap_or_else(|e| e.into_inner()), [2]);
+        // An agent probes the list it is given as it is.
+        plane.forget(&1);
+        plane.forget(&2);
+        plane.want(&3, [(address, check.clone())]);
+        assert_ne!(plane.state(address, &check).map(|s| s.state), Some(State::Down));
+        accepting.abort();
+        Ok(())
     }
 
     /// Targets whose check carries headers or a CA bundle are not in the

@@ -41,8 +41,8 @@ where
                 let Some(target) = targets.by_id.get_mut(&id) else {
                     continue; // no longer wanted
                 };
-                if target.next_due != at {
-                    continue; // a stale slot
+                if target.next_due != at || target.refused {
+                    continue; // a stale slot, or a target not probed (refused)
                 }
                 // Fixed rate on the target's own slot in its period.
                 let period = target.key.1.period;
@@ -111,7 +111,7 @@ where
 {
     let impaired = {
         let targets = inner.targets.lock().unwrap_or_else(|e| e.into_inner());
-        vantage::is_impaired(targets.by_id.values().map(|t| (t.key.0, t.own)))
+        vantage::is_impaired(targets.by_id.values().filter(|t| !t.refused).map(|t| (t.key.0, t.own)))
     };
     let before = inner.own_impaired.swap(impaired, std::sync::atomic::Ordering::Relaxed);
     if before != impaired {
@@ -135,6 +135,9 @@ where
             return;
         };
         target.running = false;
+        if target.refused {
+            return; // refused while it ran: its result is not used
+        }
         target.kept = kept;
         let check = &target.key.1;
         let own = target.own;

@@ -15,6 +15,7 @@ use tokio::sync::{Notify, Semaphore};
 use super::check::{Check, State};
 use super::hysteresis;
 use super::metrics::ProbeMetrics;
+use super::policy::Allowance;
 use super::probe::{self, ProbeTls};
 use super::vantage::{Decision, Report};
 
@@ -58,6 +59,28 @@ pub(super) struct Target<K> {
     pub(super) users: BTreeSet<K>,
     /// The HTTP(S) connection kept between probes (taken while one runs).
     pub(super) kept: Option<probe::KeptConnection>,
+    /// Why the address is not probed unless a user's allowance covers it
+    /// ([`super::policy::classify`]'s message; None: any address may be).
+    pub(super) refusal: Option<Arc<str>>,
+    /// Users whose allowance covers the address.
+    pub(super) allowed_by: BTreeSet<K>,
+    /// Not probed: a `refusal` and no user allowing it. Down at once, with
+    /// the refusal as its error; kept from the agents.
+    pub(super) refused: bool,
+}
+
+impl<K: Ord> Target<K> {
+    /// Whether it is refused by its users' allowances as they are now.
+    pub(super) fn refused_now(&self) -> bool {
+        self.refusal.is_some() && self.allowed_by.is_empty()
+    }
+}
+
+/// What one user wants probed, and what it may have probed.
+#[derive(Debug, PartialEq)]
+pub(super) struct Wanted {
+    pub(super) targets: BTreeSet<TargetKey>,
+    pub(super) allowance: Allowance,
 }
 
 /// Every target, by id and by (address, check).
@@ -80,7 +103,7 @@ pub(super) struct Inner<K> {
     /// costs O(log n) per due probe instead of a scan of every target.
     pub(super) schedule: Mutex<BinaryHeap<Reverse<(Instant, TargetId)>>>,
     /// What each user (record) wants, to replace and forget it.
-    pub(super) wanted: Mutex<BTreeMap<K, BTreeSet<TargetKey>>>,
+    pub(super) wanted: Mutex<BTreeMap<K, Wanted>>,
     pub(super) wake: Arc<Notify>,
     pub(super) permits: Arc<Semaphore>,
     pub(super) in_flight: std::sync::atomic::AtomicUsize,
@@ -88,6 +111,9 @@ pub(super) struct Inner<K> {
     pub(super) tls: ProbeTls,
     /// The source address probes are sent from (None: the kernel's choice).
     pub(super) source: Option<IpAddr>,
+    /// This host's own addresses ([`super::policy::host_addresses`]),
+    /// refused as probe targets unless allowed.
+    pub(super) own_addresses: Vec<IpAddr>,
     /// The agents' last reports, by vantage point (member) name.
     pub(super) reports: Mutex<BTreeMap<String, Report>>,
     /// The controller's own probes see every address Down (its own

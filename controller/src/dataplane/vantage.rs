@@ -7,6 +7,20 @@
 //! so; counted are the controller and every agent whose report is fresh
 //! (written within 2 × `periodSeconds`) and that is not impaired.
 //!
+//! * **Corroborated** ([`corroborated`]): whatever the quorum, one agent
+//!   alone never takes an address out. A report is a ConfigMap in a
+//!   member, and whoever can write it there could otherwise take another
+//!   member's healthy load balancer out of every answer (with `quorum:
+//!   AnyOne`, one vote is enough). A Down needs the controller's own
+//!   probes (counted) to say Down too, or at least two vantage points.
+//! * **Bound to the list** ([`Nonces`]): each member's target list carries
+//!   a random nonce of its own, new whenever that member's list changes;
+//!   the agent echoes it in its report. A report with another nonce
+//!   (copied from another member, of an older list once the agent echoed
+//!   the newer one, an earlier controller's, or from an agent too old to
+//!   echo one) is not taken, and is counted
+//!   (`fedns_vantage_point_reports_refused_total`).
+//!
 //! * **Silent:** an agent whose last report is older than 2 × the check's
 //!   `periodSeconds` is not counted (and is reported: explain, metrics,
 //!   an Event).
@@ -109,10 +123,15 @@ pub fn controller_only(check: &Check) -> bool {
 }
 
 /// What the agents probe: every target the controller probes but those
-/// [`controller_only`].
+/// [`controller_only`] (and those refused, [`super::policy`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetList {
+    /// The member's nonce for this list ([`Nonces`]): its agent echoes it
+    /// in [`ReportDoc::nonce`]. Empty in the prober's own list, which is
+    /// the same for every member; each member's copy gets its own.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub nonce: String,
     /// The targets, by [`target_id`] order.
     pub targets: Vec<TargetSpec>,
 }
@@ -170,13 +189,32 @@ impl TargetList {
     /// # Errors
     /// The list cannot be encoded as JSON.
     pub fn config_map_data(&self) -> Result<BTreeMap<String, String>, serde_json::Error> {
-        let shared = TargetList {
-            targets: self.targets.iter().filter(|t| !t.carries_secrets()).cloned().collect(),
-        };
         Ok(BTreeMap::from([(
             TARGETS_KEY.to_owned(),
-            serde_json::to_string(&shared)?,
+            self.json_with_nonce(&self.nonce)?,
         )]))
+    }
+
+    /// This list as JSON with `nonce` (one member's copy), leaving out
+    /// every target that carries request headers or a CA bundle, as
+    /// [`TargetList::config_map_data`] does.
+    ///
+    /// # Errors
+    /// The list cannot be encoded as JSON.
+    pub fn json_with_nonce(&self, nonce: &str) -> Result<String, serde_json::Error> {
+        #[derive(Serialize)]
+        struct Shared<'a> {
+            #[serde(skip_serializing_if = "no_nonce")]
+            nonce: &'a str,
+            targets: Vec<&'a TargetSpec>,
+        }
+        fn no_nonce(nonce: &&str) -> bool {
+            nonce.is_empty()
+        }
+        serde_json::to_string(&Shared {
+            nonce,
+            targets: self.targets.iter().filter(|t| !t.carries_secrets()).collect(),
+        })
     }
 }
 
@@ -243,6 +281,10 @@ pub struct ReportDoc {
     /// When the agent wrote it (RFC 3339, its clock). Rewritten at least
     /// every `periodSeconds` (the smallest of its targets'), changed or not.
     pub reported_at: String,
+    /// The nonce of the target list the agent probes ([`TargetList::nonce`]),
+    /// echoed: the controller takes a report only with its member's nonce.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub nonce: String,
     /// The agent's own source address for probes, for explain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
@@ -289,6 +331,8 @@ pub struct Report {
     pub reported_at: jiff::Timestamp,
     /// When the controller received it (its own clock).
     pub received_at: jiff::Timestamp,
+    /// The target list's nonce it echoes (empty: none).
+    pub nonce: String,
     /// The agent's probe source address.
     pub source: Option<String>,
     /// By [`report_key`].
@@ -358,6 +402,7 @@ impl Report {
         Ok(Report {
             reported_at,
             received_at,
+            nonce: doc.nonce,
             source: doc.source,
             votes,
             impaired,
@@ -382,6 +427,198 @@ impl Report {
     /// Seconds since it was written at `now` (0 for a clock ahead).
     pub fn age(&self, now: jiff::Timestamp) -> f64 {
         now.duration_since(self.written()).as_secs_f64().max(0.0)
+    }
+}
+
+/// A new nonce: 16 octets from the system's random source, in hex.
+///
+/// # Errors
+/// The system's random source failed.
+pub fn new_nonce() -> Result<String, String> {
+    let mut octets = [0u8; 16];
+    rustls::crypto::ring::default_provider()
+        .secure_random
+        .fill(&mut octets)
+        .map_err(|e| format!("the system's random source: {e:?}"))?;
+    Ok(octets.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Earlier nonces kept per member, to tell a stale report from a foreign one.
+const RETIRED_KEPT: usize = 8;
+
+/// The nonce of the target list each member was given, and the judge of a
+/// report's nonce: a report is taken only with its own member's nonce of
+/// the list it holds, of the one being written to it, or of the list
+/// before until its agent has echoed the newer one (a report in flight
+/// when the list changed, or the last one a restarted controller reads
+/// back). Any other nonce is refused ([`NonceRefusal`]).
+#[derive(Debug, Default)]
+pub struct Nonces {
+    members: std::sync::Mutex<HashMap<String, MemberNonces>>,
+}
+
+#[derive(Debug, Default)]
+struct MemberNonces {
+    /// The nonce of the list the member holds (written, or found there).
+    current: Option<String>,
+    /// The nonce of a list being written (taken already: the agent may
+    /// answer before the write returns).
+    pending: Option<String>,
+    /// The nonce of the list before `current`, taken until the agent
+    /// echoes `current`.
+    previous: Option<String>,
+    /// Earlier nonces, newest last.
+    retired: std::collections::VecDeque<String>,
+}
+
+impl MemberNonces {
+    fn retire(&mut self, nonce: String) {
+        if !self.retired.contains(&nonce) {
+            self.retired.push_back(nonce);
+            while self.retired.len() > RETIRED_KEPT {
+                self.retired.pop_front();
+            }
+        }
+    }
+
+    fn takes(&self, nonce: &str) -> bool {
+        [&self.current, &self.pending, &self.previous]
+            .into_iter()
+            .any(|n| n.as_deref() == Some(nonce))
+    }
+
+    fn knows(&self, nonce: &str) -> bool {
+        self.takes(nonce) || self.retired.iter().any(|n| n == nonce)
+    }
+}
+
+/// Why a report was not taken ([`Nonces::check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NonceRefusal {
+    /// It echoes no nonce: an agent older than this controller, or not an
+    /// agent's report.
+    Missing,
+    /// An earlier target list's nonce of the same member, after its
+    /// agent echoed a newer one.
+    Stale,
+    /// Another member's nonce (named): copied from there.
+    OtherMember(String),
+    /// A nonce this controller never gave: an earlier controller's, or
+    /// made up.
+    Unknown,
+}
+
+impl NonceRefusal {
+    /// The metric label: `missing`, `stale`, `other-member`, `unknown`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            NonceRefusal::Missing => "missing",
+            NonceRefusal::Stale => "stale",
+            NonceRefusal::OtherMember(_) => "other-member",
+            NonceRefusal::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for NonceRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NonceRefusal::Missing => f.write_str(
+                "the report echoes no target-list nonce (an agent older than the controller, or not written by an agent)",
+            ),
+            NonceRefusal::Stale => f.write_str("the report echoes the nonce of an older target list"),
+            NonceRefusal::OtherMember(other) => {
+                write!(f, "the report echoes the nonce of member {other}'s target list (copied from there)")
+            }
+            NonceRefusal::Unknown => {
+                f.write_str("the report echoes a nonce this controller never wrote (an earlier controller's, or made up)")
+            }
+        }
+    }
+}
+
+impl Nonces {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, MemberNonces>> {
+        self.members.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new nonce for `member`'s next target list, taken from now on
+    /// (with the one it holds).
+    ///
+    /// # Errors
+    /// The system's random source failed ([`new_nonce`]).
+    pub fn issue(&self, member: &str) -> Result<String, String> {
+        let nonce = new_nonce()?;
+        let mut members = self.lock();
+        let entry = members.entry(member.to_owned()).or_default();
+        if let Some(before) = entry.pending.replace(nonce.clone()) {
+            entry.retire(before);
+        }
+        Ok(nonce)
+    }
+
+    /// `member` now holds the list of `nonce`: the one it held before is
+    /// taken until its agent echoes `nonce`, then stale.
+    pub fn written(&self, member: &str, nonce: &str) {
+        let mut members = self.lock();
+        let entry = members.entry(member.to_owned()).or_default();
+        if entry.pending.as_deref() == Some(nonce) {
+            entry.pending = None;
+        }
+        if entry.current.as_deref() != Some(nonce) {
+            let before = entry.current.replace(nonce.to_owned());
+            if let Some(older) = std::mem::replace(&mut entry.previous, before) {
+                entry.retire(older);
+            }
+        }
+    }
+
+    /// `member` was found holding a list of `nonce` (read back when its
+    /// watch starts: a restarted controller takes the agent's last report,
+    /// and those until the agent echoes the list it writes); ignored once
+    /// this controller wrote one.
+    pub fn found(&self, member: &str, nonce: &str) {
+        if nonce.is_empty() {
+            return;
+        }
+        let mut members = self.lock();
+        let entry = members.entry(member.to_owned()).or_default();
+        if entry.current.is_none() && !entry.knows(nonce) {
+            entry.current = Some(nonce.to_owned());
+        }
+    }
+
+    /// Forgets `member` (it left the federation).
+    pub fn forget(&self, member: &str) {
+        self.lock().remove(member);
+    }
+
+    /// Whether a report of `member` echoing `nonce` is taken. Once the
+    /// agent echoes the list the member holds, the list before is stale.
+    ///
+    /// # Errors
+    /// Why not.
+    pub fn check(&self, member: &str, nonce: &str) -> Result<(), NonceRefusal> {
+        if nonce.is_empty() {
+            return Err(NonceRefusal::Missing);
+        }
+        let mut members = self.lock();
+        if let Some(own) = members.get_mut(member).filter(|m| m.takes(nonce)) {
+            if own.current.as_deref() == Some(nonce) {
+                if let Some(older) = own.previous.take() {
+                    own.retire(older);
+                }
+            }
+            return Ok(());
+        }
+        let own = members.get(member);
+        if own.is_some_and(|m| m.knows(nonce)) {
+            return Err(NonceRefusal::Stale);
+        }
+        match members.iter().find(|(name, m)| *name != member && m.knows(nonce)) {
+            Some((other, _)) => Err(NonceRefusal::OtherMember(other.clone())),
+            None => Err(NonceRefusal::Unknown),
+        }
     }
 }
 
@@ -446,14 +683,24 @@ pub struct Decision {
     pub down: usize,
 }
 
-/// Decides a target from its `ballots` under `quorum`.
+/// Whether `down` Down votes may take an address out at all, whatever the
+/// quorum: `own_down` (the controller's own probes, counted, say Down) or
+/// at least two vantage points say so. One agent alone never does: its
+/// report is a ConfigMap in its member, which whoever can write there
+/// could rewrite. The controller alone (no agent counted) still decides
+/// as before vantage points existed.
+pub fn corroborated(down: usize, own_down: bool) -> bool {
+    own_down || down >= 2
+}
+
+/// Decides a target from its `ballots` (the controller's first, as
+/// [`Ballot`]s are listed) under `quorum`.
 ///
 /// * No ballot counted: the controller's own vote (`own`) alone, as
 ///   before vantage points (it may be impaired: with nobody else, it is
 ///   still all there is).
-/// * Else Down when `quorum.is_down(down, counted)`; Up when any counted
-///   vote is Up and the quorum does not say Down; Unknown when every
-///   counted vote is Unknown.
+/// * Else Down when `quorum.is_down(down, counted)` and the Down is
+///   [`corroborated`]; otherwise Up.
 pub fn decide(own: State, ballots: &[Ballot], quorum: Quorum) -> Decision {
     let counted: Vec<&Ballot> = ballots
         .iter()
@@ -467,7 +714,10 @@ pub fn decide(own: State, ballots: &[Ballot], quorum: Quorum) -> Decision {
         };
     }
     let down = counted.iter().filter(|b| b.vote.state == State::Down).count();
-    let state = if quorum.is_down(down, counted.len()) {
+    let own_down = ballots.first().is_some_and(|b| {
+        b.vantage_point == CONTROLLER && b.standing == Standing::Counted && b.vote.state == State::Down
+    });
+    let state = if quorum.is_down(down, counted.len()) && corroborated(down, own_down) {
         State::Down
     } else {
         State::Up
@@ -504,8 +754,8 @@ mod tests {
             ballot("eu-west-1", State::Up, Counted),
         ];
         assert_eq!(decide(State::Down, &one_cut, Quorum::Majority).state, State::Up);
-        assert_eq!(decide(State::Down, &one_cut, Quorum::All).state, State::Down);
-        assert_eq!(decide(State::Down, &one_cut, Quorum::Any).state, State::Up);
+        assert_eq!(decide(State::Down, &one_cut, Quorum::AnyOne).state, State::Down);
+        assert_eq!(decide(State::Down, &one_cut, Quorum::Unanimous).state, State::Up);
         let two_cut = [
             ballot(CONTROLLER, State::Down, Counted),
             ballot("us-east-1", State::Down, Counted),
@@ -514,6 +764,129 @@ mod tests {
         let decision = decide(State::Down, &two_cut, Quorum::Majority);
         assert_eq!((decision.state, decision.counted, decision.down), (State::Down, 3, 2));
         assert_eq!(decide(State::Down, &two_cut, Quorum::AtLeast(3)).state, State::Up);
+    }
+
+    /// Issue #57 item 3: a report rewritten in one member must not take
+    /// out a load balancer the controller and the other members reach,
+    /// whatever the quorum (under `AnyOne`, formerly `All`, one vote was
+    /// enough).
+    #[test]
+    fn one_agent_alone_never_takes_an_address_out() {
+        use Standing::Counted;
+        let one_agent = [
+            ballot(CONTROLLER, State::Up, Counted),
+            ballot("us-east-1", State::Down, Counted),
+            ballot("us-west-2", State::Up, Counted),
+            ballot("eu-west-1", State::Up, Counted),
+        ];
+        for quorum in [Quorum::AnyOne, Quorum::AtLeast(1), Quorum::Majority, Quorum::Unanimous] {
+            let decision = decide(State::Up, &one_agent, quorum);
+            assert_eq!(
+                (decision.state, decision.counted, decision.down),
+                (State::Up, 4, 1),
+                "{quorum}"
+            );
+        }
+        // Nobody else counted (the controller impaired or not probed yet,
+        // the others silent): one agent is still not enough.
+        let alone = [
+            ballot(CONTROLLER, State::Down, Standing::Impaired),
+            ballot("us-east-1", State::Down, Counted),
+            ballot("us-west-2", State::Up, Standing::Silent),
+        ];
+        for quorum in [Quorum::AnyOne, Quorum::Unanimous, Quorum::AtLeast(1)] {
+            assert_eq!(decide(State::Down, &alone, quorum).state, State::Up, "{quorum}");
+        }
+        // Corroborated, it counts as the quorum says: the controller's own
+        // probes agreeing, or a second agent.
+        let with_controller = [
+            ballot(CONTROLLER, State::Down, Counted),
+            ballot("us-east-1", State::Down, Counted),
+            ballot("us-west-2", State::Up, Counted),
+        ];
+        assert_eq!(decide(State::Down, &with_controller, Quorum::AnyOne).state, State::Down);
+        let two_agents = [
+            ballot(CONTROLLER, State::Up, Counted),
+            ballot("us-east-1", State::Down, Counted),
+            ballot("us-west-2", State::Down, Counted),
+        ];
+        assert_eq!(decide(State::Up, &two_agents, Quorum::AnyOne).state, State::Down);
+        assert_eq!(decide(State::Up, &two_agents, Quorum::Majority).state, State::Down);
+        assert_eq!(decide(State::Up, &two_agents, Quorum::Unanimous).state, State::Up);
+        assert!(corroborated(1, true) && corroborated(2, false) && !corroborated(1, false));
+    }
+
+    /// Issue #57 item 3: a report is bound to the target list its member
+    /// was given: another member's nonce, an older list's, none or one
+    /// never given are refused, each for its reason.
+    #[test]
+    fn reports_are_taken_only_with_their_members_nonce() -> Result<(), String> {
+        let nonces = Nonces::default();
+        let east = nonces.issue("us-east-1")?;
+        let west = nonces.issue("us-west-2")?;
+        assert_eq!(east.len(), 32);
+        assert_ne!(east, west);
+        // Taken from the moment it is issued (the agent may answer before
+        // the write returns).
+        assert_eq!(nonces.check("us-east-1", &east), Ok(()));
+        nonces.written("us-east-1", &east);
+        nonces.written("us-west-2", &west);
+        assert_eq!(nonces.check("us-east-1", &east), Ok(()));
+        assert_eq!(
+            nonces.check("us-east-1", &west),
+            Err(NonceRefusal::OtherMember("us-west-2".into()))
+        );
+        assert_eq!(nonces.check("us-east-1", ""), Err(NonceRefusal::Missing));
+        assert_eq!(nonces.check("us-east-1", "0123"), Err(NonceRefusal::Unknown));
+        // A new list: the old nonce is taken (reports in flight) until the
+        // agent echoes the new one, then it is stale.
+        let newer = nonces.issue("us-east-1")?;
+        assert_eq!(nonces.check("us-east-1", &east), Ok(()));
+        nonces.written("us-east-1", &newer);
+        assert_eq!(nonces.check("us-east-1", &east), Ok(()));
+        assert_eq!(nonces.check("us-east-1", &newer), Ok(()));
+        assert_eq!(nonces.check("us-east-1", &east), Err(NonceRefusal::Stale));
+        assert_eq!(nonces.check("us-east-1", &newer), Ok(()));
+        // A restarted controller takes the nonce a member holds until the
+        // agent echoes its own; once written, a nonce found is ignored.
+        let restarted = Nonces::default();
+        restarted.found("us-east-1", &newer);
+        assert_eq!(restarted.check("us-east-1", &newer), Ok(()));
+        let own = restarted.issue("us-east-1")?;
+        restarted.written("us-east-1", &own);
+        assert_eq!(restarted.check("us-east-1", &newer), Ok(()), "the agent's last report");
+        assert_eq!(restarted.check("us-east-1", &own), Ok(()));
+        assert_eq!(restarted.check("us-east-1", &newer), Err(NonceRefusal::Stale));
+        restarted.found("us-east-1", &east);
+        assert_eq!(restarted.check("us-east-1", &east), Err(NonceRefusal::Unknown));
+        restarted.forget("us-east-1");
+        assert_eq!(restarted.check("us-east-1", &own), Err(NonceRefusal::Unknown));
+        for refusal in [
+            NonceRefusal::Missing,
+            NonceRefusal::Stale,
+            NonceRefusal::OtherMember("x".into()),
+            NonceRefusal::Unknown,
+        ] {
+            assert!(!refusal.to_string().is_empty() && !refusal.reason().is_empty());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_nonce_travels_in_the_list_and_back_in_the_report() -> Result<(), Box<dyn std::error::Error>> {
+        let list = TargetList {
+            nonce: String::new(),
+            targets: Vec::new(),
+        };
+        assert_eq!(list.json_with_nonce("")?, r#"{"targets":[]}"#);
+        let json = list.json_with_nonce("abc")?;
+        let back: TargetList = serde_json::from_str(&json)?;
+        assert_eq!(back.nonce, "abc");
+        let report = r#"{"reportedAt":"2026-11-25T20:00:00Z","nonce":"abc","targets":{}}"#;
+        assert_eq!(Report::parse(report)?.nonce, "abc");
+        let older = r#"{"reportedAt":"2026-11-25T20:00:00Z","targets":{}}"#;
+        assert_eq!(Report::parse(older)?.nonce, "");
+        Ok(())
     }
 
     #[test]
@@ -531,7 +904,7 @@ mod tests {
     fn without_agents_the_controller_decides_as_before() {
         for own in [State::Unknown, State::Up, State::Down] {
             let ballots = [ballot(CONTROLLER, own, Standing::Counted)];
-            for quorum in [Quorum::Majority, Quorum::Any, Quorum::All, Quorum::AtLeast(2)] {
+            for quorum in [Quorum::Majority, Quorum::Unanimous, Quorum::AnyOne, Quorum::AtLeast(2)] {
                 assert_eq!(decide(own, &ballots, quorum).state, own, "{own:?} {quorum}");
             }
         }
@@ -607,6 +980,7 @@ mod tests {
             Some("-----BEGIN CERTIFICATE-----\nTENANT-PRIVATE-CA\n-----END CERTIFICATE-----\n".into());
         assert!(!controller_only(&plain) && controller_only(&with_token) && controller_only(&with_ca));
         let list = TargetList {
+            nonce: "n0nce".into(),
             targets: vec![
                 TargetSpec::of("127.0.10.1".parse()?, &plain),
                 TargetSpec::of("127.0.10.2".parse()?, &with_token),
@@ -627,6 +1001,7 @@ mod tests {
         }
         let back: TargetList = serde_json::from_str(json)?;
         assert_eq!(back.targets, [TargetSpec::of("127.0.10.1".parse()?, &plain)]);
+        assert_eq!(back.nonce, "n0nce");
         Ok(())
     }
 
@@ -651,7 +1026,7 @@ mod tests {
             success_threshold: 2,
             failover_delay: Duration::from_secs(9),
             failback_delay: Duration::from_secs(9),
-            quorum: Quorum::All,
+            quorum: Quorum::AnyOne,
         };
         let address: IpAddr = "127.0.10.1".parse()?;
         let spec = TargetSpec::of(address, &check);
@@ -672,6 +1047,7 @@ mod tests {
         let back: TargetSpec = serde_json::from_str(&serde_json::to_string(&with_path)?)?;
         assert_eq!(back.check().spec, path.spec);
         let json = serde_json::to_string(&TargetList {
+            nonce: String::new(),
             targets: vec![spec.clone()],
         })?;
         let back: TargetList = serde_json::from_str(&json)?;

@@ -396,7 +396,7 @@ pub(super) fn select<T: Shard>(
                     wanted.push((address, check.clone()));
                 }
             }
-            dataplane.want(key, wanted);
+            dataplane.want_allowing(key, wanted, &probe_allowance(ctx, key));
             let state_of = |ip: IpAddr| dataplane.state(ip, check);
             let mut kept = Vec::new();
             for mut shard in std::mem::take(&mut selection.shards) {
@@ -519,6 +519,50 @@ pub(super) fn select<T: Shard>(
         selection.all_unhealthy = true;
     }
     selection
+}
+
+/// The networks the probes of record `key` may reach although
+/// `dataplane::policy` refuses them (loopback, link-local, …): the
+/// `spec.probeAllowedNetworks` of the Domains it publishes in (a
+/// ServiceDNSRecord's `domainRef`; the Domains of an Ingress or Route
+/// record's `spec.hosts` and of the names it published).
+fn probe_allowance(ctx: &RecordContext, key: &RecordKey) -> Vec<ipnet::IpNet> {
+    use kube::runtime::reflector::ObjectRef;
+    let domains: Vec<std::sync::Arc<fedns_api::Domain>> = match key {
+        RecordKey::Service(ns, name) => ctx
+            .services
+            .get(&ObjectRef::new(name).within(ns))
+            .and_then(|r| {
+                ctx.domains
+                    .get(&ObjectRef::new(&r.spec.domain_ref).within(&ctx.namespace))
+            })
+            .into_iter()
+            .collect(),
+        RecordKey::Ingress(ns, name) => ctx
+            .ingresses
+            .get(&ObjectRef::new(name).within(ns))
+            .map(|r| ctx.domains_of(&r.spec.hosts))
+            .unwrap_or_default(),
+        RecordKey::Route(ns, name) => ctx
+            .routes
+            .get(&ObjectRef::new(name).within(ns))
+            .map(|r| {
+                let mut hosts = r.spec.hosts.clone();
+                hosts.extend(
+                    ctx.published
+                        .get::<fedns_api::RouteClusterDNS>(&key.id())
+                        .into_iter()
+                        .flat_map(|s| s.hostnames.into_iter().map(|h| h.hostname)),
+                );
+                ctx.domains_of(&hosts)
+            })
+            .unwrap_or_default(),
+    };
+    crate::dataplane::policy::parse_networks(
+        domains
+            .iter()
+            .flat_map(|d| d.spec.probe_allowed_networks.iter().map(String::as_str)),
+    )
 }
 
 /// Every address a load balancer status stands for: its IPs and the

@@ -289,9 +289,10 @@ async fn every_example_and_docs_snippet_is_admitted() {
     }
 }
 
-/// `spec.healthCheck.quorum` is an int-or-string: `Majority`, `Any`,
-/// `All` or 1..=100. Anything else is refused at admission, naming the
-/// field, on the emulator and on a real API server alike.
+/// `spec.healthCheck.quorum` is an int-or-string: `Majority`,
+/// `Unanimous`, `AnyOne` (or the older `Any`, `All`) or 1..=100.
+/// Anything else is refused at admission, naming the field, on the
+/// emulator and on a real API server alike.
 #[tokio::test]
 async fn the_quorum_is_checked_at_admission() {
     for (server, client, _emulator) in api_servers().await {
@@ -309,6 +310,9 @@ async fn the_quorum_is_checked_at_admission() {
             json!(3),
             json!(100),
             json!("Majority"),
+            json!("Unanimous"),
+            json!("AnyOne"),
+            // The spellings before the rename, still admitted.
             json!("Any"),
             json!("All"),
         ] {
@@ -340,6 +344,8 @@ async fn the_quorum_is_checked_at_admission() {
         for (value, admitted) in [
             (json!(3), true),
             (json!("Any"), true),
+            (json!("AnyOne"), true),
+            (json!("anyone"), false),
             (json!("50%"), false),
             (json!(0), false),
         ] {

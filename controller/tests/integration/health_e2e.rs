@@ -104,11 +104,25 @@ pub(crate) async fn probed_federation(
     }
 }
 
+/// [`MYFED_HOST_YAML`] with the Domain's allowance for probes of loopback
+/// load balancers (`spec.probeAllowedNetworks`): the tests' responders
+/// are on loopback, which is refused otherwise.
+pub(crate) const PROBED_HOST_YAML: &str = r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com, probeAllowedNetworks: [127.0.0.0/8]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+"#;
+
 const HOST_YAML: &str = r#"
 apiVersion: multiclusterdns.fedns.io/v1alpha1
 kind: Domain
 metadata: {name: myfed, namespace: fedns-system}
-spec: {domain: example.com}
+spec: {domain: example.com, probeAllowedNetworks: [127.0.0.0/8]}
 ---
 apiVersion: v1
 kind: Namespace
@@ -304,7 +318,7 @@ async fn https_checks_trust_the_ca_bundle_the_record_names() {
             "data": {"ca.crt": pems.concat()}})
     };
     let host_yaml = format!(
-        "{MYFED_HOST_YAML}---\n{}\n---\n{}\n",
+        "{PROBED_HOST_YAML}---\n{}\n---\n{}\n",
         r#"
 apiVersion: multiclusterdns.fedns.io/v1alpha1
 kind: ServiceDNSRecord
@@ -375,6 +389,118 @@ spec:
             started.elapsed() < Duration::from_secs(30),
             "no InputValid=False within 30 s"
         );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    federation.stop();
+}
+
+/// Issue #57 item 4: load balancers on loopback (as the tests' responders
+/// are) are not probed unless the record's Domain allows it
+/// (`spec.probeAllowedNetworks`). Refused, each is Down with the reason in
+/// `status.probes[]` and explain, and no probe reaches it (both refused:
+/// fail-open serves both, as for any failing address). Allowed for one
+/// address, that one alone is probed and answered; allowed for the whole
+/// of loopback, both are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_load_balancers_are_probed_only_where_the_domain_allows() {
+    const HOST: &str = r#"
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: Domain
+metadata: {name: myfed, namespace: fedns-system}
+spec: {domain: example.com}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns}
+---
+apiVersion: multiclusterdns.fedns.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: nginx, namespace: ns}
+spec:
+  domainRef: myfed
+  recordTTL: 5
+  healthCheck: {protocol: HTTP, path: /healthz, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 2, successThreshold: 1}
+"#;
+    let ProbedFederation {
+        responders,
+        federation,
+        dir,
+    } = probed_federation(
+        "health-refused",
+        44,
+        &[("a", "region-a"), ("b", "region-b")],
+        member_yaml,
+        HOST,
+    )
+    .await;
+    let dns_port = free_port();
+    let metrics_port = free_port();
+    let _controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);
+    let host = client_of(&federation.host).await;
+    let records: Api<ServiceDNSRecord> = Api::namespaced(host.clone(), "ns");
+    let domains: Api<fedns_api::Domain> = Api::namespaced(host, "fedns-system");
+    let refusal =
+        |ip: &str| format!("probe target {ip} is loopback; not probed (Domain spec.probeAllowedNetworks can allow it)");
+    let probes = || async {
+        records
+            .get("nginx")
+            .await
+            .ok()
+            .and_then(|r| r.status)
+            .map(|s| s.probes)
+            .unwrap_or_default()
+    };
+
+    // No allowance: both refused, Down, saying why; nothing probed.
+    let started = Instant::now();
+    loop {
+        let probes = probes().await;
+        let said = |ip: &str| {
+            probes
+                .iter()
+                .any(|p| p.address == ip && p.state == "Down" && p.last_error.as_deref() == Some(refusal(ip).as_str()))
+        };
+        if said("127.0.44.1") && said("127.0.44.2") {
+            println!("both refused after {:?}", started.elapsed());
+            break;
+        }
+        assert!(started.elapsed() < EVENTUALLY, "not refused: {probes:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    explained(metrics_port, GLOBAL, &refusal("127.0.44.2")).await;
+    // Both failing: fail-open serves both, never NXDOMAIN.
+    answers_become(dns_port, &["127.0.44.1", "127.0.44.2"], "fail-open over two refused").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        (responders[0].requests(), responders[1].requests()),
+        (0, 0),
+        "a refused load balancer was probed"
+    );
+
+    // Allowed for 127.0.44.1 alone: it is probed and answered alone.
+    let allow = |networks: &[&str]| kube::api::Patch::Merge(json!({"spec": {"probeAllowedNetworks": networks}}));
+    domains
+        .patch("myfed", &kube::api::PatchParams::default(), &allow(&["127.0.44.1/32"]))
+        .await
+        .unwrap();
+    answers_become(dns_port, &["127.0.44.1"], "127.0.44.1 allowed").await;
+    eventually("the allowed load balancer is probed", || responders[0].requests() > 0).await;
+    assert_eq!(responders[1].requests(), 0, "the other is still refused");
+
+    // Allowed for the whole of loopback: both.
+    domains
+        .patch("myfed", &kube::api::PatchParams::default(), &allow(&["127.0.0.0/8"]))
+        .await
+        .unwrap();
+    answers_become(dns_port, &["127.0.44.1", "127.0.44.2"], "loopback allowed").await;
+    let started = Instant::now();
+    loop {
+        let probes = probes().await;
+        let up = probes.len() == 2 && probes.iter().all(|p| p.state == "Up" && p.last_error.is_none());
+        if up && responders[1].requests() > 0 {
+            break;
+        }
+        assert!(started.elapsed() < EVENTUALLY, "not both probed and Up: {probes:#?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     federation.stop();

@@ -19,7 +19,8 @@ const HOST_YAML: &str = r#"
 apiVersion: multiclusterdns.fedns.io/v1alpha1
 kind: Domain
 metadata: {name: myfed, namespace: fedns-system}
-spec: {domain: example.com}
+# The load balancers are responders on loopback: probes need the allowance.
+spec: {domain: example.com, probeAllowedNetworks: [127.0.0.0/8]}
 ---
 apiVersion: v1
 kind: Namespace

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::health_e2e::PROBED_HOST_YAML;
 use fedns_api::ServiceDNSRecord;
 use fedns_controller::federation::Federation;
 use fedns_sandbox::responder::Responder;
@@ -95,7 +96,7 @@ async fn start(tag: &str, members: &[(&str, &[&str], usize)], spec_extra: &str) 
     );
     federation
         .host
-        .seed_yaml("host", &format!("{MYFED_HOST_YAML}---\n{record}"))
+        .seed_yaml("host", &format!("{PROBED_HOST_YAML}---\n{record}"))
         .unwrap();
     let (dns_port, metrics_port) = (free_port(), free_port());
     let controller = spawn_controller(&dir, dns_port, metrics_port, &["--udp-workers", "1"]);

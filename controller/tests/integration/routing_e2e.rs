@@ -60,6 +60,8 @@ kind: Domain
 metadata: {name: myfed, namespace: fedns-system}
 spec:
   domain: example.com
+  # The load balancers are responders on loopback: probes need the allowance.
+  probeAllowedNetworks: [127.0.0.0/8]
   clientRegions:
     - {cidr: 192.0.2.0/24, region: eu-west-1}
     - {cidr: 198.51.100.0/24, region: us-west-2}
