@@ -18,7 +18,7 @@ use serde_json::Value;
 const INSTALL_DOC: &str = "docs/operations.md";
 const INSTALL_HEADING: &str = "## Installing in a cluster";
 
-fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
@@ -80,7 +80,7 @@ fn run(home: &Path, program: &str, args: &[&str]) -> Output {
 
 /// `kubectl kustomize DIR` with the kubeconfig in `home`: the rendered
 /// text and its objects.
-fn render(home: &Path, dir: &str) -> (String, Vec<Value>) {
+pub(crate) fn render(home: &Path, dir: &str) -> (String, Vec<Value>) {
     let rendered = String::from_utf8(run(home, "kubectl", &["kustomize", dir]).stdout).unwrap();
     let objects = serde_yaml_ng::Deserializer::from_str(&rendered)
         .map(|doc| Value::deserialize(doc).unwrap())

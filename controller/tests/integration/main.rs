@@ -23,6 +23,7 @@ mod ingress_backends_e2e;
 mod large_objects;
 mod member_rbac;
 mod member_sources;
+mod overlay_rbac;
 mod member_sources_eks;
 mod member_sources_fleet;
 mod min_healthy_e2e;

@@ -136,6 +136,12 @@ pub struct SourceArgs {
     /// `--member-source karmada` (default: the host cluster's).
     #[arg(long, value_name = "PATH")]
     pub karmada_kubeconfig: Option<PathBuf>,
+    /// The only namespace of the Karmada control plane whose Secrets fedns
+    /// reads: where `karmadactl join` and Karmada's agent keep each
+    /// Cluster's credentials (`spec.secretRef`). A Cluster whose secretRef
+    /// names another namespace gets no connection.
+    #[arg(long, value_name = "NAMESPACE", default_value = "karmada-cluster")]
+    pub karmada_secret_namespace: String,
     /// Namespace of kubefed's KubeFedClusters and their Secrets.
     #[arg(long, value_name = "NAMESPACE", default_value = "kube-federation-system")]
     pub kubefed_namespace: String,
@@ -195,6 +201,7 @@ impl Default for SourceArgs {
         SourceArgs {
             member_source: vec![MemberSource::Fedns],
             karmada_kubeconfig: None,
+            karmada_secret_namespace: "karmada-cluster".into(),
             kubefed_namespace: "kube-federation-system".into(),
             inventories: InventoryArgs::default(),
             auto_records: false,

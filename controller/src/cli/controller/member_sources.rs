@@ -56,9 +56,13 @@ pub(super) async fn member_sources(
                 let client = kube::Client::try_from(config.clone()).context("a client of the Karmada control plane")?;
                 let notify2 = notify.clone();
                 let karmada_clusters = reflect(Api::<karmada::Cluster>::all(client.clone()), move |_| notify());
-                let karmada_secrets = reflect_slim(Api::<Secret>::all(client.clone()), slim_engine_secret, move |_| {
-                    notify2()
-                });
+                // Only the credentials namespace: a watch of every Secret
+                // of the control plane read far beyond what fedns uses.
+                let karmada_secrets = reflect_slim(
+                    Api::<Secret>::namespaced(client.clone(), &args.sources.karmada_secret_namespace),
+                    slim_engine_secret,
+                    move |_| notify2(),
+                );
                 sources.karmada = Some(KarmadaInputs {
                     clusters: karmada_clusters.store,
                     secrets: karmada_secrets.store,
