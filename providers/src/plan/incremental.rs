@@ -694,6 +694,7 @@ mod tests_support {
                 soa: Default::default(),
                 allowed_namespaces: None,
                 grants: vec![],
+                probe_allowed_networks: vec![],
                 transfer: None,
                 client_regions: vec![],
                 geo_regions: vec![],

@@ -378,6 +378,7 @@ mod tests {
                 soa: Default::default(),
                 allowed_namespaces: allowed,
                 grants: vec![],
+                probe_allowed_networks: vec![],
                 transfer: None,
                 client_regions: vec![],
                 geo_regions: vec![],

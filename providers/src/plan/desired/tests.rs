@@ -22,6 +22,7 @@ fn domain(name: &str, zone: &str) -> Domain {
             soa: Default::default(),
             allowed_namespaces: None,
             grants: vec![],
+            probe_allowed_networks: vec![],
             transfer: None,
             client_regions: vec![],
             geo_regions: vec![],
