@@ -101,14 +101,15 @@ fn read_tsig_key_file(path: &std::path::Path) -> anyhow::Result<Vec<TsigKey>> {
 }
 
 /// Member mode (`--member-cluster`): the federation zones from the host
-/// and the member's discovery zones; returns the publish counter.
+/// and the member's discovery zones; returns their readiness (true once
+/// the discovery zones are served).
 async fn start_member_side(
     args: &DnsServerArgs,
     member: &str,
     sink: &EmbeddedSink,
     registry: &mut Registry,
     dns: &std::sync::Arc<DnsMetrics>,
-) -> anyhow::Result<tokio::sync::watch::Receiver<SourceState>> {
+) -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
     let host = crate::kube_client::client(args.kubeconfig.as_deref())
         .await
         .context("the host cluster's client")?;
@@ -126,13 +127,7 @@ async fn start_member_side(
         state_file: args.member.state_file.clone(),
     };
     tracing::info!(member, cluster_domain = %config.cluster_domain, "member-side replica: answering the discovery zones");
-    Ok(crate::discovery::member_side::start(
-        host,
-        member_client,
-        config,
-        sink.clone(),
-        metrics,
-    ))
+    Ok(crate::discovery::member_side::start(host, member_client, config, sink.clone(), metrics).served)
 }
 
 /// Runs until SIGTERM/Ctrl-C.
@@ -154,6 +149,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     registry.register_collector(Box::new(metrics.clone()));
 
     let mut source_state = None;
+    let mut discovery_served = None;
     let mut ready_now = false;
     if let Some(path) = &args.tsig_key_file {
         sink.set_named_tsig_keys(read_tsig_key_file(path)?);
@@ -178,7 +174,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
             }
         });
     } else if let Some(member) = &args.member.member_cluster {
-        source_state = Some(start_member_side(args, member, &sink, &mut registry, &metrics).await?);
+        discovery_served = Some(start_member_side(args, member, &sink, &mut registry, &metrics).await?);
     } else {
         let client = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
         let (tx, rx) = tokio::sync::watch::channel(SourceState::default());
@@ -222,6 +218,18 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
         let state = state.clone();
         tokio::spawn(async move {
             if rx.wait_for(|s| s.publishes > 0).await.is_ok() {
+                state.set_ready(true);
+            }
+        });
+    }
+    if let Some(mut served) = discovery_served {
+        // A member-side replica: ready once its discovery zones are in the
+        // store the listeners answer from (the federation zones are
+        // published before them), never while a query for them would get
+        // REFUSED.
+        let state = state.clone();
+        tokio::spawn(async move {
+            if served.wait_for(|served| *served).await.is_ok() {
                 state.set_ready(true);
             }
         });

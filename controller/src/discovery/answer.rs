@@ -20,6 +20,16 @@
 //! Names with no record get NXDOMAIN and missing types NODATA from the
 //! server's answer path, with the zone's SOA (RFC 2308).
 //!
+//! Pending names ([`compute_known`], the replica's path): a fallback CNAME
+//! is only as good as the federated name it points at, which the
+//! controller publishes in the record's DNSEndpoint (`N/service-S`). Until
+//! the replica's view holds that DNSEndpoint (or knows the controller
+//! wrote none, [`RecordProgress::ObservedWithout`]) and the federation
+//! zones it serves hold the chosen target, the name is *pending*: left out
+//! of the zone content and listed in [`Computed::pending`], never a CNAME
+//! to a name not published. A local answer needs no DNSEndpoint and is
+//! never pending.
+//!
 //! Ownership ([`super::ownership`]), as in the public zones: records of
 //! namespaces the Domain's `allowedNamespaces` does not admit are left
 //! out; `S.N.F.svc.<cluster-domain>` comes only from namespace `N` (a
@@ -121,6 +131,78 @@ pub enum Decision {
         /// Why not local, one phrase.
         reason: String,
     },
+    /// No answer yet: the fallback's target is not known to be published
+    /// (see [`compute_known`]); the owner is left out of the zone content.
+    Pending {
+        /// The federated name the fallback would point at (fully qualified).
+        target: String,
+        /// What is awaited, one phrase.
+        reason: String,
+    },
+}
+
+/// What a ServiceDNSRecord's `status` says of the controller's handling
+/// of its current `metadata.generation` (saved with the host-side state).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RecordProgress {
+    /// No status, or one of an older generation: the controller has not
+    /// handled the record as it is (its DNSEndpoint may be missing or old).
+    #[default]
+    NotObserved,
+    /// `status.observedGeneration` is the record's generation: the
+    /// controller wrote the DNSEndpoint of this generation (it writes the
+    /// DNSEndpoint first, then the status).
+    Observed,
+    /// Observed, and `Ready=False` says the controller wrote no
+    /// DNSEndpoint for it (`DomainNotFound`, `ObjectTooLarge`): known
+    /// absent.
+    ObservedWithout,
+}
+
+/// What the replica's view knows of one record's DNSEndpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointKnowledge {
+    /// Not in the (listed) DNSEndpoint cache, and the record's status does
+    /// not say there is none: the controller has not written it yet.
+    Unknown,
+    /// Known absent: the controller handled the record's generation and
+    /// wrote no DNSEndpoint ([`RecordProgress::ObservedWithout`]).
+    Absent,
+    /// In the cache.
+    Present {
+        /// Its `dnsName`s, lower case, without the trailing dot.
+        names: BTreeSet<String>,
+        /// It is the DNSEndpoint of the record's generation
+        /// ([`RecordProgress::Observed`]).
+        current: bool,
+    },
+}
+
+/// The DNSEndpoint side of [`compute_known`].
+pub struct EndpointsView<'a> {
+    /// By record `namespace/name`; a record not here is
+    /// [`EndpointKnowledge::Unknown`].
+    pub records: &'a BTreeMap<String, EndpointKnowledge>,
+    /// Whether a CNAME to a federated name (fully qualified, lower case)
+    /// leads somewhere now: the server answers the name with an address,
+    /// or with a chain leaving the zones it serves.
+    pub served: &'a dyn Fn(&str) -> bool,
+}
+
+/// A discovery name not answered yet ([`Decision::Pending`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingName {
+    /// ServiceDNSRecord `namespace/name`.
+    pub record: String,
+    /// The discovery zone's apex (`F.svc.<cluster-domain>.`).
+    pub zone: String,
+    /// What is awaited, one phrase.
+    pub reason: String,
+    /// What the name would hold without knowing the DNSEndpoints (the
+    /// CNAME to the fallback target; for an alias, its CNAME to the
+    /// owner), for a name that must go on being answered.
+    pub records: Vec<Record>,
 }
 
 /// One owner of a discovery zone and its decision.
@@ -151,17 +233,26 @@ pub struct Computed {
     /// DNS name, a namespace not admitted, a name another namespace or an
     /// older record holds).
     pub problems: Vec<String>,
+    /// Names left out of the zones until their answer is known (owners and
+    /// their `dnsPrefix` aliases, fully qualified, lower case); only
+    /// [`compute_known`] finds any.
+    pub pending: BTreeMap<String, PendingName>,
 }
 
 impl Computed {
-    /// (local, fallback) owner counts.
+    /// (local, fallback) owner counts; pending owners count in neither.
     pub fn counts(&self) -> (usize, usize) {
-        let local = self
-            .decisions
-            .iter()
-            .filter(|d| matches!(d.decision, Decision::Local(_)))
-            .count();
-        (local, self.decisions.len() - local)
+        let count = |local: bool| {
+            self.decisions
+                .iter()
+                .filter(|d| match d.decision {
+                    Decision::Local(_) => local,
+                    Decision::Fallback { .. } => !local,
+                    Decision::Pending { .. } => false,
+                })
+                .count()
+        };
+        (count(true), count(false))
     }
 }
 
@@ -198,6 +289,32 @@ pub fn fallback_target(prefix: &str, domain: &str, member: Option<&MemberView>, 
     }
 }
 
+/// The federated names a fallback may point at, most specific first:
+/// the zone name and the region name when the member has them (see
+/// [`fallback_target`]), then the global name.
+pub fn fallback_targets(
+    prefix: &str,
+    domain: &str,
+    member: Option<&MemberView>,
+    node_zone: Option<&str>,
+) -> Vec<String> {
+    let first = fallback_target(prefix, domain, member, node_zone);
+    let region_only = member.map(|m| MemberView {
+        zones: Vec::new(),
+        ..m.clone()
+    });
+    let mut out = vec![first];
+    for name in [
+        fallback_target(prefix, domain, region_only.as_ref(), None),
+        fallback_target(prefix, domain, None, None),
+    ] {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// Computes the discovery zones from `inputs` with no Domain's admission
 /// rule or record age known ([`Ownership::default`]: every namespace
 /// admitted, claims ordered by namespace/name); see [`compute_owned`].
@@ -209,8 +326,31 @@ pub fn compute(inputs: &Inputs) -> Computed {
 /// `ownership` ([`super::ownership`]). Never fails: a record whose names
 /// are not valid DNS names, or that the rules leave out, is reported in
 /// [`Computed::problems`]; a name two records claim goes to the oldest
-/// claim, never to the first in sort order.
+/// claim, never to the first in sort order. Every fallback target is
+/// taken as published (`fedns explain`'s view); the replica answers with
+/// [`compute_known`].
 pub fn compute_owned(inputs: &Inputs, ownership: &Ownership) -> Computed {
+    compute_known(inputs, ownership, None)
+}
+
+/// [`compute_owned`], knowing the records' DNSEndpoints (`endpoints`;
+/// None: every target taken as published). A record whose answer would be
+/// a fallback CNAME gets, by what its DNSEndpoint is:
+///
+/// * not known ([`EndpointKnowledge::Unknown`]): pending;
+/// * present ([`EndpointKnowledge::Present`]): a CNAME to the most specific of the
+///   zone, region and global names ([`fallback_targets`]) it holds, once
+///   the server answers that name with an address or a chain leaving its
+///   zones ([`EndpointsView::served`]); before (the federation zones'
+///   publish on its way, or no cluster answering yet, as in the
+///   DNSEndpoint a controller writes before it has read its members), and
+///   while it holds none of them, pending;
+/// * known absent ([`EndpointKnowledge::Absent`]): a CNAME to the first, as without
+///   knowledge (the controller publishes nothing for it).
+///
+/// Pending owners and their `dnsPrefix` aliases are left out of the
+/// zones and listed in [`Computed::pending`].
+pub fn compute_known(inputs: &Inputs, ownership: &Ownership, endpoints: Option<&EndpointsView<'_>>) -> Computed {
     let mut out = Computed::default();
     let mut federations: Vec<&FederationView> = inputs.federations.iter().collect();
     federations.sort();
@@ -256,7 +396,7 @@ pub fn compute_owned(inputs: &Inputs, ownership: &Ownership) -> Computed {
                 out.problems.push(problem);
                 continue;
             }
-            let (decision, rrs, alias) = match owner_records(inputs, federation, &apex_text, record) {
+            let (decision, rrs, alias) = match owner_records(inputs, federation, &apex_text, record, endpoints) {
                 Ok(built) => built,
                 Err(problem) => {
                     out.problems.push(problem);
@@ -271,8 +411,28 @@ pub fn compute_owned(inputs: &Inputs, ownership: &Ownership) -> Computed {
                 continue;
             }
             holders.insert(decision.owner.clone(), id.clone());
-            zone.records.extend(rrs);
             let owner = decision.owner.clone();
+            let pending = match &decision.decision {
+                Decision::Pending { reason, .. } => Some(PendingName {
+                    record: id.clone(),
+                    zone: apex_text.clone(),
+                    reason: reason.clone(),
+                    records: Vec::new(),
+                }),
+                _ => None,
+            };
+            if let Some(pending) = &pending {
+                let records = rrs;
+                out.pending.insert(
+                    owner.clone(),
+                    PendingName {
+                        records,
+                        ..pending.clone()
+                    },
+                );
+            } else {
+                zone.records.extend(rrs);
+            }
             out.decisions.push(decision);
             let Some((alias_text, alias_record)) = alias else {
                 continue;
@@ -299,7 +459,16 @@ pub fn compute_owned(inputs: &Inputs, ownership: &Ownership) -> Computed {
                 ));
             } else {
                 holders.insert(alias_text.clone(), id);
-                zone.records.push(alias_record);
+                // An alias of a pending owner would be a CNAME to a name
+                // not in the zone: pending with it.
+                match pending {
+                    Some(pending) => {
+                        let records = vec![alias_record];
+                        out.pending
+                            .insert(alias_text.clone(), PendingName { records, ..pending });
+                    }
+                    None => zone.records.push(alias_record),
+                }
                 out.aliases.insert(alias_text, owner);
             }
         }
@@ -322,6 +491,7 @@ fn owner_records(
     federation: &FederationView,
     apex: &str,
     record: &RecordView,
+    endpoints: Option<&EndpointsView<'_>>,
 ) -> Result<(OwnerDecision, Vec<Record>, Option<Alias>), String> {
     let label = record.external_name.as_deref().unwrap_or(&record.service);
     let id = format!("{}/{}", record.namespace, record.service);
@@ -356,21 +526,33 @@ fn owner_records(
         }
         Some(reason) => {
             let prefix = format!("{label}.{}.{}.svc", record.namespace, federation.name).to_ascii_lowercase();
-            let target_text = fallback_target(
+            let targets = fallback_targets(
                 &prefix,
                 &federation.domain,
                 inputs.member.as_ref(),
                 inputs.node_zone.as_deref(),
             );
+            // Pending: the CNAME to the first target is what the name
+            // would hold without knowing (the caller keeps it apart).
+            let (target_text, pending) = match chosen_target(&id, record, targets, endpoints) {
+                Ok(target) => (target, None),
+                Err((target, awaited)) => (target, Some(awaited)),
+            };
             let target = Name::from_ascii(&target_text).map_err(|e| bad(&target_text, &e))?;
             rrs.push(Record::from_rdata(
                 owner.clone(),
                 DISCOVERY_TTL,
                 RData::CNAME(CNAME(target)),
             ));
-            Decision::Fallback {
-                target: target_text,
-                reason,
+            match pending {
+                None => Decision::Fallback {
+                    target: target_text,
+                    reason,
+                },
+                Some(awaited) => Decision::Pending {
+                    target: target_text,
+                    reason: awaited,
+                },
             }
         }
     };
@@ -392,6 +574,47 @@ fn owner_records(
         rrs,
         alias,
     ))
+}
+
+/// The fallback target of record `id` among `targets` (most specific
+/// first, never empty), as [`compute_known`] chooses it; `Err` with the
+/// target it would be and what is awaited while the name is pending.
+fn chosen_target(
+    id: &str,
+    record: &RecordView,
+    targets: Vec<String>,
+    endpoints: Option<&EndpointsView<'_>>,
+) -> Result<String, (String, String)> {
+    let first = targets.first().cloned().unwrap_or_default();
+    let Some(view) = endpoints else {
+        return Ok(first);
+    };
+    let endpoint = format!("DNSEndpoint {}/service-{}", record.namespace, record.service);
+    match view.records.get(id).unwrap_or(&EndpointKnowledge::Unknown) {
+        EndpointKnowledge::Unknown => Err((
+            first,
+            format!("the controller has not written {endpoint} (or its status) yet"),
+        )),
+        EndpointKnowledge::Absent => Ok(first),
+        EndpointKnowledge::Present { names, current } => {
+            let held = targets.iter().find(|t| names.contains(t.trim_end_matches('.')));
+            match held {
+                Some(target) if (view.served)(target) => Ok(target.clone()),
+                Some(target) => Err((
+                    target.clone(),
+                    format!("{endpoint} holds {target}, which leads to no address here (yet)"),
+                )),
+                None if *current => Err((
+                    first,
+                    format!("{endpoint} holds none of the record's names (no cluster answers it yet)"),
+                )),
+                None => Err((
+                    first,
+                    format!("{endpoint} was written for an older generation of the record and holds none of its names"),
+                )),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -723,5 +946,128 @@ pub(crate) mod tests {
         assert_eq!(c.zones.len(), 1);
         assert_eq!(c.decisions.len(), 1);
         assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+    }
+
+    /// The zone, region and global names of ns/nginx for `inputs()`.
+    const ZONE: &str = "nginx.ns.myfed.svc.us-east-1b.us-east-1.example.com.";
+    const REGION: &str = "nginx.ns.myfed.svc.us-east-1.example.com.";
+    const GLOBAL: &str = "nginx.ns.myfed.svc.example.com.";
+
+    /// [`compute_known`] with ns/nginx's DNSEndpoint known as `knowledge`
+    /// (None: not in the map) and the server answering `served`.
+    fn known(i: &Inputs, knowledge: Option<EndpointKnowledge>, served: &[&str]) -> Computed {
+        let records: BTreeMap<String, EndpointKnowledge> =
+            knowledge.into_iter().map(|k| ("ns/nginx".to_owned(), k)).collect();
+        let served = |name: &str| served.contains(&name);
+        let view = EndpointsView {
+            records: &records,
+            served: &served,
+        };
+        compute_known(i, &Ownership::default(), Some(&view))
+    }
+
+    fn present(names: &[&str], current: bool) -> Option<EndpointKnowledge> {
+        Some(EndpointKnowledge::Present {
+            names: names.iter().map(|n| n.trim_end_matches('.').to_owned()).collect(),
+            current,
+        })
+    }
+
+    #[test]
+    fn fallback_targets_go_from_the_zone_to_the_global_name() {
+        let i = inputs();
+        let prefix = "nginx.ns.myfed.svc";
+        let member = i.member.as_ref();
+        assert_eq!(
+            fallback_targets(prefix, "example.com", member, Some("us-east-1b")),
+            [ZONE, REGION, GLOBAL]
+        );
+        assert_eq!(fallback_targets(prefix, "example.com", None, None), [GLOBAL]);
+    }
+
+    /// Before the controller wrote ns/nginx's DNSEndpoint a fallback name
+    /// is pending: no CNAME (to a name nobody publishes) and no NXDOMAIN
+    /// record left behind: the owner and its alias are out of the zone and
+    /// listed as pending. A local answer needs no DNSEndpoint.
+    #[test]
+    fn without_its_dnsendpoint_a_fallback_name_is_pending_not_a_cname_to_nothing() {
+        let mut i = inputs();
+        i.services.values_mut().for_each(|s| s.ready = false);
+        let owner = "nginx.ns.myfed.svc.cluster.local.";
+        for knowledge in [None, Some(EndpointKnowledge::Unknown)] {
+            let c = known(&i, knowledge, &[ZONE, REGION, GLOBAL]);
+            assert!(records(&c).is_empty(), "{:?}", records(&c));
+            assert_eq!(
+                c.pending.keys().map(String::as_str).collect::<Vec<_>>(),
+                [owner, "www.myfed.svc.cluster.local."]
+            );
+            let pending = &c.pending[owner];
+            assert_eq!(
+                (pending.record.as_str(), pending.zone.as_str()),
+                ("ns/nginx", "myfed.svc.cluster.local.")
+            );
+            assert!(
+                pending.reason.contains("DNSEndpoint ns/service-nginx"),
+                "{}",
+                pending.reason
+            );
+            // Kept apart: the CNAME it would hold without knowing.
+            assert_eq!(pending.records.len(), 1);
+            assert_eq!(pending.records[0].data.to_string(), ZONE);
+            assert!(matches!(&c.decisions[0].decision, Decision::Pending { target, .. } if target == ZONE));
+            assert_eq!(c.counts(), (0, 0));
+            // The zone itself is there (its apex answers), without the name.
+            assert_eq!(c.zones.len(), 1);
+        }
+        // Local: answered whatever the DNSEndpoint.
+        let c = known(&inputs(), None, &[]);
+        assert!(c.pending.is_empty());
+        assert_eq!(c.counts(), (1, 0));
+        // Without knowledge (explain's view), the CNAME as before.
+        assert_eq!(records(&compute(&i))[0], format!("{owner} CNAME {ZONE}"));
+    }
+
+    #[test]
+    fn a_present_dnsendpoint_answers_once_its_target_is_served() {
+        let mut i = inputs();
+        i.services.values_mut().for_each(|s| s.ready = false);
+        let owner = "nginx.ns.myfed.svc.cluster.local.";
+        let all = [ZONE, REGION, GLOBAL];
+        // Held and served: the zone name.
+        let c = known(&i, present(&all, true), &all);
+        assert!(c.pending.is_empty());
+        assert_eq!(at(&c, owner), [format!("{owner} CNAME {ZONE}")]);
+        assert_eq!(c.counts(), (0, 1));
+        // Held, leading to no address here (yet): pending, whatever the
+        // generation.
+        for current in [true, false] {
+            let c = known(&i, present(&all, current), &[REGION, GLOBAL]);
+            assert!(
+                c.pending[owner].reason.contains("leads to no address"),
+                "{:?}",
+                c.pending
+            );
+            assert!(at(&c, owner).is_empty());
+        }
+        // The DNSEndpoint has no zone name (the controller did not know
+        // the member's zone when it wrote it): the region name, not a
+        // CNAME to a name it does not publish.
+        let c = known(&i, present(&[REGION, GLOBAL], true), &[REGION, GLOBAL]);
+        assert_eq!(at(&c, owner), [format!("{owner} CNAME {REGION}")]);
+        // It holds none of them (a controller that has not read its
+        // members yet writes it empty): pending, saying why.
+        let c = known(&i, present(&[], true), &[]);
+        assert!(
+            c.pending[owner].reason.contains("no cluster answers it yet"),
+            "{:?}",
+            c.pending
+        );
+        let other = ["other.ns.myfed.svc.example.com"];
+        let c = known(&i, present(&other, false), &[]);
+        assert!(c.pending[owner].reason.contains("older generation"), "{:?}", c.pending);
+        // Known absent (the controller wrote none for this generation).
+        let c = known(&i, Some(EndpointKnowledge::Absent), &[]);
+        assert_eq!(at(&c, owner), [format!("{owner} CNAME {ZONE}")]);
+        assert!(c.pending.is_empty());
     }
 }

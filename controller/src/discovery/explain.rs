@@ -44,6 +44,14 @@ pub enum FromClusterAnswer {
         /// How the target's zone or region was chosen.
         target_choice: String,
     },
+    /// Not answered yet: the fallback's target is not known to be
+    /// published (docs/discovery.md, "Starting up").
+    Pending {
+        /// The federated name the fallback would point at.
+        target: String,
+        /// What is awaited.
+        reason: String,
+    },
     /// NXDOMAIN.
     NxDomain {
         /// Why no record exists.
@@ -133,6 +141,10 @@ pub fn explain_from_cluster_owned(
             reason: reason.clone(),
             target_choice: target_choice(member, inputs),
         },
+        Decision::Pending { target, reason } => FromClusterAnswer::Pending {
+            target: target.clone(),
+            reason: reason.clone(),
+        },
     };
     Ok(FromCluster {
         name: qualified,
@@ -189,6 +201,9 @@ pub fn render(explanation: &FromCluster) -> String {
             out.push_str(&format!("  target: {target_choice}\n"));
             out.push_str("  the chain and its final addresses follow in the same answer, as for any client:\n");
         }
+        FromClusterAnswer::Pending { target, reason } => out.push_str(&format!(
+            "  answer: pending, no answer from this view yet ({reason}); then a CNAME to {target}\n"
+        )),
         FromClusterAnswer::NxDomain { reason } => out.push_str(&format!("  answer: NXDOMAIN ({reason})\n")),
     }
     out

@@ -17,9 +17,20 @@ use super::metrics::DiscoveryMetrics;
 use super::replica::{self, ReplicaConfig};
 use super::state_file;
 
+/// What a started member side reports.
+#[derive(Debug, Clone)]
+pub struct MemberSide {
+    /// The publishing source's publish counter (the federation zones).
+    pub source: watch::Receiver<SourceState>,
+    /// True once the discovery zones are served (every one handed over is
+    /// in the store the listeners answer from, none held back while names
+    /// are pending): the replica's readiness.
+    pub served: watch::Receiver<bool>,
+}
+
 /// Starts everything the member side needs into `sink`: returns the
-/// source's publish counter (ready after its first publish, or at once
-/// when a saved state was served).
+/// source's publish counter and the discovery zones' readiness
+/// ([`MemberSide`]).
 ///
 /// A state file that cannot be read is logged and ignored (the replica
 /// waits for the host then).
@@ -29,7 +40,7 @@ pub fn start(
     config: ReplicaConfig,
     sink: EmbeddedSink,
     metrics: DiscoveryMetrics,
-) -> watch::Receiver<SourceState> {
+) -> MemberSide {
     let saved = match config.state_file.as_deref().map(state_file::load) {
         Some(Ok(saved)) => saved,
         Some(Err(e)) => {
@@ -69,8 +80,20 @@ pub fn start(
         providers: Vec::new(),
     };
     tokio::spawn(kube_source::run(host, source_config, sinks, tx).instrument(span.clone()));
+    let (served_tx, served) = watch::channel(false);
     tokio::spawn(
-        replica::run(caches, member, config, sink, changed, saved, metrics, rx.clone()).instrument(span.clone()),
+        replica::run(
+            caches,
+            member,
+            config,
+            sink,
+            changed,
+            saved,
+            metrics,
+            rx.clone(),
+            served_tx,
+        )
+        .instrument(span.clone()),
     );
-    rx
+    MemberSide { source: rx, served }
 }

@@ -19,8 +19,20 @@
 //! publish done, or a saved state served). Before that a Service not yet
 //! listed would read as "no local Service" and be answered with a CNAME
 //! to a global name not yet published: a CNAME with no address.
+//!
+//! No CNAME to a name not published (docs/discovery.md, "Starting up"):
+//! a record whose DNSEndpoint the view does not hold yet is pending
+//! ([`super::answer::compute_known`]), and so is a fallback whose target
+//! the federation zones served here do not answer with an address yet
+//! (`name_served`). A discovery zone with pending names that was never
+//! served is held back (the server answers REFUSED for it, `/readyz`
+//! stays 503) for [`PENDING_HOLD`] at most; once served, a pending name
+//! answered before goes on being answered, a new one is left out
+//! (`serve_plan`). The replica is ready ([`run`]'s `served`) once every
+//! discovery zone it hands over is in the store the listeners answer
+//! from.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,7 +40,10 @@ use std::time::{Duration, Instant};
 
 use fedns_api::k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use fedns_api::k8s_openapi::api::discovery::v1::EndpointSlice;
-use fedns_api::{DNSEndpoint, Domain, MemberCluster, NamespacesFrom, ServiceDNSRecord};
+use fedns_api::{conditions, DNSEndpoint, Domain, MemberCluster, NamespacesFrom, ServiceDNSRecord};
+use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use fedns_dnsserver::hickory_proto::rr::{Name, RData, Record, RecordType};
+use fedns_dnsserver::{AnswerConfig, Snapshot, Transport, ZoneContent};
 use fedns_providers::embedded::EmbeddedSink;
 use fedns_providers::plan::ownership::NamespaceLabels;
 use fedns_providers::source::ready::store_ready;
@@ -40,7 +55,10 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::{watch, Notify};
 
-use super::answer::{self, Decision, FederationView, Inputs, MemberView, RecordView};
+use super::answer::{
+    self, Decision, EndpointKnowledge, EndpointsView, FederationView, Inputs, MemberView, PendingName, RecordProgress,
+    RecordView,
+};
 use super::metrics::DiscoveryMetrics;
 use super::ownership::{self, Ownership};
 use super::state_file::{self, HostState};
@@ -331,10 +349,183 @@ pub fn federation_view(domain: &Domain) -> FederationView {
     }
 }
 
+/// What `record`'s status says of the controller's handling of its
+/// generation (see [`RecordProgress`]). The controller writes a record's
+/// DNSEndpoint before its status; it writes none only when the Domain is
+/// missing (`Ready=False DomainNotFound`) or the DNSEndpoint would be too
+/// large (`Ready=False ObjectTooLarge`).
+pub fn record_progress(record: &ServiceDNSRecord) -> RecordProgress {
+    let Some(status) = &record.status else {
+        return RecordProgress::NotObserved;
+    };
+    if status.observed_generation.is_none() || status.observed_generation != record.metadata.generation {
+        return RecordProgress::NotObserved;
+    }
+    let without = conditions::get(&status.conditions, conditions::READY).is_some_and(|c| {
+        c.status == "False" && [conditions::DOMAIN_NOT_FOUND, conditions::OBJECT_TOO_LARGE].contains(&c.reason.as_str())
+    });
+    if without {
+        RecordProgress::ObservedWithout
+    } else {
+        RecordProgress::Observed
+    }
+}
+
+/// What `state` knows of each record's DNSEndpoint (`N/service-S`, the
+/// name the controller gives it), by record `namespace/name`.
+pub fn endpoint_knowledge(state: &HostState) -> BTreeMap<String, EndpointKnowledge> {
+    let by_name: BTreeMap<(String, String), &DNSEndpoint> = state
+        .endpoints
+        .iter()
+        .map(|e| ((e.namespace().unwrap_or_default(), e.name_any()), e))
+        .collect();
+    state
+        .records
+        .iter()
+        .map(|record| {
+            let id = format!("{}/{}", record.namespace, record.service);
+            let progress = state.record_progress.get(&id).copied().unwrap_or_default();
+            let key = (record.namespace.clone(), format!("service-{}", record.service));
+            let knowledge = match (by_name.get(&key), progress) {
+                (Some(endpoint), progress) => EndpointKnowledge::Present {
+                    names: endpoint
+                        .spec
+                        .endpoints
+                        .iter()
+                        .map(|e| e.dns_name.trim_end_matches('.').to_ascii_lowercase())
+                        .collect(),
+                    current: progress == RecordProgress::Observed,
+                },
+                (None, RecordProgress::ObservedWithout) => EndpointKnowledge::Absent,
+                (None, _) => EndpointKnowledge::Unknown,
+            };
+            (id, knowledge)
+        })
+        .collect()
+}
+
+/// Whether a CNAME to `name` (fully qualified) leads somewhere in
+/// `snapshot`: the server answers it with an address (A or AAAA, through
+/// the CNAME chain in the zones it serves), or with a chain that leaves
+/// those zones (a resolver follows it). Not when the chain ends in NXDOMAIN
+/// or NODATA here: a CNAME to it would be a CNAME with no address. Asked
+/// through the server's own answer path, as a client's query would be.
+fn name_served(snapshot: &Snapshot, name: &str) -> bool {
+    let Ok(qname) = Name::from_ascii(name) else {
+        return false;
+    };
+    [RecordType::A, RecordType::AAAA].into_iter().any(|qtype| {
+        let Some(reply) = ask_snapshot(snapshot, &qname, qtype) else {
+            return false;
+        };
+        if reply.metadata.response_code != ResponseCode::NoError {
+            return false;
+        }
+        if reply
+            .answers
+            .iter()
+            .any(|r| matches!(r.data, RData::A(_) | RData::AAAA(_)))
+        {
+            return true;
+        }
+        match reply.answers.last().map(|r| &r.data) {
+            Some(RData::CNAME(target)) => ask_snapshot(snapshot, &target.0, RecordType::SOA)
+                .is_some_and(|r| r.metadata.response_code == ResponseCode::Refused),
+            _ => false,
+        }
+    })
+}
+
+/// `snapshot`'s answer to `qname` `qtype` (None: no readable answer).
+fn ask_snapshot(snapshot: &Snapshot, qname: &Name, qtype: RecordType) -> Option<Message> {
+    let mut message = Message::new(0, MessageType::Query, OpCode::Query);
+    message.add_query(Query::query(qname.clone(), qtype));
+    let packet = message.to_vec().ok()?;
+    let mut out = Vec::new();
+    fedns_dnsserver::answer(snapshot, &packet, Transport::Tcp, &AnswerConfig::default(), &mut out)?;
+    Message::from_vec(&out).ok()
+}
+
+/// How long a discovery zone never served yet is held back while some of
+/// its names are pending, counted from the first view that has it: time
+/// for a controller starting with the replica (or a new Domain's records)
+/// to have the DNSEndpoints written. After
+/// it the zone is served, its pending names left out (a record the
+/// controller does not handle must not keep every other name of its
+/// federation unanswered, nor the replica unready).
+pub const PENDING_HOLD: Duration = Duration::from_secs(30);
+
+/// What is handed to the server: `computed`, with each pending name that
+/// was served before answered still (from `last`, the zones handed over
+/// last: the CNAME it was served with; a name served with the local
+/// Service's addresses gets the CNAME it would hold without knowing, as
+/// the local Service is no answer any more), and without the zones never served
+/// (`handed`: the apexes handed over so far) that have a pending name while
+/// `holding` them (apex → still within [`PENDING_HOLD`]). Returns the
+/// zones and the apexes held back.
+fn serve_plan(
+    computed: Vec<ZoneContent>,
+    pending: &BTreeMap<String, PendingName>,
+    handed: &BTreeSet<String>,
+    last: &[ZoneContent],
+    holding: &dyn Fn(&str) -> bool,
+) -> (Vec<ZoneContent>, BTreeSet<String>) {
+    let apex = |zone: &ZoneContent| zone.apex.to_ascii().to_ascii_lowercase();
+    let mut held = BTreeSet::new();
+    let mut out = Vec::with_capacity(computed.len());
+    for mut zone in computed {
+        let apex_text = apex(&zone);
+        let mut names = pending
+            .iter()
+            .filter(|(_, p)| p.zone == apex_text)
+            .map(|(n, _)| n)
+            .peekable();
+        if names.peek().is_none() {
+            out.push(zone);
+            continue;
+        }
+        if !handed.contains(&apex_text) {
+            if holding(&apex_text) {
+                held.insert(apex_text);
+            } else {
+                out.push(zone);
+            }
+            continue;
+        }
+        let wanted: BTreeSet<&String> = names.collect();
+        let mut before: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+        for record in last.iter().filter(|z| apex(z) == apex_text).flat_map(|z| &z.records) {
+            let name = record.name.to_ascii().to_ascii_lowercase();
+            if wanted.contains(&name) {
+                before.entry(name).or_default().push(record);
+            }
+        }
+        for (name, records) in before {
+            if records.iter().any(|r| r.record_type() == RecordType::CNAME) {
+                zone.records.extend(records.into_iter().cloned());
+            } else if let Some(pending) = pending.get(&name) {
+                zone.records.extend(pending.records.iter().cloned());
+            }
+        }
+        out.push(zone);
+    }
+    (out, held)
+}
+
 /// The host side as the caches hold it now.
 fn host_state(host: &HostCaches, member: &str) -> HostState {
     let records = host.records.state();
     HostState {
+        record_progress: records
+            .iter()
+            .map(|r| {
+                (
+                    format!("{}/{}", r.namespace().unwrap_or_default(), r.name_any()),
+                    record_progress(r),
+                )
+            })
+            .filter(|(_, p)| *p != RecordProgress::NotObserved)
+            .collect(),
         federations: host.domains.state().iter().map(|d| federation_view(d)).collect(),
         records: records.iter().map(|r| record_view(r)).collect(),
         namespace_labels: host.namespaces.labels(),
@@ -358,6 +549,9 @@ const STATE_WRITE_INTERVAL: Duration = Duration::from_secs(5);
 /// `saved`, read from the state file, stands for the host until its
 /// caches are ready. `source` counts the publishing source's publishes:
 /// without a saved state, nothing is answered before its first one.
+/// `served` turns true (once) when the discovery zones are served: every
+/// zone handed over is in the store the listeners answer from and none is
+/// held back (the replica's readiness).
 #[allow(clippy::too_many_arguments)] // the task's whole wiring, passed once
 pub async fn run(
     host: HostCaches,
@@ -368,6 +562,7 @@ pub async fn run(
     saved: Option<HostState>,
     metrics: DiscoveryMetrics,
     mut source: watch::Receiver<SourceState>,
+    served: watch::Sender<bool>,
 ) {
     let member = watch_member(&member_client, &config, &changed);
     let waiting = Instant::now();
@@ -389,6 +584,17 @@ pub async fn run(
         .as_ref()
         .and_then(|s| s.member.as_ref().and_then(|m| m.region.clone()));
     let mut fallback = saved;
+    // The zones handed over last, the apexes ever handed over, when each
+    // zone was first computed (the hold of a zone with pending names
+    // counts from there), and the zones held back last (logged when they
+    // change).
+    let mut handed_zones: Vec<ZoneContent> = Vec::new();
+    let mut handed: BTreeSet<String> = BTreeSet::new();
+    let mut first_seen: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut last_held: BTreeSet<String> = BTreeSet::new();
+    let mut ready = false;
+    // Fallback targets found served (see `name_served`).
+    let mut confirmed: std::collections::HashSet<String> = Default::default();
     loop {
         // The federation side is whole once its caches are listed and the
         // global names they hold are published (a CNAME fallback points
@@ -409,6 +615,8 @@ pub async fn run(
                 .into_iter()
                 .next()
         });
+        let mut awaiting = !ready;
+        let mut hold_left = None;
         if let Some(state) = &state {
             // Nearest names answer this member's region to clients nothing
             // else places (the cluster DNS forwarding from inside).
@@ -435,7 +643,38 @@ pub async fn run(
                 state.namespace_labels.clone(),
                 state.record_created.clone(),
             );
-            let computed = answer::compute_owned(&inputs, &ownership);
+            let knowledge = endpoint_knowledge(state);
+            let snapshot = sink.store().load();
+            // A target found served once stays so for this check: it only
+            // gates a name's first answer (a chain that ends nowhere later
+            // is the federation's state, answered as it is).
+            let found = std::cell::RefCell::new(std::mem::take(&mut confirmed));
+            let is_served = |name: &str| {
+                if found.borrow().contains(name) {
+                    return true;
+                }
+                let served = name_served(&snapshot, name);
+                if served {
+                    found.borrow_mut().insert(name.to_owned());
+                }
+                served
+            };
+            let view = EndpointsView {
+                records: &knowledge,
+                served: &is_served,
+            };
+            let computed = answer::compute_known(&inputs, &ownership, Some(&view));
+            drop(snapshot);
+            confirmed = found.into_inner();
+            let targets: BTreeSet<&str> = computed
+                .decisions
+                .iter()
+                .filter_map(|d| match &d.decision {
+                    Decision::Fallback { target, .. } | Decision::Pending { target, .. } => Some(target.as_str()),
+                    Decision::Local(_) => None,
+                })
+                .collect();
+            confirmed.retain(|t| targets.contains(t.as_str()));
             // Each problem once, not at every recomputation.
             for problem in computed.problems.iter().filter(|p| !last_problems.contains(*p)) {
                 tracing::warn!(member = %config.member, "{problem}");
@@ -457,13 +696,68 @@ pub async fn run(
                         Decision::Fallback { target, reason } => {
                             tracing::info!(member = %config.member, %owner, %target, %reason, "discovery answer: CNAME to the federated name")
                         }
+                        Decision::Pending { target, reason } => {
+                            tracing::info!(member = %config.member, %owner, %target, %reason, "discovery answer: pending")
+                        }
                     }
                 }
             }
             last = now;
-            let changed_owners = sink.set_extra_zones(computed.zones);
+            // A zone gone (its Domain deleted) is new again if it returns.
+            let now = Instant::now();
+            let current: BTreeSet<String> = computed
+                .zones
+                .iter()
+                .map(|z| z.apex.to_ascii().to_ascii_lowercase())
+                .collect();
+            first_seen.retain(|apex, _| current.contains(apex));
+            handed.retain(|apex| current.contains(apex));
+            for apex in current {
+                first_seen.entry(apex).or_insert(now);
+            }
+            let since = |apex: &str| first_seen.get(apex).map_or(Duration::ZERO, |t| t.elapsed());
+            let holding = |apex: &str| since(apex) < PENDING_HOLD;
+            let (zones, held) = serve_plan(computed.zones, &computed.pending, &handed, &handed_zones, &holding);
+            if held != last_held {
+                if !held.is_empty() {
+                    tracing::info!(member = %config.member, zones = ?held, "discovery zones held back: some names pending");
+                }
+                let released = last_held.difference(&held).filter(|apex| !holding(apex));
+                for apex in released {
+                    for (name, pending) in computed.pending.iter().filter(|(_, p)| &p.zone == apex) {
+                        tracing::warn!(member = %config.member, %name, record = %pending.record, reason = %pending.reason,
+                            "still pending after {}s: serving its zone without it", PENDING_HOLD.as_secs());
+                    }
+                }
+                last_held = held.clone();
+            }
+            hold_left = held.iter().map(|apex| PENDING_HOLD.saturating_sub(since(apex))).min();
+            awaiting |= !computed.pending.is_empty();
+            handed.extend(zones.iter().map(|z| z.apex.to_ascii().to_ascii_lowercase()));
+            let changed_owners = sink.set_extra_zones(zones.clone());
+            handed_zones = zones;
             if changed_owners > 0 {
                 metrics.updated(&config.member);
+            }
+            if !ready && held.is_empty() {
+                // Ready once the store the listeners answer from holds
+                // every discovery zone handed over (a new zone set is
+                // published whole by the source's next pass).
+                let in_store: BTreeSet<String> = sink
+                    .store()
+                    .load()
+                    .zones()
+                    .into_iter()
+                    .map(|z| z.apex.to_ascii_lowercase())
+                    .collect();
+                if handed_zones
+                    .iter()
+                    .all(|z| in_store.contains(&z.apex.to_ascii().to_ascii_lowercase()))
+                {
+                    tracing::info!(member = %config.member, zones = handed_zones.len(), "discovery zones served: ready");
+                    ready = true;
+                    served.send_replace(true);
+                }
             }
             if host_ready {
                 if let Some(path) = &config.state_file {
@@ -482,18 +776,246 @@ pub async fn run(
                 }
             }
         }
-        // A change, a publish, or a look at the state file now and then.
-        let _ = tokio::time::timeout(STATE_WRITE_INTERVAL, async {
+        // A change, a publish, the end of a hold, or a look at the state
+        // file now and then.
+        let wait = hold_left.map_or(STATE_WRITE_INTERVAL, |left| left.min(STATE_WRITE_INTERVAL));
+        let _ = tokio::time::timeout(wait, async {
             tokio::select! {
                 _ = changed.notified() => {}
-                // Only the first publish matters here (see `host_ready`);
-                // a closed channel must not make this loop spin.
-                r = source.changed(), if source.borrow().publishes == 0 => {
+                // Publishes matter until the first (see `host_ready`), and
+                // while readiness or a pending name waits for one; a closed
+                // channel must not make this loop spin.
+                r = source.changed(), if awaiting || source.borrow().publishes == 0 => {
                     if r.is_err() { std::future::pending::<()>().await }
                 }
             }
         })
         .await;
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fedns_dnsserver::hickory_proto::rr::rdata::{CNAME, TXT};
+
+    fn record(status: serde_json::Value, generation: i64) -> ServiceDNSRecord {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "ServiceDNSRecord",
+            "metadata": {"name": "nginx", "namespace": "ns", "generation": generation},
+            "spec": {"domainRef": "myfed"},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn ready(reason: &str) -> serde_json::Value {
+        serde_json::json!({"type": "Ready", "status": "False", "reason": reason, "message": "",
+            "lastTransitionTime": "2024-01-01T00:00:00Z"})
+    }
+
+    #[test]
+    fn record_progress_reads_the_observed_generation_and_why_nothing_was_written() {
+        assert_eq!(
+            record_progress(&record(serde_json::json!(null), 1)),
+            RecordProgress::NotObserved
+        );
+        let observed = serde_json::json!({"observedGeneration": 2, "conditions": [ready("NoHealthyEndpoints")]});
+        assert_eq!(
+            record_progress(&record(observed.clone(), 3)),
+            RecordProgress::NotObserved
+        );
+        assert_eq!(record_progress(&record(observed, 2)), RecordProgress::Observed);
+        for reason in ["DomainNotFound", "ObjectTooLarge"] {
+            let without = serde_json::json!({"observedGeneration": 2, "conditions": [ready(reason)]});
+            assert_eq!(record_progress(&record(without, 2)), RecordProgress::ObservedWithout);
+        }
+    }
+
+    #[test]
+    fn endpoint_knowledge_finds_service_dnsendpoints_by_name() {
+        let view = |service: &str| RecordView {
+            namespace: "ns".into(),
+            service: service.into(),
+            domain_ref: "myfed".into(),
+            external_name: None,
+            dns_prefix: None,
+        };
+        let endpoint: DNSEndpoint = serde_json::from_value(serde_json::json!({
+            "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": "DNSEndpoint",
+            "metadata": {"name": "service-nginx", "namespace": "ns"},
+            "spec": {"endpoints": [{"dnsName": "Nginx.ns.myfed.svc.example.com.", "recordType": "A", "targets": ["192.0.2.1"]}]},
+        }))
+        .unwrap();
+        let state = HostState {
+            records: vec![view("nginx"), view("new"), view("gone")],
+            endpoints: vec![endpoint],
+            record_progress: BTreeMap::from([
+                ("ns/nginx".to_owned(), RecordProgress::Observed),
+                ("ns/gone".to_owned(), RecordProgress::ObservedWithout),
+            ]),
+            ..Default::default()
+        };
+        let known = endpoint_knowledge(&state);
+        assert_eq!(
+            known["ns/nginx"],
+            EndpointKnowledge::Present {
+                names: ["nginx.ns.myfed.svc.example.com".to_owned()].into(),
+                current: true
+            }
+        );
+        assert_eq!(known["ns/new"], EndpointKnowledge::Unknown);
+        assert_eq!(known["ns/gone"], EndpointKnowledge::Absent);
+    }
+
+    fn zone(apex: &str, names: &[&str]) -> ZoneContent {
+        let apex = Name::from_ascii(apex).unwrap();
+        let mut zone = ZoneContent::new(apex);
+        for name in names {
+            let target = Name::from_ascii("x.example.com.").unwrap();
+            zone.records.push(Record::from_rdata(
+                Name::from_ascii(name).unwrap(),
+                5,
+                RData::CNAME(CNAME(target)),
+            ));
+        }
+        zone
+    }
+
+    fn pending(name: &str, apex: &str) -> (String, PendingName) {
+        (
+            name.to_owned(),
+            PendingName {
+                record: "ns/nginx".into(),
+                zone: apex.into(),
+                reason: "waiting".into(),
+                records: zone(apex, &[name]).records,
+            },
+        )
+    }
+
+    fn names(zones: &[ZoneContent]) -> Vec<String> {
+        zones
+            .iter()
+            .flat_map(|z| z.records.iter().map(|r| r.name.to_ascii()))
+            .collect()
+    }
+
+    /// A zone never served with a pending name is held back while holding
+    /// (REFUSED, not ready), then served without it; a zone served before
+    /// keeps a pending name's last records, or leaves it out.
+    #[test]
+    fn serve_plan_holds_back_new_zones_and_keeps_last_answers() {
+        let (a, b) = ("a.svc.cluster.local.", "b.svc.cluster.local.");
+        let computed = || {
+            vec![
+                zone(a, &["ok.ns.a.svc.cluster.local."]),
+                zone(b, &["ok.ns.b.svc.cluster.local."]),
+            ]
+        };
+        let waiting = BTreeMap::from([pending("nginx.ns.a.svc.cluster.local.", a)]);
+        let none = BTreeSet::new();
+        let (zones, held) = serve_plan(computed(), &waiting, &none, &[], &|_| true);
+        assert_eq!(held, BTreeSet::from([a.to_owned()]));
+        assert_eq!(names(&zones), ["ok.ns.b.svc.cluster.local."]);
+        // The hold over: served without the pending name.
+        let (zones, held) = serve_plan(computed(), &waiting, &none, &[], &|_| false);
+        assert!(held.is_empty());
+        assert_eq!(zones.len(), 2);
+        assert!(!names(&zones).contains(&"nginx.ns.a.svc.cluster.local.".to_owned()));
+        // Served before with the name: its last records stay.
+        let handed = BTreeSet::from([a.to_owned(), b.to_owned()]);
+        let last = [zone(
+            a,
+            &["ok.ns.a.svc.cluster.local.", "nginx.ns.a.svc.cluster.local."],
+        )];
+        let (zones, held) = serve_plan(computed(), &waiting, &handed, &last, &|_| true);
+        assert!(held.is_empty());
+        assert_eq!(
+            names(&zones[..1]),
+            ["ok.ns.a.svc.cluster.local.", "nginx.ns.a.svc.cluster.local."]
+        );
+        // Served before without it (a new record): left out meanwhile.
+        let (zones, _) = serve_plan(computed(), &waiting, &handed, &[zone(a, &[])], &|_| true);
+        assert_eq!(names(&zones[..1]), ["ok.ns.a.svc.cluster.local."]);
+        // Served before with the local Service's address: not that any
+        // more, the CNAME it would hold without knowing.
+        let mut local = zone(a, &[]);
+        local.records.push(Record::from_rdata(
+            Name::from_ascii("nginx.ns.a.svc.cluster.local.").unwrap(),
+            5,
+            RData::A("10.96.0.10".parse().unwrap()),
+        ));
+        let (zones, _) = serve_plan(computed(), &waiting, &handed, &[local], &|_| true);
+        let kept: Vec<String> = zones[0]
+            .records
+            .iter()
+            .map(|r| format!("{} {}", r.name, r.record_type()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                "ok.ns.a.svc.cluster.local. CNAME",
+                "nginx.ns.a.svc.cluster.local. CNAME"
+            ]
+        );
+    }
+
+    #[test]
+    fn name_served_wants_an_address_or_a_chain_leaving_the_zones() {
+        let store = fedns_dnsserver::ZoneStore::new();
+        let name = |n: &str| Name::from_ascii(n).unwrap();
+        let cname = |owner: &str, target: &str| Record::from_rdata(name(owner), 5, RData::CNAME(CNAME(name(target))));
+        let mut content = ZoneContent::new(name("example.com."));
+        content.records.extend([
+            Record::from_rdata(
+                name("nginx.ns.myfed.svc.example.com."),
+                5,
+                RData::A("192.0.2.1".parse().unwrap()),
+            ),
+            Record::from_rdata(
+                name("v6.ns.myfed.svc.example.com."),
+                5,
+                RData::AAAA("2001:db8::1".parse().unwrap()),
+            ),
+            // zone → region → global, as a DNSEndpoint publishes them.
+            cname(
+                "nginx.ns.myfed.svc.us-east-1.example.com.",
+                "nginx.ns.myfed.svc.example.com.",
+            ),
+            cname(
+                "nginx.ns.myfed.svc.z.us-east-1.example.com.",
+                "nginx.ns.myfed.svc.us-east-1.example.com.",
+            ),
+            // No cluster answers: the region's CNAME to a global name not there.
+            cname(
+                "empty.ns.myfed.svc.us-east-1.example.com.",
+                "empty.ns.myfed.svc.example.com.",
+            ),
+            // spec.fallbackTarget: out of the federation.
+            cname("out.ns.myfed.svc.example.com.", "www.example.org."),
+            Record::from_rdata(name("txt.example.com."), 5, RData::TXT(TXT::new(vec!["x".into()]))),
+        ]);
+        store.publish(vec![content]);
+        let snapshot = store.load();
+        for served in [
+            "nginx.ns.myfed.svc.example.com.",
+            "NGINX.ns.myfed.svc.example.com",
+            "nginx.ns.myfed.svc.z.us-east-1.example.com.",
+            "v6.ns.myfed.svc.example.com.",
+            "out.ns.myfed.svc.example.com.",
+        ] {
+            assert!(name_served(&snapshot, served), "{served}");
+        }
+        for not in [
+            "other.ns.myfed.svc.example.com.",
+            "empty.ns.myfed.svc.us-east-1.example.com.",
+            "txt.example.com.",
+            "nginx.ns.myfed.svc.example.org.",
+            "bad..name.",
+        ] {
+            assert!(!name_served(&snapshot, not), "{not}");
+        }
     }
 }

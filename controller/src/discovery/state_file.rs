@@ -12,7 +12,7 @@ use fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use fedns_api::{DNSEndpoint, Domain};
 use fedns_providers::plan::ownership::NamespaceLabels;
 
-use super::answer::{FederationView, MemberView, RecordView};
+use super::answer::{FederationView, MemberView, RecordProgress, RecordView};
 
 /// The host side of a member-side replica. JSON on disk.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -35,6 +35,11 @@ pub struct HostState {
     /// (the oldest claim to a discovery name holds it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub record_created: BTreeMap<String, Time>,
+    /// What each ServiceDNSRecord's status says of its DNSEndpoint, by
+    /// `namespace/name` (absent: [`RecordProgress::NotObserved`]; states
+    /// saved before it was kept have none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub record_progress: BTreeMap<String, RecordProgress>,
 }
 
 /// A hash of the state's JSON: saves are skipped while it is unchanged.
@@ -97,6 +102,7 @@ mod tests {
         // The ownership inputs read back too.
         let created = Time("2024-05-01T10:00:00Z".parse().unwrap());
         let state = HostState {
+            record_progress: BTreeMap::from([("ns/nginx".to_owned(), RecordProgress::Observed)]),
             namespace_labels: BTreeMap::from([(
                 "team-a".to_owned(),
                 BTreeMap::from([("dns".to_owned(), "yes".to_owned())]),
@@ -108,13 +114,15 @@ mod tests {
         let back = load(&path).unwrap().unwrap();
         assert_eq!(back.namespace_labels, state.namespace_labels);
         assert_eq!(back.record_created, state.record_created);
+        assert_eq!(back.record_progress, state.record_progress);
         // A state saved before they were kept still loads.
         std::fs::write(
             &path,
             r#"{"federations":[],"records":[],"member":null,"domains":[],"endpoints":[]}"#,
         )
         .unwrap();
-        assert!(load(&path).unwrap().unwrap().record_created.is_empty());
+        let old = load(&path).unwrap().unwrap();
+        assert!(old.record_created.is_empty() && old.record_progress.is_empty());
         std::fs::write(&path, "not json").unwrap();
         assert!(load(&path).unwrap_err().contains("not a saved host-side state"));
         let _ = std::fs::remove_dir_all(&dir);

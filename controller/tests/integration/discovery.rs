@@ -457,12 +457,39 @@ async fn another_namespaces_dns_prefix_never_takes_a_discovery_name() {
     .unwrap();
     records.create(&PostParams::default(), &record).await.unwrap();
 
-    // The replica has mallory's record: its own discovery name answers.
+    // The replica has mallory's record: its own discovery name answers,
+    // with mallory's Service in us-east-1 (a record whose Service no
+    // cluster has leads to no address anywhere, and the replica answers
+    // no CNAME to that).
+    let member = client_of(running.federation.member("us-east-1").unwrap()).await;
+    Api::<Namespace>::all(member.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "mallory"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let service = serde_json::json!({
+        "metadata": {"name": "a", "namespace": "mallory"},
+        "spec": {"clusterIP": "10.96.10.9", "clusterIPs": ["10.96.10.9"], "ports": [{"port": 80}]},
+    });
+    Api::<k8s_openapi::api::core::v1::Service>::namespaced(member.clone(), "mallory")
+        .create(&PostParams::default(), &serde_json::from_value(service).unwrap())
+        .await
+        .unwrap();
+    let slice = serde_json::json!({
+        "metadata": {"name": "a-abcde", "namespace": "mallory", "labels": {"kubernetes.io/service-name": "a"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.1.9.5"], "conditions": {"ready": true}}],
+        "ports": [{"port": 80}],
+    });
+    Api::<k8s_openapi::api::discovery::v1::EndpointSlice>::namespaced(member, "mallory")
+        .create(&PostParams::default(), &serde_json::from_value(slice).unwrap())
+        .await
+        .unwrap();
     let mallory = "a.mallory.myfed.svc.cluster.local";
     eventually("the replica answers mallory/a's own name", || {
-        chain(port, mallory, "A")
-            .first()
-            .is_some_and(|l| l.starts_with("a.mallory.myfed.svc."))
+        chain(port, mallory, "A") == ["10.96.10.9"]
     })
     .await;
     // ... and nginx.ns's name stays the local Service, asked again and again.
@@ -516,4 +543,326 @@ async fn another_namespaces_dns_prefix_never_takes_a_discovery_name() {
     assert_eq!(condition.reason, "NotAllowed", "{condition:?}");
     assert!(condition.message.contains("namespace ns"), "{}", condition.message);
     running.shutdown().await;
+}
+
+/// One answer of the replica for [`NAME`] A, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// No response (the replica not listening yet).
+    Silent,
+    Refused,
+    ServFail,
+    NxDomain,
+    /// NOERROR with a CNAME and no address: a CNAME to a name not published.
+    CnameWithoutAddress,
+    /// NOERROR, no answer.
+    NoData,
+    /// The CNAME chain with the final addresses (the right answer here).
+    Chain,
+    /// Addresses without a CNAME (the local Service: wrong here).
+    Local,
+    Other,
+}
+
+/// Asks `name` `rtype` at 127.0.0.1:`port` over UDP (300 ms at most):
+/// the kind of answer and its addresses.
+async fn ask(port: u16, name: &str, rtype: fedns_dnsserver::hickory_proto::rr::RecordType) -> (Kind, Vec<String>) {
+    use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+    use fedns_dnsserver::hickory_proto::rr::{Name, RData};
+    static NEXT_ID: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(1);
+    let id = NEXT_ID.fetch_add(7919, std::sync::atomic::Ordering::Relaxed);
+    let mut message = Message::new(id, MessageType::Query, OpCode::Query);
+    message.add_query(Query::query(Name::from_ascii(name).unwrap(), rtype));
+    // Connected: a port nobody listens on answers at once (ICMP), so the
+    // first moments of a start are sampled finely too.
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    socket.connect(("127.0.0.1", port)).await.unwrap();
+    if socket.send(&message.to_vec().unwrap()).await.is_err() {
+        return (Kind::Silent, Vec::new());
+    }
+    let mut buf = vec![0u8; 4096];
+    let received = tokio::time::timeout(std::time::Duration::from_millis(300), socket.recv(&mut buf)).await;
+    let Ok(Ok(len)) = received else {
+        return (Kind::Silent, Vec::new());
+    };
+    let Ok(reply) = Message::from_vec(&buf[..len]) else {
+        return (Kind::Other, Vec::new());
+    };
+    let addresses: Vec<String> = reply
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::A(a) => Some(a.to_string()),
+            RData::AAAA(a) => Some(a.to_string()),
+            _ => None,
+        })
+        .collect();
+    let cname = reply.answers.iter().any(|r| matches!(r.data, RData::CNAME(_)));
+    let kind = match reply.metadata.response_code {
+        ResponseCode::Refused => Kind::Refused,
+        ResponseCode::ServFail => Kind::ServFail,
+        ResponseCode::NXDomain => Kind::NxDomain,
+        ResponseCode::NoError if reply.answers.is_empty() => Kind::NoData,
+        ResponseCode::NoError if addresses.is_empty() && cname => Kind::CnameWithoutAddress,
+        ResponseCode::NoError if cname => Kind::Chain,
+        ResponseCode::NoError => Kind::Local,
+        _ => Kind::Other,
+    };
+    (kind, addresses)
+}
+
+/// The status of `GET /readyz` at 127.0.0.1:`port` (None: no answer).
+async fn readyz(port: u16) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let limit = std::time::Duration::from_millis(300);
+    let mut stream = tokio::time::timeout(limit, tokio::net::TcpStream::connect(("127.0.0.1", port)))
+        .await
+        .ok()?
+        .ok()?;
+    stream
+        .write_all(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut text = Vec::new();
+    tokio::time::timeout(limit, stream.read_to_end(&mut text))
+        .await
+        .ok()?
+        .ok()?;
+    String::from_utf8_lossy(&text).split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A member emulator's objects: a Node in `zone` of `region`, Service
+/// `ns/nginx` (ClusterIP `cluster_ip`, load balancer `lb`) and one
+/// EndpointSlice whose endpoint is `ready` or not.
+fn startup_member_yaml(region: &str, zone: &str, cluster_ip: &str, lb: &str, ready: bool) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-{zone}
+  labels: {{topology.kubernetes.io/region: {region}, topology.kubernetes.io/zone: {zone}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: nginx, namespace: ns}}
+spec: {{type: LoadBalancer, clusterIP: {cluster_ip}, clusterIPs: [{cluster_ip}], ports: [{{port: 80}}]}}
+status: {{loadBalancer: {{ingress: [{{ip: "{lb}"}}]}}}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: nginx-abcde
+  namespace: ns
+  labels: {{kubernetes.io/service-name: nginx}}
+addressType: IPv4
+endpoints:
+  - addresses: ["10.1.0.5"]
+    conditions: {{ready: {ready}}}
+ports: [{{port: 80}}]
+"#
+    )
+}
+
+/// What one start of a replica saw.
+#[derive(Default)]
+struct StartSeen {
+    /// Answers for [`NAME`] by kind.
+    kinds: std::collections::BTreeMap<Kind, usize>,
+    /// REFUSED answers (discovery name or federation zone) after `/readyz`
+    /// answered 200.
+    refused_while_ready: usize,
+    /// From the replica's first DNS response to its first 200 on `/readyz`
+    /// and to its first right answer.
+    ready_after: Option<std::time::Duration>,
+    right_after: Option<std::time::Duration>,
+}
+
+/// Issue #58 item 5: a member-side replica started on a new federation
+/// before the controller (the record's DNSEndpoint not written yet) must
+/// not answer NXDOMAIN, nor a CNAME to a global name nobody publishes, nor
+/// the wrong answer at all: nothing but "not yet" (REFUSED while unready,
+/// as the discovery zone is held back; SERVFAIL where a server could say
+/// it per name), then the CNAME chain to the healthy cluster. And `/readyz`
+/// is never 200 while a query for a zone it serves gets REFUSED.
+///
+/// us-east-1's Service has no ready endpoint, so its replica's right
+/// answer is the chain to us-west-2's load balancer; ten starts, each on
+/// a new federation, the replica alone for a second before the
+/// controller starts. Before the fix: NXDOMAIN with a CNAME to the global
+/// name in most starts, and `/readyz` 200 before the discovery zone was
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_started_before_the_controller_answers_nothing_wrong_on_a_new_federation() {
+    use fedns_controller::federation::Federation;
+    use fedns_dnsserver::hickory_proto::rr::RecordType;
+    use std::time::Duration;
+
+    const WEST_LB: &str = "198.51.100.10";
+    const STARTS: usize = 10;
+    let mut seen: Vec<StartSeen> = Vec::new();
+    for start in 1..=STARTS {
+        let dir = temp_dir("discovery-startup");
+        let federation = Federation::start(&dir, "fedns-system", &["us-east-1", "us-west-2"])
+            .await
+            .unwrap();
+        let seeds = [
+            ("us-east-1", "us-east-1a", "10.96.10.1", "203.0.113.10", false),
+            ("us-west-2", "us-west-2a", "10.96.20.1", WEST_LB, true),
+        ];
+        for (name, zone, cluster_ip, lb, ready) in seeds {
+            federation
+                .member(name)
+                .unwrap()
+                .seed_yaml(name, &startup_member_yaml(name, zone, cluster_ip, lb, ready))
+                .unwrap();
+            federation.register(name, serde_json::json!({})).unwrap();
+        }
+        federation
+            .host
+            .seed_yaml(
+                "host",
+                &format!(
+                    "{MYFED_HOST_YAML}---\napiVersion: multiclusterdns.fedns.io/v1alpha1\nkind: ServiceDNSRecord\n\
+                     metadata: {{name: nginx, namespace: ns}}\nspec: {{domainRef: myfed, recordTTL: 30, dnsPrefix: www}}\n"
+                ),
+            )
+            .unwrap();
+        let (port, metrics_port) = (free_port(), free_port());
+        let host_kubeconfig = dir.join("host.kubeconfig");
+        let member_kubeconfig = dir.join("us-east-1.kubeconfig");
+        // Its log is kept: a start with a wrong answer prints what the
+        // replica decided and when.
+        let (log, out, err) = process_log("discovery-startup-replica");
+        let child = Command::new(env!("CARGO_BIN_EXE_fedns"))
+            .args([
+                "dns-server",
+                "--member-cluster=us-east-1",
+                "--read-only",
+                "--kubeconfig",
+                host_kubeconfig.to_str().unwrap(),
+                "--member-kubeconfig",
+                member_kubeconfig.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--metrics-addr",
+                &format!("127.0.0.1:{metrics_port}"),
+            ])
+            .env("RUST_LOG", "info,kube=warn")
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("start fedns dns-server");
+        let replica = Process::logged(child, "fedns dns-server (member side)", log.clone());
+        let mut this = StartSeen::default();
+        let mut first_response: Option<std::time::Instant> = None;
+        let mut ready_since: Option<std::time::Instant> = None;
+        let mut controller = None;
+        let begun = std::time::Instant::now();
+        let mut right_since: Option<std::time::Instant> = None;
+        loop {
+            // /readyz first: an answer after a 200 is an answer of a ready
+            // replica (readiness only turns off at shutdown).
+            if ready_since.is_none() && readyz(metrics_port).await == Some(200) {
+                ready_since = Some(std::time::Instant::now());
+            }
+            let (kind, addresses) = ask(port, NAME, RecordType::A).await;
+            let (zone_kind, _) = ask(port, "example.com", RecordType::SOA).await;
+            if kind != Kind::Silent {
+                first_response.get_or_insert_with(std::time::Instant::now);
+            }
+            *this.kinds.entry(kind).or_default() += 1;
+            if ready_since.is_some() {
+                this.refused_while_ready +=
+                    usize::from(kind == Kind::Refused) + usize::from(zone_kind == Kind::Refused);
+            }
+            let right = kind == Kind::Chain && addresses == [WEST_LB];
+            if right {
+                right_since.get_or_insert_with(std::time::Instant::now);
+            }
+            // The replica alone for a second once it answers (its view of
+            // the host is whole well within that), then the controller.
+            if controller.is_none() && first_response.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
+                controller = Some(spawn_controller(
+                    &dir,
+                    free_port(),
+                    free_port(),
+                    &["--udp-workers", "1"],
+                ));
+            }
+            // Done a second after the right answer (it must stay).
+            if right_since.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
+                break;
+            }
+            assert!(
+                begun.elapsed() < EVENTUALLY + Duration::from_secs(5),
+                "start {start}: no right answer within {EVENTUALLY:?}; seen {:?}",
+                this.kinds
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let origin = first_response.unwrap_or(begun);
+        this.ready_after = ready_since.map(|t| t.saturating_duration_since(origin));
+        this.right_after = right_since.map(|t| t.saturating_duration_since(origin));
+        println!(
+            "start {start}: {:?}; ready after {:?}, right answer after {:?} (from the first response); \
+             REFUSED while ready: {}",
+            this.kinds, this.ready_after, this.right_after, this.refused_while_ready
+        );
+        drop(controller);
+        drop(replica);
+        federation.stop();
+        let wrong = this
+            .kinds
+            .keys()
+            .any(|k| !matches!(k, Kind::Silent | Kind::Refused | Kind::ServFail | Kind::Chain));
+        if wrong || this.refused_while_ready > 0 {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            println!("start {start}: the replica's log ({}):", log.display());
+            for line in text.lines().filter(|l| {
+                ["discovery answer", "held back", "ready", "serving", "watch failed"]
+                    .iter()
+                    .any(|n| l.contains(n))
+            }) {
+                println!("  {}", line.chars().take(400).collect::<String>());
+            }
+        } else {
+            let _ = std::fs::remove_file(&log);
+        }
+        seen.push(this);
+    }
+    let mut total: std::collections::BTreeMap<Kind, usize> = Default::default();
+    for this in &seen {
+        for (kind, count) in &this.kinds {
+            *total.entry(*kind).or_default() += count;
+        }
+    }
+    let starts_with = |bad: &[Kind]| {
+        seen.iter()
+            .filter(|s| bad.iter().any(|k| s.kinds.get(k).is_some_and(|n| *n > 0)))
+            .count()
+    };
+    let wrong = [
+        Kind::NxDomain,
+        Kind::CnameWithoutAddress,
+        Kind::NoData,
+        Kind::Local,
+        Kind::Other,
+    ];
+    let refused_while_ready: usize = seen.iter().map(|s| s.refused_while_ready).sum();
+    println!("over {STARTS} starts, answers for {NAME} by kind: {total:?}");
+    println!(
+        "starts with a wrong answer: {}; REFUSED while /readyz was 200: {refused_while_ready} (in {} starts)",
+        starts_with(&wrong),
+        seen.iter().filter(|s| s.refused_while_ready > 0).count()
+    );
+    for kind in wrong {
+        assert_eq!(
+            total.get(&kind).copied().unwrap_or(0),
+            0,
+            "{kind:?} answers during startup: {total:?}"
+        );
+    }
+    assert_eq!(refused_while_ready, 0, "REFUSED while ready: {total:?}");
+    assert!(seen.iter().all(|s| s.ready_after.is_some() && s.right_after.is_some()));
 }
