@@ -24,13 +24,12 @@
 //! a record whose DNSEndpoint the view does not hold yet is pending
 //! ([`super::answer::compute_known`]), and so is a fallback whose target
 //! the federation zones served here do not answer with an address yet
-//! (`name_served`). A discovery zone with pending names that was never
-//! served is held back (the server answers REFUSED for it, `/readyz`
-//! stays 503) for [`PENDING_HOLD`] at most; once served, a pending name
-//! answered before goes on being answered, a new one is left out
-//! (`serve_plan`). The replica is ready ([`run`]'s `served`) once every
-//! discovery zone it hands over is in the store the listeners answer
-//! from.
+//! (`name_served`). A pending name answered before goes on being
+//! answered; one never answered is answered SERVFAIL ("cannot answer
+//! now": resolvers retry and cache no denial) for [`PENDING_HOLD`] at most,
+//! then left out (`serve_plan`), while the rest of its zone is served.
+//! The replica is ready ([`run`]'s `served`) once every discovery zone it
+//! hands over is in the store the listeners answer from.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -446,58 +445,57 @@ fn ask_snapshot(snapshot: &Snapshot, qname: &Name, qtype: RecordType) -> Option<
     Message::from_vec(&out).ok()
 }
 
-/// How long a discovery zone never served yet is held back while some of
-/// its names are pending, counted from the first view that has it: time
-/// for a controller starting with the replica (or a new Domain's records)
-/// to have the DNSEndpoints written. After
-/// it the zone is served, its pending names left out (a record the
-/// controller does not handle must not keep every other name of its
-/// federation unanswered, nor the replica unready).
+/// How long a name is answered SERVFAIL while it is pending (its
+/// DNSEndpoint not known yet), counted from the first view that has it
+/// pending: time for a controller starting with the replica (or a new
+/// record's controller pass) to have the DNSEndpoints written. After it
+/// the name is left out (NXDOMAIN) and logged: a record the controller
+/// does not handle must not keep a resolver retrying for ever.
 pub const PENDING_HOLD: Duration = Duration::from_secs(30);
 
 /// What is handed to the server: `computed`, with each pending name that
 /// was served before answered still (from `last`, the zones handed over
 /// last: the CNAME it was served with; a name served with the local
 /// Service's addresses gets the CNAME it would hold without knowing, as
-/// the local Service is no answer any more), and without the zones never served
-/// (`handed`: the apexes handed over so far) that have a pending name while
-/// `holding` them (apex → still within [`PENDING_HOLD`]). Returns the
-/// zones and the apexes held back.
+/// the local Service is no answer any more), and each pending name
+/// without an answer before put in its zone's `pending` (answered
+/// SERVFAIL: "cannot answer now", which resolvers retry and do not cache
+/// as a denial) while `holding` it (name → still within
+/// [`PENDING_HOLD`]). Returns the zones and the names answered SERVFAIL.
 fn serve_plan(
     computed: Vec<ZoneContent>,
     pending: &BTreeMap<String, PendingName>,
-    handed: &BTreeSet<String>,
     last: &[ZoneContent],
     holding: &dyn Fn(&str) -> bool,
 ) -> (Vec<ZoneContent>, BTreeSet<String>) {
     let apex = |zone: &ZoneContent| zone.apex.to_ascii().to_ascii_lowercase();
-    let mut held = BTreeSet::new();
+    let mut servfail = BTreeSet::new();
     let mut out = Vec::with_capacity(computed.len());
     for mut zone in computed {
         let apex_text = apex(&zone);
-        let mut names = pending
+        let wanted: BTreeSet<&String> = pending
             .iter()
             .filter(|(_, p)| p.zone == apex_text)
             .map(|(n, _)| n)
-            .peekable();
-        if names.peek().is_none() {
+            .collect();
+        if wanted.is_empty() {
             out.push(zone);
             continue;
         }
-        if !handed.contains(&apex_text) {
-            if holding(&apex_text) {
-                held.insert(apex_text);
-            } else {
-                out.push(zone);
-            }
-            continue;
-        }
-        let wanted: BTreeSet<&String> = names.collect();
         let mut before: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
         for record in last.iter().filter(|z| apex(z) == apex_text).flat_map(|z| &z.records) {
             let name = record.name.to_ascii().to_ascii_lowercase();
             if wanted.contains(&name) {
                 before.entry(name).or_default().push(record);
+            }
+        }
+        for name in &wanted {
+            if before.contains_key(*name) || !holding(name) {
+                continue;
+            }
+            if let Ok(owner) = Name::from_ascii(name.as_str()) {
+                zone.pending.push(owner);
+                servfail.insert((*name).clone());
             }
         }
         for (name, records) in before {
@@ -509,7 +507,7 @@ fn serve_plan(
         }
         out.push(zone);
     }
-    (out, held)
+    (out, servfail)
 }
 
 /// The host side as the caches hold it now.
@@ -589,7 +587,6 @@ pub async fn run(
     // counts from there), and the zones held back last (logged when they
     // change).
     let mut handed_zones: Vec<ZoneContent> = Vec::new();
-    let mut handed: BTreeSet<String> = BTreeSet::new();
     let mut first_seen: BTreeMap<String, Instant> = BTreeMap::new();
     let mut last_held: BTreeSet<String> = BTreeSet::new();
     let mut ready = false;
@@ -703,43 +700,39 @@ pub async fn run(
                 }
             }
             last = now;
-            // A zone gone (its Domain deleted) is new again if it returns.
+            // When each pending name was first seen pending (its hold
+            // counts from there); a name no longer pending starts again.
             let now = Instant::now();
-            let current: BTreeSet<String> = computed
-                .zones
-                .iter()
-                .map(|z| z.apex.to_ascii().to_ascii_lowercase())
-                .collect();
-            first_seen.retain(|apex, _| current.contains(apex));
-            handed.retain(|apex| current.contains(apex));
-            for apex in current {
-                first_seen.entry(apex).or_insert(now);
+            first_seen.retain(|name, _| computed.pending.contains_key(name));
+            for name in computed.pending.keys() {
+                first_seen.entry(name.clone()).or_insert(now);
             }
-            let since = |apex: &str| first_seen.get(apex).map_or(Duration::ZERO, |t| t.elapsed());
-            let holding = |apex: &str| since(apex) < PENDING_HOLD;
-            let (zones, held) = serve_plan(computed.zones, &computed.pending, &handed, &handed_zones, &holding);
+            let since = |name: &str| first_seen.get(name).map_or(Duration::ZERO, |t| t.elapsed());
+            let holding = |name: &str| since(name) < PENDING_HOLD;
+            let (zones, held) = serve_plan(computed.zones, &computed.pending, &handed_zones, &holding);
             if held != last_held {
                 if !held.is_empty() {
-                    tracing::info!(member = %config.member, zones = ?held, "discovery zones held back: some names pending");
+                    tracing::info!(member = %config.member, names = ?held, "discovery names answered SERVFAIL: pending");
                 }
-                let released = last_held.difference(&held).filter(|apex| !holding(apex));
-                for apex in released {
-                    for (name, pending) in computed.pending.iter().filter(|(_, p)| &p.zone == apex) {
+                let released = last_held
+                    .difference(&held)
+                    .filter(|name| computed.pending.contains_key(*name));
+                for name in released {
+                    if let Some(pending) = computed.pending.get(name) {
                         tracing::warn!(member = %config.member, %name, record = %pending.record, reason = %pending.reason,
-                            "still pending after {}s: serving its zone without it", PENDING_HOLD.as_secs());
+                            "still pending after {}s: no longer answered", PENDING_HOLD.as_secs());
                     }
                 }
                 last_held = held.clone();
             }
-            hold_left = held.iter().map(|apex| PENDING_HOLD.saturating_sub(since(apex))).min();
+            hold_left = held.iter().map(|name| PENDING_HOLD.saturating_sub(since(name))).min();
             awaiting |= !computed.pending.is_empty();
-            handed.extend(zones.iter().map(|z| z.apex.to_ascii().to_ascii_lowercase()));
             let changed_owners = sink.set_extra_zones(zones.clone());
             handed_zones = zones;
             if changed_owners > 0 {
                 metrics.updated(&config.member);
             }
-            if !ready && held.is_empty() {
+            if !ready {
                 // Ready once the store the listeners answer from holds
                 // every discovery zone handed over (a new zone set is
                 // published whole by the source's next pass).
@@ -906,48 +899,45 @@ mod tests {
     /// (REFUSED, not ready), then served without it; a zone served before
     /// keeps a pending name's last records, or leaves it out.
     #[test]
-    fn serve_plan_holds_back_new_zones_and_keeps_last_answers() {
+    fn serve_plan_answers_new_pending_names_servfail_and_keeps_last_answers() {
         let (a, b) = ("a.svc.cluster.local.", "b.svc.cluster.local.");
+        let nginx = "nginx.ns.a.svc.cluster.local.";
         let computed = || {
             vec![
                 zone(a, &["ok.ns.a.svc.cluster.local."]),
                 zone(b, &["ok.ns.b.svc.cluster.local."]),
             ]
         };
-        let waiting = BTreeMap::from([pending("nginx.ns.a.svc.cluster.local.", a)]);
-        let none = BTreeSet::new();
-        let (zones, held) = serve_plan(computed(), &waiting, &none, &[], &|_| true);
-        assert_eq!(held, BTreeSet::from([a.to_owned()]));
-        assert_eq!(names(&zones), ["ok.ns.b.svc.cluster.local."]);
-        // The hold over: served without the pending name.
-        let (zones, held) = serve_plan(computed(), &waiting, &none, &[], &|_| false);
-        assert!(held.is_empty());
+        let waiting = BTreeMap::from([pending(nginx, a)]);
+        // Never answered: SERVFAIL while held, its zone's other names served.
+        let (zones, held) = serve_plan(computed(), &waiting, &[], &|_| true);
+        assert_eq!(held, BTreeSet::from([nginx.to_owned()]));
         assert_eq!(zones.len(), 2);
-        assert!(!names(&zones).contains(&"nginx.ns.a.svc.cluster.local.".to_owned()));
+        assert_eq!(zones[0].pending, [Name::from_ascii(nginx).unwrap()]);
+        assert!(zones[1].pending.is_empty());
+        assert!(!names(&zones).contains(&nginx.to_owned()));
+        // The hold over: left out (NXDOMAIN).
+        let (zones, held) = serve_plan(computed(), &waiting, &[], &|_| false);
+        assert!(held.is_empty() && zones[0].pending.is_empty());
+        assert!(!names(&zones).contains(&nginx.to_owned()));
         // Served before with the name: its last records stay.
-        let handed = BTreeSet::from([a.to_owned(), b.to_owned()]);
-        let last = [zone(
-            a,
-            &["ok.ns.a.svc.cluster.local.", "nginx.ns.a.svc.cluster.local."],
-        )];
-        let (zones, held) = serve_plan(computed(), &waiting, &handed, &last, &|_| true);
+        let last = [zone(a, &["ok.ns.a.svc.cluster.local.", nginx])];
+        let (zones, held) = serve_plan(computed(), &waiting, &last, &|_| true);
         assert!(held.is_empty());
-        assert_eq!(
-            names(&zones[..1]),
-            ["ok.ns.a.svc.cluster.local.", "nginx.ns.a.svc.cluster.local."]
-        );
-        // Served before without it (a new record): left out meanwhile.
-        let (zones, _) = serve_plan(computed(), &waiting, &handed, &[zone(a, &[])], &|_| true);
+        assert_eq!(names(&zones[..1]), ["ok.ns.a.svc.cluster.local.", nginx]);
+        // Served before without it (a new record): SERVFAIL meanwhile.
+        let (zones, held) = serve_plan(computed(), &waiting, &[zone(a, &[])], &|_| true);
         assert_eq!(names(&zones[..1]), ["ok.ns.a.svc.cluster.local."]);
+        assert_eq!(held.len(), 1);
         // Served before with the local Service's address: not that any
         // more, the CNAME it would hold without knowing.
         let mut local = zone(a, &[]);
         local.records.push(Record::from_rdata(
-            Name::from_ascii("nginx.ns.a.svc.cluster.local.").unwrap(),
+            Name::from_ascii(nginx).unwrap(),
             5,
             RData::A("10.96.0.10".parse().unwrap()),
         ));
-        let (zones, _) = serve_plan(computed(), &waiting, &handed, &[local], &|_| true);
+        let (zones, _) = serve_plan(computed(), &waiting, &[local], &|_| true);
         let kept: Vec<String> = zones[0]
             .records
             .iter()

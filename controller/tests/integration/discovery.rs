@@ -681,10 +681,11 @@ struct StartSeen {
 /// Issue #58 item 5: a member-side replica started on a new federation
 /// before the controller (the record's DNSEndpoint not written yet) must
 /// not answer NXDOMAIN, nor a CNAME to a global name nobody publishes, nor
-/// the wrong answer at all: nothing but "not yet" (REFUSED while unready,
-/// as the discovery zone is held back; SERVFAIL where a server could say
-/// it per name), then the CNAME chain to the healthy cluster. And `/readyz`
-/// is never 200 while a query for a zone it serves gets REFUSED.
+/// the wrong answer at all: nothing but "not yet" (REFUSED while no
+/// discovery zone is handed over, the replica unready; then SERVFAIL for
+/// the pending name, its zone served), then the CNAME chain to the
+/// healthy cluster. And `/readyz` is never 200 while a query for a zone it
+/// serves gets REFUSED.
 ///
 /// us-east-1's Service has no ready endpoint, so its replica's right
 /// answer is the chain to us-west-2's load balancer; ten starts, each on
@@ -864,5 +865,9 @@ async fn a_replica_started_before_the_controller_answers_nothing_wrong_on_a_new_
         );
     }
     assert_eq!(refused_while_ready, 0, "REFUSED while ready: {total:?}");
+    assert!(
+        total.get(&Kind::ServFail).copied().unwrap_or(0) > 0,
+        "the pending name was never answered SERVFAIL: {total:?}"
+    );
     assert!(seen.iter().all(|s| s.ready_after.is_some() && s.right_after.is_some()));
 }

@@ -294,6 +294,10 @@ pub(crate) fn answer_or_defer(
     };
     let limits = Limits { size, advertise };
     let key = &request.key[..request.key_len];
+    if snapshot.is_pending(key) {
+        // A name the server cannot answer yet (`ZoneContent::pending`).
+        return Ok(Some(error_response(packet, Some(&request), rcode::SERVFAIL, out)));
+    }
     if let Some(found) = snapshot.lookup(key) {
         let client = match &request.ecs {
             Some(ecs) => ecs.client(),

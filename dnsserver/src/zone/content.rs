@@ -73,6 +73,15 @@ pub struct ZoneContent {
     /// zones answered to stub resolvers through a forwarder that does not
     /// chase CNAMEs (dnsmasq, CoreDNS `forward`).
     pub follow_cnames_across_zones: bool,
+    /// Owner names the server cannot answer yet (default: none): a query
+    /// whose QNAME is exactly one of them, whatever its type, gets SERVFAIL
+    /// (RFC 1035 §4.1.1 rcode 2) with the question echoed and no records,
+    /// unsigned even in a signed zone, so resolvers try again (elsewhere)
+    /// and cache no negative answer; a CNAME chain reaching one stops
+    /// there. Names below a pending name are answered as usual; names not
+    /// inside the apex are ignored. Like `transfer`, not part of the zone's
+    /// data: zone transfers do not carry it.
+    pub pending: Vec<Name>,
 }
 
 impl ZoneContent {
@@ -104,6 +113,7 @@ impl ZoneContent {
             dnssec: None,
             default_client_region: None,
             follow_cnames_across_zones: false,
+            pending: Vec::new(),
             apex,
         }
     }

@@ -92,6 +92,15 @@ impl Tree {
                 return Some(res); // CNAME loop: stop, as Knot does
             }
             seen.push(key.clone());
+            if !self.zones[zone].pending.is_empty() && self.zones[zone].pending.binary_search(&key).is_ok() {
+                // A pending name (`ZoneContent::pending`): SERVFAIL when
+                // asked; a chain reaching it stops (the resolver asks it).
+                if res.answers.is_empty() {
+                    res.rcode = ResponseCode::ServFail;
+                    res.authoritative = false;
+                }
+                return Some(res);
+            }
 
             let (node, synthesized) = match self.nodes.get(&key) {
                 Some(node) => (node, false),

@@ -263,6 +263,10 @@ pub struct Snapshot {
     skipped: Vec<SkippedRecord>,
     /// The GeoIP database `Nearest` names fall back to.
     geo: Option<Arc<GeoIpDb>>,
+    /// Keys of every zone's pending names ([`ZoneContent::pending`]),
+    /// sorted: answered SERVFAIL. Empty in the common case, where the
+    /// query path's check is one length test.
+    pending: Box<[Box<[u8]>]>,
 }
 
 impl Default for Snapshot {
@@ -276,6 +280,7 @@ impl Default for Snapshot {
             zone_skipped: Vec::new(),
             skipped: Vec::new(),
             geo: None,
+            pending: Box::default(),
         }
     }
 }
@@ -421,6 +426,7 @@ impl Snapshot {
             zone_skipped,
             skipped: Vec::new(),
             geo,
+            pending: pending_of(&tree),
         };
         snapshot.skipped = snapshot.collect_skipped(&tree);
         if needs_tree {
@@ -559,6 +565,7 @@ impl Snapshot {
             zone_skipped: self.zone_skipped.clone(),
             skipped: Vec::new(),
             geo: self.geo.clone(),
+            pending: pending_of(tree),
         };
         snapshot.skipped = snapshot.collect_skipped(tree);
         snapshot
@@ -594,6 +601,13 @@ impl Snapshot {
             return false;
         };
         regions.all(|region| zone.clients.regions.iter().any(|r| r == region))
+    }
+
+    /// Whether `key` (lower-cased wire format) is a pending name
+    /// ([`ZoneContent::pending`]), answered SERVFAIL.
+    #[inline]
+    pub(crate) fn is_pending(&self, key: &[u8]) -> bool {
+        !self.pending.is_empty() && self.pending.binary_search_by(|k| (**k).cmp(key)).is_ok()
     }
 
     /// The stored answers of the owner name `key` (lower-cased wire format).
@@ -967,6 +981,14 @@ fn unix_now() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX))
+}
+
+/// The pending names of every zone of `tree`, sorted.
+fn pending_of(tree: &Tree) -> Box<[Box<[u8]>]> {
+    let mut keys: Vec<Box<[u8]>> = tree.zones.iter().flat_map(|z| z.pending.iter().cloned()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_boxed_slice()
 }
 
 /// The per-zone answer data of `zone`; for a signed zone, signatures made
@@ -1935,4 +1957,89 @@ fn signed_version(keys: &ZoneKeys, tree: &Tree, version: &ZoneVersion, signer: &
         records.push(rrsig);
     }
     Some(ZoneVersion::new(version.apex.clone(), version.soa.clone(), records))
+}
+
+#[cfg(test)]
+mod pending_tests {
+    use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+    use hickory_proto::rr::rdata::CNAME;
+    use hickory_proto::rr::{Name, RData, RecordType};
+
+    use super::Snapshot;
+    use crate::query::answer::{answer, AnswerConfig, Transport};
+    use crate::query::check::check_answer;
+    use crate::zone::content::ZoneContent;
+
+    fn name(s: &str) -> Name {
+        Name::from_ascii(s).unwrap()
+    }
+
+    fn ask(snapshot: &Snapshot, qname: &str, qtype: RecordType) -> (Vec<u8>, Message) {
+        let mut message = Message::new(7, MessageType::Query, OpCode::Query);
+        message.add_query(Query::query(name(qname), qtype));
+        let packet = message.to_vec().unwrap();
+        check_answer(snapshot, &packet).unwrap();
+        let mut out = Vec::new();
+        answer(snapshot, &packet, Transport::Udp, &AnswerConfig::default(), &mut out).unwrap();
+        (packet, Message::from_vec(&out).unwrap())
+    }
+
+    /// A pending name gets SERVFAIL for every type, the question echoed
+    /// and no records; a sibling, a name below it and the apex are
+    /// answered; a CNAME to it stops there; without pending names the
+    /// same zone answers as before.
+    #[test]
+    fn pending_names_get_servfail_and_nothing_else_does() {
+        let ip = |last: u8| RData::A(std::net::Ipv4Addr::new(192, 0, 2, last).into());
+        let zone = ZoneContent::new(name("example.com."))
+            .with_record(name("sibling.example.com."), 30, ip(1))
+            .with_record(name("x.wait.example.com."), 30, ip(2))
+            .with_record(
+                name("alias.example.com."),
+                30,
+                RData::CNAME(CNAME(name("wait.example.com."))),
+            );
+        let pending = ZoneContent {
+            pending: vec![name("WAIT.example.com"), name("wait.elsewhere.org.")],
+            ..zone.clone()
+        };
+        let snapshot = Snapshot::build(&[(pending, 1)]);
+        for qtype in [
+            RecordType::A,
+            RecordType::AAAA,
+            RecordType::TXT,
+            RecordType::ANY,
+            RecordType::SOA,
+        ] {
+            let (packet, response) = ask(&snapshot, "wAiT.example.com.", qtype);
+            assert_eq!(response.response_code, ResponseCode::ServFail, "{qtype}");
+            assert!(response.answers.is_empty() && response.authorities.is_empty() && response.additionals.is_empty());
+            assert_eq!(response.queries.len(), 1);
+            assert_eq!(response.queries[0].name, name("wAiT.example.com."));
+            assert_eq!(response.queries[0].query_type, qtype);
+            assert_eq!(response.id, u16::from_be_bytes([packet[0], packet[1]]));
+        }
+        let (_, sibling) = ask(&snapshot, "sibling.example.com.", RecordType::A);
+        assert_eq!(sibling.response_code, ResponseCode::NoError);
+        assert_eq!(sibling.answers.len(), 1);
+        let (_, below) = ask(&snapshot, "x.wait.example.com.", RecordType::A);
+        assert_eq!(below.response_code, ResponseCode::NoError);
+        assert_eq!(below.answers.len(), 1);
+        let (_, missing) = ask(&snapshot, "y.wait.example.com.", RecordType::A);
+        assert_eq!(missing.response_code, ResponseCode::NXDomain);
+        let (_, apex) = ask(&snapshot, "example.com.", RecordType::SOA);
+        assert_eq!(apex.response_code, ResponseCode::NoError);
+        // The chain stops at the pending name: the resolver asks it next.
+        let (_, alias) = ask(&snapshot, "alias.example.com.", RecordType::A);
+        assert_eq!(alias.response_code, ResponseCode::NoError);
+        assert_eq!(alias.answers.len(), 1);
+        assert_eq!(alias.answers[0].record_type(), RecordType::CNAME);
+        // A pending name outside the zone is ignored (REFUSED as before).
+        let (_, outside) = ask(&snapshot, "wait.elsewhere.org.", RecordType::A);
+        assert_eq!(outside.response_code, ResponseCode::Refused);
+        // Without pending names: the empty non-terminal answers NODATA.
+        let plain = Snapshot::build(&[(zone, 1)]);
+        let (_, wait) = ask(&plain, "wait.example.com.", RecordType::A);
+        assert_eq!(wait.response_code, ResponseCode::NoError);
+    }
 }

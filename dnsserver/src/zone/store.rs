@@ -1198,6 +1198,13 @@ fn settings_hash(zone: &ZoneContent, now_s: u32) -> u64 {
     addresses.hash(&mut hasher);
     format!("{:?}", zone.soa).hash(&mut hasher);
     zone.client_regions.hash(&mut hasher);
+    // Names answered SERVFAIL for now: a change is a change of the zone
+    // (hashed only when some are, so other zones keep their fingerprint).
+    if !zone.pending.is_empty() {
+        let mut pending: Vec<String> = zone.pending.iter().map(|n| n.to_lowercase().to_string()).collect();
+        pending.sort();
+        pending.hash(&mut hasher);
+    }
     // Signing on or off, a new key, new timings or another denial: a new serial (the
     // DNSKEY RRset and every signature change).
     zone.dnssec

@@ -190,6 +190,9 @@ pub(crate) struct ZoneInfo {
     pub settings_owners: Vec<Name>,
     /// [`ZoneContent::follow_cnames_across_zones`].
     pub follow_cnames_across_zones: bool,
+    /// [`ZoneContent::pending`]: keys of the names inside the apex,
+    /// sorted, without duplicates.
+    pub pending: Vec<Key>,
     /// DNSSEC signing, if the zone is signed.
     pub dnssec: Option<super::signing_key::DnssecConfig>,
     /// TTL of the SOA RRset (the original TTL its RRSIG covers).
@@ -1057,8 +1060,23 @@ fn zone_info(apex: &Name, content: &ZoneContent, serial: u32) -> (ZoneInfo, RRse
         dnssec: content.dnssec.clone(),
         soa_ttl: soa_fields.ttl,
         follow_cnames_across_zones: content.follow_cnames_across_zones,
+        pending: pending_keys(apex, &content.pending),
     };
     (info, sets)
+}
+
+/// The keys of the `pending` names inside `apex`, sorted, without
+/// duplicates.
+fn pending_keys(apex: &Name, pending: &[Name]) -> Vec<Key> {
+    let mut keys: Vec<Key> = pending
+        .iter()
+        .map(|name| fqdn(name.to_lowercase()))
+        .filter(|name| apex.zone_of(name))
+        .map(|name| wire_key(&name))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }
 
 /// Adds one accepted record to its owner's RRsets: the smallest TTL of

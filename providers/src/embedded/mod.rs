@@ -137,11 +137,9 @@ impl EmbeddedSink {
         let changes = extra_changes(&extra.zones, &zones);
         let changed: usize = changes.iter().map(|c| c.names.len()).sum();
         let same_zones = extra.zones.len() == zones.len()
-            && extra
-                .zones
-                .iter()
-                .zip(&zones)
-                .all(|(a, b)| a.apex == b.apex && a.soa == b.soa && a.name_servers == b.name_servers);
+            && extra.zones.iter().zip(&zones).all(|(a, b)| {
+                a.apex == b.apex && a.soa == b.soa && a.name_servers == b.name_servers && a.pending == b.pending
+            });
         extra.zones = zones;
         if same_zones && changed == 0 {
             return 0;

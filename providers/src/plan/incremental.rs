@@ -675,6 +675,7 @@ fn template_of(content: &ZoneContent) -> ZoneContent {
         dnssec: content.dnssec.clone(),
         default_client_region: content.default_client_region.clone(),
         follow_cnames_across_zones: content.follow_cnames_across_zones,
+        pending: content.pending.clone(),
     }
 }
 
