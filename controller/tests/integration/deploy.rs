@@ -1194,12 +1194,10 @@ fn every_pod_is_reachable_only_on_its_own_ports() {
                 .as_object()
                 .is_none_or(|wanted| wanted.iter().all(|(k, v)| labels[k] == *v))
         };
-        for workload in objects.iter().filter(|o| {
-            matches!(
-                o["kind"].as_str(),
-                Some("Deployment" | "DaemonSet" | "StatefulSet")
-            )
-        }) {
+        for workload in objects
+            .iter()
+            .filter(|o| matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet" | "StatefulSet")))
+        {
             let what = format!("{dir}: {} {}", workload["kind"], workload["metadata"]["name"]);
             let namespace = &workload["metadata"]["namespace"];
             let labels = &workload["spec"]["template"]["metadata"]["labels"];
@@ -1256,12 +1254,18 @@ fn every_pod_is_reachable_only_on_its_own_ports() {
                 }
             }
             for port in &served {
-                assert!(admitted.contains(port), "{what}: {port:?} is served but no policy admits it");
+                assert!(
+                    admitted.contains(port),
+                    "{what}: {port:?} is served but no policy admits it"
+                );
             }
             checked += 1;
         }
     }
     println!("{checked} workloads checked");
-    assert!(checked >= 4, "the controller, dns-server, agent and member-side replicas");
+    assert!(
+        checked >= 4,
+        "the controller, dns-server, agent and member-side replicas"
+    );
     let _ = std::fs::remove_dir_all(home);
 }
