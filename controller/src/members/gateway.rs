@@ -1006,13 +1006,14 @@ fn spawn_kind<T: Clone + Send + Sync + 'static>(
     })
 }
 
-/// Retries within [`NOT_SERVED_RETRY`]: a missing kind is asked for again
-/// that often, a failing watch sooner.
-fn backoff() -> watcher::ExponentialBackoff {
-    watcher::ExponentialBackoff::from(
+/// A failing watch retries within 2 s (1 s doubled at most by the
+/// jitter), as the member's other watches; a missing kind is asked for
+/// again every [`NOT_SERVED_RETRY`].
+fn backoff() -> super::watch::WatchBackoff {
+    super::watch::WatchBackoff::new(
         backon::ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(200))
-            .with_max_delay(NOT_SERVED_RETRY)
+            .with_max_delay(Duration::from_secs(1))
             .with_factor(2.0)
             .with_jitter()
             .without_max_times(),

@@ -7,11 +7,18 @@
 //! A member's connection (endpoint, CA, credentials) is fingerprinted; a
 //! changed spec or Secret rebuilds the client and its watches. Anything
 //! else (cordon, topology overrides, probe settings) is applied in place.
+//!
+//! A member is its name, but an inventory may rename a cluster while its
+//! object stays (Argo CD: key `name` of the same cluster Secret). Such a
+//! rename is a handover, not a removal and an addition: the member under
+//! the old name keeps running, and serving its records, until the one
+//! under the new name is warm (connected, its caches listed, Ready), then
+//! it goes; see [`Retiring`].
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::events::Recorder;
 use fedns_api::conditions;
@@ -38,6 +45,40 @@ pub(super) struct EngineMember {
     pub(super) source: MemberSource,
     pub(super) engine_ready: Option<EngineReady>,
     pub(super) event_target: Option<(Recorder, ObjectReference)>,
+    /// The engine's object it comes from ([`Desired::origin`]): what a
+    /// renamed member is recognised by.
+    pub(super) origin: Option<String>,
+}
+
+/// How long a renamed member's old name may keep serving while the new
+/// one warms up. The new name is normally warm within a few seconds (its
+/// lists, and no probe when its connection is the old one's: it starts
+/// from the old name's health); one that cannot get there (unreachable,
+/// its Nodes forbidden) no longer holds the old name's records after this.
+const RENAME_GRACE: Duration = Duration::from_secs(60);
+
+/// How often the registry looks at a pending rename.
+const RENAME_CHECK: Duration = Duration::from_millis(200);
+
+/// A member whose inventory object now names it otherwise (issue #58: an
+/// Argo CD cluster Secret's `name` changed). Its records must not go
+/// while the member under the new name has no caches and no health yet
+/// (the name would answer NXDOMAIN for that second or more), so the old
+/// member stays in the registry, probed, watched and publishing as
+/// before, until its successor is connected, has listed everything it
+/// watches and is Ready; then it is removed, and the records name the
+/// successor only. While both run, each contributes the same cluster's
+/// shard under its own name (the same addresses).
+///
+/// It goes at once when its successor cannot be connected (as a member
+/// whose Secret broke would), when its object names no cluster any more,
+/// and after [`RENAME_GRACE`] in any case.
+#[derive(Debug, Clone)]
+pub(super) struct Retiring {
+    /// The name it is handing over to.
+    pub(super) successor: String,
+    /// When the rename was seen.
+    pub(super) since: Instant,
 }
 
 /// Shared context of the registry.
@@ -57,6 +98,8 @@ pub struct Registry {
     /// wake this on their changes and on its routes' changes (annotated
     /// routes make records).
     pub(super) service_exports: Mutex<Option<Arc<Notify>>>,
+    /// Renamed members still serving under their old name, by that name.
+    pub(super) retiring: Mutex<BTreeMap<String, Retiring>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -86,6 +129,7 @@ impl Registry {
             recorder,
             metrics,
             service_exports: Mutex::new(None),
+            retiring: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -132,8 +176,12 @@ impl Registry {
         let mut follow_leader = leader.has_changed().is_ok();
         loop {
             self.sync(&sources).await;
+            // A rename under way is looked at again until it is done: its
+            // end (the successor warm) is no change of the sources.
+            let renaming = !self.retiring.lock().unwrap_or_else(|e| e.into_inner()).is_empty();
             tokio::select! {
                 () = changed.notified() => {}
+                () = tokio::time::sleep(RENAME_CHECK), if renaming => {}
                 result = leader.changed(), if follow_leader => match result {
                     Ok(()) => {
                         if *leader.borrow_and_update() {
@@ -193,14 +241,55 @@ impl Registry {
             }
         }
         let wanted: BTreeMap<String, &Desired> = desired.iter().map(|d| (d.name(), d)).collect();
-        // Members that went away.
+        // Renames: the name each engine object now gives its cluster, and
+        // the object each running engine member came from.
+        let named_now: BTreeMap<String, String> = desired
+            .iter()
+            .filter_map(|d| d.origin().map(|origin| (origin, d.name())))
+            .collect();
+        let origin_of: BTreeMap<String, String> = self
+            .engine_clusters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(|(name, e)| e.origin.clone().map(|origin| (name.clone(), origin)))
+            .collect();
+        // Members that went away; a renamed one stays until its successor
+        // is warm (checked once the successor is started, below).
         let removed: Vec<String> = {
             let mut members = self.members.write().unwrap_or_else(|e| e.into_inner());
+            let mut retiring = self.retiring.lock().unwrap_or_else(|e| e.into_inner());
+            // A name wanted again (renamed back, or now another object's)
+            // is no longer handed over: it runs as any wanted member.
+            retiring.retain(|name, _| !wanted.contains_key(name));
             let gone: Vec<String> = members.keys().filter(|n| !wanted.contains_key(*n)).cloned().collect();
-            for name in &gone {
-                members.remove(name);
+            let mut removed = Vec::new();
+            for name in gone {
+                let successor = origin_of
+                    .get(&name)
+                    .and_then(|origin| named_now.get(origin))
+                    .filter(|successor| **successor != name);
+                match successor {
+                    Some(successor) => {
+                        let entry = retiring.entry(name.clone()).or_insert_with(|| {
+                            tracing::info!(member = %name, new_name = %successor, "member cluster renamed; the old name serves until the new one is warm");
+                            Retiring {
+                                successor: successor.clone(),
+                                since: Instant::now(),
+                            }
+                        });
+                        // Renamed again before the handover: to the latest name.
+                        entry.successor.clone_from(successor);
+                    }
+                    None => {
+                        members.remove(&name);
+                        retiring.remove(&name);
+                        removed.push(name);
+                    }
+                }
             }
-            gone
+            retiring.retain(|name, _| members.contains_key(name));
+            removed
         };
         if !removed.is_empty() {
             tracing::info!(members = ?removed, "member clusters removed");
@@ -210,16 +299,35 @@ impl Registry {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|n, _| wanted.contains_key(n) || clashes.contains(n));
+        let retiring = self.retiring.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        // The connection each renamed member's old name runs with.
+        let old_fingerprints: BTreeMap<String, u64> = {
+            let members = self.members.read().unwrap_or_else(|e| e.into_inner());
+            retiring
+                .keys()
+                .filter_map(|old| members.get(old).map(|m| (old.clone(), m.fingerprint)))
+                .collect()
+        };
         {
-            // Engine members: keep fedns's status, take the rest from the engine.
+            // Engine members: keep fedns's status, take the rest from the
+            // engine. A renamed member's old name keeps its entry (its
+            // status, Events, source) while it serves.
             let mut engine = self.engine_clusters.write().unwrap_or_else(|e| e.into_inner());
-            engine.retain(|n, _| wanted.get(n).is_some_and(|d| d.source != MemberSource::Fedns));
+            engine.retain(|n, _| {
+                wanted.get(n).is_some_and(|d| d.source != MemberSource::Fedns) || retiring.contains_key(n)
+            });
             for d in desired.iter().filter(|d| d.source != MemberSource::Fedns) {
                 let mut cluster = d.cluster.clone();
                 if let Some(existing) = engine.get(&d.name()) {
                     if existing.cluster.status.is_some() {
                         cluster.status = existing.cluster.status.clone();
                     }
+                } else if let Some(status) = handed_over_status(d, &retiring, &old_fingerprints, &engine) {
+                    // The new name of a renamed member reaching the same
+                    // API server the same way: it starts from the old
+                    // name's health, as a restart starts from the last
+                    // persisted one.
+                    cluster.status = Some(status);
                 }
                 engine.insert(
                     d.name(),
@@ -228,6 +336,7 @@ impl Registry {
                         source: d.source,
                         engine_ready: d.engine_ready.clone(),
                         event_target: d.event_target.clone(),
+                        origin: d.origin(),
                     },
                 );
             }
@@ -285,7 +394,49 @@ impl Registry {
                 },
             }
         }
+        self.retire_renamed();
         self.update_member_gauges();
+    }
+
+    /// Ends the renames whose new name is warm (or cannot be, or took
+    /// longer than [`RENAME_GRACE`]): the old name's member goes.
+    fn retire_renamed(&self) {
+        let done: Vec<(String, Retiring, &'static str)> = {
+            let members = self.members.read().unwrap_or_else(|e| e.into_inner());
+            self.retiring
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter_map(|(old, r)| {
+                    let why = match members.get(&r.successor) {
+                        None => "the new name could not be connected",
+                        Some(m) if is_warm(m) => "the new name is warm",
+                        Some(_) if r.since.elapsed() >= RENAME_GRACE => {
+                            "the new name is not warm after the grace period"
+                        }
+                        Some(_) => return None,
+                    };
+                    Some((old.clone(), r.clone(), why))
+                })
+                .collect()
+        };
+        if done.is_empty() {
+            return;
+        }
+        {
+            let mut members = self.members.write().unwrap_or_else(|e| e.into_inner());
+            let mut retiring = self.retiring.lock().unwrap_or_else(|e| e.into_inner());
+            let mut engine = self.engine_clusters.write().unwrap_or_else(|e| e.into_inner());
+            for (old, _, _) in &done {
+                members.remove(old);
+                retiring.remove(old);
+                engine.remove(old);
+            }
+        }
+        for (old, r, why) in &done {
+            tracing::info!(member = %old, new_name = %r.successor, after = ?r.since.elapsed(), "renamed member cluster handed over: {why}");
+        }
+        self.queue.push_all();
     }
 
     /// The MemberCluster a desired member runs as, with fedns's latest
@@ -511,4 +662,38 @@ impl Registry {
         member.tasks.lock().unwrap_or_else(|e| e.into_inner()).push(prober);
         member
     }
+}
+
+/// The status a renamed member's new name (`desired`) starts from: its
+/// old name's, when both reach the cluster with the same connection
+/// (`fingerprints`: the old names' connections).
+fn handed_over_status(
+    desired: &Desired,
+    retiring: &BTreeMap<String, Retiring>,
+    fingerprints: &BTreeMap<String, u64>,
+    engine: &BTreeMap<String, EngineMember>,
+) -> Option<fedns_api::MemberClusterStatus> {
+    let connection = desired.connection.as_ref().ok()?;
+    let name = desired.name();
+    let (old, _) = retiring.iter().find(|(_, r)| r.successor == name)?;
+    if fingerprints.get(old) != Some(&connection.fingerprint()) {
+        return None;
+    }
+    engine.get(old).and_then(|e| e.cluster.status.clone())
+}
+
+/// A member ready to take over a name's records: Ready (or cordoned: it
+/// serves nothing either way), and every cache the records read listed
+/// (Services, EndpointSlices, Ingresses, Nodes, the Gateway API kinds,
+/// and ServiceExports when watched).
+fn is_warm(member: &Member) -> bool {
+    use super::gateway::Served;
+    (member.is_healthy() || member.is_cordoned())
+        && member.is_synced()
+        && member.gateway_api.routes_listed()
+        && member.gateway_api.gateways_served() != Served::Unknown
+        && member
+            .service_exports
+            .as_ref()
+            .is_none_or(|(_, listed)| listed.load(Ordering::Relaxed))
 }

@@ -381,17 +381,65 @@ impl WatchCtx {
     }
 }
 
-/// Member API servers are often close by: retry within 2 s, so a
-/// recovered cluster is watched again before its probes pass.
-fn member_backoff() -> kube::runtime::watcher::ExponentialBackoff {
-    kube::runtime::watcher::ExponentialBackoff::from(
+/// Member API servers are often close by: retry within 2 s (1 s doubled
+/// at most by the jitter), so a recovered cluster is watched again before
+/// its probes pass.
+fn member_backoff() -> WatchBackoff {
+    WatchBackoff::new(
         backon::ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(100))
-            .with_max_delay(Duration::from_secs(2))
+            .with_max_delay(Duration::from_secs(1))
             .with_factor(2.0)
             .with_jitter()
             .without_max_times(),
     )
+}
+
+/// A watch stream's backoff that grows while its lists keep failing.
+///
+/// kube's `StreamBackoff` resets the backoff on every `Ok` item, and the
+/// watcher yields `Ok(Event::Init)` before each list, before the list is
+/// even sent: a watch whose list kept failing (its member down, a kind
+/// it does not serve, a 403) was retried at the shortest delay, 5 to 10
+/// times a second for as long as it failed, each retry to a member that
+/// is down a new connection (a new CONNECT tunnel through a
+/// `proxyURL`). Here a reset is taken only from the second `Ok` in a row
+/// after a failure: a list that succeeds yields `Init` and then its
+/// objects or `InitDone`, a lone `Init` between failures is no success.
+pub(super) struct WatchBackoff {
+    inner: watcher::ExponentialBackoff,
+    /// `Ok` items since the last failure (2 at most).
+    oks: u8,
+}
+
+impl WatchBackoff {
+    /// This backoff over `builder`'s delays.
+    pub(super) fn new(builder: backon::ExponentialBuilder) -> Self {
+        WatchBackoff {
+            inner: watcher::ExponentialBackoff::from(builder),
+            oks: 0,
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    /// The delay after a failure.
+    fn next(&mut self) -> Option<Duration> {
+        self.oks = 0;
+        self.inner.next()
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    /// An `Ok` item: a reset from the second in a row.
+    fn reset(&mut self) {
+        self.oks = self.oks.saturating_add(1).min(2);
+        if self.oks >= 2 {
+            kube::runtime::utils::Backoff::reset(&mut self.inner);
+        }
+    }
 }
 
 // What the controller reads of each kind; the rest is dropped on arrival.
@@ -503,6 +551,30 @@ pub(super) fn spawn_service_exports(
 mod tests {
     use super::*;
     use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
+
+    /// Issue #58: the watcher's `Init` (yielded before every list) reset
+    /// the backoff, so a list failing for ever was retried at the shortest
+    /// delay. Now only a success resets it.
+    #[test]
+    fn a_lone_init_between_failures_does_not_reset_the_backoff() {
+        use kube::runtime::utils::Backoff;
+        let mut backoff = WatchBackoff::new(
+            backon::ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(100))
+                .with_max_delay(Duration::from_secs(1))
+                .with_factor(2.0)
+                .without_max_times(),
+        );
+        let mut delays = Vec::new();
+        for _ in 0..6 {
+            delays.push(backoff.next().unwrap().as_millis());
+            backoff.reset(); // Init: the next list is about to be sent
+        }
+        assert_eq!(delays, [100, 200, 400, 800, 1000, 1000]);
+        // A list that succeeds: Init, then its objects (or InitDone).
+        backoff.reset();
+        assert_eq!(backoff.next().unwrap().as_millis(), 100, "a success resets it");
+    }
 
     fn slice(name: &str, service: Option<&str>, ready: Option<bool>) -> EndpointSlice {
         let mut slice = EndpointSlice::default();

@@ -34,6 +34,25 @@ impl Desired {
     pub(crate) fn name(&self) -> String {
         self.cluster.name_any()
     }
+
+    /// The engine's object this member comes from (source, kind,
+    /// namespace and name of its Event target: an Argo CD cluster
+    /// Secret, a Karmada Cluster, ...), which stays when the cluster is
+    /// renamed (Argo CD's key `name`); `None` for a MemberCluster, whose
+    /// name is its object's.
+    pub(crate) fn origin(&self) -> Option<String> {
+        if self.source == MemberSource::Fedns {
+            return None;
+        }
+        let (_, object) = self.event_target.as_ref()?;
+        Some(format!(
+            "{}/{}/{}/{}",
+            self.source.as_str(),
+            object.kind.as_deref().unwrap_or_default(),
+            object.namespace.as_deref().unwrap_or_default(),
+            object.name.as_deref()?
+        ))
+    }
 }
 
 /// The Karmada control plane: its Clusters and Secrets, its client
@@ -258,8 +277,21 @@ mod tests {
         );
         assert!(c2
             .connection
+            .as_ref()
             .unwrap_err()
             .message
             .contains("Secret kube-federation-system/s"));
+        // What a member is recognised by across a rename: its engine object.
+        assert_eq!(
+            c2.origin().as_deref(),
+            Some("kubefed/KubeFedCluster/kube-federation-system/c2")
+        );
+        let c1 = sources
+            .desired("fedns-system")
+            .0
+            .into_iter()
+            .find(|d| d.name() == "c1")
+            .unwrap();
+        assert_eq!(c1.origin(), None, "a MemberCluster's name is its object's");
     }
 }
