@@ -140,6 +140,7 @@ async fn publishes_to_every_provider_at_once() {
         dns_listen: vec![format!("127.0.0.1:{}", free_port()).parse().unwrap()],
         udp_workers: Some(1),
         metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        debug_addr: None,
         shutdown_drain: 0,
         resolver: None,
         geoip_db: None,
