@@ -379,8 +379,8 @@ pub fn compute_known(inputs: &Inputs, ownership: &Ownership, endpoints: Option<&
         // Oldest claim first: the first claim of a name holds it.
         records.sort_by(|a, b| {
             ownership
-                .claim_order(a)
-                .cmp(&ownership.claim_order(b))
+                .claim_order(&a.namespace, &a.service)
+                .cmp(&ownership.claim_order(&b.namespace, &b.service))
                 .then_with(|| a.cmp(b))
         });
         records.dedup();

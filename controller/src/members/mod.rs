@@ -19,5 +19,5 @@ pub use credentials::{CredentialPolicy, CREDENTIALS_REFUSED};
 pub use member::{effective_topology, Health, Member};
 pub use registry::Registry;
 pub use sources::{MemberSource, Sources};
-pub use status::TOPOLOGY_CONDITION;
+pub use status::{AUTO_RECORDS_NOT_ALLOWED, AUTO_RECORDS_REFUSED, TOPOLOGY_CONDITION};
 pub use watch::{endpoint_is_ready, SliceIndex};

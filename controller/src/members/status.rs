@@ -217,7 +217,7 @@ impl Registry {
         refused: usize,
         listed: &[String],
     ) -> Result<bool, String> {
-        use crate::records::auto::{NOT_ALLOWED, REFUSED_CONDITION};
+        use self::{AUTO_RECORDS_NOT_ALLOWED as NOT_ALLOWED, AUTO_RECORDS_REFUSED as REFUSED_CONDITION};
         if !self.is_leader() {
             return Ok(true);
         }
@@ -279,3 +279,11 @@ impl Registry {
 fn status_json(status: &MemberClusterStatus) -> serde_json::Value {
     serde_json::to_value(status).unwrap_or_else(|_| json!({}))
 }
+
+/// Condition on a MemberCluster naming the member's annotated objects
+/// `spec.autoRecords` does not allow (`True`, reason
+/// [`AUTO_RECORDS_NOT_ALLOWED`]); see `crate::records::auto`.
+pub const AUTO_RECORDS_REFUSED: &str = "AutoRecordsRefused";
+
+/// Reason of [`AUTO_RECORDS_REFUSED`] when something was refused.
+pub const AUTO_RECORDS_NOT_ALLOWED: &str = "NotAllowed";

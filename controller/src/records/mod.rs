@@ -14,6 +14,7 @@ mod health;
 mod ingress;
 mod model;
 pub mod object_size;
+pub mod prefix;
 pub mod published;
 pub mod resolver;
 mod route;

@@ -16,8 +16,8 @@ use super::context::{has_lb_address, owner_of, RecordContext};
 use super::health;
 use super::model::BuildProblem;
 use super::status::{patch_status, set_health_conditions, set_record_conditions_refusing, set_too_large};
-use crate::discovery::ownership::{prefix_refusal, PrefixRefusal};
 use crate::queue::RecordKey;
+use crate::records::prefix::{prefix_refusal, PrefixRefusal};
 
 /// The port a Service's health check probes by default: its first port,
 /// as any member serving it declares (80 when none does).

@@ -13,4 +13,6 @@ pub mod answer;
 pub(crate) mod check;
 #[cfg(test)]
 mod incremental_check;
+#[cfg(test)]
+mod pending_tests;
 pub(crate) mod rrl;

@@ -134,12 +134,9 @@ pub struct Problem {
     pub message: String,
 }
 
-/// Condition on a MemberCluster naming the member's annotated objects
-/// `spec.autoRecords` does not allow (`True`, reason [`NOT_ALLOWED`]).
-pub const REFUSED_CONDITION: &str = "AutoRecordsRefused";
-
-/// Reason of [`REFUSED_CONDITION`] when something was refused.
-pub const NOT_ALLOWED: &str = "NotAllowed";
+// The MemberCluster condition lives with the members' status (written
+// there; `members` sits below `records`).
+pub use crate::members::{AUTO_RECORDS_NOT_ALLOWED as NOT_ALLOWED, AUTO_RECORDS_REFUSED as REFUSED_CONDITION};
 
 /// How many refusals [`REFUSED_CONDITION`]'s message lists.
 pub const REFUSALS_LISTED: usize = 5;
