@@ -873,14 +873,17 @@ async fn join_with_the_member_service_account() {
 /// Two replicas: one holds the Lease; on SIGTERM it releases it (the
 /// holder is cleared at once) and the other takes over. (The follower
 /// notices when its cached lease would expire: kube-lease-manager's
-/// behaviour.) The first runs with `--shutdown-drain 4`, as deploy/ runs
-/// it: from the signal on, `/readyz` answers 503, DNS is still answered
+/// behaviour.) The first runs with `--shutdown-drain 8` (deploy/ runs 10):
+/// from the signal on, `/readyz` answers 503, DNS is still answered
 /// through the drain, and the process exits after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_election_hands_over_on_sigterm() {
     use k8s_openapi::api::coordination::v1::Lease;
-    const DRAIN: Duration = Duration::from_secs(4);
-    let mut s = setup_with_args(&[], json!({}), &["--shutdown-drain", "4"]).await;
+    // Shorter than deploy/'s 10 s (a slower test otherwise), long enough
+    // that the checks below land inside it on a loaded two-core machine
+    // (with 4 s, a check after the lease's release missed it under load).
+    const DRAIN: Duration = Duration::from_secs(8);
+    let mut s = setup_with_args(&[], json!({}), &["--shutdown-drain", "8"]).await;
     eventually("the first replica answers", || {
         !dig(s.dns_port, GLOBAL, "A", false).is_empty()
     })
@@ -941,6 +944,25 @@ async fn leader_election_hands_over_on_sigterm() {
         .unwrap();
     assert!(status.success());
     let started = std::time::Instant::now();
+    // Draining first (it is bounded by the drain): not ready, still
+    // answering, still running.
+    let mut readyz = 0;
+    while started.elapsed() < DRAIN {
+        readyz = http_get(&format!("http://127.0.0.1:{}/readyz", s.metrics_port)).await.0;
+        if readyz == 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let answered = dig(s.dns_port, GLOBAL, "A", false);
+    let draining_at = started.elapsed();
+    assert!(draining_at < DRAIN, "checked within the drain: {draining_at:?}");
+    assert_eq!(readyz, 503, "/readyz while draining");
+    assert!(!answered.is_empty(), "DNS answered while draining: {answered:?}");
+    assert!(
+        s._controller.child.try_wait().unwrap().is_none(),
+        "exited before the drain ended"
+    );
     let mut released = false;
     // Well before the 15 s lease would expire (tests run in parallel on two
     // cores; alone it takes tens of milliseconds).
@@ -954,17 +976,6 @@ async fn leader_election_hands_over_on_sigterm() {
     assert!(released, "SIGTERM did not release the lease within 10 s");
     let released_after = started.elapsed();
     println!("lease released {released_after:?} after SIGTERM");
-    // Draining: not ready, still answering, still running.
-    let (readyz, _) = http_get(&format!("http://127.0.0.1:{}/readyz", s.metrics_port)).await;
-    let answered = dig(s.dns_port, GLOBAL, "A", false);
-    let draining_at = started.elapsed();
-    assert!(draining_at < DRAIN, "checked within the drain: {draining_at:?}");
-    assert_eq!(readyz, 503, "/readyz while draining");
-    assert!(!answered.is_empty(), "DNS answered while draining: {answered:?}");
-    assert!(
-        s._controller.child.try_wait().unwrap().is_none(),
-        "exited before the drain ended"
-    );
     let mut exited = None;
     while started.elapsed() < Duration::from_secs(30) {
         if s._controller.child.try_wait().unwrap().is_some() {
