@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use fedns_api::ProbeProtocol;
 use fedns_controller::dataplane::vantage::Report;
 use fedns_controller::dataplane::{Check, DataPlane, ProbeMetrics, ProbeSpec, ProbeTls, State};
-use fedns_sandbox::responder::Responder;
+use fedns_standins::responder::Responder;
 
 /// The i-th loopback address from 127.1.0.1 on.
 mod common;

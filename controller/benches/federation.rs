@@ -295,10 +295,10 @@ fn latency_and_failover(runtime: &tokio::runtime::Runtime) -> Duration {
                 &info,
                 Some("ns"),
                 "svc0",
-                fedns_sandbox::PatchKind::Merge,
+                fedns_kube_emulator::PatchKind::Merge,
                 json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}),
                 None,
-                fedns_sandbox::Target::Status,
+                fedns_kube_emulator::Target::Status,
             )
             .unwrap();
         let took = wait_for(Duration::from_secs(30), || query_a(port, global).contains(&ip))
@@ -397,10 +397,10 @@ fn changes_at_scale(
                 &info,
                 Some("ns"),
                 service,
-                fedns_sandbox::PatchKind::Merge,
+                fedns_kube_emulator::PatchKind::Merge,
                 json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}),
                 None,
-                fedns_sandbox::Target::Status,
+                fedns_kube_emulator::Target::Status,
             )
             .unwrap();
         match wait_for(Duration::from_secs(60), || query_a(port, &global).contains(&ip)) {
@@ -659,10 +659,10 @@ fn scale(
                     &domains,
                     Some("fedns-system"),
                     "myfed",
-                    fedns_sandbox::PatchKind::Merge,
+                    fedns_kube_emulator::PatchKind::Merge,
                     json!({"spec": {"soa": {"minimum": 61}}}),
                     None,
-                    fedns_sandbox::Target::Main,
+                    fedns_kube_emulator::Target::Main,
                 )
                 .unwrap();
             let rebuilt = wait_every(Duration::from_secs(120), Duration::from_millis(20), || {

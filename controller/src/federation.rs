@@ -1,5 +1,5 @@
 //! An emulated federation on loopback: one host cluster with the fedns
-//! CRDs and several member clusters, each a `fedns-sandbox` emulator with
+//! CRDs and several member clusters, each a `fedns-kube-emulator` emulator with
 //! its own port, CA and token, and a kubeconfig written per cluster.
 //! Used by `fedns sandbox` and by the end-to-end tests.
 
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use base64::Engine as _;
-use fedns_sandbox::{Emulator, EmulatorConfig};
+use fedns_kube_emulator::{Emulator, EmulatorConfig};
 use serde_json::json;
 
 /// The running clusters.
@@ -137,7 +137,8 @@ impl Federation {
     /// cluster-scoped; kubefed `kubefedclusters.core.kubefed.io` in
     /// `kube-federation-system`) and the namespace its Secrets live in.
     /// Karmada serves `Cluster` from its aggregated API server, not a CRD;
-    /// the emulator serves the same paths, and the cluster proxy beside them.
+    /// the emulator serves the same paths, and the cluster proxy beside them
+    /// (Clusternet: the socket proxy), from `fedns-standins`.
     ///
     /// # Errors
     /// The host rejects the objects.
@@ -152,6 +153,13 @@ impl Federation {
     /// `plane` rejects the objects.
     pub fn install_engine_in(&self, plane: &Emulator, engine: Engine) -> anyhow::Result<()> {
         plane.seed_yaml(engine.as_str(), &engine.crd_yaml())?;
+        // The engine's own proxy beside its objects, as its aggregated API
+        // server (Karmada) or hub (Clusternet) serves it.
+        match engine {
+            Engine::Karmada => plane.serve_proxy(std::sync::Arc::new(fedns_standins::fleet::KarmadaClusterProxy)),
+            Engine::Clusternet => plane.serve_proxy(std::sync::Arc::new(fedns_standins::fleet::ClusternetSocketProxy)),
+            Engine::Kubefed | Engine::Capi | Engine::Argocd | Engine::Clusterprofile => {}
+        }
         Ok(())
     }
 
@@ -443,13 +451,13 @@ impl Engine {
     /// The engine's cluster CRD and the namespaces its objects and Secrets
     /// live in, as YAML documents. kubefed, Clusternet, Cluster API and
     /// ClusterProfile get their upstream CRDs
-    /// ([`fedns_sandbox::upstream_crds`]), so the emulator refuses and
+    /// ([`fedns_standins::upstream_crds`]), so the emulator refuses and
     /// prunes what their real API servers do. Karmada has no CRD to take:
     /// it serves `Cluster` from its aggregated API server (its last CRD,
     /// v0.10.1, lacks fields of today's API and would prune them), so an
     /// open schema stands in. Argo CD keeps clusters in Secrets.
     pub fn crd_yaml(self) -> String {
-        use fedns_sandbox::upstream_crds;
+        use fedns_standins::upstream_crds;
         match self {
             Engine::Karmada => KARMADA_CRD.to_owned(),
             // kubefed's FederatedService CRD is not vendored: fedns only

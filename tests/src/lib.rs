@@ -34,9 +34,9 @@ pub fn desired(apex: &str, endpoints: serde_json::Value) -> fedns_providers::pla
 }
 
 /// A loopback port free for UDP and TCP, never handed to another test of
-/// this process ([`fedns_sandbox::ports::free_loopback_port`]).
+/// this process ([`fedns_loopback::ports::free_loopback_port`]).
 pub fn free_port() -> u16 {
-    fedns_sandbox::ports::free_loopback_port().expect("a free loopback port")
+    fedns_loopback::ports::free_loopback_port().expect("a free loopback port")
 }
 
 fn etcd_binary() -> PathBuf {

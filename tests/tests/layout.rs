@@ -1,6 +1,10 @@
 //! The layering of `fedns-dnsserver`, `fedns-providers`, `fedns-controller`
-//! and `fedns-sandbox` (described in docs/architecture.md): no import circle
-//! between files, and each folder depends only on the folders below it.
+//! and of the test world's crates, `fedns-loopback`, `fedns-kube-emulator`
+//! and `fedns-standins` (described in docs/architecture.md): no import
+//! circle between files, each folder depends only on the folders below it,
+//! each crate only on the crates below it; in the test world's crates no
+//! file over 600 lines; and the `fedns sandbox` command's code where its
+//! name says.
 //!
 //! The check reads the sources as text, the way a reader follows them:
 //! every `crate::…`, `super::…` and `self::…` path (in `use` trees and
@@ -764,15 +768,237 @@ fn controller_has_no_import_circle_and_folders_depend_only_downward() {
     assert_order(&c, "fedns-controller", CONTROLLER_ORDER);
 }
 
+/// The emulator, lowest first: `Status` errors; validation as
+/// apiextensions-apiserver does it (CRDs, schemas, CEL), knowing nothing of
+/// the store; the store (objects, verbs, the resources served,
+/// selectors); the request path and seeding, which both write through the
+/// store; the emulator that serves one cluster.
+const KUBE_EMULATOR_ORDER: &[&[&str]] = &[
+    &["status"],
+    &["validation"],
+    &["store"],
+    &["api", "seed"],
+    &["emulator"],
+];
+
+/// The stand-ins, lowest first: the vendored upstream CRDs and the
+/// stand-ins that need nothing of each other; the Gateway API controller,
+/// which installs the vendored Gateway API CRDs in its tests.
+const STANDINS_ORDER: &[&[&str]] = &[
+    &[
+        "upstream_crds",
+        "responder",
+        "clouddns",
+        "webhook_provider",
+        "fleet",
+        "eks_auth",
+    ],
+    &["gateway_controller"],
+];
+
 #[test]
-fn sandbox_has_no_import_circle() {
-    let c = Crate::read(&crate_src("sandbox"));
+fn loopback_has_no_import_circle() {
+    let c = Crate::read(&crate_src("loopback"));
+    assert_acyclic(&c, "fedns-loopback");
+    assert_order(&c, "fedns-loopback", &[&["ports", "serve", "tls"]]);
+}
+
+#[test]
+fn kube_emulator_has_no_import_circle_and_the_request_path_goes_down() {
+    let c = Crate::read(&crate_src("kube-emulator"));
     println!(
-        "fedns-sandbox folder edges (file-level edges per pair):\n{}",
+        "fedns-kube-emulator folder edges (file-level edges per pair):\n{}",
         picture(&c)
     );
-    assert_folders(&c, "fedns-sandbox", &["clouddns"]);
-    assert_acyclic(&c, "fedns-sandbox");
+    assert_folders(&c, "fedns-kube-emulator", &["api", "store", "validation"]);
+    assert_acyclic(&c, "fedns-kube-emulator");
+    assert_order(&c, "fedns-kube-emulator", KUBE_EMULATOR_ORDER);
+}
+
+#[test]
+fn standins_have_no_import_circle_and_never_use_each_other() {
+    let c = Crate::read(&crate_src("standins"));
+    println!(
+        "fedns-standins folder edges (file-level edges per pair):\n{}",
+        picture(&c)
+    );
+    assert_folders(&c, "fedns-standins", &["clouddns", "fleet"]);
+    assert_acyclic(&c, "fedns-standins");
+    assert_order(&c, "fedns-standins", STANDINS_ORDER);
+}
+
+/// The workspace's crates, lowest first; each may depend (in
+/// `[dependencies]`) only on crates before it, and the test world's crates
+/// on nothing of fedns's own. Dev-dependencies may reach further down the
+/// list only: a product crate's tests may stand on the test world, never
+/// the test world on a product crate.
+const CRATES: &[(&str, &str)] = &[
+    ("fedns-api", "crds"),
+    ("fedns-loopback", "loopback"),
+    ("fedns-kube-emulator", "kube-emulator"),
+    ("fedns-standins", "standins"),
+    ("fedns-dnsserver", "dnsserver"),
+    ("fedns-providers", "providers"),
+    ("fedns-controller", "controller"),
+    ("fedns-e2e", "tests"),
+];
+
+/// The test world's crates: none may depend on a product crate.
+const TEST_WORLD: &[&str] = &["fedns-loopback", "fedns-kube-emulator", "fedns-standins"];
+
+/// `fedns-*` names a manifest's section lists, e.g. `[dependencies]`.
+fn fedns_deps(manifest: &str, section: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line == format!("[{section}]");
+            continue;
+        }
+        if inside && line.starts_with("fedns-") {
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            out.push(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn crates_depend_only_on_crates_below_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).expect("the workspace manifest");
+    let mut bad = Vec::new();
+    for (i, (name, folder)) in CRATES.iter().enumerate() {
+        assert!(
+            workspace.contains(&format!("\"{folder}\"")),
+            "{name} ({folder}/) is not a workspace member"
+        );
+        let manifest = std::fs::read_to_string(root.join(folder).join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("reading {folder}/Cargo.toml: {e}"));
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"")),
+            "{folder}/Cargo.toml names another crate"
+        );
+        let below: Vec<&str> = CRATES[..i].iter().map(|(n, _)| *n).collect();
+        for dep in fedns_deps(&manifest, "dependencies") {
+            if !below.contains(&dep.as_str()) {
+                bad.push(format!("{name} depends on {dep}, which is not below it"));
+            }
+            if TEST_WORLD.contains(name) && !TEST_WORLD.contains(&dep.as_str()) {
+                bad.push(format!("{name} (the test world) depends on the product crate {dep}"));
+            }
+        }
+        for dep in fedns_deps(&manifest, "dev-dependencies") {
+            if TEST_WORLD.contains(name) && !TEST_WORLD.contains(&dep.as_str()) {
+                bad.push(format!(
+                    "{name} (the test world) dev-depends on the product crate {dep}"
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "crates must depend only downwards:\n  {}",
+        bad.join("\n  ")
+    );
+}
+
+/// Files longer than this many lines hold several jobs or make a reader
+/// scroll; the test world's crates keep under it (tests included).
+const MAX_LINES: usize = 600;
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().and_then(|e| e.to_str()) == Some("rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn no_file_in_the_test_world_is_over_600_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut long = Vec::new();
+    for folder in ["loopback", "kube-emulator", "standins"] {
+        for sub in ["src", "tests"] {
+            for path in rust_files(&root.join(folder).join(sub)) {
+                let lines = std::fs::read_to_string(&path).expect("a source file").lines().count();
+                if lines > MAX_LINES {
+                    let shown = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
+                    long.push(format!("{shown}: {lines} lines"));
+                }
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "files over {MAX_LINES} lines (split them by job):\n  {}",
+        long.join("\n  ")
+    );
+}
+
+/// `fedns sandbox` is found from its name: the only folder or crate named
+/// `sandbox` is the command's (`controller/src/cli/sandbox/`, with its
+/// flags in `cli/args/sandbox.rs`), and its `mod.rs` says so.
+#[test]
+fn the_sandbox_command_is_where_its_name_says() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut named = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a folder") {
+            let path = entry.expect("directory entry").path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string();
+            if !path.is_dir() || name.starts_with('.') || name == "target" {
+                continue;
+            }
+            if name.contains("sandbox") {
+                named.push(path.strip_prefix(&root).unwrap_or(&path).display().to_string());
+            }
+            stack.push(path);
+        }
+    }
+    named.sort();
+    // examples/sandbox/ is the command's seed data, compiled in.
+    assert_eq!(
+        named,
+        ["controller/src/cli/sandbox", "examples/sandbox"],
+        "folders named for the sandbox command must be the command's"
+    );
+    let module = std::fs::read_to_string(root.join("controller/src/cli/sandbox/mod.rs")).expect("the command's module");
+    assert!(
+        module.starts_with("//! `fedns sandbox`"),
+        "cli/sandbox/mod.rs opens with what the command is"
+    );
+    assert!(
+        root.join("controller/src/cli/args/sandbox.rs").is_file(),
+        "the command's flags"
+    );
+    for (name, _) in CRATES {
+        assert!(
+            !name.contains("sandbox"),
+            "crate {name}: no crate is named for the command"
+        );
+    }
 }
 
 /// The checker itself, on small sources: it must see circles through

@@ -89,7 +89,7 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
     let federation = runtime
         .block_on(Federation::start(&dir, "fedns-system", &refs))
         .unwrap();
-    let crds = fedns_sandbox::upstream_crds::gateway_api_yaml();
+    let crds = fedns_standins::upstream_crds::gateway_api_yaml();
     let ip_of = |m: usize| format!("10.{}.{}.1", m / 200, m % 200);
     for (m, name) in names.iter().enumerate() {
         let region = format!("region-{}", m % 4);
@@ -151,10 +151,10 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
                     &gateways,
                     Some("infra"),
                     "gw",
-                    fedns_sandbox::PatchKind::Merge,
+                    fedns_kube_emulator::PatchKind::Merge,
                     json!({"status": {"addresses": [{"type": "IPAddress", "value": ip}]}}),
                     None,
-                    fedns_sandbox::Target::Status,
+                    fedns_kube_emulator::Target::Status,
                 )
                 .unwrap();
             let Some(one) = wait_for(Duration::from_secs(60), || query_a(port, &middle).contains(&ip)) else {

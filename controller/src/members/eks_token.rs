@@ -315,14 +315,14 @@ mod tests {
     /// a member's client.
     #[tokio::test]
     async fn the_stand_in_eks_api_server_accepts_the_token() {
-        let authenticator = fedns_sandbox::EksAuthenticator {
+        let authenticator = fedns_standins::EksAuthenticator {
             cluster_id: "prod".into(),
-            keys: vec![fedns_sandbox::AwsKey {
+            keys: vec![fedns_standins::AwsKey {
                 access_key_id: "AKIDEXAMPLE".into(),
                 secret_access_key: "secret".into(),
                 arn: "arn:aws:iam::123456789012:user/fedns".into(),
             }],
-            ..fedns_sandbox::EksAuthenticator::default()
+            ..fedns_standins::EksAuthenticator::default()
         };
         let token = presigned_token(&credentials(None), "eu-west-1", "prod", SystemTime::now()).unwrap();
         assert_eq!(

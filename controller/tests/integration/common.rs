@@ -6,16 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
 
 /// A loopback port free for UDP and TCP, never handed to another test of
-/// this process ([`fedns_sandbox::ports::free_loopback_port`]).
+/// this process ([`fedns_loopback::ports::free_loopback_port`]).
 pub fn free_port() -> u16 {
-    fedns_sandbox::ports::free_loopback_port().expect("a free loopback port")
+    fedns_loopback::ports::free_loopback_port().expect("a free loopback port")
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {

@@ -324,10 +324,10 @@ async fn publishes_and_fails_over() {
                 &slices_info,
                 Some("ns"),
                 "nginx-abcde",
-                fedns_sandbox::PatchKind::Json,
+                fedns_kube_emulator::PatchKind::Json,
                 json!([{"op": "replace", "path": "/endpoints/0/conditions/ready", "value": ready}]),
                 None,
-                fedns_sandbox::Target::Main,
+                fedns_kube_emulator::Target::Main,
             )
             .unwrap()
     };
@@ -352,10 +352,10 @@ async fn publishes_and_fails_over() {
                 &services_info,
                 Some("ns"),
                 "nginx",
-                fedns_sandbox::PatchKind::Merge,
+                fedns_kube_emulator::PatchKind::Merge,
                 json!({"status": {"loadBalancer": {"ingress": ingress}}}),
                 None,
-                fedns_sandbox::Target::Status,
+                fedns_kube_emulator::Target::Status,
             )
             .unwrap()
     };

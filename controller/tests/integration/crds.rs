@@ -5,7 +5,7 @@
 //! `spec.healthCheck.quorum` is checked at admission.
 //!
 //! Each test runs against a fresh emulator (which applies the API server's
-//! CRD rules, `fedns_sandbox::crd_validation`) and, when
+//! CRD rules, `fedns_kube_emulator::crd_validation`) and, when
 //! `FEDNS_REAL_KUBECONFIG` names a kubeconfig, against that real API
 //! server too (built by the repository's maintainers with a real
 //! kube-apiserver on loopback; never in CI). On a real server the tests
@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
@@ -650,7 +650,7 @@ async fn every_engine_crd_the_emulator_serves_is_accepted() {
 /// longer than the request's, a `duration` comparison).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_api_crds_behave_as_on_a_real_api_server() {
-    use fedns_sandbox::upstream_crds::{examples, gateway_api_yaml};
+    use fedns_standins::upstream_crds::{examples, gateway_api_yaml};
     let dir = crate::common::temp_dir("gateway-api-crds");
     let emulator = Emulator::start().await.expect("emulator");
     let mut kubeconfigs = vec![("emulator".to_owned(), dir.join("emulator.kubeconfig"))];

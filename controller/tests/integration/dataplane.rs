@@ -1,5 +1,5 @@
 //! The data-plane prober against real responders on loopback
-//! (`fedns_sandbox::responder`): up, a stopped load balancer, HTTP 500, a
+//! (`fedns_standins::responder`): up, a stopped load balancer, HTTP 500, a
 //! backend that accepts and never answers, TLS for another name, recovery
 //! after `successThreshold`, and 1,000 addresses with bounded concurrency.
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fedns_api::ProbeProtocol;
 use fedns_controller::dataplane::{Check, DataPlane, ProbeMetrics, ProbeSpec, ProbeTls, State};
-use fedns_sandbox::responder::{Mode, Responder};
+use fedns_standins::responder::{Mode, Responder};
 use rustls::pki_types::pem::PemObject as _;
 
 fn check(protocol: ProbeProtocol, port: u16, host: &str) -> Check {
@@ -131,7 +131,7 @@ async fn http_states_follow_the_responder() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_checks_the_certificate_unless_told_not_to() {
     // The sandbox's certificate names 127.0.0.1 and localhost only.
-    let tls = fedns_sandbox::tls::generate("lb").unwrap();
+    let tls = fedns_loopback::tls::generate("lb").unwrap();
     let responder = Responder::start("127.0.0.1:0".parse().unwrap(), Some(tls.server_config.clone()))
         .await
         .unwrap();
@@ -178,7 +178,7 @@ async fn https_checks_the_certificate_unless_told_not_to() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn path_checks_look_at_the_body_send_headers_and_name_the_tls_server() {
     let plain = Responder::start("127.0.0.1:0".parse().unwrap(), None).await.unwrap();
-    let tls = fedns_sandbox::tls::generate("lb").unwrap();
+    let tls = fedns_loopback::tls::generate("lb").unwrap();
     let secure = Responder::start("127.0.0.1:0".parse().unwrap(), Some(tls.server_config.clone()))
         .await
         .unwrap();
@@ -231,7 +231,7 @@ async fn path_checks_look_at_the_body_send_headers_and_name_the_tls_server() {
     // though the prober's roots hold the right one; a bundle that is no
     // PEM is reported.
     let mut other_ca = sni.clone();
-    other_ca.spec.ca_pem = Some(fedns_sandbox::tls::generate("other").unwrap().ca_pem);
+    other_ca.spec.ca_pem = Some(fedns_loopback::tls::generate("other").unwrap().ca_pem);
     let mut own_ca = sni.clone();
     own_ca.spec.ca_pem = Some(tls.ca_pem.clone());
     let mut not_pem = sni.clone();

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use serde::Deserialize;
 use serde_json::Value;
 

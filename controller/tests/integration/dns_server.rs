@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use fedns_api::DNSEndpoint;
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -134,10 +134,10 @@ async fn serves_the_host_cluster_and_survives_its_outage() {
             &info,
             Some("ns"),
             "service-nginx",
-            fedns_sandbox::PatchKind::Json,
+            fedns_kube_emulator::PatchKind::Json,
             json!([{"op": "replace", "path": "/spec/endpoints/0/targets", "value": ["203.0.113.12"]}]),
             None,
-            fedns_sandbox::Target::Main,
+            fedns_kube_emulator::Target::Main,
         )
         .unwrap();
     host.resume().await.unwrap();

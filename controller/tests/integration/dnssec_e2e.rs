@@ -9,7 +9,7 @@ use std::process::Command;
 
 use crate::common::*;
 use fedns_api::{DNSEndpoint, Domain};
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 use serde_json::json;

@@ -34,7 +34,7 @@
 //! Checked, per object: `kubectl apply --server-side`, block by block, to
 //! one fresh emulator serving the fedns CRDs (`deploy/crds`), every
 //! engine's CRD as `Engine::crd_yaml` installs it (the upstream CRDs
-//! vendored under `sandbox/crds/upstream/`; Karmada's open schema) and
+//! vendored under `standins/crds/upstream/`; Karmada's open schema) and
 //! Gateway API's, after the namespaces the objects name are created;
 //! every object is admitted (one `serverside-applied` line each). A
 //! `status` the doc gives is then written through the status subresource,
@@ -49,7 +49,7 @@ use std::process::{Command, Output};
 use base64::Engine as _;
 use fedns_controller::federation::Engine;
 use fedns_controller::members::sources::{argocd, capi, clusternet};
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use kube::config::Kubeconfig;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -576,7 +576,7 @@ fn every_docs_example_is_a_valid_object_fedns_reads() {
             .unwrap_or_else(|e| panic!("{} CRDs: {e}", engine.as_str()));
     }
     emulator
-        .seed_yaml("gateway-api", &fedns_sandbox::upstream_crds::gateway_api_yaml())
+        .seed_yaml("gateway-api", &fedns_standins::upstream_crds::gateway_api_yaml())
         .unwrap();
     succeeded(
         &kubectl(&home, &["apply", "--server-side", "-k", "deploy/crds"]),

@@ -1,6 +1,6 @@
 //! The cluster CRDs `Engine::crd_yaml` installs are the upstream ones
-//! (`fedns_sandbox::upstream_crds`, vendored under
-//! `sandbox/crds/upstream/`), served by an emulator as kube-apiserver
+//! (`fedns_standins::upstream_crds`, vendored under
+//! `standins/crds/upstream/`), served by an emulator as kube-apiserver
 //! serves them: per engine, (a) the example object shaped as the upstream
 //! controllers write it is admitted whole (spec and status, nothing
 //! pruned); (b) objects the real API server refuses (a wrong type, a
@@ -12,8 +12,8 @@
 
 use crate::common::client_of;
 use fedns_controller::federation::Engine;
-use fedns_sandbox::upstream_crds::examples;
-use fedns_sandbox::{Emulator, EmulatorConfig};
+use fedns_kube_emulator::{Emulator, EmulatorConfig};
+use fedns_standins::upstream_crds::examples;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
 use serde_json::{json, Value};
@@ -26,7 +26,7 @@ struct Case {
     plural: &'static str,
     /// Where the test's own objects go.
     namespace: &'static str,
-    /// The example under `sandbox/crds/upstream/examples/`.
+    /// The example under `standins/crds/upstream/examples/`.
     example: &'static str,
     /// A spec the CRD admits.
     spec: Value,

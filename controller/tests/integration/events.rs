@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use fedns_controller::events::Recorder;
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use kube::api::{Api, PostParams};

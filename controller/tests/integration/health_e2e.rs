@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use fedns_api::ServiceDNSRecord;
 use fedns_controller::federation::Federation;
-use fedns_sandbox::responder::Responder;
+use fedns_standins::responder::Responder;
 use kube::api::Api;
 use serde_json::json;
 
@@ -291,8 +291,8 @@ async fn health_follows_the_traffic_path_and_fails_open() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_checks_trust_the_ca_bundle_the_record_names() {
     let (ca_a, ca_b) = (
-        fedns_sandbox::tls::generate("lb-a").unwrap(),
-        fedns_sandbox::tls::generate("lb-b").unwrap(),
+        fedns_loopback::tls::generate("lb-a").unwrap(),
+        fedns_loopback::tls::generate("lb-b").unwrap(),
     );
     let first = Responder::start("127.0.41.1:0".parse().unwrap(), Some(ca_a.server_config.clone()))
         .await

@@ -180,10 +180,10 @@ async fn an_oversized_dnsendpoint_is_reported_never_sent() {
                 &services,
                 Some("ns"),
                 name,
-                fedns_sandbox::PatchKind::Merge,
+                fedns_kube_emulator::PatchKind::Merge,
                 json!({"status": {"loadBalancer": {"ingress": ingress}}}),
                 None,
-                fedns_sandbox::Target::Status,
+                fedns_kube_emulator::Target::Status,
             )
             .unwrap()
     };

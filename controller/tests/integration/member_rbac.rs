@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use fedns_controller::federation::Federation;
-use fedns_sandbox::request_log::LoggedRequest;
+use fedns_kube_emulator::LoggedRequest;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -208,7 +208,7 @@ async fn member_reader_role_is_what_the_controller_uses() {
             "crds",
             &format!(
                 "{}\n---\n{}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: fedns-system}}\n",
-                fedns_sandbox::upstream_crds::gateway_api_yaml(),
+                fedns_standins::upstream_crds::gateway_api_yaml(),
                 crate::member_sources::MCS_CRD
             ),
         )

@@ -870,7 +870,7 @@ async fn karmada_as_a_separate_control_plane() {
             )
             .unwrap();
     }
-    let plane = fedns_sandbox::Emulator::start_with(fedns_sandbox::EmulatorConfig {
+    let plane = fedns_kube_emulator::Emulator::start_with(fedns_kube_emulator::EmulatorConfig {
         name: "karmada".into(),
         ..Default::default()
     })
@@ -1052,7 +1052,7 @@ async fn recording_proxy(
 }
 
 /// `127.0.0.1:PORT` where nothing listens, routed by the proxy to `member`.
-fn proxied_only(member: &fedns_sandbox::Emulator) -> (String, String) {
+fn proxied_only(member: &fedns_kube_emulator::Emulator) -> (String, String) {
     let listed = format!("127.0.0.1:{}", free_port());
     let real = member
         .url()

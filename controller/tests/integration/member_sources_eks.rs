@@ -1,7 +1,7 @@
 //! Argo CD clusters with `awsAuthConfig`: fedns makes the EKS tokens in
 //! process (only with `--allow-argocd-aws-auth`, only for EKS endpoints),
 //! and member c's emulator checks them as an EKS API server and STS would
-//! (`fedns_sandbox::EksAuthenticator`). No request leaves loopback:
+//! (`fedns_standins::EksAuthenticator`). No request leaves loopback:
 //! instance metadata is off, the AWS files are the test's own, STS is
 //! moto's, and c's EKS host name is reached through a loopback CONNECT
 //! proxy (Argo CD's `proxyUrl`) that tunnels it to c's emulator.
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::common::{free_port, temp_dir, Process};
 use crate::member_sources::{setup_with_env, wait_event, wait_global, GLOBAL};
 use fedns_controller::federation::{Engine, Federation, ARGOCD_NAMESPACE};
-use fedns_sandbox::{AwsKey, EksAuthenticator};
+use fedns_standins::{AwsKey, EksAuthenticator};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -150,15 +150,17 @@ async fn argocd_eks_clusters_join_with_tokens_made_in_process() {
     let c_port = Arc::new(AtomicU16::new(0));
     let route = eks_route(c_port.clone()).await;
     let s = setup_with_env(Engine::Argocd, &["--allow-argocd-aws-auth"], &borrowed(&env), |f| {
-        f.member("c").unwrap().accept_eks_tokens(EksAuthenticator {
-            cluster_id: "c".into(),
-            keys: vec![AwsKey {
-                access_key_id: "AKIAFEDNSTEST0000001".into(),
-                secret_access_key: "fedns-test-secret".into(),
-                arn: format!("arn:aws:iam::{ACCOUNT}:user/argocd"),
-            }],
-            ..EksAuthenticator::default()
-        });
+        f.member("c")
+            .unwrap()
+            .add_token_authenticator(std::sync::Arc::new(EksAuthenticator {
+                cluster_id: "c".into(),
+                keys: vec![AwsKey {
+                    access_key_id: "AKIAFEDNSTEST0000001".into(),
+                    secret_access_key: "fedns-test-secret".into(),
+                    arn: format!("arn:aws:iam::{ACCOUNT}:user/argocd"),
+                }],
+                ..EksAuthenticator::default()
+            }));
         register(f, json!({"clusterName": "c"}), &route, &c_port);
     })
     .await;
@@ -230,12 +232,14 @@ async fn argocd_eks_clusters_join_through_a_profile_and_an_assumed_role() {
     let s = setup_with_env(Engine::Argocd, &["--allow-argocd-aws-auth"], &borrowed(&env), |f| {
         // Only the assumed role may in: the profile's own key is unknown
         // to this cluster, moto knows the role session's.
-        f.member("c").unwrap().accept_eks_tokens(EksAuthenticator {
-            cluster_id: "c".into(),
-            moto_url: Some(sts.clone()),
-            allowed_arns: vec![format!("arn:aws:sts::{ACCOUNT}:assumed-role/argocd-eks/fedns")],
-            ..EksAuthenticator::default()
-        });
+        f.member("c")
+            .unwrap()
+            .add_token_authenticator(std::sync::Arc::new(EksAuthenticator {
+                cluster_id: "c".into(),
+                moto_url: Some(sts.clone()),
+                allowed_arns: vec![format!("arn:aws:sts::{ACCOUNT}:assumed-role/argocd-eks/fedns")],
+                ..EksAuthenticator::default()
+            }));
         register(
             f,
             json!({"clusterName": "c", "roleARN": role, "profile": "fleet"}),
@@ -265,15 +269,17 @@ async fn argocd_aws_auth_is_refused_without_the_flag() {
     let c_port = Arc::new(AtomicU16::new(0));
     let route = eks_route(c_port.clone()).await;
     let s = setup_with_env(Engine::Argocd, &[], &borrowed(&env), |f| {
-        f.member("c").unwrap().accept_eks_tokens(EksAuthenticator {
-            cluster_id: "c".into(),
-            keys: vec![AwsKey {
-                access_key_id: "AKIAFEDNSTEST0000001".into(),
-                secret_access_key: "fedns-test-secret".into(),
-                arn: format!("arn:aws:iam::{ACCOUNT}:user/argocd"),
-            }],
-            ..EksAuthenticator::default()
-        });
+        f.member("c")
+            .unwrap()
+            .add_token_authenticator(std::sync::Arc::new(EksAuthenticator {
+                cluster_id: "c".into(),
+                keys: vec![AwsKey {
+                    access_key_id: "AKIAFEDNSTEST0000001".into(),
+                    secret_access_key: "fedns-test-secret".into(),
+                    arn: format!("arn:aws:iam::{ACCOUNT}:user/argocd"),
+                }],
+                ..EksAuthenticator::default()
+            }));
         register(f, json!({"clusterName": "c"}), &route, &c_port);
     })
     .await;

@@ -348,9 +348,9 @@ async fn capi_clusters_are_members() {
 /// cluster is an emulator serving the vendored CRD with v1beta2 removed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capi_clusters_of_a_v1beta1_only_server_are_members() {
-    let plane = fedns_sandbox::Emulator::start_with(fedns_sandbox::EmulatorConfig {
+    let plane = fedns_kube_emulator::Emulator::start_with(fedns_kube_emulator::EmulatorConfig {
         name: "capi-v1beta1".into(),
-        ..fedns_sandbox::EmulatorConfig::default()
+        ..fedns_kube_emulator::EmulatorConfig::default()
     })
     .await
     .unwrap();
@@ -436,7 +436,7 @@ fn seed_capi_key_secrets(f: &fedns_controller::federation::Federation, clusters:
 /// (or of all namespaces) named one kubeconfig Secret (in its path or by a
 /// `metadata.name=<cluster>-kubeconfig` field selector); there were some.
 /// (fedns's own namespace holds other Secrets it reads.)
-fn only_kubeconfig_secrets_requested(host: &fedns_sandbox::Emulator) {
+fn only_kubeconfig_secrets_requested(host: &fedns_kube_emulator::Emulator) {
     let requests = host.requests();
     let in_fleet = format!("/api/v1/namespaces/{CAPI_NAMESPACE}/secrets");
     let secrets: Vec<_> = requests
@@ -505,7 +505,7 @@ async fn argocd_cluster_secrets_are_members() {
     // c's config replaced by a bearer token: it joins; then rotation.
     let secrets: Api<Secret> = Api::namespaced(host.clone(), ARGOCD_NAMESPACE);
     let member = s.federation.member("c").unwrap();
-    let config_of = |member: &fedns_sandbox::Emulator, token: &str| {
+    let config_of = |member: &fedns_kube_emulator::Emulator, token: &str| {
         let objects = inventory_objects(Engine::Argocd, "c", member, &json!({}));
         let config = objects[0]["stringData"]["config"].as_str().unwrap().to_owned();
         config.replace(member.token(), token)

@@ -12,7 +12,7 @@ use crate::common::*;
 use crate::health_e2e::PROBED_HOST_YAML;
 use fedns_api::ServiceDNSRecord;
 use fedns_controller::federation::Federation;
-use fedns_sandbox::responder::Responder;
+use fedns_standins::responder::Responder;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;

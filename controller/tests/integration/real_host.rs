@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use serde_json::{json, Value};
 
 use crate::common::*;

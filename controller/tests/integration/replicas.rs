@@ -23,7 +23,7 @@ use fedns_api::{DNSEndpoint, Domain};
 use fedns_dnsserver::hickory_proto::op::{Message, MessageType, OpCode, Query};
 use fedns_dnsserver::hickory_proto::rr::{Name, RData, RecordType};
 use fedns_dnsserver::serial_gt;
-use fedns_sandbox::{Emulator, EmulatorConfig, PatchKind, Target};
+use fedns_kube_emulator::{Emulator, EmulatorConfig, PatchKind, Target};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 

@@ -110,7 +110,7 @@ endpoints:
   - addresses: ["10.1.0.5"]
     conditions: {{ready: true}}
 "#,
-        crds = fedns_sandbox::upstream_crds::gateway_api_yaml(),
+        crds = fedns_standins::upstream_crds::gateway_api_yaml(),
         accepted = condition("Accepted"),
         programmed = condition("Programmed"),
         resolved = condition("ResolvedRefs"),
@@ -355,7 +355,7 @@ spec:
           - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 8080}}}}}}}}
 status: {{loadBalancer: {{ingress: [{{ip: "{ip}"}}]}}}}
 "#,
-        crds = fedns_sandbox::upstream_crds::gateway_api_yaml(),
+        crds = fedns_standins::upstream_crds::gateway_api_yaml(),
     )
 }
 
@@ -556,7 +556,7 @@ status:
     };
     let member = format!(
         "{}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: infra}}\n{}{}{}{}",
-        fedns_sandbox::upstream_crds::gateway_api_yaml(),
+        fedns_standins::upstream_crds::gateway_api_yaml(),
         gateway("gw1", "203.0.113.91"),
         gateway("gw2", "203.0.113.92"),
         route("one", "gw1"),
@@ -705,8 +705,8 @@ async fn annotated_routes_make_records_from_any_served_version() {
         .unwrap();
     // b: TCPRoute as gateway-api v1.4.1's experimental channel serves it.
     let b_yaml = member_yaml("region-b", ip_b).replace(
-        &fedns_sandbox::upstream_crds::gateway_api_yaml(),
-        &fedns_sandbox::upstream_crds::gateway_api_yaml_with_v1alpha2_tcproutes(),
+        &fedns_standins::upstream_crds::gateway_api_yaml(),
+        &fedns_standins::upstream_crds::gateway_api_yaml_with_v1alpha2_tcproutes(),
     );
     assert!(b_yaml.contains("v1alpha2"), "b serves the v1.4.1 TCPRoute CRD");
     let b = federation.member("b").unwrap();
@@ -746,7 +746,7 @@ spec:
   parentRefs: [{name: gw, namespace: infra}]
   hostnames: ["plain.example.com"]
 "#,
-                crds = fedns_sandbox::upstream_crds::gateway_api_yaml(),
+                crds = fedns_standins::upstream_crds::gateway_api_yaml(),
             ),
         )
         .unwrap();

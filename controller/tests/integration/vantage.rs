@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use fedns_api::{ProbeProtocol, Quorum};
 use fedns_controller::dataplane::vantage::{Report, Standing};
 use fedns_controller::dataplane::{Check, DataPlane, ProbeMetrics, ProbeSpec, ProbeTls, State};
-use fedns_sandbox::responder::Responder;
+use fedns_standins::responder::Responder;
 
 const CONTROLLER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 1));
 

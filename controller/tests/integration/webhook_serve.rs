@@ -21,8 +21,8 @@ use fedns_api::DNSEndpoint;
 use fedns_controller::cli::webhook_provider::auth::BearerToken;
 use fedns_controller::cli::webhook_provider::metrics::WebhookMetrics;
 use fedns_controller::cli::webhook_provider::{serve, serve_tls, tls, WebhookServer, OWNER_LABEL};
+use fedns_kube_emulator::Emulator;
 use fedns_providers::webhook::api::{Changes, Client, Retry, WireEndpoint};
-use fedns_sandbox::Emulator;
 use kube::api::Api;
 
 use crate::common::*;

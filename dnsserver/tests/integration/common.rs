@@ -144,9 +144,9 @@ pub fn zone_file(zone: &ZoneContent, serial: u32) -> String {
 }
 
 /// A loopback port free for UDP and TCP, never handed to another test of
-/// this process ([`fedns_sandbox::ports::free_loopback_port`]).
+/// this process ([`fedns_loopback::ports::free_loopback_port`]).
 pub fn free_port() -> u16 {
-    fedns_sandbox::ports::free_loopback_port().expect("a free loopback port")
+    fedns_loopback::ports::free_loopback_port().expect("a free loopback port")
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {

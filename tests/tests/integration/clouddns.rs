@@ -1,5 +1,5 @@
 //! The google-clouddns provider against the Cloud DNS stand-in
-//! (`fedns_sandbox::clouddns`, HTTP on 127.0.0.1, started by each test):
+//! (`fedns_standins::clouddns`, HTTP on 127.0.0.1, started by each test):
 //! round trips of every record type fedns writes beside another owner's
 //! records, idle syncs, a concurrent writer (412 → re-plan; 409 → held
 //! back), throttling and 5xx retried, batches over 1,000, a zone quota, a
@@ -12,7 +12,7 @@ use std::time::Duration;
 use fedns_providers::google_clouddns::{CloudDnsConfig, GoogleCloudDns, NAME};
 use fedns_providers::plan::desired::DesiredZones;
 use fedns_providers::provider::{ErrorScope, ProviderMetrics, SyncMode};
-use fedns_sandbox::clouddns::{CloudDns, CloudDnsConfig as StandInConfig, Fault, Quota, RecordSet, Visibility};
+use fedns_standins::clouddns::{CloudDns, CloudDnsConfig as StandInConfig, Fault, Quota, RecordSet, Visibility};
 use serde_json::{json, Value};
 
 const PROJECT: &str = "fedns-test";

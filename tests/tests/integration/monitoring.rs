@@ -287,7 +287,7 @@ async fn dashboard_and_alerts_name_served_metrics() {
     let federation = Federation::start(&dir, "fedns-system", &["east"]).await.unwrap();
     // The load balancer is a responder on loopback, so the data-plane
     // probe metrics have series too.
-    let lb = fedns_sandbox::responder::Responder::start("127.0.3.1:0".parse().unwrap(), None)
+    let lb = fedns_standins::responder::Responder::start("127.0.3.1:0".parse().unwrap(), None)
         .await
         .unwrap();
     federation

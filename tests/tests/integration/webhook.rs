@@ -1,5 +1,5 @@
 //! The webhook provider against the external-dns webhook provider stand-in
-//! (`fedns_sandbox::webhook_provider`, started on loopback by each test):
+//! (`fedns_standins::webhook_provider`, started on loopback by each test):
 //! negotiation with and without a domain filter, every record type fedns
 //! publishes round-tripped, a provider that adjusts TTLs (no rewrite over
 //! ten resyncs), a provider down or failing (nothing lost, the next sync
@@ -11,7 +11,7 @@ use std::time::Duration;
 use fedns_providers::plan::desired::DesiredZones;
 use fedns_providers::provider::{ErrorScope, ProviderMetrics, SyncMode, SyncReport};
 use fedns_providers::webhook::{api::Retry, Webhook, WebhookConfig};
-use fedns_sandbox::webhook_provider::{WebhookProvider, WebhookProviderConfig};
+use fedns_standins::webhook_provider::{WebhookProvider, WebhookProviderConfig};
 use serde_json::{json, Value};
 
 fn provider(url: &str, tweak: impl FnOnce(&mut WebhookConfig)) -> Webhook {

@@ -12,7 +12,7 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
-use fedns_sandbox::responder::Responder;
+use fedns_standins::responder::Responder;
 use serde_json::json;
 
 use super::discovery;
@@ -145,10 +145,10 @@ pub(super) async fn handle_control(
                         &info,
                         Some(NAMESPACE),
                         &cluster,
-                        fedns_sandbox::PatchKind::Merge,
+                        fedns_kube_emulator::PatchKind::Merge,
                         json!({"spec": {"cordoned": cordoned}}),
                         None,
-                        fedns_sandbox::Target::Main,
+                        fedns_kube_emulator::Target::Main,
                     )
                     .map(|_| format!("{cluster}: spec.cordoned = {cordoned}\n"))
                     .map_err(|e| e.to_string()),

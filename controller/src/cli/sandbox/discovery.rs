@@ -151,7 +151,7 @@ pub fn set_nginx_ready(federation: &Federation, member: &str, ready: bool) -> Re
     let info = store
         .resource("discovery.k8s.io", "v1", "endpointslices")
         .ok_or("EndpointSlices are not served")?;
-    let filter = fedns_sandbox::Filter {
+    let filter = fedns_kube_emulator::Filter {
         namespace: Some("ns".into()),
         ..Default::default()
     };
@@ -166,7 +166,7 @@ pub fn set_nginx_ready(federation: &Federation, member: &str, ready: bool) -> Re
             endpoint["conditions"]["ready"] = serde_json::Value::Bool(ready);
         }
         store
-            .update(&info, Some("ns"), &name, slice, fedns_sandbox::Target::Main)
+            .update(&info, Some("ns"), &name, slice, fedns_kube_emulator::Target::Main)
             .map_err(|e| e.to_string())?;
         changed += 1;
     }

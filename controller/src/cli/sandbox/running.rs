@@ -41,9 +41,9 @@ pub struct Running {
     pub(super) controller: Option<tokio::sync::oneshot::Receiver<anyhow::Result<()>>>,
     pub(super) tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The Cloud DNS stand-in (`--provider google-clouddns`).
-    pub clouddns: Option<fedns_sandbox::clouddns::CloudDns>,
+    pub clouddns: Option<fedns_standins::clouddns::CloudDns>,
     /// The external-dns webhook provider stand-in (`--provider webhook`).
-    pub webhook: Option<Arc<fedns_sandbox::webhook_provider::WebhookProvider>>,
+    pub webhook: Option<Arc<fedns_standins::webhook_provider::WebhookProvider>>,
     /// `fedns webhook-provider`'s URL, into which a stand-in external-dns
     /// pushed a record (`--provider webhook`).
     pub webhook_provider: Option<String>,
@@ -55,7 +55,7 @@ pub struct Running {
 }
 
 /// Where to look at what the google-clouddns provider published.
-pub fn clouddns_lines(dns: &fedns_sandbox::clouddns::CloudDns) -> String {
+pub fn clouddns_lines(dns: &fedns_standins::clouddns::CloudDns) -> String {
     let rrsets = format!("{}/managedZones/{CLOUDDNS_ZONE}/rrsets", dns.base_url(CLOUDDNS_PROJECT));
     format!(
         "\nCloud DNS stand-in (--provider google-clouddns): managed zone {CLOUDDNS_ZONE} (example.com.) in project {CLOUDDNS_PROJECT}\n  \
@@ -67,14 +67,14 @@ pub fn clouddns_lines(dns: &fedns_sandbox::clouddns::CloudDns) -> String {
 /// Where to look at what the webhook provider published, and at what a
 /// stand-in external-dns pushed into `fedns webhook-provider`.
 pub fn webhook_lines(
-    provider: &fedns_sandbox::webhook_provider::WebhookProvider,
+    provider: &fedns_standins::webhook_provider::WebhookProvider,
     fedns_provider: Option<&str>,
     dns: std::net::SocketAddr,
 ) -> String {
     let mut out = format!(
         "\nexternal-dns webhook provider stand-in (--provider webhook): example.com, TTLs raised to 60 s by its adjustendpoints\n  \
          curl -s -H 'Accept: {}' {}/records\n",
-        fedns_sandbox::webhook_provider::MEDIA_TYPE,
+        fedns_standins::webhook_provider::MEDIA_TYPE,
         provider.url()
     );
     if let Some(url) = fedns_provider {

@@ -120,7 +120,7 @@ pub(super) fn member_seed(args: &SandboxArgs) -> anyhow::Result<Seed> {
     // Read every file before starting anything: a malformed one stops here,
     // with file and line.
     for (_, paths, _) in &members {
-        fedns_sandbox::check_manifests(paths)?;
+        fedns_kube_emulator::check_manifests(paths)?;
     }
     Ok(Seed { members })
 }

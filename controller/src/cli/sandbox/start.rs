@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use fedns_sandbox::responder::Responder;
+use fedns_standins::responder::Responder;
 use kube::api::Api;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -94,7 +94,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
                 if text.contains("kind: Gateway\n") {
                     member.seed_yaml(
                         "gateway-api v1.6.1 CRDs",
-                        &fedns_sandbox::upstream_crds::gateway_api_yaml(),
+                        &fedns_standins::upstream_crds::gateway_api_yaml(),
                     )?;
                 }
                 member.seed_yaml(
@@ -199,7 +199,7 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
     for (name, responder) in &responders {
         if let Ok(member) = federation.member(name) {
             let address = vec![("IPAddress".to_owned(), responder.address().ip().to_string())];
-            tasks.push(tokio::spawn(fedns_sandbox::gateway_controller::run(
+            tasks.push(tokio::spawn(fedns_standins::gateway_controller::run(
                 member.store().clone(),
                 address,
                 std::time::Duration::from_millis(300),
@@ -285,8 +285,8 @@ pub(super) fn check_providers(args: &SandboxArgs) -> anyhow::Result<()> {
 pub(super) async fn start_clouddns(
     args: &SandboxArgs,
     controller: &mut ControllerArgs,
-) -> anyhow::Result<Option<fedns_sandbox::clouddns::CloudDns>> {
-    use fedns_sandbox::clouddns::{CloudDns, CloudDnsConfig, Visibility};
+) -> anyhow::Result<Option<fedns_standins::clouddns::CloudDns>> {
+    use fedns_standins::clouddns::{CloudDns, CloudDnsConfig, Visibility};
     if !args.provider.contains(&Provider::GoogleClouddns) {
         return Ok(None);
     }
@@ -319,8 +319,8 @@ pub(super) async fn start_clouddns(
 pub(super) async fn start_webhook(
     args: &SandboxArgs,
     controller: &mut ControllerArgs,
-) -> anyhow::Result<Option<Arc<fedns_sandbox::webhook_provider::WebhookProvider>>> {
-    use fedns_sandbox::webhook_provider::{WebhookProvider, WebhookProviderConfig};
+) -> anyhow::Result<Option<Arc<fedns_standins::webhook_provider::WebhookProvider>>> {
+    use fedns_standins::webhook_provider::{WebhookProvider, WebhookProviderConfig};
     if !args.provider.contains(&Provider::Webhook) {
         return Ok(None);
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fedns_api::names;
 use fedns_api::{DataPlaneCheck, Domain, IngressDNSRecordSpec, ServiceDNSRecordSpec};
-use fedns_sandbox::Emulator;
+use fedns_kube_emulator::Emulator;
 use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
 
