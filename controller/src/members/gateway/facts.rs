@@ -82,8 +82,8 @@ pub struct GatewayFacts {
     /// A Gateway's `spec.gatewayClassName`.
     pub class: Option<Box<str>>,
     /// The controller of its GatewayClass, filled in by
-    /// [`GatewayApi::parent`](super::GatewayApi::parent) (routes' status entries count only when
-    /// written by it).
+    /// [`GatewayApi::parent`](super::GatewayApi::parent) (routes' status
+    /// entries count only when written by it).
     pub controller: ClassController,
 }
 
