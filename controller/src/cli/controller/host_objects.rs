@@ -1,0 +1,128 @@
+//! The host objects the controller runs on, cached before anything reads
+//! them: MemberClusters and Secrets (the member sources'), the records,
+//! Domains and DNSEndpoints, and what each change wakes or requeues.
+
+use std::sync::Arc;
+
+use fedns_api::{DNSEndpoint, Domain, IngressDNSRecord, MemberCluster, RouteDNSRecord, ServiceDNSRecord};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::ResourceExt;
+use tokio::sync::Notify;
+
+use super::host_caches::{reflect, reflect_records, reflect_spec_changes, Reflected};
+use crate::queue::{Queue, RecordKey};
+use crate::records;
+
+/// The host caches, each listed once, and what their changes notify.
+pub(super) struct HostObjects {
+    pub(super) clusters: Reflected<MemberCluster>,
+    pub(super) secrets: Reflected<Secret>,
+    pub(super) services: Reflected<ServiceDNSRecord>,
+    pub(super) ingresses: Reflected<IngressDNSRecord>,
+    pub(super) routes: Reflected<RouteDNSRecord>,
+    pub(super) domains: Reflected<Domain>,
+    pub(super) endpoints: Reflected<DNSEndpoint>,
+    /// Wakes the member registry on MemberCluster and Secret changes.
+    pub(super) members_changed: Arc<Notify>,
+    /// Wakes the auto-records loop (when on) on record and Domain changes.
+    pub(super) auto_changed: Arc<Notify>,
+    /// Wakes the publisher on DNSEndpoint changes.
+    pub(super) publisher_changed: Arc<Notify>,
+    /// The records' `status.dns`, kept outside their caches.
+    pub(super) published: Arc<records::PublishedShards>,
+}
+
+/// Starts the host caches and waits until each has listed.
+pub(super) async fn host_caches(host: &kube::Client, namespace: &str, queue: &Queue) -> HostObjects {
+    let members_changed = Arc::new(Notify::new());
+    let clusters = reflect(Api::<MemberCluster>::namespaced(host.clone(), namespace), {
+        let changed = members_changed.clone();
+        move |_: &MemberCluster| changed.notify_one()
+    });
+    let secrets = reflect(Api::<Secret>::namespaced(host.clone(), namespace), {
+        let changed = members_changed.clone();
+        move |_: &Secret| changed.notify_one()
+    });
+    // Wakes the auto-records loop (when on) on record and Domain changes.
+    let auto_changed = Arc::new(Notify::new());
+    let published = Arc::new(records::PublishedShards::default());
+    let services = reflect_records(Api::<ServiceDNSRecord>::all(host.clone()), published.clone(), {
+        let queue = queue.clone();
+        let auto = auto_changed.clone();
+        move |r: &ServiceDNSRecord| {
+            queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
+    });
+    let ingresses = reflect_records(Api::<IngressDNSRecord>::all(host.clone()), published.clone(), {
+        let queue = queue.clone();
+        let auto = auto_changed.clone();
+        move |r: &IngressDNSRecord| {
+            queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
+    });
+    let routes = reflect_records(Api::<RouteDNSRecord>::all(host.clone()), published.clone(), {
+        let queue = queue.clone();
+        let auto = auto_changed.clone();
+        move |r: &RouteDNSRecord| {
+            queue.push(RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
+            auto.notify_one();
+        }
+    });
+    // Every record reads its Domain's spec, none its status, which the
+    // publisher rewrites after every publish (the serial): only spec
+    // changes requeue every record.
+    let domains = reflect_spec_changes(Api::<Domain>::namespaced(host.clone(), namespace), {
+        let queue = queue.clone();
+        let auto = auto_changed.clone();
+        move |_: Option<&Domain>| {
+            queue.push_all();
+            auto.notify_one();
+        }
+    });
+    // Shared with the publisher (one cache of every DNSEndpoint, not two).
+    let publisher_changed = Arc::new(Notify::new());
+    let endpoints = reflect_spec_changes(Api::<DNSEndpoint>::all(host.clone()), {
+        // A DNSEndpoint edited or deleted by hand is put back by its record
+        // (the publisher's status writes are no edit). One gone while the
+        // watch was down is put back by the periodic pass.
+        let queue = queue.clone();
+        let publisher_changed = publisher_changed.clone();
+        move |e: Option<&DNSEndpoint>| {
+            publisher_changed.notify_one();
+            let Some(e) = e else { return };
+            let ns = e.namespace().unwrap_or_default();
+            for owner in e.owner_references() {
+                match owner.kind.as_str() {
+                    "ServiceDNSRecord" => queue.push(RecordKey::Service(ns.clone(), owner.name.clone())),
+                    "IngressDNSRecord" => queue.push(RecordKey::Ingress(ns.clone(), owner.name.clone())),
+                    "RouteDNSRecord" => queue.push(RecordKey::Route(ns.clone(), owner.name.clone())),
+                    _ => {}
+                }
+            }
+        }
+    });
+    clusters.wait().await;
+    secrets.wait().await;
+    services.wait().await;
+    ingresses.wait().await;
+    routes.wait().await;
+    domains.wait().await;
+    endpoints.wait().await;
+    tracing::info!("host cluster caches ready");
+    HostObjects {
+        clusters,
+        secrets,
+        services,
+        ingresses,
+        routes,
+        domains,
+        endpoints,
+        members_changed,
+        auto_changed,
+        publisher_changed,
+        published,
+    }
+}
