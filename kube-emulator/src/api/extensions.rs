@@ -76,3 +76,46 @@ pub trait TokenAuthenticator: Send + Sync + 'static {
     /// (the client sees only 401 Unauthorized, as from a real server).
     fn authenticate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ProxyPath;
+
+    const KARMADA: ProxyPath = ProxyPath {
+        group: "cluster.karmada.io",
+        version: "v1alpha1",
+        resource: "clusters",
+        subresource: &["proxy"],
+    };
+    const CLUSTERNET: ProxyPath = ProxyPath {
+        group: "proxies.clusternet.io",
+        version: "v1alpha1",
+        resource: "sockets",
+        subresource: &["proxy", "direct"],
+    };
+
+    fn split(path: &str) -> Vec<&str> {
+        path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect()
+    }
+
+    #[test]
+    fn a_proxy_path_takes_only_its_subresource() {
+        let path = split("/apis/cluster.karmada.io/v1alpha1/clusters/m1/proxy/api/v1/services");
+        let (name, rest) = KARMADA.matches(&path).unwrap();
+        assert_eq!((name, rest), ("m1", &["api", "v1", "services"][..]));
+        // The object itself, its status, another group or version: the API's own.
+        for other in [
+            "/apis/cluster.karmada.io/v1alpha1/clusters/m1",
+            "/apis/cluster.karmada.io/v1alpha1/clusters/m1/status",
+            "/apis/cluster.karmada.io/v1beta1/clusters/m1/proxy/api",
+            "/api/v1/namespaces/default/services",
+        ] {
+            assert_eq!(KARMADA.matches(&split(other)), None, "{other}");
+        }
+        let path = split("/apis/proxies.clusternet.io/v1alpha1/sockets/id-1/proxy/direct/api/v1/nodes");
+        assert_eq!(CLUSTERNET.matches(&path), Some(("id-1", &["api", "v1", "nodes"][..])));
+        // `proxy` without `direct` is not Clusternet's path.
+        let path = split("/apis/proxies.clusternet.io/v1alpha1/sockets/id-1/proxy/api");
+        assert_eq!(CLUSTERNET.matches(&path), None);
+    }
+}
