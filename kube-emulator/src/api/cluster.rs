@@ -1,24 +1,14 @@
-//! What every request handler reads of its cluster (the store, the token,
-//! fault switches), below the request handling (`api`) and the proxies
-//! that forward to other clusters, which `api` calls.
+//! What every request handler reads of its cluster: the store, the tokens
+//! and the authenticators added, the proxies served, fault switches and
+//! the request log; below the handler that routes requests.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-
-use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
 
 use crate::api::extensions::{Proxy, TokenAuthenticator};
 use crate::api::faults::Faults;
 use crate::api::request_log::RequestLog;
 use crate::store::Store;
-
-/// Response body: a whole JSON document or a watch stream.
-pub type Body = BoxBody<Bytes, Infallible>;
-
-/// Largest request body, in octets (kube-apiserver's default is 3 MiB).
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// What a request handler needs of its cluster.
 pub struct Cluster {

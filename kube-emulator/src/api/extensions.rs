@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use crate::api::cluster::Body;
+use crate::api::body::Body;
 use crate::status::ApiError;
 use crate::store::Store;
 

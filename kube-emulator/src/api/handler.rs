@@ -14,7 +14,8 @@ use hyper::body::{Frame, Incoming};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::api::cluster::{Body, Cluster, MAX_BODY};
+use crate::api::body::{Body, MAX_BODY};
+use crate::api::cluster::Cluster;
 use crate::api::extensions::Proxy;
 use crate::status::{success_status, ApiError};
 use crate::store::resources::ResourceInfo;

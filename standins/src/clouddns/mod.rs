@@ -103,6 +103,7 @@
 
 mod error;
 mod http;
+mod names;
 mod policy;
 mod records;
 mod rrdata;

@@ -7,8 +7,12 @@
 use serde_json::{json, Value};
 
 use super::error::GoogleError;
-use super::records::{RecordSet, ROUTED_TYPES};
 use super::rrdata::check_rrdatas;
+
+/// Types a routing policy may be attached to.
+const ROUTED_TYPES: &[&str] = &[
+    "A", "AAAA", "CNAME", "TXT", "MX", "SRV", "PTR", "CAA", "SPF", "HTTPS", "SVCB",
+];
 
 /// The Google Cloud regions, the only locations Cloud DNS takes in a
 /// routing policy ("The geo-location granularity is a GCP region"): the
@@ -124,28 +128,6 @@ pub(super) fn check_policy(rtype: &str, policy: &Value, field: &str) -> Result<(
             Ok(())
         }
     }
-}
-
-/// In a public zone Cloud DNS health-checks external endpoints only
-/// through a health check: a `primaryBackup` policy with
-/// `primaryTargets.externalEndpoints` and no `healthCheck` is refused.
-///
-/// # Errors
-/// 400 `invalid` naming `{field}.routingPolicy.healthCheck`.
-pub fn check_public_policy(set: &RecordSet, field: &str) -> Result<(), GoogleError> {
-    let Some(policy) = &set.routing_policy else {
-        return Ok(());
-    };
-    let external = policy
-        .pointer("/primaryBackup/primaryTargets/externalEndpoints")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty());
-    if external && policy.get("healthCheck").is_none_or(Value::is_null) {
-        return Err(GoogleError::invalid(format!(
-            "Invalid value for '{field}.routingPolicy.healthCheck': a routing policy with external endpoints in a public zone needs a health check."
-        )));
-    }
-    Ok(())
 }
 
 /// A wrr or geo policy: non-empty `items`, each with its key (`weight` ≥ 0

@@ -6,6 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::error::GoogleError;
+use super::names::{valid_name, within};
 use super::policy::check_policy;
 use super::rrdata::check_rrdatas;
 
@@ -13,11 +14,6 @@ use super::rrdata::check_rrdatas;
 pub const TYPES: &[&str] = &[
     "A", "AAAA", "CAA", "CNAME", "DNSKEY", "DS", "HTTPS", "IPSECKEY", "MX", "NAPTR", "NS", "PTR", "SOA", "SPF", "SRV",
     "SSHFP", "SVCB", "TLSA", "TXT",
-];
-
-/// Types a routing policy may be attached to.
-pub(super) const ROUTED_TYPES: &[&str] = &[
-    "A", "AAAA", "CNAME", "TXT", "MX", "SRV", "PTR", "CAA", "SPF", "HTTPS", "SVCB",
 ];
 
 /// Largest TTL accepted (a signed 32-bit number of seconds).
@@ -284,49 +280,24 @@ pub fn parse(value: &Value, field: &str, zone_dns_name: &str) -> Result<RecordSe
     Ok(set)
 }
 
-/// Whether `name` is equal to or below `apex` (both absolute, lower case).
-pub fn within(name: &str, apex: &str) -> bool {
-    if apex == "." {
-        return true;
-    }
-    name == apex || name.strip_suffix(apex).is_some_and(|head| head.ends_with('.'))
-}
-
-/// An absolute DNS name: trailing dot, labels of 1 to 63 letters, digits,
-/// `-` or `_`, at most 253 characters before the final dot; `*` is allowed
-/// as a whole first label when `wildcard`.
-pub fn valid_name(name: &str, wildcard: bool) -> bool {
-    if name == "." {
-        return true;
-    }
-    let Some(body) = name.strip_suffix('.') else {
-        return false;
+/// In a public zone Cloud DNS health-checks external endpoints only
+/// through a health check: a `primaryBackup` policy with
+/// `primaryTargets.externalEndpoints` and no `healthCheck` is refused.
+///
+/// # Errors
+/// 400 `invalid` naming `{field}.routingPolicy.healthCheck`.
+pub fn check_public_policy(set: &RecordSet, field: &str) -> Result<(), GoogleError> {
+    let Some(policy) = &set.routing_policy else {
+        return Ok(());
     };
-    if body.is_empty() || body.len() > 253 {
-        return false;
+    let external = policy
+        .pointer("/primaryBackup/primaryTargets/externalEndpoints")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if external && policy.get("healthCheck").is_none_or(Value::is_null) {
+        return Err(GoogleError::invalid(format!(
+            "Invalid value for '{field}.routingPolicy.healthCheck': a routing policy with external endpoints in a public zone needs a health check."
+        )));
     }
-    body.split('.').enumerate().all(|(i, label)| {
-        (wildcard && i == 0 && label == "*")
-            || (!label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clouddns_names() {
-        assert!(within("a.example.com.", "example.com."));
-        assert!(within("example.com.", "example.com."));
-        assert!(!within("badexample.com.", "example.com."));
-        assert!(valid_name("*.example.com.", true));
-        assert!(!valid_name("a.*.example.com.", true));
-        assert!(!valid_name("example.com", true));
-        assert!(!valid_name("a..com.", true));
-    }
+    Ok(())
 }

@@ -6,7 +6,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::error::GoogleError;
-use super::records::valid_name;
+use super::names::valid_name;
 
 pub(super) fn check_rrdatas(rtype: &str, rrdatas: &[String], field: &str) -> Result<(), GoogleError> {
     if rtype == "CNAME" && rrdatas.len() > 1 {

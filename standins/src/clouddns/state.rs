@@ -184,7 +184,7 @@ impl State {
         if !name_ok {
             return Err(GoogleError::invalid_value("entity.managedZone.name", name));
         }
-        if dns_name == "." || !records::valid_name(&dns_name, false) {
+        if dns_name == "." || !super::names::valid_name(&dns_name, false) {
             return Err(GoogleError::invalid_value("entity.managedZone.dnsName", &dns_name));
         }
         let index = self.next_zone_id;
@@ -287,7 +287,7 @@ pub fn apply_change(zone: &mut Zone, body: &Value, quota: &Quota) -> Result<Chan
     }
     if zone.visibility == Visibility::Public {
         for (i, set) in additions.iter().enumerate() {
-            super::policy::check_public_policy(set, &format!("entity.change.additions[{i}]"))?;
+            records::check_public_policy(set, &format!("entity.change.additions[{i}]"))?;
         }
     }
     let mut deletions = Vec::with_capacity(deletion_values.len());
