@@ -187,6 +187,11 @@ async fn route(cluster: &Arc<Cluster>, request: Request<Incoming>) -> Result<Res
     let path = request.uri().path().to_owned();
     let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     let get = request.method() == Method::GET;
+    // A proxy subresource (`/apis/G/V/R/NAME/SUB…`, six segments at least)
+    // shadows none of the paths below, so it is looked up once, first.
+    if let Some((proxy, name, rest)) = proxy_for(cluster, &segments) {
+        return proxy.forward(cluster.store.clone(), name, rest, request).await;
+    }
     match segments.as_slice() {
         ["version"] if get => {
             let (major, minor) = cluster.version;
@@ -246,12 +251,6 @@ async fn route(cluster: &Arc<Cluster>, request: Request<Incoming>) -> Result<Res
             Some(r) => resource(cluster, r, request).await,
             None => Err(ApiError::no_route(&path)),
         },
-        ["apis", ..] if proxy_for(cluster, &segments).is_some() => {
-            let Some((proxy, name, rest)) = proxy_for(cluster, &segments) else {
-                return Err(ApiError::no_route(&path));
-            };
-            proxy.forward(cluster.store.clone(), name, rest, request).await
-        }
         ["apis", group, version, rest @ ..] => match parse_resource_path(group, version, rest) {
             Some(r) => resource(cluster, r, request).await,
             None => Err(ApiError::no_route(&path)),
