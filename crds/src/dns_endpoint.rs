@@ -42,7 +42,7 @@ pub struct DNSEndpointSpec {
 }
 
 /// One RRset: external-dns's `Endpoint`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Endpoint {
     /// The owner name, e.g. `nginx.ns.myfed.svc.example.com`.
@@ -71,7 +71,7 @@ pub struct Endpoint {
 }
 
 /// One provider-specific setting (external-dns's `ProviderSpecificProperty`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, JsonSchema)]
 pub struct ProviderSpecificProperty {
     /// Setting name, e.g. `alias` or `aws/evaluate-target-health`.
     pub name: String,

@@ -20,6 +20,10 @@
 //! A DNSEndpoint counts as changed when its uid or `metadata.generation`
 //! changed (the resourceVersion when it has no generation): status writes,
 //! which the publisher itself makes after every publish, change nothing.
+//! A new version whose endpoints hash as before ([`content_hash`]) is no
+//! change either: the publisher may have published a spec before the API
+//! server stored it ([`crate::source::pending`]), and the stored copy
+//! arriving later needs no second computation.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -60,6 +64,13 @@ fn spec_version(endpoint: &DNSEndpoint) -> (String, String) {
     (meta.uid.clone().unwrap_or_default(), version)
 }
 
+/// A content hash of a DNSEndpoint's endpoints (its whole spec).
+pub fn content_hash(endpoints: &[fedns_api::Endpoint]) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    endpoints.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// The inputs that change every zone: each Domain's identity, generation
 /// and deletion, and the namespace labels.
 fn base_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
@@ -91,6 +102,8 @@ fn base_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
 #[derive(Debug)]
 struct Seen {
     version: (String, String),
+    /// [`content_hash`] of its endpoints.
+    content: u64,
     /// Name keys of its endpoints.
     names: Vec<String>,
 }
@@ -292,8 +305,21 @@ impl IncrementalZones {
                 by_id.insert(id, endpoint);
                 continue;
             }
-            let names = names_of(endpoint);
+            let content = content_hash(&endpoint.spec.endpoints);
             touched.insert(id.clone());
+            if let Some(seen) = self
+                .endpoints
+                .get_mut(&id)
+                .filter(|seen| seen.version.0 == version.0 && seen.content == content)
+            {
+                // A new version of the same content (a spec published
+                // before it was stored, now stored): its status is due,
+                // its names are as computed.
+                seen.version = version;
+                by_id.insert(id, endpoint);
+                continue;
+            }
+            let names = names_of(endpoint);
             if let Some(old) = self.endpoints.remove(&id) {
                 self.unindex(&id, &old.names);
                 dirty.extend(old.names);
@@ -302,7 +328,14 @@ impl IncrementalZones {
                 self.index(name, &id);
             }
             dirty.extend(names.iter().cloned());
-            self.endpoints.insert(id.clone(), Seen { version, names });
+            self.endpoints.insert(
+                id.clone(),
+                Seen {
+                    version,
+                    content,
+                    names,
+                },
+            );
             by_id.insert(id, endpoint);
         }
         let gone: Vec<String> = self
@@ -550,6 +583,7 @@ impl IncrementalZones {
                 id,
                 Seen {
                     version: spec_version(endpoint),
+                    content: content_hash(&endpoint.spec.endpoints),
                     names,
                 },
             );
@@ -1060,5 +1094,41 @@ mod touched_tests {
         let mut touched: Vec<&String> = zones.touched().unwrap().iter().collect();
         touched.sort();
         assert_eq!(touched, ["ns/e1", "ns/e2"]);
+    }
+
+    /// A spec published before it was stored (a controller's proposal,
+    /// `source::pending`) comes back as a new version with the same
+    /// content: its status is due, nothing is recomputed.
+    #[test]
+    fn the_same_content_under_a_new_version_recomputes_nothing() {
+        let domains = [domain()];
+        let labels = NamespaceLabels::new();
+        let at = |generation, target| {
+            object(
+                "e1",
+                "2026-01-01T00:00:00Z",
+                generation,
+                vec![ep("a.example.com", RecordType::A, &[target])],
+            )
+        };
+        let mut zones = IncrementalZones::new(false);
+        zones.update(&domains, &[at(1, "192.0.2.1")], &labels);
+        assert!(matches!(
+            zones.update(&domains, &[at(2, "192.0.2.1")], &labels),
+            Update::Unchanged
+        ));
+        assert_eq!(
+            zones.touched().map(|t| t.contains("ns/e1")),
+            Some(true),
+            "its status is due"
+        );
+        match zones.update(&domains, &[at(3, "192.0.2.7")], &labels) {
+            Update::Names(changes) => assert!(!changes.is_empty(), "new content: its names are recomputed"),
+            _ => panic!("a content change is a change of names"),
+        }
+        // A new object (another uid) of the same content is a change.
+        let mut again = at(3, "192.0.2.7");
+        again.metadata.uid = Some("uid-other".into());
+        assert!(matches!(zones.update(&domains, &[again], &labels), Update::Names(_)));
     }
 }
