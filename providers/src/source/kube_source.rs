@@ -82,8 +82,11 @@ pub struct SourceConfig {
 pub struct SharedEndpoints {
     /// The cache (every namespace).
     pub store: Store<DNSEndpoint>,
-    /// Woken by the cache's watch.
+    /// Woken by the cache's watch, and by the controller's proposals.
     pub changed: Arc<Notify>,
+    /// Specs the controller of this process computed and is writing,
+    /// published while this process leads (see [`super::pending`]).
+    pub pending: Option<Arc<super::pending::PendingEndpoints>>,
 }
 
 impl std::fmt::Debug for SharedEndpoints {
@@ -147,6 +150,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
     };
     let endpoints_api: Api<DNSEndpoint> = Api::all(client.clone());
     let (domains, domain_writer) = reflector::store();
+    let pending = config.endpoints.as_ref().and_then(|shared| shared.pending.clone());
     let (endpoints, changed) = match &config.endpoints {
         Some(shared) => (shared.store.clone(), shared.changed.clone()),
         None => {
@@ -262,7 +266,12 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         let serials_need_publish = serials_need_publish
             .as_ref()
             .is_some_and(|flag| flag.swap(false, std::sync::atomic::Ordering::SeqCst));
-        let endpoint_list = endpoints.state();
+        // With the controller's proposals in place of what they replace
+        // (only the leader's controller proposes).
+        let (endpoint_list, proposed) = match &pending {
+            Some(pending) if leading => pending.overlay(endpoints.state()),
+            _ => (endpoints.state(), Default::default()),
+        };
         let pass_started = std::time::Instant::now();
         let update = zones.update(&domain_list, &endpoint_list, &labels);
         let update_kind = match &update {
@@ -408,7 +417,10 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             // full syncs (leadership won, resync).
             let only = match zones.touched() {
                 Some(touched) if sinks.providers.is_empty() && mode == SyncMode::Changed => {
-                    let mut only = touched.clone();
+                    // A proposal's status is written once its write lands
+                    // (the stored copy is touched then).
+                    let mut only: std::collections::HashSet<String> =
+                        touched.iter().filter(|id| !proposed.contains(*id)).cloned().collect();
                     only.extend(status_retries.drain());
                     only.extend(status_deferred.drain());
                     Some(only)

@@ -7,6 +7,8 @@
 //! * [`spec_changes`]: which watch events may change an object's spec;
 //! * [`serial_records`]: the SOA serial every DNS server replica serves
 //!   for a zone's content, recorded in its Domain's status;
+//! * [`pending`]: DNSEndpoint specs this process's controller computed and
+//!   is writing, published before the write lands;
 //! * [`ready`]: waiting for a watch cache's first list, with several waiters;
 //! * `domain_finalizer`: the finalizer that keeps a deleted Domain until
 //!   its records left the external providers. It belongs here because it
@@ -22,6 +24,7 @@ mod dnssec_keys;
 mod domain_finalizer;
 pub mod kube_source;
 pub mod manifests;
+pub mod pending;
 pub mod ready;
 pub mod serial_records;
 pub mod spec_changes;
