@@ -72,6 +72,7 @@ pub fn start(
         endpoints: Some(SharedEndpoints {
             store: caches.endpoints.clone(),
             changed: caches.endpoints_changed.clone(),
+            pending: None,
         }),
         ..SourceConfig::default()
     };

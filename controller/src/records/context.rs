@@ -89,6 +89,11 @@ pub struct RecordContext {
     pub domains: Store<Domain>,
     /// DNSEndpoints (to compare before writing).
     pub endpoints: Store<DNSEndpoint>,
+    /// DNSEndpoint specs computed and being written: the publisher of this
+    /// process publishes them at once, and the DNSEndpoint watch knows
+    /// their writes coming back
+    /// ([`fedns_providers::source::pending`]).
+    pub pending: Arc<fedns_providers::source::pending::PendingEndpoints>,
     /// MemberClusters (for the federation's topology).
     pub clusters: Store<MemberCluster>,
     /// Load balancer host names.
@@ -352,6 +357,7 @@ impl RecordContext {
         if !self.is_leader() {
             return Ok(EndpointWrite::Done);
         }
+        let id = format!("{namespace}/{name}");
         let object = json!({
             "apiVersion": "multiclusterdns.fedns.io/v1alpha1",
             "kind": "DNSEndpoint",
@@ -369,20 +375,39 @@ impl RecordContext {
         });
         // Never send what the API server (etcd) would refuse: the write
         // would fail on every retry while the record said nothing useful.
-        let bytes = match object_size::check(&format!("{namespace}/{name}"), &object, &spec, self.max_object_bytes) {
+        let bytes = match object_size::check(&id, &object, &spec, self.max_object_bytes) {
             Ok(bytes) => bytes,
-            Err(too_large) => return Ok(EndpointWrite::TooLarge(too_large)),
+            Err(too_large) => {
+                self.pending.withdraw(namespace, name);
+                return Ok(EndpointWrite::TooLarge(too_large));
+            }
         };
-        let api: Api<DNSEndpoint> = Api::namespaced(self.host.clone(), namespace);
-        let applied = api
-            .patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
-            .await;
+        // Published from now on, while the write goes out: a change that
+        // reaches thousands of records answers as each is computed, not
+        // as each write comes back. Only a DNSEndpoint this record already
+        // owns: who may publish a name is decided on the stored object.
+        if owned {
+            self.pending.propose(namespace, name, &spec.endpoints);
+        } else {
+            self.pending.written(namespace, name, &spec.endpoints);
+        }
+        let applied = super::status::patch_unread::<DNSEndpoint>(
+            &self.host,
+            namespace,
+            name,
+            None,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&object),
+        )
+        .await;
         if let Err(error) = applied {
+            // Until the retry, the stored spec is what is published.
+            self.pending.withdraw(namespace, name);
             // The server's limit may be lower than ours: a size refusal is
             // reported like ours, not retried forever.
             return match object_size::refusal(&error) {
                 Some(refused) => Ok(EndpointWrite::TooLarge(TooLarge {
-                    endpoint: format!("{namespace}/{name}"),
+                    endpoint: id,
                     bytes,
                     limit: self.max_object_bytes,
                     endpoints: spec.endpoints.len(),
@@ -393,7 +418,7 @@ impl RecordContext {
             };
         }
         self.metrics.dnsendpoint_written(since.elapsed());
-        tracing::debug!(dnsendpoint = %format!("{namespace}/{name}"), endpoints = spec.endpoints.len(), bytes, "DNSEndpoint written");
+        tracing::debug!(dnsendpoint = %id, endpoints = spec.endpoints.len(), bytes, "DNSEndpoint written");
         Ok(EndpointWrite::Done)
     }
 

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use fedns_api::{IngressClusterDNS, IngressDNSRecord};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
-use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 
@@ -152,8 +151,9 @@ pub(super) async fn reconcile_ingress(
     ctx.report(&key, &object, &problems).await;
     ctx.note_size(&key, &object, &written).await;
     if changed && ctx.is_leader() {
-        patch_status(
-            Api::<IngressDNSRecord>::namespaced(ctx.host.clone(), namespace),
+        patch_status::<IngressDNSRecord>(
+            &ctx.host,
+            namespace,
             name,
             serde_json::to_value(&status).unwrap_or_default(),
         )

@@ -8,6 +8,7 @@ pub mod auto;
 pub mod backends;
 pub mod builder;
 mod context;
+pub mod domain_fields;
 pub mod explain;
 pub mod gateway;
 mod health;

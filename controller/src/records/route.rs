@@ -11,7 +11,6 @@ use std::time::Instant;
 use fedns_api::gateway::is_wildcard;
 use fedns_api::{conditions, BackendHealth, RouteClusterDNS, RouteDNSRecord, RouteKind};
 use k8s_openapi::api::core::v1::LoadBalancerStatus;
-use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 
@@ -455,8 +454,9 @@ pub(super) async fn reconcile_route(
     ctx.report(&key, &object, &problems).await;
     ctx.note_size(&key, &object, &written).await;
     if changed && ctx.is_leader() {
-        patch_status(
-            Api::<RouteDNSRecord>::namespaced(ctx.host.clone(), namespace),
+        patch_status::<RouteDNSRecord>(
+            &ctx.host,
+            namespace,
             name,
             serde_json::to_value(&status).unwrap_or_default(),
         )

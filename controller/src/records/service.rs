@@ -7,7 +7,6 @@ use std::time::Instant;
 use fedns_api::conditions;
 use fedns_api::names;
 use fedns_api::{ClusterDNS, ServiceDNSRecord};
-use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
@@ -66,8 +65,9 @@ pub(super) async fn reconcile_service(
         changed |= status.observed_generation != generation;
         status.observed_generation = generation;
         if changed && ctx.is_leader() {
-            patch_status(
-                Api::<ServiceDNSRecord>::namespaced(ctx.host.clone(), namespace),
+            patch_status::<ServiceDNSRecord>(
+                &ctx.host,
+                namespace,
                 name,
                 serde_json::to_value(&status).unwrap_or_default(),
             )
@@ -213,8 +213,9 @@ pub(super) async fn reconcile_service(
     ctx.report(&key, &object, &problems).await;
     ctx.note_size(&key, &object, &written).await;
     if changed && ctx.is_leader() {
-        patch_status(
-            Api::<ServiceDNSRecord>::namespaced(ctx.host.clone(), namespace),
+        patch_status::<ServiceDNSRecord>(
+            &ctx.host,
+            namespace,
             name,
             serde_json::to_value(&status).unwrap_or_default(),
         )

@@ -10,7 +10,9 @@ use kube::api::Api;
 use kube::ResourceExt;
 use tokio::sync::Notify;
 
-use super::host_caches::{reflect, reflect_records, reflect_spec_changes, Reflected};
+use fedns_providers::source::pending::PendingEndpoints;
+
+use super::host_caches::{reflect, reflect_records, reflect_spec_changes, Changed, Reflected};
 use crate::queue::{Queue, RecordKey};
 use crate::records;
 
@@ -29,6 +31,9 @@ pub(super) struct HostObjects {
     pub(super) auto_changed: Arc<Notify>,
     /// Wakes the publisher on DNSEndpoint changes.
     pub(super) publisher_changed: Arc<Notify>,
+    /// DNSEndpoint specs the records computed, published before their
+    /// writes land (shared by the records and the publisher).
+    pub(super) pending: Arc<PendingEndpoints>,
     /// The records' `status.dns`, kept outside their caches.
     pub(super) published: Arc<records::PublishedShards>,
 }
@@ -50,49 +55,96 @@ pub(super) async fn host_caches(host: &kube::Client, namespace: &str, queue: &Qu
     let services = reflect_records(Api::<ServiceDNSRecord>::all(host.clone()), published.clone(), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
-        move |r: &ServiceDNSRecord| {
-            queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()));
-            auto.notify_one();
+        move |change: Changed<'_, ServiceDNSRecord>| {
+            // Gone while the watch was down: the API server's garbage
+            // collector deletes their DNSEndpoints (owner references).
+            if let Changed::Spec(r) | Changed::Deleted(r) = change {
+                queue.push(RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()));
+                auto.notify_one();
+            }
         }
     });
     let ingresses = reflect_records(Api::<IngressDNSRecord>::all(host.clone()), published.clone(), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
-        move |r: &IngressDNSRecord| {
-            queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
-            auto.notify_one();
+        move |change: Changed<'_, IngressDNSRecord>| {
+            // Gone while the watch was down: the API server's garbage
+            // collector deletes their DNSEndpoints (owner references).
+            if let Changed::Spec(r) | Changed::Deleted(r) = change {
+                queue.push(RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
+                auto.notify_one();
+            }
         }
     });
     let routes = reflect_records(Api::<RouteDNSRecord>::all(host.clone()), published.clone(), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
-        move |r: &RouteDNSRecord| {
-            queue.push(RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
-            auto.notify_one();
+        move |change: Changed<'_, RouteDNSRecord>| {
+            // Gone while the watch was down: the API server's garbage
+            // collector deletes their DNSEndpoints (owner references).
+            if let Changed::Spec(r) | Changed::Deleted(r) = change {
+                queue.push(RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
+                auto.notify_one();
+            }
         }
     });
     // Every record reads its Domain's spec, none its status, which the
     // publisher rewrites after every publish (the serial): only spec
-    // changes requeue every record.
+    // changes requeue every record, and of those only the ones to fields
+    // a record reads (see `records::domain_fields`).
     let domains = reflect_spec_changes(Api::<Domain>::namespaced(host.clone(), namespace), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
-        move |_: Option<&Domain>| {
+        let read = std::sync::Mutex::new(std::collections::HashMap::<String, u64>::new());
+        move |change: Changed<'_, Domain>| {
+            let mut read = read.lock().unwrap_or_else(|e| e.into_inner());
+            let unchanged = match change {
+                Changed::Spec(domain) if domain.metadata.deletion_timestamp.is_none() => {
+                    let id = format!("{}/{}", domain.namespace().unwrap_or_default(), domain.name_any());
+                    let fields = records::domain_fields::read_by_records(domain);
+                    read.insert(id, fields) == Some(fields)
+                }
+                Changed::Spec(domain) | Changed::Deleted(domain) => {
+                    read.remove(&format!(
+                        "{}/{}",
+                        domain.namespace().unwrap_or_default(),
+                        domain.name_any()
+                    ));
+                    false
+                }
+                Changed::Gone => false,
+            };
+            if unchanged {
+                // A setting only the publisher reads (SOA timers, name
+                // servers, transfers, DNSSEC): no record changes.
+                return;
+            }
             queue.push_all();
             auto.notify_one();
         }
     });
     // Shared with the publisher (one cache of every DNSEndpoint, not two).
     let publisher_changed = Arc::new(Notify::new());
+    let pending = Arc::new(PendingEndpoints::waking(publisher_changed.clone()));
     let endpoints = reflect_spec_changes(Api::<DNSEndpoint>::all(host.clone()), {
         // A DNSEndpoint edited or deleted by hand is put back by its record
-        // (the publisher's status writes are no edit). One gone while the
+        // (the publisher's status writes are no edit, and the controller's
+        // own writes coming back requeue nothing). One gone while the
         // watch was down is put back by the periodic pass.
         let queue = queue.clone();
         let publisher_changed = publisher_changed.clone();
-        move |e: Option<&DNSEndpoint>| {
+        let pending = pending.clone();
+        move |change: Changed<'_, DNSEndpoint>| {
             publisher_changed.notify_one();
-            let Some(e) = e else { return };
+            let e = match change {
+                Changed::Spec(e) if pending.is_echo(e) => return,
+                Changed::Spec(e) => e,
+                Changed::Deleted(e) => {
+                    pending.withdraw(&e.namespace().unwrap_or_default(), &e.name_any());
+                    e
+                }
+                Changed::Gone => return,
+            };
             let ns = e.namespace().unwrap_or_default();
             for owner in e.owner_references() {
                 match owner.kind.as_str() {
@@ -123,6 +175,7 @@ pub(super) async fn host_caches(host: &kube::Client, namespace: &str, queue: &Qu
         members_changed,
         auto_changed,
         publisher_changed,
+        pending,
         published,
     }
 }

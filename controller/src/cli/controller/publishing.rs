@@ -125,6 +125,7 @@ pub(super) fn publish(
         endpoints: Some(SharedEndpoints {
             store: caches.endpoints.store.clone(),
             changed: caches.publisher_changed.clone(),
+            pending: Some(caches.pending.clone()),
         }),
         ..SourceConfig::default()
     };

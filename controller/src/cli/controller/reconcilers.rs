@@ -98,6 +98,7 @@ pub(super) async fn record_context(
         routes: caches.routes.store.clone(),
         domains: caches.domains.store.clone(),
         endpoints: caches.endpoints.store.clone(),
+        pending: caches.pending.clone(),
         // MemberClusters count only when they are a member source.
         clusters: if args.sources.member_source.contains(&MemberSource::Fedns) {
             caches.clusters.store.clone()
