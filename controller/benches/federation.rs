@@ -22,7 +22,8 @@
 //! (env: MEMBERS, SERVICES, CHANGES, SCALE_CHANGES; PARTS=latency,scale
 //! picks the parts, PARTS=routes the route run (ROUTES, ROUTE_CHANGES); WRAP puts a profiler's command line before the
 //! controller, e.g. `WRAP="heaptrack -o /tmp/fedns"`; FEDNS_LOG sets the
-//! controller's RUST_LOG, default `error,kube_client=off`; DOMAIN_EDIT=0
+//! controller's RUST_LOG, default `error,kube_client=off`; FEDNS_ARGS adds
+//! flags to the controller's command line (e.g. `--workers 32`); DOMAIN_EDIT=0
 //! and RESTART=0 skip the Domain edit and the restart, so a heap profile's
 //! memory held at the end is the steady state after the changes).
 
@@ -159,7 +160,7 @@ impl Controller {
         let mut queue = vec![self.0.id()];
         while let Some(pid) = queue.pop() {
             let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
-            if exe.file_name().is_some_and(|n| n == "fedns") {
+            if exe.file_name().is_some_and(|n| Some(n) == binary().file_name()) {
                 return pid;
             }
             for task in std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -175,6 +176,18 @@ impl Controller {
     }
 }
 
+/// The fedns binary the runs start now: this build's, or `FEDNS_OLD`'s
+/// during the old binary's runs (see [`main`]).
+static BINARY: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+fn binary() -> std::path::PathBuf {
+    BINARY
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_fedns").into())
+}
+
 /// The controller under `WRAP` when set (a profiler's command line, e.g.
 /// `heaptrack -o /tmp/fedns`), else as it is.
 fn controller_command() -> Command {
@@ -183,10 +196,10 @@ fn controller_command() -> Command {
     match words.next() {
         Some(program) => {
             let mut command = Command::new(program);
-            command.args(words).arg(env!("CARGO_BIN_EXE_fedns"));
+            command.args(words).arg(binary());
             command
         }
-        None => Command::new(env!("CARGO_BIN_EXE_fedns")),
+        None => Command::new(binary()),
     }
 }
 
@@ -209,6 +222,8 @@ fn start_controller(federation: &Federation, dns_port: u16, metrics_port: u16) -
                 "--metrics-addr",
                 &format!("127.0.0.1:{metrics_port}"),
             ])
+            // FEDNS_ARGS: more flags, e.g. `--workers 32`.
+            .args(std::env::var("FEDNS_ARGS").unwrap_or_default().split_whitespace())
             .env(
                 "RUST_LOG",
                 std::env::var("FEDNS_LOG").unwrap_or_else(|_| "error,kube_client=off".into()),
@@ -260,8 +275,18 @@ fn host_objects(services: usize) -> String {
     serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()
 }
 
-/// Part 1 and 2; returns the change → answer p99 at 3 shards.
-fn latency_and_failover(runtime: &tokio::runtime::Runtime) -> Duration {
+/// What parts 1 and 2 measured: change → answer p50/p99 (ms), failover
+/// and recovery (s).
+#[derive(Debug, Clone, Copy)]
+struct Latency {
+    p50: f64,
+    p99: f64,
+    failover: f64,
+    recovery: f64,
+}
+
+/// Part 1 and 2.
+fn latency_and_failover(runtime: &tokio::runtime::Runtime) -> Latency {
     let changes = env("CHANGES", 100);
     let dir = std::env::temp_dir().join(format!("fedns-bench-latency-{}", std::process::id()));
     let names = ["east", "west", "eu"];
@@ -333,7 +358,12 @@ fn latency_and_failover(runtime: &tokio::runtime::Runtime) -> Duration {
     drop(controller);
     federation.stop();
     let _ = std::fs::remove_dir_all(dir);
-    percentile(&samples, 0.99)
+    Latency {
+        p50: percentile(&samples, 0.5).as_secs_f64() * 1e3,
+        p99: percentile(&samples, 0.99).as_secs_f64() * 1e3,
+        failover: failover.as_secs_f64(),
+        recovery: recovery.as_secs_f64(),
+    }
 }
 
 /// A gauge's value from the controller's `/metrics` (read with curl).
@@ -518,14 +548,77 @@ fn dns_settled(metrics_port: u16, started: Instant) -> Duration {
     settled_at
 }
 
-/// What a scale run measured.
+/// What a scale run measured (None: not measured, or it did not happen
+/// in time).
+#[derive(Debug, Clone, Copy)]
 struct ScaleRun {
-    /// Change → answer p99 (None: not converged or no change served).
+    /// Change → answer p50 and p99.
+    p50: Option<Duration>,
     p99: Option<Duration>,
-    /// Cold start to settled DNS, seconds (None: not converged).
+    /// Cold start to settled DNS, seconds.
     converged: Option<f64>,
     /// The controller's peak RSS by then, MiB.
     peak_rss: f64,
+    /// Domain edit → zone republished, seconds.
+    domain_edit: Option<f64>,
+    /// Controller restart → every name served, seconds, and its peak RSS (MiB).
+    restart: Option<f64>,
+    restart_rss: f64,
+}
+
+impl ScaleRun {
+    fn new() -> Self {
+        ScaleRun {
+            p50: None,
+            p99: None,
+            converged: None,
+            peak_rss: f64::NAN,
+            domain_edit: None,
+            restart: None,
+            restart_rss: f64::NAN,
+        }
+    }
+
+    /// Prints each figure of `old` and `new` side by side with new/old.
+    fn compare(label: &str, old: &ScaleRun, new: &ScaleRun) {
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        let rows: [(&str, Option<f64>, Option<f64>, &str); 8] = [
+            ("cold start → converged", old.converged, new.converged, "s"),
+            ("peak RSS", Some(old.peak_rss), Some(new.peak_rss), "MiB"),
+            (
+                "change → answer p50",
+                secs(old.p50).map(|s| s * 1e3),
+                secs(new.p50).map(|s| s * 1e3),
+                "ms",
+            ),
+            (
+                "change → answer p99",
+                secs(old.p99).map(|s| s * 1e3),
+                secs(new.p99).map(|s| s * 1e3),
+                "ms",
+            ),
+            ("Domain edit → republished", old.domain_edit, new.domain_edit, "s"),
+            ("restart → every name served", old.restart, new.restart, "s"),
+            ("restart peak RSS", Some(old.restart_rss), Some(new.restart_rss), "MiB"),
+            ("", None, None, ""),
+        ];
+        for (what, o, n, unit) in rows.iter().filter(|r| !r.0.is_empty()) {
+            print_ratio(label, what, *o, *n, unit);
+        }
+    }
+}
+
+/// One line `label: what: old X unit, new Y unit (new/old R×)`.
+fn print_ratio(label: &str, what: &str, old: Option<f64>, new: Option<f64>, unit: &str) {
+    let shown = |v: Option<f64>| match v {
+        Some(v) if v.is_finite() => format!("{v:.1} {unit}"),
+        _ => "-".to_owned(),
+    };
+    let ratio = match (old, new) {
+        (Some(o), Some(n)) if o.is_finite() && n.is_finite() && o > 0.0 => format!(" (new/old {:.2}×)", n / o),
+        _ => String::new(),
+    };
+    println!("{label}: {what}: old {}, new {}{ratio}", shown(old), shown(new));
 }
 
 /// One scale run of `members` × `services` shards: prints its figures
@@ -587,11 +680,7 @@ fn scale(
         query_a(port, &format!("svc{}.ns.myfed.svc.example.com", services - 1)).len() == members
     });
     let converged_ok = converged.is_some() && served.is_some();
-    let mut run = ScaleRun {
-        p99: None,
-        converged: None,
-        peak_rss: f64::NAN,
-    };
+    let mut run = ScaleRun::new();
     if converged_ok {
         let settled_at = dns_settled(metrics_port, started);
         run.converged = Some(settled_at.as_secs_f64());
@@ -627,6 +716,7 @@ fn scale(
         if !samples.is_empty() {
             let p99 = percentile(&samples, 0.99);
             p99_out = Some(p99);
+            run.p50 = Some(percentile(&samples, 0.5));
             println!(
                 "scale: LB change → DNS answer over {} changes at {} shards: p50 {:.1} ms, p99 {:.1} ms{}",
                 samples.len(),
@@ -668,6 +758,7 @@ fn scale(
             let rebuilt = wait_every(Duration::from_secs(120), Duration::from_millis(20), || {
                 metric(metrics_port, "fedns_dns_snapshot_updates_total") != updates
             });
+            run.domain_edit = rebuilt.map(|_| edited.elapsed().as_secs_f64());
             match rebuilt {
                 Some(_) => println!(
                     "scale: Domain edit → whole zone republished in {:.2} s; its snapshot build {:.3} s (every name); peak RSS now {:.0} MiB",
@@ -697,6 +788,8 @@ fn scale(
         let served = wait_every(Duration::from_secs(300), Duration::from_millis(50), || {
             names.iter().all(|n| query_a(port, n).len() == members)
         });
+        run.restart = served.map(|_| restarted.elapsed().as_secs_f64());
+        run.restart_rss = peak_rss_mib(pid);
         match served {
             Some(_) => println!(
                 "scale: controller restart (every DNSEndpoint already written) → every name served in {:.1} s; peak RSS {:.0} MiB (the whole-zone publish)",
@@ -716,6 +809,23 @@ fn scale(
     run
 }
 
+/// Runs `part` with the old binary (`FEDNS_OLD`, when set) and then this
+/// build's, printing which runs; returns (old, new).
+fn old_and_new<T>(part: &str, mut run: impl FnMut() -> T) -> (Option<T>, T) {
+    let old = std::env::var_os("FEDNS_OLD").map(std::path::PathBuf::from);
+    let old_run = old.map(|path| {
+        println!("== {part}: the old binary, {}", path.display());
+        *BINARY.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
+        let figures = run();
+        *BINARY.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        figures
+    });
+    if old_run.is_some() {
+        println!("== {part}: this build's binary, {}", binary().display());
+    }
+    (old_run, run())
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing to run.
     if std::env::args().any(|a| a == "--list") {
@@ -729,17 +839,27 @@ fn main() {
     let _guard = runtime.enter();
     let parts = std::env::var("PARTS").unwrap_or_else(|_| "latency,scale".into());
     if parts.split(',').any(|p| p == "latency") {
-        latency_and_failover(&runtime);
+        if let (Some(old), new) = old_and_new("latency", || latency_and_failover(&runtime)) {
+            print_ratio("latency", "LB change → answer p50", Some(old.p50), Some(new.p50), "ms");
+            print_ratio("latency", "LB change → answer p99", Some(old.p99), Some(new.p99), "ms");
+            print_ratio("latency", "failover", Some(old.failover), Some(new.failover), "s");
+            print_ratio("latency", "recovery", Some(old.recovery), Some(new.recovery), "s");
+        }
     }
     if parts.split(',').any(|p| p == "scale") {
         let members = env("MEMBERS", 20);
         let services = env("SERVICES", 2000);
-        // The reference: the same members with 2,000 shards in all, so
-        // the ratio shows what the shard count alone costs a change.
-        let reference = (members * services > 2000)
-            .then(|| scale(&runtime, members, (2000 / members).max(1), None, true).p99)
-            .flatten();
-        scale(&runtime, members, services, reference, true);
+        let (old, new) = old_and_new("scale", || {
+            // The reference: the same members with 2,000 shards in all, so
+            // the ratio shows what the shard count alone costs a change.
+            let reference = (members * services > 2000 && env("REFERENCE", 1) == 1)
+                .then(|| scale(&runtime, members, (2000 / members).max(1), None, true).p99)
+                .flatten();
+            scale(&runtime, members, services, reference, true)
+        });
+        if let Some(old) = old {
+            ScaleRun::compare(&format!("scale at {} shards", members * services), &old, &new);
+        }
     }
     if parts.split(',').any(|p| p == "routes") {
         routes::run(&runtime);

@@ -5,8 +5,8 @@
 //! members × as many Services (the peer run: the targets are the
 //! Services'): the cold start's convergence and the controller's peak RSS,
 //! their ratios, and a Gateway address change in one member → the changed
-//! answer of one of its routes and of the last of them (a Gateway change
-//! reaches every route attached to it).
+//! answer of the first of its routes and of the last of them (a Gateway
+//! change reaches every route attached to it).
 
 use std::time::{Duration, Instant};
 
@@ -14,8 +14,8 @@ use fedns_controller::federation::Federation;
 use serde_json::{json, Value};
 
 use super::{
-    dns_settled, env, every_endpoint_converged, free_port, peak_rss_mib, percentile, query_a, scale, start_controller,
-    wait_every, wait_for, ScaleRun,
+    dns_settled, env, every_endpoint_converged, free_port, old_and_new, peak_rss_mib, percentile, print_ratio, query_a,
+    scale, start_controller, wait_every, wait_for, ScaleRun,
 };
 
 /// A condition as a Gateway controller writes it (`metav1.Condition`).
@@ -24,7 +24,7 @@ fn condition(type_: &str) -> Value {
            "observedGeneration": 1, "lastTransitionTime": "2026-11-26T00:00:00Z"})
 }
 
-/// A member's objects: a Node, Gateway `infra/gw` at `ip` (one HTTP
+/// A member's objects: a Node, GatewayClass `example`, Gateway `infra/gw` at `ip` (one HTTP
 /// listener for `*.example.com`), `routes` HTTPRoutes `ns/r<i>` for
 /// `r<i>.example.com` accepted by it, routing to Service `ns/web` with a
 /// ready endpoint. Shaped as gateway-api v1.6.1's types define them.
@@ -33,6 +33,12 @@ fn member_objects(region: &str, zone: &str, ip: &str, routes: usize) -> String {
         json!({"apiVersion": "v1", "kind": "Node",
                "metadata": {"name": format!("node-{zone}"), "labels": {"topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone}}}),
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "infra"}}),
+        // The class the Gateway names, of the controller that accepted the
+        // routes (a Gateway of a class the member lacks serves nothing).
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+               "metadata": {"name": "example", "generation": 1},
+               "spec": {"controllerName": "example.net/gateway-controller"},
+               "status": {"conditions": [condition("Accepted")]}}),
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
         json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
                "metadata": {"name": "gw", "namespace": "infra", "generation": 1},
@@ -79,9 +85,17 @@ fn host_objects(routes: usize) -> String {
     serde_json::to_string(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap()
 }
 
-/// The route run; returns its convergence (seconds, None if it did not)
-/// and the controller's peak RSS (MiB).
-fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize) -> ScaleRun {
+/// What the route run measured: its cold start (as a [`ScaleRun`], `p50`
+/// and `p99` those of the first route's answer) and the last route's
+/// answer p50/p99.
+struct RouteRun {
+    run: ScaleRun,
+    last_p50: Option<Duration>,
+    last_p99: Option<Duration>,
+}
+
+/// The route run.
+fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize) -> RouteRun {
     let dir = std::env::temp_dir().join(format!("fedns-bench-routes-{}", std::process::id()));
     let names: Vec<String> = (0..members).map(|m| format!("m{m}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -120,11 +134,8 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
     });
     let last = format!("r{}.example.com", routes - 1);
     let served = wait_for(Duration::from_secs(120), || query_a(port, &last).len() == members);
-    let mut run = ScaleRun {
-        p99: None,
-        converged: None,
-        peak_rss: f64::NAN,
-    };
+    let mut run = ScaleRun::new();
+    let (mut last_p50, mut last_p99) = (None, None);
     if converged.is_some() && served.is_some() {
         let settled_at = dns_settled(metrics_port, started);
         run.converged = Some(settled_at.as_secs_f64());
@@ -140,7 +151,12 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
             .store()
             .resource("gateway.networking.k8s.io", "v1", "gateways")
             .unwrap();
-        let middle = format!("r{}.example.com", routes / 2);
+        // Every 100th route is watched while a change spreads: the first
+        // of them to answer the new address is the first route's time;
+        // once all of them do, every route is checked until all do (the
+        // last route's time).
+        let sample: Vec<String> = (0..routes).step_by(100).map(|i| format!("r{i}.example.com")).collect();
+        let every: Vec<String> = (0..routes).map(|i| format!("r{i}.example.com")).collect();
         let (mut first, mut whole) = (Vec::new(), Vec::new());
         for n in 0..env("ROUTE_CHANGES", 10) {
             let ip = format!("10.250.{}.{}", n / 250, n % 250 + 1);
@@ -157,18 +173,32 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
                     fedns_kube_emulator::Target::Status,
                 )
                 .unwrap();
-            let Some(one) = wait_for(Duration::from_secs(60), || query_a(port, &middle).contains(&ip)) else {
-                println!("routes: Gateway change {n} not served for {middle} within 60 s; stopping the changes");
+            let mut left: Vec<&String> = sample.iter().collect();
+            let mut one = None;
+            // Every 10 ms (20 queries), the sweep of every route every 50
+            // ms: the bench's queries take little of the cores the
+            // controller is measured on.
+            let sampled = wait_every(Duration::from_secs(60), Duration::from_millis(10), || {
+                left.retain(|name| !query_a(port, name).contains(&ip));
+                if one.is_none() && left.len() < sample.len() {
+                    one = Some(changed.elapsed());
+                }
+                left.is_empty()
+            });
+            let mut left: Vec<&String> = every.iter().collect();
+            let all = sampled.and_then(|_| {
+                wait_every(Duration::from_secs(60), Duration::from_millis(50), || {
+                    left.retain(|name| !query_a(port, name).contains(&ip));
+                    left.is_empty()
+                })
+            });
+            let (Some(one), Some(_)) = (one, all) else {
+                println!(
+                    "routes: Gateway change {n} not served for every route within 60 s ({} left); stopping the changes",
+                    left.len()
+                );
                 break;
             };
-            if wait_every(Duration::from_secs(60), Duration::from_millis(5), || {
-                query_a(port, &last).contains(&ip)
-            })
-            .is_none()
-            {
-                println!("routes: Gateway change {n} not served for {last} within 60 s; stopping the changes");
-                break;
-            }
             first.push(one);
             whole.push(changed.elapsed());
             std::thread::sleep(Duration::from_secs(2));
@@ -177,14 +207,17 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
             first.sort();
             whole.sort();
             println!(
-                "routes: Gateway address change (reaching {routes} routes) → answer over {} changes: one route p50 {:.0} ms, p99 {:.0} ms; its last route p50 {:.0} ms, p99 {:.0} ms",
+                "routes: Gateway address change (reaching {routes} routes) → answer over {} changes: first route p50 {:.0} ms, p99 {:.0} ms; its last route p50 {:.0} ms, p99 {:.0} ms",
                 first.len(),
                 percentile(&first, 0.5).as_secs_f64() * 1e3,
                 percentile(&first, 0.99).as_secs_f64() * 1e3,
                 percentile(&whole, 0.5).as_secs_f64() * 1e3,
                 percentile(&whole, 0.99).as_secs_f64() * 1e3,
             );
+            run.p50 = Some(percentile(&first, 0.5));
             run.p99 = Some(percentile(&first, 0.99));
+            last_p50 = Some(percentile(&whole, 0.5));
+            last_p99 = Some(percentile(&whole, 0.99));
         }
         println!(
             "routes: controller peak RSS after the changes {:.0} MiB",
@@ -201,25 +234,75 @@ fn route_scale(runtime: &tokio::runtime::Runtime, members: usize, routes: usize)
     drop(controller);
     federation.stop();
     let _ = std::fs::remove_dir_all(dir);
-    run
+    RouteRun {
+        run,
+        last_p50,
+        last_p99,
+    }
 }
 
-/// Part `routes`: the Services peer run, then the routes, then the ratios.
+/// Part `routes`: the Services peer run (this build's binary; `PEER=0`
+/// skips it), then the routes (the old binary's first when `FEDNS_OLD`
+/// is set), then the ratios.
 pub(super) fn run(runtime: &tokio::runtime::Runtime) {
     let members = env("MEMBERS", 50);
     let routes = env("ROUTES", 2000);
-    println!("routes: the peer run first: {members} members × {routes} Services (no changes, Domain edit or restart)");
-    let services = scale(runtime, members, routes, None, false);
-    let route_run = route_scale(runtime, members, routes);
-    match (services.converged, route_run.converged) {
+    let services = (env("PEER", 1) == 1).then(|| {
+        println!(
+            "routes: the peer run first: {members} members × {routes} Services (no changes, Domain edit or restart)"
+        );
+        scale(runtime, members, routes, None, false)
+    });
+    let (old, new) = old_and_new("routes", || route_scale(runtime, members, routes));
+    match (services.and_then(|s| s.converged), new.run.converged) {
         (Some(s), Some(r)) => println!(
             "routes vs Services at {} shards: convergence {r:.1} s vs {s:.1} s ({:.2}×), peak RSS {:.0} vs {:.0} MiB ({:.2}×)",
             members * routes,
             r / s.max(1e-6),
-            route_run.peak_rss,
-            services.peak_rss,
-            route_run.peak_rss / services.peak_rss.max(1e-6),
+            new.run.peak_rss,
+            services.map_or(f64::NAN, |s| s.peak_rss),
+            new.run.peak_rss / services.map_or(f64::NAN, |s| s.peak_rss).max(1e-6),
         ),
-        _ => println!("routes vs Services: a run did not converge; no ratio"),
+        _ => println!("routes vs Services: no peer run, or a run did not converge; no ratio"),
+    }
+    if let Some(old) = old {
+        let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+        let label = "routes";
+        print_ratio(
+            label,
+            "cold start → converged",
+            old.run.converged,
+            new.run.converged,
+            "s",
+        );
+        print_ratio(label, "peak RSS", Some(old.run.peak_rss), Some(new.run.peak_rss), "MiB");
+        print_ratio(
+            label,
+            "Gateway change → first route p50",
+            ms(old.run.p50),
+            ms(new.run.p50),
+            "ms",
+        );
+        print_ratio(
+            label,
+            "Gateway change → first route p99",
+            ms(old.run.p99),
+            ms(new.run.p99),
+            "ms",
+        );
+        print_ratio(
+            label,
+            "Gateway change → last route p50",
+            ms(old.last_p50),
+            ms(new.last_p50),
+            "ms",
+        );
+        print_ratio(
+            label,
+            "Gateway change → last route p99",
+            ms(old.last_p99),
+            ms(new.last_p99),
+            "ms",
+        );
     }
 }
