@@ -3,8 +3,9 @@
 //! Status writes change an object's resourceVersion but none of what the
 //! publisher and the reconcilers read: they need waking only when an
 //! object appears, goes, or changes its uid, `metadata.generation` (the
-//! resourceVersion where the API server keeps none), deletion state or
-//! finalizers. The publisher writes each Domain's status (its serial) and
+//! resourceVersion where the API server keeps none), deletion state,
+//! finalizers, labels or annotations (an annotation is how operators
+//! and tools ask for a reconcile now, and some are read). The publisher writes each Domain's status (its serial) and
 //! each DNSEndpoint's conditions after every publish; waking for those
 //! writes cost every change a second pass (measured at 100,000 shards:
 //! seconds of requeued records; later, a change waiting behind that pass).
@@ -15,7 +16,7 @@ use kube::runtime::watcher;
 use kube::Resource;
 
 /// What identifies an object's spec (see the module docs).
-type Version = (Option<String>, Option<i64>, Option<String>, bool, Vec<String>);
+type Version = (Option<String>, Option<i64>, Option<String>, bool, Vec<String>, u64);
 
 /// What one watch event changed, as [`SpecChanges::observe`] tells.
 #[derive(Debug)]
@@ -51,6 +52,15 @@ fn version_of<K: Resource>(object: &K) -> (String, Version) {
             meta.resource_version.clone().filter(|_| meta.generation.is_none()),
             meta.deletion_timestamp.is_some(),
             meta.finalizers.clone().unwrap_or_default(),
+            {
+                // A hash: `kubectl apply`'s last-applied annotation alone
+                // holds the whole object.
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                meta.labels.hash(&mut hasher);
+                meta.annotations.hash(&mut hasher);
+                hasher.finish()
+            },
         ),
     )
 }
@@ -155,6 +165,14 @@ mod tests {
             changed(&mut tracker, watcher::Event::Delete(domain("a", 2, "15"))),
             "object"
         );
+        // A label or an annotation (e.g. one set to ask for a reconcile).
+        let mut touched = domain("a", 2, "16");
+        touched.metadata.annotations = Some([("test/touch".to_owned(), "1".to_owned())].into());
+        assert_eq!(changed(&mut tracker, watcher::Event::Apply(touched.clone())), "object");
+        touched.metadata.resource_version = Some("17".into());
+        assert_eq!(changed(&mut tracker, watcher::Event::Apply(touched.clone())), "none");
+        touched.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+        assert_eq!(changed(&mut tracker, watcher::Event::Apply(touched)), "object");
         // A relist that misses b: it went while the watch was down.
         assert_eq!(changed(&mut tracker, watcher::Event::Init), "none");
         assert_eq!(changed(&mut tracker, watcher::Event::InitDone), "gone");
