@@ -206,6 +206,30 @@ mod tests {
             now[0].metadata.generation, None,
             "an overlaid copy has a version of its own"
         );
+        // Who may publish a name is decided on the stored metadata: the
+        // copy keeps its namespace, uid, owners and creation time.
+        let mut owned = (*stored("e", "10.0.0.1", 1)).clone();
+        owned.metadata.uid = Some("uid-e".into());
+        owned.metadata.owner_references = Some(vec![Default::default()]);
+        owned.metadata.creation_timestamp = Some(fedns_api::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-01-01T00:00:00Z".parse().unwrap(),
+        ));
+        let (copy, _) = pending.overlay(vec![Arc::new(owned.clone())]);
+        let (kept, stored_meta) = (&copy[0].metadata, &owned.metadata);
+        assert_eq!(
+            (
+                &kept.namespace,
+                &kept.uid,
+                &kept.owner_references,
+                &kept.creation_timestamp
+            ),
+            (
+                &stored_meta.namespace,
+                &stored_meta.uid,
+                &stored_meta.owner_references,
+                &stored_meta.creation_timestamp
+            )
+        );
         assert_eq!(now[1].spec.endpoints[0].targets, ["10.0.0.9"]);
         // Still pending: overlaid again.
         let (_, overlaid) = pending.overlay(vec![stored("e", "10.0.0.1", 1)]);
