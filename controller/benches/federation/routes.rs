@@ -276,33 +276,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime) {
             "s",
         );
         print_ratio(label, "peak RSS", Some(old.run.peak_rss), Some(new.run.peak_rss), "MiB");
-        print_ratio(
-            label,
-            "Gateway change → first route p50",
-            ms(old.run.p50),
-            ms(new.run.p50),
-            "ms",
-        );
-        print_ratio(
-            label,
-            "Gateway change → first route p99",
-            ms(old.run.p99),
-            ms(new.run.p99),
-            "ms",
-        );
-        print_ratio(
-            label,
-            "Gateway change → last route p50",
-            ms(old.last_p50),
-            ms(new.last_p50),
-            "ms",
-        );
-        print_ratio(
-            label,
-            "Gateway change → last route p99",
-            ms(old.last_p99),
-            ms(new.last_p99),
-            "ms",
-        );
+        let latencies = [
+            ("first route p50", old.run.p50, new.run.p50),
+            ("first route p99", old.run.p99, new.run.p99),
+            ("last route p50", old.last_p50, new.last_p50),
+            ("last route p99", old.last_p99, new.last_p99),
+        ];
+        for (what, old, new) in latencies {
+            print_ratio(label, &format!("Gateway change → {what}"), ms(old), ms(new), "ms");
+        }
     }
 }
