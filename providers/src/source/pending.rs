@@ -259,6 +259,19 @@ mod tests {
         assert_eq!((overlaid.len(), now.len(), pending.proposals()), (0, 1, 0));
     }
 
+    /// A proposal names its DNSEndpoint by namespace and name: one for a
+    /// namespace the store holds no such object in never replaces another
+    /// namespace's object of the same name.
+    #[test]
+    fn a_proposal_never_lands_on_another_namespaces_object() {
+        let pending = PendingEndpoints::default();
+        pending.propose("attacker", "e", &[endpoint("10.6.6.6")]);
+        let (now, overlaid) = pending.overlay(vec![stored("e", "10.0.0.1", 1)]);
+        assert!(overlaid.is_empty());
+        assert_eq!(now[0].spec.endpoints[0].targets, ["10.0.0.1"]);
+        assert_eq!(pending.proposals(), 0, "dropped: its DNSEndpoint is not stored");
+    }
+
     #[test]
     fn an_edit_by_someone_else_is_no_echo() {
         let pending = PendingEndpoints::default();
