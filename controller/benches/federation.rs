@@ -502,20 +502,26 @@ fn every_endpoint_converged(
     let info = store
         .resource("multiclusterdns.fedns.io", "v1alpha1", "dnsendpoints")
         .unwrap();
-    // A list of every DNSEndpoint copies each one under the host store's
-    // lock (20,000 of ~10 KB at 1,000,000 shards), and this process also
-    // serves the members' API servers: the check waits four times its own
-    // time between runs, so it takes at most a fifth of a core and of the
-    // host's lock from the controller it measures.
+    // A list copies each DNSEndpoint under the host store's lock (20,000
+    // of ~10 KB at 1,000,000 shards), and this process also serves the
+    // members' API servers: the check lists in pages, so no API request
+    // of the host waits for more than a page (a whole list held the lock
+    // for seconds, and the handlers waiting for it held this process's
+    // async workers, so every member's /readyz timed out at once and the
+    // controller saw them all fail), and it waits four times its own time
+    // between runs, so it takes at most a fifth of a core.
     wait_sparingly(Duration::from_secs(300), Duration::from_millis(250), || {
-        let Ok(list) = store.list(&info, &Default::default(), None, None) else {
-            return false;
-        };
-        let Some(items) = list["items"].as_array() else {
-            return false;
-        };
-        items.len() == count
-            && items.iter().all(|e| {
+        let mut seen = 0;
+        let mut token: Option<String> = None;
+        loop {
+            let Ok(page) = store.list(&info, &Default::default(), Some(CHECK_PAGE), token.as_deref()) else {
+                return false;
+            };
+            let Some(items) = page["items"].as_array() else {
+                return false;
+            };
+            seen += items.len();
+            let complete = items.iter().all(|e| {
                 let name = name_of(e["metadata"]["name"].as_str().unwrap_or_default());
                 e["spec"]["endpoints"]
                     .as_array()
@@ -525,9 +531,20 @@ fn every_endpoint_converged(
                     })
                     .and_then(|ep| ep["targets"].as_array().map(|t| t.len()))
                     == Some(members)
-            })
+            });
+            if !complete {
+                return false;
+            }
+            match page["metadata"]["continue"].as_str() {
+                Some(next) => token = Some(next.to_owned()),
+                None => return seen == count,
+            }
+        }
     })
 }
+
+/// DNSEndpoints per page of the convergence check's list.
+const CHECK_PAGE: usize = 100;
 
 /// Converged once the DNS server is done too: the time since `started` of
 /// the last snapshot update before 2 s without one (the publisher may
