@@ -32,6 +32,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
+use super::cpu_bound::cpu_bound;
 use crate::embedded::EmbeddedSink;
 use crate::plan::desired::{desired_zones_with, name_server_addresses_check, zone_apex, DesiredZones};
 use crate::plan::incremental::{IncrementalZones, Update};
@@ -273,7 +274,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             _ => (endpoints.state(), Default::default()),
         };
         let pass_started = std::time::Instant::now();
-        let update = zones.update(&domain_list, &endpoint_list, &labels);
+        let update = cpu_bound(|| zones.update(&domain_list, &endpoint_list, &labels));
         let update_kind = match &update {
             Update::Full(_) => "full",
             Update::Whole(_) => "whole in parts",
@@ -283,12 +284,14 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
         // The embedded server's whole records, when it cannot take changed
         // names (only the records are wanted: RRsets and problems go).
         let publish_whole = |sink: &EmbeddedSink| {
-            let mut full = desired_zones_with(&domain_list, &endpoint_list, &labels);
-            for zone in &mut full.zones {
-                zone.rrsets = Vec::new();
-            }
-            full.problems = Vec::new();
-            sink.apply_taking(&mut full);
+            cpu_bound(|| {
+                let mut full = desired_zones_with(&domain_list, &endpoint_list, &labels);
+                for zone in &mut full.zones {
+                    zone.rrsets = Vec::new();
+                }
+                full.problems = Vec::new();
+                sink.apply_taking(&mut full);
+            })
         };
         // External providers read every RRset; the embedded server and the
         // status reports need only the problems and the zones' settings.
@@ -308,20 +311,20 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                         sink.set_dnssec_secrets(super::dnssec_keys::read_or_create(&client, &wanted).await);
                     }
                     let mut next_part = || zones.next_part(&domain_list, &endpoint_list, &labels);
-                    if sink.apply_in_parts(&settings, &mut next_part).is_none() {
+                    if cpu_bound(|| sink.apply_in_parts(&settings, &mut next_part)).is_none() {
                         // Every name is computed all the same: the state
                         // must know every name for the changes after.
-                        while next_part().is_some() {}
+                        cpu_bound(|| while next_part().is_some() {});
                         tracing::info!(
                             "the DNS server cannot build these zones name by name; computing and publishing them whole at once"
                         );
                         publish_whole(sink);
                     }
                 }
-                (zones.desired(with_rrsets), Some(Vec::new()))
+                (cpu_bound(|| zones.desired(with_rrsets)), Some(Vec::new()))
             }
-            Update::Names(changes) => (zones.desired(with_rrsets), Some(changes)),
-            Update::Unchanged => (zones.desired(with_rrsets), Some(Vec::new())),
+            Update::Names(changes) => (cpu_bound(|| zones.desired(with_rrsets)), Some(changes)),
+            Update::Unchanged => (cpu_bound(|| zones.desired(with_rrsets)), Some(Vec::new())),
         };
         let unchanged = changes.as_ref().is_some_and(Vec::is_empty);
         let invalid = by_source(desired.problems.iter().map(|p| {
@@ -355,7 +358,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                             zone.rrsets = Vec::new();
                         }
                     }
-                    sink.apply_taking(&mut desired);
+                    cpu_bound(|| sink.apply_taking(&mut desired));
                 }
                 // New TSIG keys go into the zones' transfer settings, a
                 // store keeping no tree takes recorded serials only so, and
@@ -364,7 +367,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 Some(_) if keys_changed || serials_need_publish || whole_wanted => publish_whole(sink),
                 Some(changes) if changes.is_empty() => {}
                 Some(changes) => {
-                    if sink.apply_changes(changes).is_none() {
+                    if cpu_bound(|| sink.apply_changes(changes)).is_none() {
                         // A change the server's incremental path does not
                         // take (a wildcard, a zone cut, a client region the
                         // zone's table lacks): publish whole.

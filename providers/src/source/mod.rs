@@ -10,6 +10,7 @@
 //! * [`pending`]: DNSEndpoint specs this process's controller computed and
 //!   is writing, published before the write lands;
 //! * [`ready`]: waiting for a watch cache's first list, with several waiters;
+//! * `cpu_bound`: a pass's long computations, off the async workers;
 //! * `domain_finalizer`: the finalizer that keeps a deleted Domain until
 //!   its records left the external providers. It belongs here because it
 //!   talks to the Kubernetes API (patches the Domain's finalizers, records
@@ -20,6 +21,7 @@
 //! the providers (`embedded`, `route53`, `coredns_etcd`); nothing below
 //! uses it.
 
+mod cpu_bound;
 mod dnssec_keys;
 mod domain_finalizer;
 pub mod kube_source;
