@@ -35,6 +35,7 @@ rust_version=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 # and what the tests use it for.
 has_rust() { version_at_least "$(version_of rustc --version)" "$rust_version"; }
 has_cc() { echo 'int main(void){return 0;}' | cc -x c -o /dev/null - >/dev/null 2>&1; }
+has_make() { version_at_least "$(make --version 2>/dev/null | sed -n 's/^GNU Make //p')" 3.81; }
 has_etcd() { version_at_least "$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')" 3.4; }
 has_dig() { version_at_least "$(version_of dig -v)" 9.16; }
 has_kdig() { version_at_least "$(version_of kdig --version)" 3.0; }
@@ -70,6 +71,7 @@ has_dnsperf() { grep -q 'transport mode: udp, tcp' <<<"$(dnsperf -h 2>&1 || true
 CAPABILITIES=(
   "rustc >= $rust_version|has_rust||the workspace's rust-version (install with rustup)"
   "a C compiler|has_cc|gcc|ring (TLS) compiles C"
+  "GNU make >= 3.81|has_make|make|jemalloc (the fedns binary's allocator) builds with its configure script and make"
   "etcd >= 3.4|has_etcd|etcd-server|CoreDNS-etcd tests (its v3 JSON gateway)"
   "dig >= 9.16|has_dig|bind9-dnsutils|answers as a user sees them"
   "kdig >= 3.0|has_kdig|knot-dnsutils|differential tests against Knot"

@@ -7,6 +7,14 @@ use clap::Parser;
 use fedns_controller::cli::{self, Cli, Command};
 use fedns_controller::logging;
 
+/// jemalloc (its settings: `.cargo/config.toml`, and `_RJEM_MALLOC_CONF`
+/// at run time): glibc's malloc with one arena spent most of a whole-zone
+/// publish at 1,000,000 shards searching its bins, and with more arenas
+/// held far more memory (docs/operations.md, "Memory sizing").
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let parsed = Cli::parse();
     // A starting sandbox keeps the terminal for its first screen and its
