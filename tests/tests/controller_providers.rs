@@ -126,15 +126,22 @@ fn controller_args(dir: &std::path::Path, provider: Vec<Provider>, etcd_url: &st
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn publishes_to_every_provider_at_once() {
-    // The standard AWS chain reads these (set before anything runs).
+/// moto's Route53 with the hosted zone `example.com`, an admin client and
+/// the zone's id; the standard AWS chain's variables set for the
+/// controller's client (before anything reads them).
+async fn moto_with_zone() -> (Moto, aws_sdk_route53::Client, String) {
     std::env::set_var("AWS_ACCESS_KEY_ID", moto::ACCESS_KEY);
     std::env::set_var("AWS_SECRET_ACCESS_KEY", moto::SECRET_KEY);
     std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
     let moto = Moto::start();
     let admin = moto::client(&moto.url());
     let zone = moto::create_zone(&admin, "example.com").await;
+    (moto, admin, zone)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishes_to_every_provider_at_once() {
+    let (moto, admin, zone) = moto_with_zone().await;
     // external-dns of another cluster already publishes www.example.com.
     moto::create_records(
         &admin,
@@ -452,12 +459,7 @@ const CLOUDDNS_ZONE: &str = "example";
 /// server's answers: `tenancy_e2e` in the controller's tests.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_tenants_record_takes_no_name_in_any_provider() {
-    std::env::set_var("AWS_ACCESS_KEY_ID", moto::ACCESS_KEY);
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", moto::SECRET_KEY);
-    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-    let moto = Moto::start();
-    let admin = moto::client(&moto.url());
-    let zone = moto::create_zone(&admin, "example.com").await;
+    let (moto, admin, zone) = moto_with_zone().await;
     let etcd = Etcd::start();
     let etcd_client = etcd.client();
     let token = "clouddns-tenancy-token";
