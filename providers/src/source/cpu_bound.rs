@@ -2,12 +2,14 @@
 //!
 //! A publisher pass computes zones and builds DNS server snapshots for up
 //! to seconds at 1,000,000 shards. Run on an async worker as it is, it
-//! holds that worker for the whole time: on two cores the other tasks
-//! (member health probes with a 1 s timeout, watch streams) then waited
-//! behind it, probes timed out and every member flapped to not Ready
-//! during a cold start. `tokio::task::block_in_place` hands the worker's
-//! other tasks to a new worker thread first, so they go on while the
-//! computation runs here.
+//! holds that worker for the whole time, and on two cores the other tasks
+//! (member health probes with a 1 s timeout, watch streams) wait behind
+//! it. `tokio::task::block_in_place` hands the worker's other tasks to a
+//! new worker thread first, so they go on while the computation runs here.
+//! (The members that all flapped to not Ready during the scale bench's
+//! cold starts were the bench's doing: its check held the emulated API
+//! servers' lock. This keeps the controller's own passes from doing the
+//! same to its probes.)
 
 /// Runs `work` (CPU-bound, synchronous) where it blocks no other task: in
 /// place after handing this worker's tasks on, on a multi-threaded tokio
