@@ -10,8 +10,9 @@ use fedns_controller::logging;
 /// jemalloc (its settings: `.cargo/config.toml`, and `_RJEM_MALLOC_CONF`
 /// at run time): glibc's malloc with one arena spent most of a whole-zone
 /// publish at 1,000,000 shards searching its bins, and with more arenas
-/// held far more memory (docs/operations.md, "Memory sizing").
-#[cfg(target_os = "linux")]
+/// held far more memory (docs/operations.md, "Memory sizing"). The
+/// `jemalloc` feature (on by default) selects it.
+#[cfg(all(target_os = "linux", feature = "jemalloc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
