@@ -749,6 +749,89 @@ async fn restart_rewrites_nothing() {
     s.federation.stop();
 }
 
+/// `dig +noall +<section>` lines (owner, TTL, class, type, data).
+fn dig_section(port: u16, name: &str, rtype: &str, section: &str) -> Vec<String> {
+    let out = std::process::Command::new("dig")
+        .args([
+            "+noall",
+            &format!("+{section}"),
+            "+time=1",
+            "+tries=1",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            name,
+            rtype,
+        ])
+        .output()
+        .expect("dig (Debian bind9-dnsutils) must be installed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// A Domain edit of its SOA values and hostmaster reaches the served zone
+/// over the records already served (no record is computed again): the
+/// SOA shows the new values under a new serial and TTL, a missing name's
+/// negative answer carries the new negative TTL (RFC 2308 §3), and every
+/// name still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_soa_edit_reaches_the_served_zone() {
+    let s = setup(&[]).await;
+    let port = s.dns_port;
+    eventually("first answers", || dig(port, GLOBAL, "A", false).len() == 3).await;
+    let soa = || dig_section(port, "example.com", "SOA", "answer");
+    let serial_of = |line: &str| line.split(' ').nth(6).map(str::to_owned);
+    let before = soa();
+    assert_eq!(before.len(), 1, "{before:?}");
+    let host = client_of(&s.federation.host).await;
+    let domains: Api<fedns_api::Domain> = Api::namespaced(host, "fedns-system");
+    domains
+        .patch(
+            "myfed",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"hostmaster": "dns.example.net", "soa": {"ttl": 120, "refresh": 1800, "minimum": 45}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let took = eventually("the new SOA values are served", || {
+        soa().first().is_some_and(|line| line.contains(" dns.example.net. "))
+    })
+    .await;
+    println!("Domain edit → new SOA served in {took:?}");
+    let after = soa();
+    // example.com. 120 IN SOA ns1.example.com. dns.example.net. SERIAL 1800 RETRY EXPIRE 45
+    let fields: Vec<&str> = after[0].split(' ').collect();
+    assert_eq!((fields[1], fields[7], fields[10]), ("120", "1800", "45"), "{after:?}");
+    assert_ne!(serial_of(&before[0]), serial_of(&after[0]), "a new SOA is a new serial");
+    let negative = dig_section(port, "missing.example.com", "A", "authority");
+    assert!(
+        negative.len() == 1 && negative[0].starts_with("example.com. 45 IN SOA "),
+        "{negative:?}"
+    );
+    let ns = dig_section(port, "example.com", "NS", "answer");
+    assert_eq!(ns, ["example.com. 120 IN NS ns1.example.com."]);
+    // The records stand.
+    assert_eq!(
+        dig(port, GLOBAL, "A", false),
+        ["198.51.100.10", "203.0.113.10", "203.0.113.20"]
+    );
+    assert_eq!(
+        dig(port, "www.example.com", "A", false).len(),
+        4,
+        "CNAME plus three addresses"
+    );
+    assert!(
+        !s._controller.log_contains("cannot take these zone settings"),
+        "the settings were published whole"
+    );
+    s.federation.stop();
+}
+
 /// `fedns join` registers a member from its kubeconfig (token + CA).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_registers_a_member() {

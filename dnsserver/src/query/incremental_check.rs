@@ -162,6 +162,9 @@ fn random_owner(rng: &mut Rng, owner: &str, pool: &[String]) -> Owner {
 /// The served content: per zone, owner -> records and routed name.
 struct Model {
     zones: BTreeMap<String, BTreeMap<String, Owner>>,
+    /// 0: the zones' default settings; else edited settings (SOA values,
+    /// transfers, client table) that differ with each value.
+    settings_edit: u32,
 }
 
 impl Model {
@@ -171,6 +174,10 @@ impl Model {
             .map(|(apex, owners)| {
                 let mut zone = ZoneContent::new(name(apex));
                 zone.name_servers = vec![name(&format!("ns1.{apex}")), name(&format!("ns2.{apex}"))];
+                if apex == DEEPER {
+                    // An in-zone name server address: its TTL is the SOA's.
+                    zone.name_server_addresses = vec![(name(&format!("ns1.{apex}")), "192.0.2.54".parse().unwrap())];
+                }
                 for owner in owners.values() {
                     zone.records.extend(owner.records.iter().cloned());
                     zone.routed.extend(owner.routed.iter().cloned());
@@ -183,6 +190,25 @@ impl Model {
                         ],
                         ..Default::default()
                     };
+                }
+                let edit = self.settings_edit;
+                if edit > 0 {
+                    zone.soa.ttl = 60 + edit;
+                    zone.soa.minimum = 20 + edit;
+                    zone.soa.refresh = 1800 + edit;
+                    zone.soa.retry = 300 + edit;
+                    zone.soa.expire = 604_800 + edit;
+                    zone.soa.rname = name(&format!("dns{edit}.example.net."));
+                    zone.soa.mname = name(&format!("ns2.{apex}"));
+                    zone.transfer = TransferPolicy {
+                        allow: vec!["127.0.0.0/8".parse().unwrap()],
+                        ..TransferPolicy::default()
+                    };
+                    if apex == APEX {
+                        zone.client_regions
+                            .networks
+                            .push(("203.0.113.0/24".parse().unwrap(), "eu".into()));
+                    }
                 }
                 zone
             })
@@ -255,7 +281,10 @@ fn anchors() -> Model {
     let mut zones = BTreeMap::new();
     zones.insert(APEX.to_owned(), apex_owners);
     zones.insert(DEEPER.to_owned(), deeper);
-    Model { zones }
+    Model {
+        zones,
+        settings_edit: 0,
+    }
 }
 
 fn query(qname: &Name, qtype: RecordType) -> Vec<u8> {
@@ -433,6 +462,105 @@ fn random_changes_answer_like_full_builds() {
     }
     println!("{incremental} steps applied incrementally, {full} needed a full publish");
     assert!(incremental > full * 3, "{incremental} incremental, {full} full");
+}
+
+/// New zone settings over the records last published
+/// ([`ZoneStore::publish_settings`]): after random records (published
+/// whole or in parts) and random changes to them, edited SOA values
+/// (TTL, negative TTL, timers, MNAME, RNAME), transfers and client table
+/// answer like a full build of the same content, with the serial a full
+/// publish would give.
+#[test]
+fn new_settings_over_kept_records_answer_like_full_builds() {
+    for seed in 1..=8u64 {
+        let in_parts = seed % 2 == 0;
+        let mut rng = Rng(seed);
+        let pool = pool();
+        let mut model = anchors();
+        for owner in &pool {
+            if rng.chance(50) {
+                let zone = if owner.ends_with(DEEPER) { DEEPER } else { APEX };
+                let content = random_owner(&mut rng, owner, &pool);
+                model.zones.get_mut(zone).unwrap().insert(owner.clone(), content);
+            }
+        }
+        let store = ZoneStore::new();
+        if in_parts {
+            let mut parts = parts_of(&model, 3).into_iter();
+            store.publish_in_parts(model.contents(), &mut || parts.next()).unwrap();
+        } else {
+            store.publish(model.contents());
+        }
+        for edit in 1..=3 {
+            let before = store.load().zones();
+            model.settings_edit = edit;
+            let Some(outcome) = store.publish_settings(&model.contents()) else {
+                // Only zones with wildcards or cuts keep no tree; the
+                // model has neither.
+                panic!("seed {seed}, edit {edit}: settings not published over the kept records");
+            };
+            assert!(outcome.changed, "seed {seed}, edit {edit}");
+            let after = store.load();
+            assert_eq!(outcome.zones, after.zones(), "seed {seed}, edit {edit}");
+            for (old, new) in before.iter().zip(after.zones()) {
+                assert_ne!(
+                    old.serial, new.serial,
+                    "seed {seed}, edit {edit}: a new SOA is a new serial"
+                );
+            }
+            // A full publish of the same content is no change: the
+            // fingerprints and serials are a full publish's.
+            assert!(
+                !store.publish(model.contents()).changed,
+                "seed {seed}, edit {edit}: a full publish of the same content changed the zones"
+            );
+            assert_same_as_full_build(&store.load(), &model, edit as usize, seed);
+        }
+        // Changes to names still apply after it.
+        let owner = name(&format!("a0.{APEX}"));
+        let change = ZoneChanges {
+            apex: name(APEX),
+            names: vec![(owner.clone(), vec![a(&owner, [192, 0, 2, 7])])],
+            ..ZoneChanges::default()
+        };
+        model.zones.get_mut(APEX).unwrap().insert(
+            owner.to_ascii(),
+            Owner {
+                records: vec![a(&owner, [192, 0, 2, 7])],
+                routed: None,
+            },
+        );
+        assert!(store.publish_changes(vec![change]).is_some(), "seed {seed}");
+        assert_same_as_full_build(&store.load(), &model, 4, seed);
+    }
+}
+
+/// What [`ZoneStore::publish_settings`] does not take: other name
+/// servers or addresses, another set of zones, and a store that has
+/// published nothing whole.
+#[test]
+fn settings_beyond_soa_transfers_and_clients_need_a_whole_publish() {
+    let store = ZoneStore::new();
+    assert!(
+        store.publish_settings(&[small_zone()]).is_none(),
+        "nothing published yet"
+    );
+    store.publish(vec![small_zone()]);
+    let mut other_servers = small_zone();
+    other_servers.name_servers.push(name("ns9.example.com."));
+    assert!(store.publish_settings(&[other_servers]).is_none());
+    let mut addresses = small_zone();
+    addresses.name_server_addresses = vec![(name("ns1.example.com."), "192.0.2.1".parse().unwrap())];
+    assert!(store.publish_settings(&[addresses]).is_none());
+    assert!(store
+        .publish_settings(&[small_zone(), ZoneContent::new(name("other.test."))])
+        .is_none());
+    assert!(store.publish_settings(&[]).is_none());
+    // Settings as they are: nothing changes, nothing is rebuilt.
+    let serial = store.load().zones()[0].serial;
+    let outcome = store.publish_settings(&[small_zone()]).unwrap();
+    assert!(!outcome.changed);
+    assert_eq!(store.load().zones()[0].serial, serial);
 }
 
 fn small_zone() -> ZoneContent {

@@ -225,6 +225,9 @@ struct StoreState {
     tree: Option<Tree>,
     /// Transfer policies of the zones last published in full.
     policies: BTreeMap<Name, Arc<TransferPolicy>>,
+    /// The settings (no records) of the zones last published in full, in
+    /// their order, for [`ZoneStore::publish_settings`].
+    settings: Vec<ZoneContent>,
     /// How serials are chosen.
     mode: SerialMode,
     /// Versions held for records not yet due, by apex as in `zones`.
@@ -636,6 +639,7 @@ impl ZoneStore {
                     .is_none_or(|zone| zone.lock().unwrap_or_else(|e| e.into_inner()).version.is_none())
             });
         }
+        store_state.settings = zones.iter().map(settings_only).collect();
         let mut next: BTreeMap<String, ZoneState> = BTreeMap::new();
         let mut with_serials = Vec::with_capacity(zones.len());
         let mut decisions: Vec<(String, Decision)> = Vec::new();
@@ -747,7 +751,7 @@ impl ZoneStore {
         let started = std::time::Instant::now();
         // The old tree goes first: two at once would double the peak.
         store_state.tree = None;
-        let mut settings: Vec<(ZoneContent, u32)> = zones.into_iter().map(|zone| (zone, 0)).collect();
+        let settings: Vec<(ZoneContent, u32)> = zones.into_iter().map(|zone| (zone, 0)).collect();
         let (mut tree, zone_skipped) = Tree::build(&settings);
         while let Some(part) = next_part() {
             for change in part {
@@ -768,6 +772,22 @@ impl ZoneStore {
             }
         }
 
+        Some(self.publish_tree(store_state, tree, zone_skipped, settings, policies, started))
+    }
+
+    /// The end of a publish whose records are all in `tree` (built from
+    /// `settings`, then given its records): serials by the rules of
+    /// [`ZoneStore::publish`], then the snapshot served from the tree.
+    fn publish_tree(
+        &self,
+        store_state: &mut StoreState,
+        mut tree: Tree,
+        zone_skipped: Vec<SkippedRecord>,
+        mut settings: Vec<(ZoneContent, u32)>,
+        policies: BTreeMap<Name, Arc<TransferPolicy>>,
+        started: std::time::Instant,
+    ) -> PublishOutcome {
+        store_state.settings = settings.iter().map(|(zone, _)| settings_only(zone)).collect();
         // Serials by the rules of `publish`: the records' and routed names'
         // hashes are the sums of the owners' that the tree kept.
         let (now, now_ms) = (unix_seconds(), unix_millis());
@@ -834,11 +854,11 @@ impl ZoneStore {
             self.update_transfers(&policies, Vec::new());
             store_state.policies = policies;
             let current = self.current.load();
-            return Some(PublishOutcome {
+            return PublishOutcome {
                 changed: false,
                 zones: current.zones(),
                 skipped: current.skipped().to_vec(),
-            });
+            };
         }
         for (apex, old) in std::mem::take(&mut *state) {
             next.entry(apex).or_insert(ZoneState {
@@ -858,7 +878,75 @@ impl ZoneStore {
         );
         let (snapshot, tree) = with_pending(snapshot, tree, &decisions);
         let versions = store_state.settle(&decisions, versions, &snapshot);
-        Some(self.swap_in(store_state, snapshot, versions, tree, policies, started))
+        self.swap_in(store_state, snapshot, versions, tree, policies, started)
+    }
+
+    /// Publishes new settings of the zones served now over the records
+    /// last published: SOA values (timers, MNAME, RNAME and the TTL, which
+    /// is also the apex NS's and the in-zone name server addresses'), the
+    /// transfer policy and the client table. Every other RRset and routed
+    /// name stays as it is; the snapshot is rendered again from the kept
+    /// tree (negative answers carry the SOA) instead of being built from
+    /// every record again. Serials follow the rules of
+    /// [`ZoneStore::publish`]: a changed SOA is a changed zone, whose
+    /// secondaries are notified.
+    ///
+    /// `zones`: the zones of the last whole publish, in its order (their
+    /// `records` and `routed` are ignored). Returns `None`, having
+    /// published nothing, when anything else differs (a zone added, gone
+    /// or moved; name servers or their addresses; signing; pending names;
+    /// the default client region) or no tree is kept (nothing published
+    /// whole yet; zones with wildcards or zone cuts): publish whole then.
+    pub fn publish_settings(&self, zones: &[ZoneContent]) -> Option<PublishOutcome> {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let store_state = &mut *guard;
+        let kept = store_state.tree.as_ref()?;
+        if zones.len() != store_state.settings.len()
+            || !zones
+                .iter()
+                .zip(&store_state.settings)
+                .all(|(new, old)| differs_in_settings_only(new, old))
+        {
+            return None;
+        }
+        let settings: Vec<(ZoneContent, u32)> = zones.iter().map(|zone| (settings_only(zone), 0)).collect();
+        // The zones' settings alone: their SOA, apex and name server RRsets.
+        let (fresh, zone_skipped) = Tree::build(&settings);
+        if fresh.zones.len() != kept.zones.len()
+            || fresh
+                .zones
+                .iter()
+                .zip(&kept.zones)
+                .any(|(a, b)| a.apex_key != b.apex_key)
+        {
+            return None;
+        }
+        let started = std::time::Instant::now();
+        let mut tree = store_state.tree.take()?;
+        for (index, info) in fresh.zones.iter().enumerate() {
+            let zone = &mut tree.zones[index];
+            zone.negative_soa = info.negative_soa.clone();
+            zone.soa_ttl = info.soa_ttl;
+            // Records given for these owners' settings types are skipped
+            // (the settings win), so the fresh RRsets are what a whole
+            // build would hold.
+            let owners = std::iter::once(info.apex_key.clone()).chain(info.settings_owners.iter().map(wire_key));
+            for key in owners {
+                let (Some(from), Some(to)) = (fresh.nodes.get(&key), tree.nodes.get_mut(&key)) else {
+                    continue;
+                };
+                for (rtype, set) in &from.rrsets {
+                    to.rrsets.insert(*rtype, set.clone());
+                }
+            }
+        }
+        let policies: BTreeMap<Name, Arc<TransferPolicy>> = settings
+            .iter()
+            .filter(|(z, _)| z.transfer.enabled())
+            .map(|(z, _)| (fqdn_lower(&z.apex), Arc::new(z.transfer.clone())))
+            .collect();
+        store_state.unversioned = self.unversioned(&policies);
+        Some(self.publish_tree(store_state, tree, zone_skipped, settings, policies, started))
     }
 
     /// Serves `snapshot` (built since `started`) of a whole publish, keeping
@@ -1183,6 +1271,37 @@ fn normalise_apex(apex: &str) -> String {
 /// content, hence a new recorded serial every replica follows and a
 /// transfer version carrying the new signatures (secondaries of an
 /// unchanged zone must not keep signatures until they expire).
+/// `zone` without its records and routed names: its settings.
+fn settings_only(zone: &ZoneContent) -> ZoneContent {
+    ZoneContent {
+        apex: zone.apex.clone(),
+        soa: zone.soa.clone(),
+        name_servers: zone.name_servers.clone(),
+        name_server_addresses: zone.name_server_addresses.clone(),
+        records: Vec::new(),
+        transfer: zone.transfer.clone(),
+        routed: Vec::new(),
+        client_regions: zone.client_regions.clone(),
+        dnssec: zone.dnssec.clone(),
+        default_client_region: zone.default_client_region.clone(),
+        follow_cnames_across_zones: zone.follow_cnames_across_zones,
+        pending: zone.pending.clone(),
+    }
+}
+
+/// `new` and `old` are the same zone, differing at most in what
+/// [`ZoneStore::publish_settings`] changes: SOA values, the transfer
+/// policy and the client table.
+fn differs_in_settings_only(new: &ZoneContent, old: &ZoneContent) -> bool {
+    new.apex.to_lowercase() == old.apex.to_lowercase()
+        && new.name_servers == old.name_servers
+        && new.name_server_addresses == old.name_server_addresses
+        && new.dnssec == old.dnssec
+        && new.default_client_region == old.default_client_region
+        && new.follow_cnames_across_zones == old.follow_cnames_across_zones
+        && new.pending == old.pending
+}
+
 fn settings_hash(zone: &ZoneContent, now_s: u32) -> u64 {
     use crate::zone::signing_key::DnssecKey;
     let mut ns: Vec<String> = zone.name_servers.iter().map(|n| n.to_lowercase().to_string()).collect();

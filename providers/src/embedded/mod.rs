@@ -467,6 +467,32 @@ impl EmbeddedSink {
         Some(outcome)
     }
 
+    /// Publishes new zone settings (as
+    /// [`crate::plan::incremental::Update::Settings`] gives them) over the
+    /// records served: SOA values, transfers, client tables (see
+    /// `ZoneStore::publish_settings`). None: the server cannot take them
+    /// so and nothing was published; publish the whole desired state with
+    /// [`EmbeddedSink::apply_taking`] instead.
+    pub fn apply_settings(&self, settings: &DesiredZones) -> Option<PublishOutcome> {
+        let contents = settings
+            .zones
+            .iter()
+            .map(|zone| {
+                let content = ZoneContent {
+                    records: Vec::new(),
+                    routed: Vec::new(),
+                    ..zone.content.clone()
+                };
+                self.with_keys(zone, content)
+            })
+            .collect();
+        let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
+        let contents = Self::with_extra(&mut extra, contents);
+        let outcome = self.store.publish_settings(&contents)?;
+        self.report(&outcome);
+        Some(outcome)
+    }
+
     /// Publishes changed names on top of the zones last published: the
     /// server re-renders only those names (and names whose answers go
     /// through them). None: nothing was applied (a change its incremental

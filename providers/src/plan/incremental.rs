@@ -98,6 +98,82 @@ fn base_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
     hasher.finish()
 }
 
+/// The Domain spec fields no record depends on: the zone's own settings
+/// and the controller's `probeAllowedNetworks`.
+const SETTINGS_FIELDS: [&str; 4] = ["soa", "hostmaster", "transfer", "probeAllowedNetworks"];
+/// The Domain spec fields only `Nearest` names' records depend on (their
+/// variants' locations): the client table.
+const REGION_FIELDS: [&str; 2] = ["clientRegions", "geoRegions"];
+
+/// Each Domain's spec fields `fields` (camelCase), as JSON text.
+fn spec_fields(domain: &Domain, keep: impl Fn(&str) -> bool) -> String {
+    let mut spec = serde_json::to_value(&domain.spec).unwrap_or_default();
+    if let Some(fields) = spec.as_object_mut() {
+        fields.retain(|field, _| keep(field));
+    }
+    spec.to_string()
+}
+
+/// A hash of each Domain's client table ([`REGION_FIELDS`]).
+fn regions_fingerprint(domains: &[Domain]) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut tables: Vec<_> = domains
+        .iter()
+        .map(|d| {
+            (
+                d.metadata.namespace.clone(),
+                d.metadata.name.clone(),
+                spec_fields(d, |field| REGION_FIELDS.contains(&field)),
+            )
+        })
+        .collect();
+    tables.sort();
+    tables.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// True when one of `endpoint`'s endpoints is a `Nearest` variant (a set
+/// identifier and a region), whose records depend on the client table.
+fn routes_by_region(endpoint: &DNSEndpoint) -> bool {
+    endpoint.spec.endpoints.iter().any(|e| {
+        !e.set_identifier.is_empty()
+            && e.provider_specific
+                .iter()
+                .any(|p| p.name == fedns_api::routing::FEDNS_NEAREST_REGION || p.name == fedns_api::routing::AWS_REGION)
+    })
+}
+
+/// The inputs that change records: as [`base_fingerprint`] but with each
+/// Domain's spec in place of its generation, less [`SETTINGS_FIELDS`] and
+/// [`REGION_FIELDS`]. Two states with the same value differ at most in
+/// those fields, so every record computed under one holds under the
+/// other, but for `Nearest` names when the client tables differ.
+fn records_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut ids: Vec<_> = domains
+        .iter()
+        .map(|d| {
+            let m = &d.metadata;
+            (
+                m.namespace.clone(),
+                m.name.clone(),
+                m.uid.clone(),
+                m.deletion_timestamp.is_some(),
+                spec_fields(d, |field| {
+                    !SETTINGS_FIELDS.contains(&field) && !REGION_FIELDS.contains(&field)
+                }),
+            )
+        })
+        .collect();
+    ids.sort();
+    ids.hash(&mut hasher);
+    for (namespace, labels) in labels {
+        namespace.hash(&mut hasher);
+        labels.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// One DNSEndpoint as last seen.
 #[derive(Debug)]
 struct Seen {
@@ -182,6 +258,16 @@ pub enum Update {
     /// Some names changed: their records per zone. The state
     /// ([`IncrementalZones::desired`]) holds the rest.
     Names(Vec<ZoneRecordChanges>),
+    /// Only settings of the Domains changed (SOA values, `hostmaster`,
+    /// transfers): every record stands. `settings` are the zones' new
+    /// settings (no records), as in [`Update::Whole`], to publish over
+    /// the records served (`ZoneStore::publish_settings`); `names` the
+    /// records of names whose DNSEndpoints changed meanwhile, to apply
+    /// after them, as in [`Update::Names`].
+    Settings {
+        settings: Box<DesiredZones>,
+        names: Vec<ZoneRecordChanges>,
+    },
 }
 
 /// Desired zones kept between publishes, updated name by name.
@@ -191,6 +277,10 @@ pub struct IncrementalZones {
     /// names each zone has, which is all the embedded server's changes need.
     keep_rrsets: bool,
     base: Option<u64>,
+    /// [`records_fingerprint`] and [`regions_fingerprint`] of the state
+    /// `base` describes.
+    records_base: Option<u64>,
+    regions_base: Option<u64>,
     endpoints: HashMap<String, Seen>,
     /// Name key → `namespace/name` of every DNSEndpoint mentioning it.
     by_name: HashMap<String, Holders>,
@@ -269,6 +359,8 @@ impl IncrementalZones {
         labels: &NamespaceLabels,
     ) -> Update {
         let base = base_fingerprint(domains, labels);
+        let records_base = records_fingerprint(domains, labels);
+        let regions_base = regions_fingerprint(domains);
         if self.base != Some(base) {
             self.admissions = domains.iter().map(ZoneAdmission::of).collect();
         }
@@ -278,6 +370,35 @@ impl IncrementalZones {
             self.pending = Vec::new();
             self.base = None;
         }
+        if self.base.is_some() && self.base != Some(base) && self.records_base == Some(records_base) {
+            // Only zone settings changed: every name keeps its records,
+            // but `Nearest` names when the client table changed.
+            if let Some(settings) = self.new_settings(domains, labels) {
+                self.base = Some(base);
+                if self.regions_base != Some(regions_base) {
+                    // Forgotten, they count as new below: their names are
+                    // computed again (their index entries are the same).
+                    for endpoint in endpoints {
+                        let endpoint = endpoint.borrow();
+                        if routes_by_region(endpoint) {
+                            self.endpoints.remove(&object_id(endpoint));
+                        }
+                    }
+                }
+                return match self.update(domains, endpoints, labels) {
+                    Update::Names(names) => Update::Settings { settings, names },
+                    Update::Unchanged => Update::Settings {
+                        settings,
+                        names: Vec::new(),
+                    },
+                    // Started over (cannot happen with the same zones):
+                    // that result holds the new settings too.
+                    other => other,
+                };
+            }
+        }
+        self.records_base = Some(records_base);
+        self.regions_base = Some(regions_base);
         if self.base != Some(base) && self.part_names.is_some() {
             // The zones from the Domains alone; every name is pending.
             let settings = desired_zones_with::<DNSEndpoint>(domains, &[], labels);
@@ -382,6 +503,31 @@ impl IncrementalZones {
                 self.update(domains, endpoints, labels)
             }
         }
+    }
+
+    /// Takes the zones' settings from `domains` (whose records are as in
+    /// the state: see [`records_fingerprint`]): their templates, transfer
+    /// keys and the Domains' problems. None, changing nothing, when the
+    /// zones come out otherwise than the state has them.
+    fn new_settings(&mut self, domains: &[Domain], labels: &NamespaceLabels) -> Option<Box<DesiredZones>> {
+        let settings = desired_zones_with::<DNSEndpoint>(domains, &[], labels);
+        let same_zones = settings.zones.len() == self.zones.len()
+            && settings
+                .zones
+                .iter()
+                .zip(&self.zones)
+                .all(|(new, old)| new.domain == old.domain && new.content.apex == old.template.apex);
+        if !same_zones {
+            return None;
+        }
+        for (new, old) in settings.zones.iter().zip(&mut self.zones) {
+            old.template = template_of(&new.content);
+            old.transfer_keys.clone_from(&new.transfer_keys);
+            old.dnssec.clone_from(&new.dnssec);
+        }
+        self.domain_problems.clone_from(&settings.domain_problems);
+        self.client_region_problems.clone_from(&settings.client_region_problems);
+        Some(Box::new(settings))
     }
 
     /// The next part of a whole computation begun by [`Update::Whole`]:
@@ -1051,6 +1197,7 @@ mod tests {
                     assert!(i > 0);
                     apply(&mut served, &changes);
                 }
+                Update::Settings { .. } => panic!("{what}: the Domains did not change"),
                 Update::Unchanged => panic!("{what}: a change was missed"),
             }
             let state = zones.desired(true);
@@ -1109,8 +1256,10 @@ mod tests {
         let mut zones = IncrementalZones::new(false);
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Full(_)));
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
+        // A field records depend on (here the name servers, whose names
+        // no record may take).
         domains[0].metadata.generation = Some(2);
-        domains[0].spec.soa.minimum = 60;
+        domains[0].spec.name_servers.push("ns2.example.com".into());
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Full(_)));
 
         // In parts: a whole computation left unfinished begins again.
@@ -1120,7 +1269,150 @@ mod tests {
         while zones.next_part(&domains, &objects, &labels).is_some() {}
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
         domains[0].metadata.generation = Some(3);
+        domains[0].spec.allowed_namespaces = Some(fedns_api::AllowedNamespaces {
+            from: fedns_api::NamespacesFrom::Same,
+            selector: None,
+        });
         assert!(matches!(zones.update(&domains, &objects, &labels), Update::Whole(_)));
+    }
+
+    /// A client table edit (a new region) computes again only the names
+    /// routed `Nearest` (their variants' locations come from the table).
+    #[test]
+    fn a_client_table_edit_recomputes_only_nearest_names() {
+        let mut domains = vec![domain()];
+        domains[0].spec.client_regions = vec![fedns_api::ClientRegion {
+            cidr: "192.0.2.0/24".into(),
+            region: "eu".into(),
+        }];
+        let labels = NamespaceLabels::new();
+        let nearest = |set: &str, region: &str, target: &str| {
+            let mut e = ep("near.example.com", RecordType::A, &[target]);
+            e.set_identifier = set.into();
+            e.provider_specific = vec![fedns_api::ProviderSpecificProperty {
+                name: fedns_api::routing::FEDNS_NEAREST_REGION.into(),
+                value: region.into(),
+            }];
+            e
+        };
+        let objects = vec![
+            object(
+                "near",
+                "2026-01-01T00:00:00Z",
+                1,
+                vec![nearest("a", "eu", "192.0.2.1"), nearest("b", "us", "192.0.2.2")],
+            ),
+            object(
+                "plain",
+                "2026-01-01T00:00:00Z",
+                1,
+                vec![ep("plain.example.com", RecordType::A, &["192.0.2.3"])],
+            ),
+        ];
+        let mut zones = IncrementalZones::new(true).in_parts(1);
+        zones.update(&domains, &objects, &labels);
+        while zones.next_part(&domains, &objects, &labels).is_some() {}
+        domains[0].metadata.generation = Some(2);
+        domains[0].spec.client_regions.push(fedns_api::ClientRegion {
+            cidr: "198.51.100.0/24".into(),
+            region: "us".into(),
+        });
+        let Update::Settings { settings, names } = zones.update(&domains, &objects, &labels) else {
+            panic!("a client table edit recomputed every record");
+        };
+        assert_eq!(settings.zones[0].content.client_regions.networks.len(), 2);
+        let changed: Vec<String> = names
+            .iter()
+            .flat_map(|zone| zone.names.iter().map(|(name, _)| name.to_ascii()))
+            .collect();
+        assert_eq!(changed, ["near.example.com."]);
+        let full = desired_zones_with(&domains, &objects, &labels);
+        let routed = |zone: &ZoneContent| format!("{:?}", zone.routed);
+        assert_eq!(
+            format!("{:?}", names[0].routed),
+            routed(&full.zones[0].content),
+            "the Nearest name's variants as a full computation has them"
+        );
+        let desired = zones.desired(true);
+        assert_eq!(desired.zones[0].content, template_of(&full.zones[0].content));
+        assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
+    }
+
+    /// An edit of SOA values, `hostmaster` or transfers changes no record:
+    /// the zones' settings alone come out, with the names changed in the
+    /// same update, and the state then equals a full computation.
+    #[test]
+    fn a_settings_edit_keeps_every_record() {
+        let mut domains = vec![domain()];
+        let labels = NamespaceLabels::new();
+        let e1 = |generation, target| {
+            object(
+                "e1",
+                "2026-01-01T00:00:00Z",
+                generation,
+                vec![ep("a.example.com", RecordType::A, &[target])],
+            )
+        };
+        let e2 = object(
+            "e2",
+            "2026-01-01T00:00:00Z",
+            1,
+            vec![ep("b.example.com", RecordType::A, &["192.0.2.2"])],
+        );
+        for in_parts in [false, true] {
+            let mut zones = IncrementalZones::new(true);
+            if in_parts {
+                zones = zones.in_parts(1);
+            }
+            let mut objects = vec![e1(1, "192.0.2.1"), e2.clone()];
+            zones.update(&domains, &objects, &labels);
+            while zones.next_part(&domains, &objects, &labels).is_some() {}
+            domains[0].metadata.generation = Some(domains[0].metadata.generation.unwrap() + 1);
+            domains[0].spec.soa.minimum += 1;
+            domains[0].spec.soa.ttl += 1;
+            domains[0].spec.hostmaster = Some(format!("dns{}.example.com", domains[0].spec.soa.ttl));
+            domains[0].spec.transfer = Some(fedns_api::ZoneTransfer {
+                allow: vec!["127.0.0.0/8".into()],
+                ..Default::default()
+            });
+            let Update::Settings { settings, names } = zones.update(&domains, &objects, &labels) else {
+                panic!("a settings edit recomputed records");
+            };
+            assert!(names.is_empty());
+            assert!(settings.zones[0].rrsets.is_empty() && settings.zones[0].content.records.is_empty());
+            assert_eq!(
+                settings.zones[0].content.soa.minimum,
+                domains[0].spec.soa.minimum as u32
+            );
+            assert_eq!(
+                zones.touched().map(HashSet::len),
+                Some(0),
+                "no DNSEndpoint's outcome changed"
+            );
+            let full = desired_zones_with(&domains, &objects, &labels);
+            let desired = zones.desired(true);
+            assert_eq!(desired.zones[0].content, template_of(&full.zones[0].content));
+            let mut want = full.zones[0].rrsets.clone();
+            let mut got = desired.zones[0].rrsets.clone();
+            want.sort();
+            got.sort();
+            assert_eq!(got, want);
+            assert!(matches!(zones.update(&domains, &objects, &labels), Update::Unchanged));
+
+            // With a DNSEndpoint changed in the same update: its names too.
+            domains[0].metadata.generation = Some(domains[0].metadata.generation.unwrap() + 1);
+            domains[0].spec.soa.refresh += 1;
+            objects[0] = e1(2, "192.0.2.9");
+            let Update::Settings { names, .. } = zones.update(&domains, &objects, &labels) else {
+                panic!("a settings edit recomputed records");
+            };
+            let changed: Vec<String> = names
+                .iter()
+                .flat_map(|zone| zone.names.iter().map(|(name, _)| name.to_ascii()))
+                .collect();
+            assert_eq!(changed, ["a.example.com."]);
+            assert_eq!(zones.touched().map(|t| t.contains("ns/e1")), Some(true));
+        }
     }
 }
 

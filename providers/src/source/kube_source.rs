@@ -279,8 +279,11 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
             Update::Full(_) => "full",
             Update::Whole(_) => "whole in parts",
             Update::Names(_) => "changed names",
+            Update::Settings { .. } => "zone settings",
             Update::Unchanged => "unchanged",
         };
+        // Zone settings changed with no record: providers sync all the same.
+        let settings_changed = matches!(update, Update::Settings { .. });
         // The embedded server's whole records, when it cannot take changed
         // names (only the records are wanted: RRsets and problems go).
         let publish_whole = |sink: &EmbeddedSink| {
@@ -323,10 +326,29 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 }
                 (cpu_bound(|| zones.desired(with_rrsets)), Some(Vec::new()))
             }
+            Update::Settings { settings, names } => {
+                // Published here, over the records served; the names that
+                // changed meanwhile go as changes below.
+                let mut names = Some(names);
+                if let Some(sink) = &sinks.embedded {
+                    let wanted = EmbeddedSink::wanted_secrets(&settings);
+                    if !wanted.is_empty() {
+                        sink.set_tsig_secrets(read_tsig_secrets(&client, &wanted).await);
+                    }
+                    if cpu_bound(|| sink.apply_settings(&settings)).is_none() {
+                        tracing::info!(
+                            "the DNS server cannot take these zone settings over the records it serves; publishing every zone whole"
+                        );
+                        publish_whole(sink);
+                        names = Some(Vec::new());
+                    }
+                }
+                (cpu_bound(|| zones.desired(with_rrsets)), names)
+            }
             Update::Names(changes) => (cpu_bound(|| zones.desired(with_rrsets)), Some(changes)),
             Update::Unchanged => (cpu_bound(|| zones.desired(with_rrsets)), Some(Vec::new())),
         };
-        let unchanged = changes.as_ref().is_some_and(Vec::is_empty);
+        let unchanged = changes.as_ref().is_some_and(Vec::is_empty) && !settings_changed;
         let invalid = by_source(desired.problems.iter().map(|p| {
             (
                 format!("{}/{}", p.namespace, p.name),
