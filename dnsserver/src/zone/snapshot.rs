@@ -18,7 +18,7 @@ use super::content::ZoneContent;
 use super::dnssec::{Denied, Signer, ZoneKeys};
 use super::nsec_chain::{canonical_key, NsecChain, MAX_CANONICAL_KEY};
 use super::render::{record_without_owner, render};
-use super::resolve::Override;
+use super::resolve::{Override, Resolution};
 use super::routing::{nearest_sets, weighted_pick, ClientTable, GeoIpDb, Route, RoutingPolicy};
 use super::signing_key::DenialOfExistence;
 use super::tree::{RRset, SkippedRecord, Tree, VariantSets};
@@ -1331,10 +1331,21 @@ impl<'a> Renderer<'a> {
         let touched: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
         let signer = &self.signer;
         let zones = self.zones;
-        let render_type = |qtype: RecordType, variant: Override<'_>, keys: Option<&ZoneKeys>| -> Option<Rendered> {
+        // `unless`: the absent type's unsigned resolution; a type resolving
+        // the same is not rendered (None), as its bytes would be the same
+        // (most names hold one or two of the zone's types, and encoding
+        // was most of a whole render).
+        let render_type = |qtype: RecordType,
+                           variant: Override<'_>,
+                           keys: Option<&ZoneKeys>,
+                           unless: Option<&Resolution>|
+         -> Option<(Rendered, Resolution)> {
             let (resolution, routed) = tree.resolve_routed(&node.name, qtype, variant)?;
             if touched.get().is_none() {
                 touched.set(routed);
+            }
+            if keys.is_none() && unless.is_some_and(|absent| *absent == resolution) {
+                return None;
             }
             if let Some(keys) = keys {
                 let denied = |name: &Name| denial(tree, zones, name, variant);
@@ -1342,10 +1353,11 @@ impl<'a> Renderer<'a> {
                     signer
                         .borrow_mut()
                         .sign_resolution(keys, &node.name, &resolution, &denied, false)?;
-                return Some(Rendered {
+                let rendered = Rendered {
                     bytes: render(&node.name, ABSENT_TYPE, &signed)?,
                     soa_last,
-                });
+                };
+                return Some((rendered, resolution));
             }
             let soa_last = resolution
                 .additionals
@@ -1353,10 +1365,11 @@ impl<'a> Renderer<'a> {
                 .or(resolution.authorities.last())
                 .or(resolution.answers.last())
                 .is_some_and(|r| r.record_type() == RecordType::SOA);
-            Some(Rendered {
+            let rendered = Rendered {
                 bytes: render(&node.name, ABSENT_TYPE, &resolution)?,
                 soa_last,
-            })
+            };
+            Some((rendered, resolution))
         };
         let query_types = &self.query_types;
         // Signed answers (`keys`) are rendered only for the types whose
@@ -1365,14 +1378,14 @@ impl<'a> Renderer<'a> {
         let render_all = |variant: Override<'_>,
                           keys: Option<(&ZoneKeys, &[(u16, Rendered)])>|
          -> Option<(Rendered, Vec<(u16, Rendered)>)> {
-            let other = render_type(ABSENT_TYPE, variant, keys.map(|k| k.0))?;
+            let (other, absent) = render_type(ABSENT_TYPE, variant, keys.map(|k| k.0), None)?;
             let mut answers = Vec::new();
             let types: Vec<RecordType> = match keys {
                 Some((_, differing)) => differing.iter().map(|(t, _)| RecordType::from(*t)).collect(),
                 None => query_types.clone(),
             };
             for qtype in types {
-                if let Some(rendered) = render_type(qtype, variant, keys.map(|k| k.0)) {
+                if let Some((rendered, _)) = render_type(qtype, variant, keys.map(|k| k.0), Some(&absent)) {
                     if rendered.bytes != other.bytes {
                         answers.push((u16::from(qtype), rendered));
                     }
