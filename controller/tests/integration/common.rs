@@ -266,6 +266,29 @@ pub fn dig(port: u16, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
     lines
 }
 
+/// `dig +noall +<section>` lines (owner, TTL, class, type, data).
+pub fn dig_section(port: u16, name: &str, rtype: &str, section: &str) -> Vec<String> {
+    let out = Command::new("dig")
+        .args([
+            "+noall",
+            &format!("+{section}"),
+            "+time=1",
+            "+tries=1",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            name,
+            rtype,
+        ])
+        .output()
+        .expect("dig (Debian bind9-dnsutils) must be installed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
 /// The RCODE `dig` reports (`NOERROR`, `NXDOMAIN`, ...), or "" on timeout.
 pub fn dig_status(port: u16, name: &str, rtype: &str) -> String {
     let out = Command::new("dig")

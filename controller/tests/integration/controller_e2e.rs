@@ -749,29 +749,6 @@ async fn restart_rewrites_nothing() {
     s.federation.stop();
 }
 
-/// `dig +noall +<section>` lines (owner, TTL, class, type, data).
-fn dig_section(port: u16, name: &str, rtype: &str, section: &str) -> Vec<String> {
-    let out = std::process::Command::new("dig")
-        .args([
-            "+noall",
-            &format!("+{section}"),
-            "+time=1",
-            "+tries=1",
-            "-p",
-            &port.to_string(),
-            "@127.0.0.1",
-            name,
-            rtype,
-        ])
-        .output()
-        .expect("dig (Debian bind9-dnsutils) must be installed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with(';'))
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect()
-}
-
 /// A Domain edit of its SOA values and hostmaster reaches the served zone
 /// over the records already served (no record is computed again): the
 /// SOA shows the new values and TTL (and, a moment later, a new serial),

@@ -359,20 +359,26 @@ fn parts_of(model: &Model, size: usize) -> Vec<Vec<ZoneChanges>> {
     parts
 }
 
+/// The anchors and random records at about half of `pool`'s names.
+fn random_model(rng: &mut Rng, pool: &[String]) -> Model {
+    let mut model = anchors();
+    for owner in pool {
+        if rng.chance(50) {
+            let zone = if owner.ends_with(DEEPER) { DEEPER } else { APEX };
+            let content = random_owner(rng, owner, pool);
+            model.zones.get_mut(zone).unwrap().insert(owner.clone(), content);
+        }
+    }
+    model
+}
+
 /// `seed`'s random sequence of `steps` changes; the first publish goes
 /// in parts of three owners when `in_parts`. Returns how many steps were
 /// applied incrementally and how many needed a full publish.
 fn run_sequence(seed: u64, steps: usize, in_parts: bool) -> (usize, usize) {
     let mut rng = Rng(seed);
     let pool = pool();
-    let mut model = anchors();
-    for owner in &pool {
-        if rng.chance(50) {
-            let zone = if owner.ends_with(DEEPER) { DEEPER } else { APEX };
-            let content = random_owner(&mut rng, owner, &pool);
-            model.zones.get_mut(zone).unwrap().insert(owner.clone(), content);
-        }
-    }
+    let mut model = random_model(&mut rng, &pool);
     let store = ZoneStore::new();
     let first = if in_parts {
         let mut parts = parts_of(&model, 3).into_iter();
@@ -474,16 +480,7 @@ fn random_changes_answer_like_full_builds() {
 fn new_settings_over_kept_records_answer_like_full_builds() {
     for seed in 1..=8u64 {
         let in_parts = seed % 2 == 0;
-        let mut rng = Rng(seed);
-        let pool = pool();
-        let mut model = anchors();
-        for owner in &pool {
-            if rng.chance(50) {
-                let zone = if owner.ends_with(DEEPER) { DEEPER } else { APEX };
-                let content = random_owner(&mut rng, owner, &pool);
-                model.zones.get_mut(zone).unwrap().insert(owner.clone(), content);
-            }
-        }
+        let mut model = random_model(&mut Rng(seed), &pool());
         let store = ZoneStore::new();
         if in_parts {
             let mut parts = parts_of(&model, 3).into_iter();

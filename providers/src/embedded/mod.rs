@@ -434,6 +434,23 @@ impl EmbeddedSink {
         outcome
     }
 
+    /// The zones of `settings` without records, with their keys resolved
+    /// (before the extra zones' lock: `with_keys` takes the keys' lock).
+    fn settings_contents(&self, settings: &DesiredZones) -> Vec<ZoneContent> {
+        settings
+            .zones
+            .iter()
+            .map(|zone| {
+                let content = ZoneContent {
+                    records: Vec::new(),
+                    routed: Vec::new(),
+                    ..zone.content.clone()
+                };
+                self.with_keys(zone, content)
+            })
+            .collect()
+    }
+
     /// Publishes `settings` (zones without records, as
     /// [`crate::plan::incremental::Update::Whole`] gives them) whole, their
     /// records taken from `next_part` some names at a time (see
@@ -445,18 +462,7 @@ impl EmbeddedSink {
         settings: &DesiredZones,
         next_part: &mut dyn FnMut() -> Option<Vec<ZoneRecordChanges>>,
     ) -> Option<PublishOutcome> {
-        let contents = settings
-            .zones
-            .iter()
-            .map(|zone| {
-                let content = ZoneContent {
-                    records: Vec::new(),
-                    routed: Vec::new(),
-                    ..zone.content.clone()
-                };
-                self.with_keys(zone, content)
-            })
-            .collect();
+        let contents = self.settings_contents(settings);
         let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
         let contents = Self::with_extra(&mut extra, contents);
         // The extra zones' records come as the last part.
@@ -474,18 +480,7 @@ impl EmbeddedSink {
     /// so and nothing was published; publish the whole desired state with
     /// [`EmbeddedSink::apply_taking`] instead.
     pub fn apply_settings(&self, settings: &DesiredZones) -> Option<PublishOutcome> {
-        let contents = settings
-            .zones
-            .iter()
-            .map(|zone| {
-                let content = ZoneContent {
-                    records: Vec::new(),
-                    routed: Vec::new(),
-                    ..zone.content.clone()
-                };
-                self.with_keys(zone, content)
-            })
-            .collect();
+        let contents = self.settings_contents(settings);
         let mut extra = self.extra.lock().unwrap_or_else(|e| e.into_inner());
         let contents = Self::with_extra(&mut extra, contents);
         let outcome = self.store.publish_settings(&contents)?;

@@ -71,11 +71,22 @@ pub fn content_hash(endpoints: &[fedns_api::Endpoint]) -> u64 {
     hasher.finish()
 }
 
+/// A hash of `ids` (one per Domain, in any order) and the namespace labels.
+fn hash_with_labels<T: Hash + Ord>(mut ids: Vec<T>, labels: &NamespaceLabels) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    ids.sort();
+    ids.hash(&mut hasher);
+    for (namespace, labels) in labels {
+        namespace.hash(&mut hasher);
+        labels.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// The inputs that change every zone: each Domain's identity, generation
 /// and deletion, and the namespace labels.
 fn base_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut ids: Vec<_> = domains
+    let ids: Vec<_> = domains
         .iter()
         .map(|d| {
             let m = &d.metadata;
@@ -89,13 +100,7 @@ fn base_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
             )
         })
         .collect();
-    ids.sort();
-    ids.hash(&mut hasher);
-    for (namespace, labels) in labels {
-        namespace.hash(&mut hasher);
-        labels.hash(&mut hasher);
-    }
-    hasher.finish()
+    hash_with_labels(ids, labels)
 }
 
 /// The Domain spec fields no record depends on: the zone's own settings
@@ -149,8 +154,7 @@ fn routes_by_region(endpoint: &DNSEndpoint) -> bool {
 /// those fields, so every record computed under one holds under the
 /// other, but for `Nearest` names when the client tables differ.
 fn records_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut ids: Vec<_> = domains
+    let ids: Vec<_> = domains
         .iter()
         .map(|d| {
             let m = &d.metadata;
@@ -165,13 +169,7 @@ fn records_fingerprint(domains: &[Domain], labels: &NamespaceLabels) -> u64 {
             )
         })
         .collect();
-    ids.sort();
-    ids.hash(&mut hasher);
-    for (namespace, labels) in labels {
-        namespace.hash(&mut hasher);
-        labels.hash(&mut hasher);
-    }
-    hasher.finish()
+    hash_with_labels(ids, labels)
 }
 
 /// One DNSEndpoint as last seen.
