@@ -43,16 +43,13 @@ fn env(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// A loopback port free for both UDP and TCP (the DNS server binds both;
-/// a port free for UDP alone once made the controller fail to start).
+/// A loopback port free for both UDP and TCP (the DNS server binds both),
+/// below the ephemeral range: the controller binds its DNS listeners only after its
+/// first publish (tens of seconds at 1,000,000 shards), and a port picked
+/// by a port-0 bind was meanwhile handed to one of its own connections to
+/// the emulated API servers ("127.0.0.1:… is held by another socket").
 fn free_port() -> u16 {
-    loop {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = socket.local_addr().unwrap().port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
+    fedns_loopback::ports::free_loopback_port().unwrap()
 }
 
 /// The A records of `name`, sorted (empty on NXDOMAIN or timeout).

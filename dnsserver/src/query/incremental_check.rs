@@ -798,6 +798,12 @@ fn assert_same_as_build_of(got: &Snapshot, contents: Vec<ZoneContent>, context: 
         })
         .collect();
     let want = Snapshot::build(&contents);
+    assert_same_answers(got, &want, context);
+    want
+}
+
+/// `got` serves the zones, names and stored answers `want` serves.
+fn assert_same_answers(got: &Snapshot, want: &Snapshot, context: &str) {
     assert_eq!(got.zones(), want.zones(), "{context}: zone summaries");
     assert_eq!(got.keys(), want.keys(), "{context}: names served");
     for key in want.keys() {
@@ -810,7 +816,6 @@ fn assert_same_as_build_of(got: &Snapshot, contents: Vec<ZoneContent>, context: 
             );
         }
     }
-    want
 }
 
 /// A type new to the zone, or its last RRset going, is applied name by
@@ -845,4 +850,43 @@ fn record_types_appearing_and_going_are_applied_incrementally() {
         assert!(store.publish_changes(vec![step]).is_some(), "{what}: not applied");
         assert_same_as_build_of(&store.load(), vec![zone.clone()], what);
     }
+}
+
+/// A whole render on several threads (each owning a range of chunks)
+/// stores what the one-thread render stores: every name's answers, the
+/// skipped list, the routes and the query path's answers.
+#[test]
+fn a_render_on_several_threads_stores_what_one_thread_does() {
+    let mut rng = Rng(0x5eed_7e4d);
+    let mut model = random_model(&mut rng, &pool());
+    // Enough names for many chunks (128 names each).
+    let zone = model.zones.get_mut(APEX).unwrap();
+    for i in 0..3000u32 {
+        let owner = format!("bulk{i}.{APEX}");
+        let ip = [10, (i >> 16) as u8, (i >> 8) as u8, i as u8];
+        zone.insert(
+            owner.clone(),
+            Owner {
+                records: vec![a(&name(&owner), ip)],
+                routed: None,
+            },
+        );
+    }
+    let contents: Vec<(ZoneContent, u32)> = model.contents().into_iter().map(|c| (c, 7)).collect();
+    let render = |threads| {
+        let (tree, skipped) = crate::zone::tree::Tree::build(&contents);
+        Snapshot::from_tree_on(tree, skipped, &contents, &|_| false, None, Some(threads)).0
+    };
+    let one = render(1);
+    assert!(one.chunk_count() >= 16, "{} chunks", one.chunk_count());
+    for threads in [2, 3, 5] {
+        let many = render(threads);
+        let context = format!("{threads} threads");
+        assert_eq!(many.chunk_count(), one.chunk_count(), "{context}: chunks");
+        assert_same_answers(&many, &one, &context);
+        assert_eq!(many.skipped(), one.skipped(), "{context}: skipped");
+        assert_eq!(many.routes(), one.routes(), "{context}: routes");
+    }
+    // The model itself answers as its full build does.
+    assert_same_as_build_of(&one, model.contents(), "one thread");
 }

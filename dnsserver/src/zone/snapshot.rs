@@ -376,10 +376,23 @@ impl Snapshot {
     /// transfer versions and the tree, as [`Snapshot::build_keeping`].
     pub(crate) fn from_tree(
         tree: Tree,
+        zone_skipped: Vec<SkippedRecord>,
+        contents: &[(ZoneContent, u32)],
+        keep: &dyn Fn(&Name) -> bool,
+        geo: Option<Arc<GeoIpDb>>,
+    ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
+        Snapshot::from_tree_on(tree, zone_skipped, contents, keep, geo, None)
+    }
+
+    /// [`Snapshot::from_tree`] rendering on `threads` threads (`None`:
+    /// as [`render_threads`] decides; signed zones always render on one).
+    pub(crate) fn from_tree_on(
+        tree: Tree,
         mut zone_skipped: Vec<SkippedRecord>,
         contents: &[(ZoneContent, u32)],
         keep: &dyn Fn(&Name) -> bool,
         geo: Option<Arc<GeoIpDb>>,
+        threads: Option<usize>,
     ) -> (Snapshot, Vec<ZoneVersion>, Option<Tree>) {
         let tables = client_tables(&tree, contents, &mut zone_skipped);
         let versions = tree.versions(keep);
@@ -392,7 +405,10 @@ impl Snapshot {
             .collect();
         let bits = chunk_bits(tree.nodes.len());
         let mut chunks: Vec<Chunk> = (0..1usize << bits).map(|_| Chunk::default()).collect();
-        let mut needs_tree = false;
+        let needs_tree = tree
+            .nodes
+            .values()
+            .any(|node| node.cut.is_some() || node.wildcard_child);
         // The chains first: negative answers of chain-signed zones carry links.
         let mut signer = Signer::new();
         let chains: Vec<Option<Arc<NsecChain>>> = (0..zones.len())
@@ -400,10 +416,17 @@ impl Snapshot {
             .collect();
         let mut zones = zones;
         attach_chains(&mut zones, chains);
-        let versions = {
+        let threads = match threads {
+            Some(threads) if zones.iter().all(|zone| zone.dnssec.is_none()) => threads,
+            _ => render_threads(tree.nodes.len(), &zones),
+        };
+        let versions = if threads > 1 {
+            render_in_parallel(&tree, &zones, &mut chunks, bits, threads);
+            // No zone is signed: transfers carry no signatures to share.
+            sign_versions(&zones, &tree, versions, &mut signer)
+        } else {
             let mut renderer = Renderer::new(&tree, &zones, signer);
             for (key, node) in &tree.nodes {
-                needs_tree |= node.cut.is_some() || node.wildcard_child;
                 let hash = hash_key(key);
                 renderer.render_into(&mut chunks[chunk_index(hash, bits)], key, node, hash);
             }
@@ -1292,6 +1315,55 @@ impl Chunk {
 type RouteParts = (Route, Vec<VariantSets>, RouteReport);
 
 /// Renders names of one tree into chunks.
+/// Names below which a whole render stays on one thread: starting
+/// threads costs more than rendering a small tree.
+const PARALLEL_RENDER_NAMES: usize = 16 * 1024;
+
+/// How many threads render a whole snapshot of `names` owner names: one
+/// per available core (at most [`MAX_RENDER_THREADS`]) for a large tree
+/// of unsigned zones, else one. Signed zones render on one thread: their
+/// signatures are cached by signed data as they are made, so the
+/// answers and the transfers carry the same RRSIG (ECDSA signatures of
+/// the same RRset differ from one signing to the next).
+fn render_threads(names: usize, zones: &[ZoneAnswers]) -> usize {
+    if names < PARALLEL_RENDER_NAMES || zones.iter().any(|zone| zone.dnssec.is_some()) {
+        return 1;
+    }
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_RENDER_THREADS)
+}
+
+/// The most threads a whole render uses.
+const MAX_RENDER_THREADS: usize = 4;
+
+/// Renders every name of `tree` (unsigned zones only) into `chunks`
+/// (`1 << bits` of them) on `threads` threads, each owning a contiguous
+/// range of chunks. Chunks are independent, and each one receives its
+/// names in the order the one-thread render gives them, so the bytes
+/// stored are the same.
+fn render_in_parallel(tree: &Tree, zones: &[ZoneAnswers], chunks: &mut [Chunk], bits: u32, threads: usize) {
+    let per_thread = chunks.len().div_ceil(threads.max(1));
+    std::thread::scope(|scope| {
+        for (part, owned) in chunks.chunks_mut(per_thread).enumerate() {
+            let first = part * per_thread;
+            scope.spawn(move || {
+                let mut renderer = Renderer::new(tree, zones, Signer::new());
+                for (key, node) in &tree.nodes {
+                    let hash = hash_key(key);
+                    let Some(chunk) = chunk_index(hash, bits)
+                        .checked_sub(first)
+                        .and_then(|index| owned.get_mut(index))
+                    else {
+                        continue;
+                    };
+                    renderer.render_into(chunk, key, node, hash);
+                }
+            });
+        }
+    });
+}
+
 struct Renderer<'a> {
     tree: &'a Tree,
     zones: &'a [ZoneAnswers],

@@ -1415,6 +1415,120 @@ mod tests {
 }
 
 #[cfg(test)]
+mod hostile_settings_tests {
+    use super::tests_support::*;
+    use super::*;
+    use fedns_api::RecordType;
+
+    /// A tenant whose DNSEndpoint arrives in the same pass as a Domain
+    /// settings edit (the `Update::Settings` path) takes no name of another
+    /// namespace: not directly, above, below, nor through a forged registry
+    /// value. The names it carries are the full computation's, every attack
+    /// is a problem of the attacker, and the victim's records stay.
+    #[test]
+    fn a_tenants_claims_in_a_settings_edit_pass_take_no_other_namespaces_name() {
+        let web = "web.shop.myfed.svc.example.com";
+        let mut victim = object(
+            "service-web",
+            "2026-01-01T00:00:00Z",
+            1,
+            vec![
+                ep(web, RecordType::A, &["192.0.2.10"]),
+                ep("www.example.com", RecordType::A, &["192.0.2.11"]),
+            ],
+        );
+        victim.metadata.namespace = Some("shop".into());
+        let attacks = vec![
+            ep(web, RecordType::A, &["203.0.113.66"]),
+            ep("www.example.com", RecordType::A, &["203.0.113.66"]),
+            ep("shop.myfed.svc.example.com", RecordType::NS, &["ns.attacker.test"]),
+            ep(&format!("_acme-challenge.{web}"), RecordType::TXT, &["token"]),
+            ep(&format!("evil.{web}"), RecordType::A, &["203.0.113.66"]),
+            ep("a.www.example.com", RecordType::A, &["203.0.113.66"]),
+            ep("_acme-challenge.www.example.com", RecordType::TXT, &["token"]),
+            ep("example.com", RecordType::CAA, &["0 issue \"attacker.test\""]),
+            ep(
+                "a-www.example.com",
+                RecordType::TXT,
+                &["heritage=external-dns,external-dns/owner=fedns,external-dns/resource=crd/shop/service-web"],
+            ),
+        ];
+        let attacked: std::collections::BTreeSet<String> = attacks.iter().map(|e| e.dns_name.clone()).collect();
+        let mut mallory = object("evil", "2026-06-01T00:00:00Z", 1, attacks);
+        mallory.metadata.namespace = Some("mallory".into());
+        let labels = NamespaceLabels::new();
+        for in_parts in [false, true] {
+            let mut domains = vec![domain()];
+            let mut zones = IncrementalZones::new(true);
+            if in_parts {
+                zones = zones.in_parts(1);
+            }
+            let before = vec![victim.clone()];
+            zones.update(&domains, &before, &labels);
+            while zones.next_part(&domains, &before, &labels).is_some() {}
+            // The settings edit and the attack, one pass.
+            domains[0].metadata.generation = Some(2);
+            domains[0].spec.soa.minimum += 1;
+            domains[0].spec.transfer = Some(fedns_api::ZoneTransfer {
+                allow: vec!["127.0.0.0/8".into()],
+                ..Default::default()
+            });
+            let after = vec![victim.clone(), mallory.clone()];
+            let Update::Settings { names, .. } = zones.update(&domains, &after, &labels) else {
+                panic!("a settings edit recomputed every record");
+            };
+            let full = desired_zones_with(&domains, &after, &labels);
+            let alone = desired_zones_with(&domains, &before, &labels);
+            // The names carried hold what a full computation holds: the
+            // victim's records, or nothing where only the attacker named.
+            for zone in &names {
+                for (owner, records) in &zone.names {
+                    let want: Vec<_> = full.zones[0]
+                        .content
+                        .records
+                        .iter()
+                        .filter(|r| r.name.to_ascii() == owner.to_ascii())
+                        .cloned()
+                        .collect();
+                    let mut records = records.clone();
+                    let mut want = want;
+                    records.sort_by_key(|r| format!("{r}"));
+                    want.sort_by_key(|r| format!("{r}"));
+                    assert_eq!(records, want, "in parts {in_parts}: {owner}");
+                    assert!(
+                        records
+                            .iter()
+                            .all(|r| !format!("{r}").contains("203.0.113.66") && !format!("{r}").contains("attacker")),
+                        "in parts {in_parts}: an attacker's record at {owner}: {records:?}"
+                    );
+                }
+            }
+            let desired = zones.desired(true);
+            let mut got = desired.zones[0].rrsets.clone();
+            let mut want = alone.zones[0].rrsets.clone();
+            got.sort();
+            want.sort();
+            assert_eq!(
+                got, want,
+                "in parts {in_parts}: the zone holds the victim's records only"
+            );
+            let refused: std::collections::BTreeSet<String> = desired
+                .problems
+                .iter()
+                .filter(|p| p.namespace == "mallory")
+                .map(|p| p.dns_name.clone())
+                .collect();
+            assert_eq!(refused, attacked, "in parts {in_parts}: every attack is reported");
+            assert!(
+                !desired.problems.iter().any(|p| p.namespace == "shop"),
+                "in parts {in_parts}: {:?}",
+                desired.problems
+            );
+        }
+    }
+}
+
+#[cfg(test)]
 mod touched_tests {
     use super::tests_support::*;
     use super::*;

@@ -32,7 +32,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{watch, Notify};
 
-use super::cpu_bound::cpu_bound;
+use super::cpu_bound::{cpu_bound, pipelined};
 use crate::embedded::EmbeddedSink;
 use crate::plan::desired::{desired_zones_with, name_server_addresses_check, zone_apex, DesiredZones};
 use crate::plan::incremental::{IncrementalZones, Update};
@@ -313,11 +313,14 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                     if !wanted.is_empty() {
                         sink.set_dnssec_secrets(super::dnssec_keys::read_or_create(&client, &wanted).await);
                     }
-                    let mut next_part = || zones.next_part(&domain_list, &endpoint_list, &labels);
-                    if cpu_bound(|| sink.apply_in_parts(&settings, &mut next_part)).is_none() {
+                    // The next part is computed while the server applies
+                    // this one.
+                    let next_part = || zones.next_part(&domain_list, &endpoint_list, &labels);
+                    let published = cpu_bound(|| pipelined(next_part, |parts| sink.apply_in_parts(&settings, parts)));
+                    if published.is_none() {
                         // Every name is computed all the same: the state
                         // must know every name for the changes after.
-                        cpu_bound(|| while next_part().is_some() {});
+                        cpu_bound(|| while zones.next_part(&domain_list, &endpoint_list, &labels).is_some() {});
                         tracing::info!(
                             "the DNS server cannot build these zones name by name; computing and publishing them whole at once"
                         );

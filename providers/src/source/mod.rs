@@ -10,7 +10,9 @@
 //! * [`pending`]: DNSEndpoint specs this process's controller computed and
 //!   is writing, published before the write lands;
 //! * [`ready`]: waiting for a watch cache's first list, with several waiters;
-//! * `cpu_bound`: a pass's long computations, off the async workers;
+//! * `cpu_bound`: a pass's long computations, off the async workers, and
+//!   a whole publish's parts computed on a second thread while the DNS
+//!   server applies the part before;
 //! * `domain_finalizer`: the finalizer that keeps a deleted Domain until
 //!   its records left the external providers. It belongs here because it
 //!   talks to the Kubernetes API (patches the Domain's finalizers, records
