@@ -49,7 +49,9 @@ fn env(name: &str, default: usize) -> usize {
 /// by a port-0 bind was meanwhile handed to one of its own connections to
 /// the emulated API servers ("127.0.0.1:… is held by another socket").
 fn free_port() -> u16 {
-    fedns_loopback::ports::free_loopback_port().unwrap()
+    // A bench with no free port below the ephemeral range cannot start
+    // its controllers at all: stopping with the reason is all it can do.
+    fedns_loopback::ports::free_loopback_port().expect("a free loopback port for the controller")
 }
 
 /// The A records of `name`, sorted (empty on NXDOMAIN or timeout).

@@ -72,7 +72,11 @@ pub(crate) fn pipelined<T: Send, R>(
                             ended = true;
                             None
                         }
-                        Err(_) => panic!("the thread computing publish parts stopped before their end"),
+                        // The sender goes without the end marker only
+                        // when `produce` unwound: that panic is raised
+                        // here, at its part, so the consumer never takes
+                        // the source as ended and publishes a short zone.
+                        Err(_) => panic!("the thread computing publish parts panicked before their end"),
                     }
                 });
                 // Dropped before the scope joins: a producer blocked on a
