@@ -69,8 +69,8 @@ pub use zone::serials::{RecordedSerial, SerialMode};
 pub use zone::signing_key::{DenialOfExistence, DnssecAlgorithm, DnssecConfig, DnssecKey};
 pub use zone::snapshot::{ClientChoice, RouteReport, Snapshot, ZoneSummary};
 pub use zone::store::{
-    next_serial, serial_gt, Counter, NeedsWholePublish, PublishOutcome, TransferCounters, ZoneChanges, ZoneSerialState,
-    ZoneStore,
+    next_serial, serial_gt, Counter, NeedsWholePublish, PublishOutcome, SavedSnapshot, SnapshotFileError,
+    TransferCounters, ZoneChanges, ZoneSerialState, ZoneStore,
 };
 pub use zone::tree::SkippedRecord;
 pub use zone::tsig_key::{Algorithm as TsigAlgorithm, TsigKey};

@@ -505,6 +505,13 @@ impl Collector for DnsMetrics {
                 None,
                 MetricType::Counter,
             )?)?;
+            ConstGauge::new(i64::from(store.serves_restored())).encode(encoder.encode_descriptor(
+                "fedns_dns_snapshot_restored",
+                "1 while the zones served are those restored from the snapshot file at start \
+                 (--snapshot-file), not yet published again from the objects; else 0",
+                None,
+                MetricType::Gauge,
+            )?)?;
             ConstCounter::new(store.late_serial_records()).encode(encoder.encode_descriptor(
                 "fedns_dns_serial_records_late",
                 "Recorded zone serials (Domain status.serialRecord) that reached this replica only after \

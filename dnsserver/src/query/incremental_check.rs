@@ -23,10 +23,10 @@ use crate::zone::tree::wire_key;
 use crate::zone::version::TransferPolicy;
 
 /// splitmix64: a seeded, reproducible sequence for the test.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -34,25 +34,25 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
-    fn chance(&mut self, percent: u64) -> bool {
+    pub(super) fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
     }
 }
 
-fn name(s: &str) -> Name {
+pub(super) fn name(s: &str) -> Name {
     Name::from_ascii(s).unwrap()
 }
 
-const APEX: &str = "example.com.";
+pub(super) const APEX: &str = "example.com.";
 const DEEPER: &str = "sub.example.com.";
 
 /// Owner names the random changes pick from: several levels (for empty
 /// non-terminals), the apex, and names of the deeper zone.
-fn pool() -> Vec<String> {
+pub(super) fn pool() -> Vec<String> {
     let mut names = vec![APEX.to_owned()];
     for i in 0..6 {
         names.push(format!("a{i}.{APEX}"));
@@ -67,17 +67,17 @@ fn pool() -> Vec<String> {
 
 /// The content of one owner: records and routed name.
 #[derive(Clone, Default)]
-struct Owner {
-    records: Vec<Record>,
-    routed: Option<RoutedName>,
+pub(super) struct Owner {
+    pub(super) records: Vec<Record>,
+    pub(super) routed: Option<RoutedName>,
 }
 
-fn a(owner: &Name, ip: [u8; 4]) -> Record {
+pub(super) fn a(owner: &Name, ip: [u8; 4]) -> Record {
     Record::from_rdata(owner.clone(), 30, RData::A(std::net::Ipv4Addr::from(ip).into()))
 }
 
 /// A random set of records for `owner`, maybe routed.
-fn random_owner(rng: &mut Rng, owner: &str, pool: &[String]) -> Owner {
+pub(super) fn random_owner(rng: &mut Rng, owner: &str, pool: &[String]) -> Owner {
     let owner_name = name(owner);
     let mut records = Vec::new();
     let target = |rng: &mut Rng| -> Name {
@@ -160,15 +160,15 @@ fn random_owner(rng: &mut Rng, owner: &str, pool: &[String]) -> Owner {
 }
 
 /// The served content: per zone, owner -> records and routed name.
-struct Model {
-    zones: BTreeMap<String, BTreeMap<String, Owner>>,
+pub(super) struct Model {
+    pub(super) zones: BTreeMap<String, BTreeMap<String, Owner>>,
     /// 0: the zones' default settings; else edited settings (SOA values,
     /// transfers, client table) that differ with each value.
     settings_edit: u32,
 }
 
 impl Model {
-    fn contents(&self) -> Vec<ZoneContent> {
+    pub(super) fn contents(&self) -> Vec<ZoneContent> {
         self.zones
             .iter()
             .map(|(apex, owners)| {
@@ -309,7 +309,7 @@ const TYPES: [RecordType; 11] = [
 
 /// Everything a client can see of `got` equals what a full build of the
 /// same content with the same serials gives.
-fn assert_same_as_full_build(got: &Snapshot, model: &Model, step: usize, seed: u64) {
+pub(super) fn assert_same_as_full_build(got: &Snapshot, model: &Model, step: usize, seed: u64) {
     let context = format!("seed {seed}, step {step}");
     let want = assert_same_as_build_of(got, model.contents(), &context);
     assert_eq!(got.skipped(), want.skipped(), "{context}: skipped");
@@ -340,7 +340,7 @@ fn assert_same_as_full_build(got: &Snapshot, model: &Model, step: usize, seed: u
 
 /// The model's records as parts of at most `size` owners each, zone by
 /// zone, for [`ZoneStore::publish_in_parts`].
-fn parts_of(model: &Model, size: usize) -> Vec<Vec<ZoneChanges>> {
+pub(super) fn parts_of(model: &Model, size: usize) -> Vec<Vec<ZoneChanges>> {
     let mut parts = Vec::new();
     for (apex, owners) in &model.zones {
         let owners: Vec<(&String, &Owner)> = owners.iter().collect();
@@ -360,7 +360,7 @@ fn parts_of(model: &Model, size: usize) -> Vec<Vec<ZoneChanges>> {
 }
 
 /// The anchors and random records at about half of `pool`'s names.
-fn random_model(rng: &mut Rng, pool: &[String]) -> Model {
+pub(super) fn random_model(rng: &mut Rng, pool: &[String]) -> Model {
     let mut model = anchors();
     for owner in pool {
         if rng.chance(50) {
@@ -560,7 +560,7 @@ fn settings_beyond_soa_transfers_and_clients_need_a_whole_publish() {
     assert_eq!(store.load().zones()[0].serial, serial);
 }
 
-fn small_zone() -> ZoneContent {
+pub(super) fn small_zone() -> ZoneContent {
     let apex = name(APEX);
     let www = name("www.example.com.");
     let mut zone = ZoneContent::new(apex);
@@ -803,7 +803,7 @@ fn assert_same_as_build_of(got: &Snapshot, contents: Vec<ZoneContent>, context: 
 }
 
 /// `got` serves the zones, names and stored answers `want` serves.
-fn assert_same_answers(got: &Snapshot, want: &Snapshot, context: &str) {
+pub(super) fn assert_same_answers(got: &Snapshot, want: &Snapshot, context: &str) {
     assert_eq!(got.zones(), want.zones(), "{context}: zone summaries");
     assert_eq!(got.keys(), want.keys(), "{context}: names served");
     for key in want.keys() {

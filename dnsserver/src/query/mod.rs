@@ -16,3 +16,5 @@ mod incremental_check;
 #[cfg(test)]
 mod pending_tests;
 pub(crate) mod rrl;
+#[cfg(test)]
+mod saved_check;

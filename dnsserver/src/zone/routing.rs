@@ -205,7 +205,7 @@ impl GeoIpDb {
 pub(crate) const NO_REGION: u16 = u16::MAX;
 
 /// One interval of the client table: `[start, end]` → region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Interval {
     start: u128,
     end: u128,
@@ -213,7 +213,7 @@ struct Interval {
 }
 
 /// Per-zone client → region lookup, built once per snapshot.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ClientTable {
     /// Region names; region ids index this.
     pub regions: Vec<String>,
@@ -403,6 +403,110 @@ impl ClientTable {
     }
 }
 
+/// Checks of a table read from a snapshot file (see `zone::store::saved`):
+/// what [`ClientTable::place`] relies on.
+impl ClientTable {
+    /// Whether the table is one [`ClientTable::build`] could have made:
+    /// each family's intervals sorted, adjacent and covering every
+    /// address, every region id naming a region (or [`NO_REGION`]).
+    ///
+    /// # Errors
+    /// The first broken rule, one line.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let regions = self.regions.len();
+        let known = |id: u16| id == NO_REGION || usize::from(id) < regions;
+        for (intervals, max, family) in [(&self.v4, u32::MAX as u128, "IPv4"), (&self.v6, u128::MAX, "IPv6")] {
+            let mut next = 0u128;
+            for (i, interval) in intervals.iter().enumerate() {
+                if interval.start != next || interval.end < interval.start || !known(interval.region) {
+                    return Err(format!("{family} client interval {i} does not follow the one before"));
+                }
+                next = interval.end.wrapping_add(1);
+                if interval.end == max && i + 1 != intervals.len() {
+                    return Err(format!("{family} client intervals go past the last address"));
+                }
+            }
+            if intervals.last().is_none_or(|last| last.end != max) {
+                return Err(format!("{family} client intervals do not cover every address"));
+            }
+        }
+        let coded = self.countries.iter().chain(self.continents.iter());
+        if coded
+            .map(|(_, id)| *id)
+            .chain(self.fallback)
+            .any(|id| !known(id) || id == NO_REGION)
+        {
+            return Err("a client region id names no region".into());
+        }
+        Ok(())
+    }
+}
+
+impl Route {
+    /// Whether every variant this route can pick is one of the `variants`
+    /// rendered for its name, and a `Nearest` route's zone one of
+    /// `zones`: what the query path indexes with the pick (a route read
+    /// from a snapshot file, see `zone::store::saved`).
+    ///
+    /// # Errors
+    /// The first broken rule, one line.
+    pub(crate) fn check(&self, variants: usize, zones: usize) -> Result<(), String> {
+        let within = |len: usize, what: &str| {
+            if len == variants && variants > 0 {
+                Ok(())
+            } else {
+                Err(format!("{what} has {len} entries for {variants} variants"))
+            }
+        };
+        match self {
+            Route::Weighted { cumulative } => within(cumulative.len(), "a weighted route"),
+            Route::Sticky {
+                cumulative,
+                seeds,
+                weights,
+                ..
+            } => {
+                within(cumulative.len(), "a sticky route")?;
+                within(seeds.len(), "a sticky route's seeds")?;
+                within(weights.len(), "a sticky route's weights")
+            }
+            Route::Nearest {
+                zone,
+                by_region,
+                unknown,
+            } => {
+                if *zone as usize >= zones {
+                    return Err(format!("a nearest route names zone {zone} of {zones}"));
+                }
+                if by_region
+                    .iter()
+                    .chain(std::iter::once(unknown))
+                    .any(|v| usize::from(*v) >= variants)
+                {
+                    return Err(format!("a nearest route picks past its {variants} variants"));
+                }
+                Ok(())
+            }
+            Route::Split(split) => {
+                if matches!(split.base, Route::Split(_)) {
+                    return Err("a split route's first stage is split again".into());
+                }
+                split.base.check(split.groups.len(), zones)?;
+                if split
+                    .groups
+                    .iter()
+                    .any(|&(start, count)| start as usize + (count as usize).max(1) > variants)
+                {
+                    return Err(format!("a split route's group goes past its {variants} variants"));
+                }
+                within(split.seeds.len(), "a split route's seeds")?;
+                within(split.weights.len(), "a split route's weights")?;
+                within(split.cumulative.len(), "a split route's weights")
+            }
+        }
+    }
+}
+
 /// The host bits of a `/len` prefix in a `bits`-bit address.
 fn host_mask(len: u8, bits: u8) -> u128 {
     let full = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
@@ -458,7 +562,7 @@ fn paint_interval(intervals: &mut Vec<Interval>, start: u128, end: u128, region:
 }
 
 /// How a query picks one of a name's variants.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Route {
     /// Cumulative weights, one per variant; the last is the total.
     Weighted { cumulative: Box<[u32]> },
@@ -490,7 +594,7 @@ pub(crate) enum Route {
 
 /// The second stage of [`Route::Split`]; every array but `groups` is
 /// indexed by rendered variant.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SplitRoute {
     pub base: Route,
     /// Per variant of `base`: (first rendered variant, count).

@@ -24,6 +24,9 @@ use super::signing_key::DenialOfExistence;
 use super::tree::{RRset, SkippedRecord, Tree, VariantSets};
 use super::version::ZoneVersion;
 
+mod saved;
+pub(crate) use saved::{ChunkIn, HeadIn, HeadOut};
+
 /// The largest stored response that still fits one message over TCP
 /// (65,535 octets, RFC 1035 §4.2.2) with the OPT RR the query path may
 /// append: 11 octets plus an ECS option of up to 24 (RFC 7871 §6).
@@ -45,7 +48,7 @@ const NAMES_PER_CHUNK: usize = 128;
 const MAX_CHUNK_BITS: u32 = 16;
 
 /// A range of a chunk's arena.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Span {
     start: u32,
     /// Length, with [`SOA_LAST`] set for answers ending with the SOA.
@@ -65,7 +68,7 @@ impl Span {
 }
 
 /// Answers stored for one owner name (all bytes live in its chunk's arena).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct NameAnswers {
     /// The lower-cased wire-format owner name.
     key: Span,
@@ -115,7 +118,7 @@ pub(crate) enum Tail<'a> {
 }
 
 /// The stored answers of one variant of a routed name.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct AnswerSet {
     other: Span,
     types_start: u32,
@@ -197,7 +200,7 @@ fn unix_millis() -> u64 {
 }
 
 /// Facts about one served zone, for status reports and metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ZoneSummary {
     /// The apex, e.g. `example.com.`.
     pub apex: String,
@@ -286,7 +289,7 @@ impl Default for Snapshot {
 }
 
 /// What a routed name answers, for `explain` and tests.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RouteReport {
     /// The routed owner name.
     pub name: String,

@@ -19,6 +19,9 @@ use super::version::{TransferPolicy, TransferZone, ZoneRef, ZoneVersion};
 
 pub use super::serials::{next_serial, serial_gt};
 
+mod saved;
+pub use saved::{SavedSnapshot, SnapshotFileError};
+
 /// Unix time in milliseconds.
 fn unix_millis() -> u64 {
     SystemTime::now()
@@ -89,7 +92,7 @@ pub struct PublishOutcome {
     pub skipped: Vec<SkippedRecord>,
 }
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct ZoneState {
     fingerprint: u64,
     serial: u32,
@@ -300,6 +303,8 @@ pub struct ZoneStore {
     updates: AtomicU64,
     /// See [`ZoneStore::late_serial_records`].
     late_serial_records: AtomicU64,
+    /// See [`ZoneStore::serves_restored`].
+    restored: std::sync::atomic::AtomicBool,
     /// How long the last snapshot build or update took, in nanoseconds.
     last_build_nanos: AtomicU64,
     /// Transfer-enabled zones by lower-cased apex: policy, current
@@ -359,6 +364,7 @@ impl Default for ZoneStore {
             state: Mutex::new(StoreState::default()),
             updates: AtomicU64::new(0),
             late_serial_records: AtomicU64::new(0),
+            restored: std::sync::atomic::AtomicBool::new(false),
             last_build_nanos: AtomicU64::new(0),
             transfers: Mutex::new(BTreeMap::new()),
             transfer_changes: tokio::sync::watch::Sender::new(0),
@@ -389,6 +395,13 @@ impl ZoneStore {
     /// Snapshots swapped in since start.
     pub fn updates(&self) -> u64 {
         self.updates.load(Ordering::Relaxed)
+    }
+
+    /// Whether the snapshot served is the one
+    /// [`ZoneStore::restore_snapshot`] restored, with no whole publish
+    /// since (which keeps or replaces it).
+    pub fn serves_restored(&self) -> bool {
+        self.restored.load(Ordering::Relaxed)
     }
 
     /// Recorded serials that reached this store only after their instant
@@ -617,6 +630,7 @@ impl ZoneStore {
     pub fn publish(&self, zones: Vec<ZoneContent>) -> PublishOutcome {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let store_state = &mut *guard;
+        self.restored.store(false, Ordering::Relaxed);
         let (now, now_ms) = (unix_seconds(), unix_millis());
         // Signatures near expiry are made again by a full build; zones
         // assigned serials here get a new serial (secondaries must fetch
@@ -787,6 +801,7 @@ impl ZoneStore {
         policies: BTreeMap<Name, Arc<TransferPolicy>>,
         started: std::time::Instant,
     ) -> PublishOutcome {
+        self.restored.store(false, Ordering::Relaxed);
         store_state.settings = settings.iter().map(|(zone, _)| settings_only(zone)).collect();
         // Serials by the rules of `publish`: the records' and routed names'
         // hashes are the sums of the owners' that the tree kept.

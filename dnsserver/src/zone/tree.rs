@@ -207,7 +207,7 @@ pub(crate) fn apex_soa(zone: &ZoneInfo) -> Option<Record> {
 }
 
 /// A record the builder left out, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SkippedRecord {
     /// Owner name as given.
     pub name: String,
