@@ -120,6 +120,7 @@ fn controller_args(dir: &std::path::Path, provider: Vec<Provider>, etcd_url: &st
         max_object_bytes: fedns_controller::records::object_size::DEFAULT_MAX_OBJECT_BYTES,
         workers: 4,
         rrl: Default::default(),
+        snapshot: Default::default(),
         probe_concurrency: 16,
         vantage_namespace: None,
         sources: Default::default(),

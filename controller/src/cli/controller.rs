@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use fedns_dnsserver::DnsServer;
 
-use crate::cli::ControllerArgs;
+use crate::cli::{zone_snapshot, ControllerArgs};
 use crate::http::{self, HttpState};
 
 mod auto_records;
@@ -53,6 +53,18 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<()> {
 pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
     let host = crate::kube_client::client(args.kubeconfig.as_deref()).await?;
     let endpoints = metrics_and_endpoints(args).await?;
+    // The zones served before a restart, answered from at once (and the
+    // replica ready) while the objects are listed and published again.
+    let embedded = args.provider.contains(&crate::cli::Provider::Embedded);
+    let mut server = None;
+    let restored = embedded && zone_snapshot::restore(&endpoints.zones, &args.snapshot);
+    if restored {
+        server = dns_server(args, true, endpoints.zones.clone(), endpoints.metrics.dns.clone()).await?;
+        endpoints.state.set_ready(true);
+    }
+    let saver = embedded
+        .then(|| zone_snapshot::Saver::spawn(endpoints.zones.clone(), &args.snapshot, restored))
+        .flatten();
     let mut leadership = leader_election(args, &host).await?;
     let shared = member_registry(args, &host, &leadership, &endpoints.metrics);
     let caches = host_caches(&host, &args.namespace, &shared.queue).await;
@@ -62,11 +74,16 @@ pub async fn run_until(args: &ControllerArgs, shutdown: impl std::future::Future
     run_reconcilers(args, ctx, &shared.queue, &leadership);
     let sinks = sinks(args, &endpoints.zones, &endpoints.metrics.provider)?;
     let serve_dns = publish(args, &host, &leadership, &caches, sinks, &endpoints.state);
-    let server = dns_server(args, serve_dns, endpoints.zones, endpoints.metrics.dns).await?;
+    if server.is_none() {
+        server = dns_server(args, serve_dns, endpoints.zones, endpoints.metrics.dns).await?;
+    }
     tracing::info!(namespace = %args.namespace, leader_elect = args.leader_elect, "controller running");
 
     shutdown.await;
     stop(args, &mut leadership, server, &endpoints.state).await;
+    if let Some(saver) = saver {
+        saver.finish().await;
+    }
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use fedns_providers::plan::desired::{desired_zones_with, zone_apex};
 use fedns_providers::source::kube_source::{self, Sinks, SourceConfig, SourceState};
 use prometheus_client::registry::Registry;
 
-use crate::cli::DnsServerArgs;
+use crate::cli::{zone_snapshot, DnsServerArgs};
 use crate::http::{self, HttpState};
 
 fn load_manifests(path: &std::path::Path, sink: &EmbeddedSink) -> anyhow::Result<()> {
@@ -142,6 +142,12 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
             Err(e) => tracing::error!("{e}; Nearest records place clients by spec.clientRegions only"),
         }
     }
+    let kept = args.snapshot.snapshot_file.is_some();
+    if kept && (args.manifests.is_some() || args.member.member_cluster.is_some()) {
+        anyhow::bail!("--snapshot-file keeps the zones of a watched host; not with --manifests or --member-cluster");
+    }
+    let restored = zone_snapshot::restore(&store, &args.snapshot);
+    let saver = zone_snapshot::Saver::spawn(store.clone(), &args.snapshot, restored);
     let sink = EmbeddedSink::new(store.clone());
     let metrics = DnsMetrics::new();
     metrics.watch_store(store.clone());
@@ -193,7 +199,7 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     }
 
     let state = HttpState::new(registry);
-    state.set_ready(ready_now);
+    state.set_ready(ready_now || restored);
     let config = ServerConfig {
         listen: args.listen.clone(),
         udp_workers: args.udp_workers.unwrap_or(ServerConfig::default().udp_workers),
@@ -238,5 +244,8 @@ pub async fn run(args: &DnsServerArgs) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     http::drain(&state, std::time::Duration::from_secs(args.shutdown_drain)).await;
     server.shutdown().await;
+    if let Some(saver) = saver {
+        saver.finish().await;
+    }
     Ok(())
 }

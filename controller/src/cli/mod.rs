@@ -13,5 +13,6 @@ pub mod explain;
 pub mod join;
 pub mod sandbox;
 pub mod webhook_provider;
+pub mod zone_snapshot;
 
 pub use args::*;

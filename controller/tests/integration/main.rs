@@ -33,6 +33,7 @@ mod replicas;
 mod routes_e2e;
 mod routing_e2e;
 mod sandbox_e2e;
+mod snapshot_file;
 mod tenancy_e2e;
 mod vantage;
 mod webhook_serve;

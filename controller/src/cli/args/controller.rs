@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::dns_server::RrlArgs;
+use super::dns_server::{RrlArgs, SnapshotArgs};
 use super::providers::{EtcdArgs, GoogleArgs, Provider, Route53Args, WebhookArgs};
 use crate::members::{CredentialPolicy, MemberSource};
 
@@ -116,6 +116,9 @@ pub struct ControllerArgs {
     /// Response rate limiting of the embedded DNS server.
     #[command(flatten)]
     pub rrl: RrlArgs,
+    /// The embedded server's zones kept across restarts.
+    #[command(flatten)]
+    pub snapshot: SnapshotArgs,
     /// Member sources and automatic records.
     #[command(flatten)]
     pub sources: SourceArgs,

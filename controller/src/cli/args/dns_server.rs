@@ -93,6 +93,10 @@ pub struct DnsServerArgs {
     /// Member-side discovery (`nginx.ns.myfed` from inside members).
     #[command(flatten)]
     pub member: MemberSideArgs,
+    /// The served zones kept across restarts (not with --manifests or
+    /// --member-cluster).
+    #[command(flatten)]
+    pub snapshot: SnapshotArgs,
 }
 
 /// `fedns dns-server` as a member-side replica: it also answers the
@@ -120,6 +124,27 @@ pub struct MemberSideArgs {
     /// host is unreachable (an emptyDir survives container restarts).
     #[arg(long, value_name = "PATH", requires = "member_cluster")]
     pub state_file: Option<PathBuf>,
+}
+
+/// The served zones kept in a file across restarts (`fedns controller`
+/// and `fedns dns-server` watching a host).
+#[derive(Debug, Clone, Default, PartialEq, Args)]
+pub struct SnapshotArgs {
+    /// Keep the served zones (their stored answers and serials) in this
+    /// file, written again after changes (at most once a second, and
+    /// every ten times as long as the last write took); at start, answer from it
+    /// at once while the objects are listed and published again, which
+    /// then keeps what is the same (no new serial) and replaces the rest.
+    /// Only a file of this same binary is read. Zones that are signed or
+    /// hold wildcards or delegations are not kept. An emptyDir volume
+    /// survives container restarts.
+    #[arg(long, value_name = "PATH")]
+    pub snapshot_file: Option<PathBuf>,
+    /// At start, serve the --snapshot-file only if it was written at most
+    /// this many seconds ago (RFC 8767 suggests serving stale answers for
+    /// one to three days).
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400, requires = "snapshot_file")]
+    pub snapshot_max_age: u64,
 }
 
 /// Response rate limiting of the embedded DNS server, over UDP (Knot's

@@ -21,7 +21,7 @@ pub use command::{Cli, Command};
 pub use controller::{ControllerArgs, InventoryArgs, SourceArgs};
 pub use crds::CrdsArgs;
 pub use discovery_config::DiscoveryConfigArgs;
-pub use dns_server::{DnsServerArgs, MemberSideArgs, RrlArgs};
+pub use dns_server::{DnsServerArgs, MemberSideArgs, RrlArgs, SnapshotArgs};
 pub use docs::{DocsArgs, Document};
 pub use explain::{ExplainArgs, ExplainOutput};
 pub use join::JoinArgs;

@@ -158,6 +158,8 @@ pub async fn start(args: &SandboxArgs) -> anyhow::Result<Running> {
         udp_workers: Some(1),
         // No response rate limiting in the sandbox.
         rrl: Default::default(),
+        // A sandbox starts from its seed every time.
+        snapshot: Default::default(),
         metrics_addr: args.metrics_addr,
         // On the metrics address (the sandbox's is loopback).
         debug_addr: None,
