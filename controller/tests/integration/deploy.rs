@@ -242,6 +242,7 @@ fn install(runtime: &tokio::runtime::Runtime, command: &str) {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert_eq!(args.first(), Some(&"controller"), "{dir}: {args:?}");
+    keeps_zones_on_an_empty_dir(pod, &format!("{dir}: the controller"));
     assert_eq!(pod["serviceAccountName"], "fedns", "{dir}");
     let groups: Vec<&str> = object("ClusterRole", "", "fedns")["rules"]
         .as_array()
@@ -285,6 +286,7 @@ fn install(runtime: &tokio::runtime::Runtime, command: &str) {
                 replicas["spec"]["template"]["spec"]["containers"][0]["args"][0],
                 "dns-server"
             );
+            keeps_zones_on_an_empty_dir(&replicas["spec"]["template"]["spec"], &format!("{dir}: the dns-server"));
             assert!(!args.contains(&"--provider=route53"), "{dir}: {args:?}");
         }
         _ => {
@@ -775,6 +777,40 @@ fn apply_and_read_back(home: &Path, dir: &str) -> (Vec<Value>, Stored) {
         assert!(diffs.is_empty(), "{dir}: stored differs:\n{}", diffs.join("\n"));
     }
     (objects, stored)
+}
+
+/// `pod` (a pod spec) keeps its served zones (`--snapshot-file`) in a
+/// folder mounted from an emptyDir: writable under a read-only root
+/// filesystem, and kept across container restarts.
+fn keeps_zones_on_an_empty_dir(pod: &Value, what: &str) {
+    let container = &pod["containers"][0];
+    let file = container["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|a| a.as_str()?.strip_prefix("--snapshot-file="))
+        .unwrap_or_else(|| panic!("{what}: no --snapshot-file in {}", container["args"]));
+    let mount = container["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| {
+            m["mountPath"]
+                .as_str()
+                .is_some_and(|p| Path::new(file).parent() == Some(Path::new(p)))
+        })
+        .unwrap_or_else(|| panic!("{what}: nothing mounted where {file} is"));
+    let volume = pod["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap_or_else(|| panic!("{what}: no volume {}", mount["name"]));
+    assert!(
+        volume["emptyDir"].is_object(),
+        "{what}: {file} on {volume}, not an emptyDir"
+    );
+    assert_ne!(mount["readOnly"], true, "{what}: {file} mounted read-only");
 }
 
 /// The user `deploy/Dockerfile`'s final stage runs as: its last `USER`
