@@ -11,7 +11,8 @@
 # with both 0 a heap profile ends in the steady state), REFERENCE=0 (no
 # 2,000-shard reference run), PEER=0 (no Services run beside the routes),
 # FEDNS_OLD (an older fedns binary: each part runs with it first, then
-# with this build's, and prints both figures with the ratio new/old).
+# with this build's, and prints both figures with the ratio new/old),
+# SNAPSHOT=0 (the restart without --snapshot-file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec cargo bench --workspace --bench federation

@@ -8,8 +8,10 @@
 //!    40,000 shards): seed time, time to converge from a cold start, the
 //!    controller's peak RSS (targets < 30 s, < 512 MiB), the last snapshot
 //!    update time, the whole zone's snapshot build time after a Domain
-//!    edit, a controller restart's time to serve every name and its peak
-//!    RSS, and LB change → answer p50/p99 over SCALE_CHANGES (20)
+//!    edit, a controller restart (SIGTERM, as Kubernetes stops a
+//!    container; with `--snapshot-file` unless SNAPSHOT=0 or the binary
+//!    lacks it): its time to serve every name, to publish from the
+//!    objects again, and its peak RSS, and LB change → answer p50/p99 over SCALE_CHANGES (20)
 //!    changes at that scale; first the same for MEMBERS × 2,000/MEMBERS
 //!    shards, and the ratio of the two p99s (target ≤ 2×);
 //! 4. routes (only when PARTS names it): MEMBERS × ROUTES (default 50 ×
@@ -142,6 +144,17 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 struct Controller(Child);
 impl Drop for Controller {
     fn drop(&mut self) {
+        // Under WRAP the profiler writes its file only when it is asked
+        // to stop (SIGINT), not when killed: ask, and give it 30 s.
+        if std::env::var_os("WRAP").is_some_and(|w| !w.is_empty()) {
+            let _ = Command::new("kill")
+                .args(["-INT", "--", &format!("-{}", self.0.id())])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         // The whole process group: under WRAP the controller is a child
         // of the wrapper.
         let _ = Command::new("kill")
@@ -153,6 +166,19 @@ impl Drop for Controller {
 }
 
 impl Controller {
+    /// Stops the controller as Kubernetes stops a container: SIGTERM,
+    /// then SIGKILL after 30 s. Returns how long it took to exit.
+    fn terminate(mut self) -> Duration {
+        let asked = Instant::now();
+        let _ = Command::new("kill")
+            .args(["-TERM", "--", &format!("-{}", self.0.id())])
+            .status();
+        while asked.elapsed() < Duration::from_secs(30) && matches!(self.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        asked.elapsed()
+    }
+
     /// The controller's own pid: under WRAP the descendant running the
     /// fedns binary, else the child itself.
     fn pid(&self) -> u32 {
@@ -203,6 +229,20 @@ fn controller_command() -> Command {
 }
 
 fn start_controller(federation: &Federation, dns_port: u16, metrics_port: u16) -> Controller {
+    start_controller_with(federation, dns_port, metrics_port, &[])
+}
+
+/// Whether the binary the runs start now has `flag` (an older one, under
+/// `FEDNS_OLD`, may not).
+fn binary_has(flag: &str) -> bool {
+    Command::new(binary())
+        .args(["controller", "--help"])
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(flag))
+}
+
+/// [`start_controller`] with `extra` flags before `FEDNS_ARGS`'.
+fn start_controller_with(federation: &Federation, dns_port: u16, metrics_port: u16, extra: &[String]) -> Controller {
     use std::os::unix::process::CommandExt;
     Controller(
         controller_command()
@@ -221,6 +261,7 @@ fn start_controller(federation: &Federation, dns_port: u16, metrics_port: u16) -
                 "--metrics-addr",
                 &format!("127.0.0.1:{metrics_port}"),
             ])
+            .args(extra)
             // FEDNS_ARGS: more flags, e.g. `--workers 32`.
             .args(std::env::var("FEDNS_ARGS").unwrap_or_default().split_whitespace())
             .env(
@@ -580,6 +621,10 @@ struct ScaleRun {
     /// Controller restart → every name served, seconds, and its peak RSS (MiB).
     restart: Option<f64>,
     restart_rss: f64,
+    /// Controller restart → its zones published again from the objects
+    /// (with `--snapshot-file`, the restored answers kept or replaced),
+    /// seconds: from then on changes are applied.
+    caught_up: Option<f64>,
 }
 
 impl ScaleRun {
@@ -592,13 +637,14 @@ impl ScaleRun {
             domain_edit: None,
             restart: None,
             restart_rss: f64::NAN,
+            caught_up: None,
         }
     }
 
     /// Prints each figure of `old` and `new` side by side with new/old.
     fn compare(label: &str, old: &ScaleRun, new: &ScaleRun) {
         let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
-        let rows: [(&str, Option<f64>, Option<f64>, &str); 8] = [
+        let rows: [(&str, Option<f64>, Option<f64>, &str); 9] = [
             ("cold start → converged", old.converged, new.converged, "s"),
             ("peak RSS", Some(old.peak_rss), Some(new.peak_rss), "MiB"),
             (
@@ -615,6 +661,12 @@ impl ScaleRun {
             ),
             ("Domain edit → republished", old.domain_edit, new.domain_edit, "s"),
             ("restart → every name served", old.restart, new.restart, "s"),
+            (
+                "restart → published from the objects again",
+                old.caught_up,
+                new.caught_up,
+                "s",
+            ),
             ("restart peak RSS", Some(old.restart_rss), Some(new.restart_rss), "MiB"),
             ("", None, None, ""),
         ];
@@ -682,8 +734,18 @@ fn scale(
     );
     let port = free_port();
     let metrics_port = free_port();
+    // The served zones kept across the restart below (SNAPSHOT=0: not;
+    // an older binary without the flag: not either).
+    let keep: Vec<String> = if env("SNAPSHOT", 1) == 1 && binary_has("--snapshot-file") {
+        vec![
+            "--snapshot-file".to_owned(),
+            dir.join("zones.snapshot").display().to_string(),
+        ]
+    } else {
+        Vec::new()
+    };
     let started = Instant::now();
-    let controller = start_controller(&federation, port, metrics_port);
+    let controller = start_controller_with(&federation, port, metrics_port, &keep);
     // Give a wrapper a moment to start the controller.
     std::thread::sleep(Duration::from_millis(300));
     let pid = controller.pid();
@@ -788,13 +850,15 @@ fn scale(
     }
     let mut controller = controller;
     if converged_ok && full && env("RESTART", 1) == 1 {
-        // A restart against a converged federation: every DNSEndpoint is
-        // already written, so the first publish computes every zone whole.
-        drop(controller);
+        // A restart against a converged federation, stopped as Kubernetes
+        // stops a container: every DNSEndpoint is already written, so the
+        // first publish computes every zone whole; with --snapshot-file
+        // the zones saved at the stop are served meanwhile.
+        let stopped_in = controller.terminate();
         let port = free_port();
         let metrics_port = free_port();
         let restarted = Instant::now();
-        controller = start_controller(&federation, port, metrics_port);
+        controller = start_controller_with(&federation, port, metrics_port, &keep);
         std::thread::sleep(Duration::from_millis(300));
         let pid = controller.pid();
         let names = [
@@ -805,11 +869,22 @@ fn scale(
             names.iter().all(|n| query_a(port, n).len() == members)
         });
         run.restart = served.map(|_| restarted.elapsed().as_secs_f64());
+        // Published from the objects again: the restored zones (if any)
+        // kept or replaced by the first whole publish.
+        let caught_up = served.and_then(|_| {
+            wait_every(Duration::from_secs(300), Duration::from_millis(50), || {
+                metric(metrics_port, "fedns_dns_snapshot_restored").unwrap_or(0.0) == 0.0
+            })
+        });
+        run.caught_up = caught_up.map(|_| restarted.elapsed().as_secs_f64());
         run.restart_rss = peak_rss_mib(pid);
         match served {
             Some(_) => println!(
-                "scale: controller restart (every DNSEndpoint already written) → every name served in {:.1} s; peak RSS {:.0} MiB (the whole-zone publish)",
-                restarted.elapsed().as_secs_f64(),
+                "scale: controller restart (stopped in {:.1} s; every DNSEndpoint already written{}) → every name served in {:.1} s, published from the objects again in {}; peak RSS {:.0} MiB",
+                stopped_in.as_secs_f64(),
+                if keep.is_empty() { "" } else { "; --snapshot-file" },
+                run.restart.unwrap_or(f64::NAN),
+                run.caught_up.map_or("-".to_owned(), |s| format!("{s:.1} s")),
                 peak_rss_mib(pid)
             ),
             None => println!(
