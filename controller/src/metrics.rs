@@ -44,6 +44,7 @@ pub struct ControllerMetrics {
     probe_seconds: Family<ClusterLabel, Histogram, fn() -> Histogram>,
     reconciles: Family<ReconcileLabel, Counter>,
     dnsendpoint_writes: Counter,
+    dnsendpoint_previews: Counter,
     change_to_write: Histogram,
     failing_open: Gauge,
     fail_open_engaged: Counter,
@@ -60,6 +61,7 @@ impl ControllerMetrics {
             probe_seconds: Family::new_with_constructor(latency_histogram),
             reconciles: Family::default(),
             dnsendpoint_writes: Counter::default(),
+            dnsendpoint_previews: Counter::default(),
             change_to_write: latency_histogram(),
             failing_open: Gauge::default(),
             fail_open_engaged: Counter::default(),
@@ -111,6 +113,12 @@ impl ControllerMetrics {
             metrics.dnsendpoint_writes.clone(),
         );
         registry.register(
+            "fedns_dnsendpoint_previews",
+            "DNSEndpoint specs published by this process ahead of their writes, previewed for a change \
+             that reached many records at once (a Gateway's addresses and the routes attached to it)",
+            metrics.dnsendpoint_previews.clone(),
+        );
+        registry.register(
             "fedns_change_to_dnsendpoint_write_seconds",
             "Time from a member change being seen to its DNSEndpoint being written, in seconds",
             metrics.change_to_write.clone(),
@@ -154,6 +162,11 @@ impl ControllerMetrics {
                 cluster: cluster.to_owned(),
             })
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a DNSEndpoint spec previewed ahead of its write.
+    pub fn dnsendpoint_previewed(&self) {
+        self.dnsendpoint_previews.inc();
     }
 
     /// Counts one reconcile.

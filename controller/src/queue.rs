@@ -86,6 +86,20 @@ impl Queue {
         self.notify.notify_one();
     }
 
+    /// Queues `keys` at once: a worker taking work finds all of them
+    /// together (a change that reaches many records, see
+    /// `records::worker`), not some now and the rest later.
+    pub fn push_many(&self, keys: impl IntoIterator<Item = RecordKey>) {
+        let now = Instant::now();
+        {
+            let mut pending = self.lock();
+            for key in keys {
+                pending.keys.entry(key).or_insert(now);
+            }
+        }
+        self.notify.notify_one();
+    }
+
     /// Queues every record.
     pub fn push_all(&self) {
         let now = Instant::now();

@@ -563,8 +563,11 @@ impl Registry {
                 let queue = queue.clone();
                 // With --auto-records an annotated route may make a record.
                 let auto_records = self.service_exports.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                move |_kind, ns, route| {
-                    queue.push(RecordKey::Route(ns, route));
+                move |routes: Vec<(fedns_api::RouteKind, String, String)>| {
+                    if routes.is_empty() {
+                        return;
+                    }
+                    queue.push_many(routes.into_iter().map(|(_, ns, route)| RecordKey::Route(ns, route)));
                     if let Some(changed) = &auto_records {
                         changed.notify_one();
                     }
@@ -588,16 +591,20 @@ impl Registry {
                 let gateway_api = gateway_api.clone();
                 move |ns: String, svc: String| {
                     let facts = services.get(&ns, &svc);
-                    for (ns, ingress) in ingresses.depending_on(&ns, &svc, facts.as_ref()) {
-                        queue.push(RecordKey::Ingress(ns, ingress));
-                    }
+                    let mut keys: Vec<RecordKey> = ingresses
+                        .depending_on(&ns, &svc, facts.as_ref())
+                        .into_iter()
+                        .map(|(ns, ingress)| RecordKey::Ingress(ns, ingress))
+                        .collect();
                     // And the routes whose backend it is.
                     for kind in fedns_api::RouteKind::ALL {
                         for (ns, route) in gateway_api.routes(kind).matching(|r| r.routes_to(&ns, &svc)) {
-                            queue.push(RecordKey::Route(ns, route));
+                            keys.push(RecordKey::Route(ns, route));
                         }
                     }
-                    queue.push(RecordKey::Service(ns, svc));
+                    keys.push(RecordKey::Service(ns, svc));
+                    // At once: the workers see a batch (see `records::worker`).
+                    queue.push_many(keys);
                 }
             },
         ));

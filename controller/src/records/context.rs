@@ -125,6 +125,22 @@ pub struct RecordContext {
     pub too_large: Mutex<BTreeSet<String>>,
 }
 
+/// How far a reconcile goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// Everything: the DNSEndpoint written, the record's status, Events,
+    /// probes' requeues.
+    Full,
+    /// Only the record's DNSEndpoint computed and, where it changes one the
+    /// record owns, proposed to this process's publisher
+    /// ([`RecordContext::preview_endpoint`]); nothing written. A change
+    /// that reaches many records (a Gateway's addresses, every route
+    /// attached to it) is previewed for all of them first, so that every
+    /// answer changes at the speed of the computation; the full reconciles
+    /// follow and write the same specs.
+    Preview,
+}
+
 /// What [`RecordContext::write_endpoint`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum EndpointWrite {
@@ -338,6 +354,36 @@ impl RecordContext {
         }
     }
 
+    /// [`Pass::Preview`]'s end: `endpoints`, when they change the stored
+    /// DNSEndpoint `namespace/name` that `owner` owns, are proposed to the
+    /// publisher of this process (leader only); nothing is written, and a
+    /// DNSEndpoint not yet stored, not owned, or too large is left to the
+    /// full reconcile.
+    pub(super) fn preview_endpoint(
+        &self,
+        namespace: &str,
+        name: &str,
+        owner: &OwnerReference,
+        endpoints: &[fedns_api::Endpoint],
+    ) {
+        if !self.is_leader() {
+            return;
+        }
+        let Some(current) = self.endpoints.get(&ObjectRef::new(name).within(namespace)) else {
+            return;
+        };
+        if !current.owner_references().iter().any(|o| o.uid == owner.uid) || current.spec.endpoints == endpoints {
+            return;
+        }
+        // The endpoints alone over the limit: the full reconcile reports it.
+        let bytes = serde_json::to_vec(endpoints).map_or(usize::MAX, |v| v.len());
+        if bytes.saturating_add(object_size::SERVER_ADDED_BYTES) > self.max_object_bytes {
+            return;
+        }
+        self.pending.propose(namespace, name, endpoints);
+        self.metrics.dnsendpoint_previewed();
+    }
+
     pub(super) async fn write_endpoint(
         &self,
         namespace: &str,
@@ -352,9 +398,15 @@ impl RecordContext {
             .as_ref()
             .is_some_and(|c| c.owner_references().iter().any(|o| o.uid == owner.uid));
         if current.as_ref().is_some_and(|c| c.spec == spec) && owned {
+            // What is stored is what is wanted: a proposal of another spec
+            // (a preview computed before the state moved back) goes.
+            self.pending.withdraw(namespace, name);
             return Ok(EndpointWrite::Done);
         }
         if !self.is_leader() {
+            // Only the leader's proposals are published; one left from
+            // before leadership was lost must not come back with it.
+            self.pending.withdraw(namespace, name);
             return Ok(EndpointWrite::Done);
         }
         let id = format!("{namespace}/{name}");

@@ -10,7 +10,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 
 use super::builder;
-use super::context::{has_lb_address, owner_of, RecordContext};
+use super::context::{has_lb_address, owner_of, Pass, RecordContext};
 use super::health;
 use super::model::BuildProblem;
 use super::status::{patch_status, set_health_conditions, set_record_conditions, set_too_large};
@@ -21,11 +21,15 @@ pub(super) async fn reconcile_ingress(
     namespace: &str,
     name: &str,
     since: Instant,
+    pass: Pass,
 ) -> Result<(), kube::Error> {
     let record_key = RecordKey::Ingress(namespace.into(), name.into());
     let key = record_key.id();
     let endpoint_name = format!("ingress-{name}");
     let Some(record) = ctx.ingresses.get(&ObjectRef::new(name).within(namespace)) else {
+        if pass == Pass::Preview {
+            return Ok(());
+        }
         return ctx.record_gone(&record_key, namespace, &endpoint_name).await;
     };
     if record.metadata.deletion_timestamp.is_some() {
@@ -96,7 +100,7 @@ pub(super) async fn reconcile_ingress(
             regions.get(cluster).cloned().flatten()
         })
     });
-    if let Some(after) = selection.requeue_after {
+    if let (Some(after), Pass::Full) = (selection.requeue_after, pass) {
         ctx.requeue_after(RecordKey::Ingress(namespace.to_owned(), name.to_owned()), after);
     }
     let routing = drained.as_ref();
@@ -117,6 +121,10 @@ pub(super) async fn reconcile_ingress(
     super::routing::add_geolocation(&mut endpoints, &geo_regions);
     // Written before the conditions are set: a DNSEndpoint over the size
     // limit is not sent, and `Ready` says so.
+    if pass == Pass::Preview {
+        ctx.preview_endpoint(namespace, &endpoint_name, &owner_of(record.as_ref()), &endpoints);
+        return Ok(());
+    }
     let written = ctx
         .write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
         .await?;

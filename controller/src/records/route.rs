@@ -15,7 +15,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 
 use super::builder;
-use super::context::{owner_of, RecordContext};
+use super::context::{owner_of, Pass, RecordContext};
 use super::gateway::attach;
 use super::health;
 use super::model::BuildProblem;
@@ -139,11 +139,15 @@ pub(super) async fn reconcile_route(
     namespace: &str,
     name: &str,
     since: Instant,
+    pass: Pass,
 ) -> Result<(), kube::Error> {
     let record_key = RecordKey::Route(namespace.into(), name.into());
     let key = record_key.id();
     let endpoint_name = format!("route-{name}");
     let Some(record) = ctx.routes.get(&ObjectRef::new(name).within(namespace)) else {
+        if pass == Pass::Preview {
+            return Ok(());
+        }
         return ctx.record_gone(&record_key, namespace, &endpoint_name).await;
     };
     if record.metadata.deletion_timestamp.is_some() {
@@ -304,7 +308,7 @@ pub(super) async fn reconcile_route(
     let shards = selection.shards;
     let resolved = selection.resolved;
     let regions = ctx.cluster_regions();
-    if let Some(after) = selection.requeue_after {
+    if let (Some(after), Pass::Full) = (selection.requeue_after, pass) {
         ctx.requeue_after(record_key.clone(), after);
     }
     let drained = record.spec.routing.as_ref().map(|routing| {
@@ -392,6 +396,10 @@ pub(super) async fn reconcile_route(
     let geo_regions: Vec<&fedns_api::routing::GeoRegion> =
         domain_refs.iter().flat_map(|d| d.spec.geo_regions.iter()).collect();
     super::routing::add_geolocation(&mut endpoints, &geo_regions);
+    if pass == Pass::Preview {
+        ctx.preview_endpoint(namespace, &endpoint_name, &owner_of(record.as_ref()), &endpoints);
+        return Ok(());
+    }
     let written = ctx
         .write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
         .await?;

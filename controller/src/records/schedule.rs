@@ -102,6 +102,11 @@ impl Schedule {
         }
     }
 
+    /// Whether `key` is being reconciled now.
+    pub fn is_running(&self, key: &RecordKey) -> bool {
+        self.running.contains(key)
+    }
+
     /// Fresh changes waiting (stale queue entries aside) and held.
     fn fresh_count(&self) -> usize {
         self.fresh.len() + self.held.values().filter(|(_, fresh)| *fresh).count()

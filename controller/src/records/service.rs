@@ -11,7 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 use super::builder::{self, ServiceNames};
-use super::context::{has_lb_address, owner_of, RecordContext};
+use super::context::{has_lb_address, owner_of, Pass, RecordContext};
 use super::health;
 use super::model::BuildProblem;
 use super::status::{patch_status, set_health_conditions, set_record_conditions_refusing, set_too_large};
@@ -34,11 +34,15 @@ pub(super) async fn reconcile_service(
     namespace: &str,
     name: &str,
     since: Instant,
+    pass: Pass,
 ) -> Result<(), kube::Error> {
     let record_key = RecordKey::Service(namespace.into(), name.into());
     let key = record_key.id();
     let endpoint_name = format!("service-{name}");
     let Some(record) = ctx.services.get(&ObjectRef::new(name).within(namespace)) else {
+        if pass == Pass::Preview {
+            return Ok(());
+        }
         return ctx.record_gone(&record_key, namespace, &endpoint_name).await;
     };
     if record.metadata.deletion_timestamp.is_some() {
@@ -53,6 +57,9 @@ pub(super) async fn reconcile_service(
         .domains
         .get(&ObjectRef::new(&record.spec.domain_ref).within(&ctx.namespace))
     else {
+        if pass == Pass::Preview {
+            return Ok(());
+        }
         let message = format!("Domain {}/{} not found", ctx.namespace, record.spec.domain_ref);
         let mut changed = conditions::set(
             &mut status.conditions,
@@ -134,7 +141,7 @@ pub(super) async fn reconcile_service(
                 .and_then(|s| s.region.clone())
         })
     });
-    if let Some(after) = selection.requeue_after {
+    if let (Some(after), Pass::Full) = (selection.requeue_after, pass) {
         ctx.requeue_after(RecordKey::Service(namespace.to_owned(), name.to_owned()), after);
     }
     // A dnsPrefix may not name another namespace's service name, in the
@@ -173,6 +180,10 @@ pub(super) async fn reconcile_service(
 
     // Written before the conditions are set: a DNSEndpoint over the size
     // limit is not sent, and `Ready` says so.
+    if pass == Pass::Preview {
+        ctx.preview_endpoint(namespace, &endpoint_name, &owner_of(record.as_ref()), &endpoints);
+        return Ok(());
+    }
     let written = ctx
         .write_endpoint(namespace, &endpoint_name, owner_of(record.as_ref()), endpoints, since)
         .await?;

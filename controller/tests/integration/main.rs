@@ -17,6 +17,7 @@ mod dnssec_e2e;
 mod docs_examples;
 mod engine_crds;
 mod events;
+mod gateway_fan_out;
 mod health_e2e;
 mod hysteresis_e2e;
 mod ingress_backends_e2e;

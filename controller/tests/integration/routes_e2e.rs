@@ -31,7 +31,7 @@ fn gateway_resource(plural: &str, kind: &str) -> ApiResource {
 /// `ns/shop` for shop.example.com accepted by it, its backend Service
 /// `ns/web` with a ready endpoint. Status as `GatewayStatus` and
 /// `RouteParentStatus` define it (gateway-api `apis/v1`).
-fn member_yaml(region: &str, ip: &str) -> String {
+pub(crate) fn member_yaml(region: &str, ip: &str) -> String {
     let condition = |type_: &str| {
         format!(
             "{{type: {type_}, status: \"True\", reason: {type_}, message: \"\", observedGeneration: 1, lastTransitionTime: \"2026-11-26T00:00:00Z\"}}"

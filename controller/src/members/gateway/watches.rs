@@ -130,21 +130,23 @@ impl GatewayApi {
     }
 }
 
-/// Starts the watches of a member's Gateways and routes. `route_changed`
-/// is called with (kind, namespace, name) of every route that changed or
-/// may serve differently (its Gateway changed); `kind_state_changed` when
-/// a kind turns served or not served.
+/// Starts the watches of a member's Gateways and routes. `routes_changed`
+/// is called with (kind, namespace, name) of the routes that changed or
+/// may serve differently: one route that changed, or at once every route
+/// a Gateway, GatewayClass or ListenerSet change reaches (so the workers
+/// see them as one batch); `kind_state_changed` when a kind turns served
+/// or not served.
 pub(in crate::members) fn spawn_watches(
     member: &str,
     client: &kube::Client,
     caches: &Arc<GatewayApi>,
-    route_changed: impl Fn(RouteKind, String, String) + Clone + Send + Sync + 'static,
+    routes_changed: impl Fn(Vec<(RouteKind, String, String)>) + Clone + Send + Sync + 'static,
     kind_state_changed: impl Fn() + Clone + Send + Sync + 'static,
 ) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     {
         let caches_for_gateways = caches.clone();
-        let changed = route_changed.clone();
+        let changed = routes_changed.clone();
         tasks.push(spawn_kind(
             member.to_owned(),
             apis_of(client, "Gateway", "gateways"),
@@ -152,14 +154,14 @@ pub(in crate::members) fn spawn_watches(
             GatewayFacts::of,
             caches.served[0].clone(),
             kind_state_changed.clone(),
-            move |ns: String, name: String| routes_through_gateway(&caches_for_gateways, &ns, &name, &changed),
+            move |ns: String, name: String| changed(routes_through_gateway(&caches_for_gateways, &ns, &name)),
         ));
     }
     {
         // A GatewayClass's change (its controller) reaches every route
         // through a Gateway of that class.
         let caches_for_classes = caches.clone();
-        let changed = route_changed.clone();
+        let changed = routes_changed.clone();
         tasks.push(spawn_kind(
             member.to_owned(),
             apis_of(client, "GatewayClass", "gatewayclasses"),
@@ -168,18 +170,20 @@ pub(in crate::members) fn spawn_watches(
             caches.served[7].clone(),
             kind_state_changed.clone(),
             move |_: String, class: String| {
+                let mut routes = Vec::new();
                 for (ns, name) in caches_for_classes
                     .gateways
                     .matching(|g| g.class.as_deref() == Some(class.as_str()))
                 {
-                    routes_through_gateway(&caches_for_classes, &ns, &name, &changed);
+                    routes.extend(routes_through_gateway(&caches_for_classes, &ns, &name));
                 }
+                changed(routes);
             },
         ));
     }
     {
         let caches_for_sets = caches.clone();
-        let changed = route_changed.clone();
+        let changed = routes_changed.clone();
         tasks.push(spawn_kind(
             member.to_owned(),
             apis_of(client, LISTENER_SET, "listenersets"),
@@ -188,19 +192,21 @@ pub(in crate::members) fn spawn_watches(
             caches.served[6].clone(),
             kind_state_changed.clone(),
             move |ns: String, name: String| {
+                let mut routes = Vec::new();
                 for kind in RouteKind::ALL {
                     for (route_ns, route) in caches_for_sets
                         .routes(kind)
                         .matching(|f| f.names_parent(LISTENER_SET, &ns, &name))
                     {
-                        changed(kind, route_ns, route);
+                        routes.push((kind, route_ns, route));
                     }
                 }
+                changed(routes);
             },
         ));
     }
     for (i, kind) in RouteKind::ALL.into_iter().enumerate() {
-        let changed = route_changed.clone();
+        let changed = routes_changed.clone();
         tasks.push(spawn_kind(
             member.to_owned(),
             apis_of(client, kind.as_str(), kind.plural()),
@@ -208,25 +214,27 @@ pub(in crate::members) fn spawn_watches(
             RouteFacts::of,
             caches.served[1 + i].clone(),
             kind_state_changed.clone(),
-            move |ns, name| changed(kind, ns, name),
+            move |ns, name| changed(vec![(kind, ns, name)]),
         ));
     }
     tasks
 }
 
-/// Calls `changed` for every route that names Gateway `ns/name`, or one
-/// of its ListenerSets: a change of the Gateway reaches them.
-fn routes_through_gateway(caches: &GatewayApi, ns: &str, name: &str, changed: &impl Fn(RouteKind, String, String)) {
+/// Every route that names Gateway `ns/name`, or one of its ListenerSets:
+/// a change of the Gateway reaches them.
+fn routes_through_gateway(caches: &GatewayApi, ns: &str, name: &str) -> Vec<(RouteKind, String, String)> {
     let sets = caches
         .listener_sets
         .matching(|s| s.parent.as_ref().is_some_and(|(n, g)| **n == *ns && **g == *name));
+    let mut routes = Vec::new();
     for kind in RouteKind::ALL {
         for (route_ns, route) in caches.routes(kind).matching(|f| {
             f.names_gateway(ns, name) || sets.iter().any(|(s_ns, s)| f.names_parent(LISTENER_SET, s_ns, s))
         }) {
-            changed(kind, route_ns, route);
+            routes.push((kind, route_ns, route));
         }
     }
+    routes
 }
 
 /// Starts watches of the route *templates* in a cluster that holds them
