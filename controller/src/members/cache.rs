@@ -232,7 +232,19 @@ impl<T> Default for FactCache<T> {
     }
 }
 
-impl<T: Clone> FactCache<T> {
+impl<T: Clone + PartialEq> FactCache<T> {
+    /// Sets `namespace/name`; returns whether its facts changed (or it is
+    /// new). A watch event that changes nothing fedns reads (a Gateway's
+    /// condition timestamps, a route's annotations) reaches no record.
+    pub(super) fn apply(&self, namespace: &str, name: &str, facts: T) -> bool {
+        let mut objects = self.write();
+        if objects.get(namespace).and_then(|names| names.get(name)) == Some(&facts) {
+            return false;
+        }
+        insert(&mut objects, namespace, name, facts);
+        true
+    }
+
     /// The facts of `namespace/name`, if the member has that object.
     pub fn get(&self, namespace: &str, name: &str) -> Option<T> {
         self.read().get(namespace)?.get(name).cloned()
@@ -270,11 +282,6 @@ impl<T: Clone> FactCache<T> {
         self.objects.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Sets `namespace/name`.
-    pub(super) fn apply(&self, namespace: &str, name: &str, facts: T) {
-        insert(&mut self.write(), namespace, name, facts);
-    }
-
     /// Removes `namespace/name`.
     pub(super) fn delete(&self, namespace: &str, name: &str) {
         let mut objects = self.write();
@@ -287,13 +294,22 @@ impl<T: Clone> FactCache<T> {
     }
 
     /// Replaces everything with a completed list; returns every
-    /// `(namespace, name)` that was or is now held (what may have changed).
+    /// `(namespace, name)` whose facts changed: new, gone, or different.
+    /// A relist after a watch was cut (every few minutes on a real API
+    /// server) reaches only what changed meanwhile: a Gateway listed again
+    /// with the same facts requeues none of the routes attached to it.
     pub(super) fn replace(&self, listed: Relist<T>) -> Vec<(String, String)> {
         let mut objects = self.write();
         let old = std::mem::replace(&mut *objects, listed.objects);
         let mut touched: Vec<(String, String)> = Vec::new();
         for (namespace, names) in objects.iter() {
-            touched.extend(names.keys().map(|name| (namespace.to_string(), name.to_string())));
+            let before = old.get(namespace);
+            touched.extend(
+                names
+                    .iter()
+                    .filter(|(name, facts)| before.and_then(|b| b.get(*name)) != Some(*facts))
+                    .map(|(name, _)| (namespace.to_string(), name.to_string())),
+            );
         }
         // Objects gone while the watch was down: their records change too.
         for (namespace, names) in &old {
@@ -401,13 +417,16 @@ mod tests {
     }
 
     #[test]
-    fn relist_replaces_only_once_complete_and_reports_what_went() {
+    fn relist_replaces_only_once_complete_and_reports_what_changed() {
         let cache: FactCache<u32> = FactCache::default();
         cache.apply("a", "kept", 1);
         cache.apply("a", "gone", 2);
         cache.apply("b", "gone-too", 3);
+        assert!(!cache.apply("a", "gone", 2), "the same facts again: no change");
+        cache.apply("b", "same", 5);
         let mut relist = Relist::default();
         relist.apply("a", "kept", 10);
+        relist.apply("b", "same", 5);
         relist.apply("c", "new", 4);
         // Until replaced, readers see the old contents.
         assert_eq!(cache.get("a", "gone"), Some(2));
@@ -426,10 +445,10 @@ mod tests {
         assert_eq!(cache.get("a", "kept"), Some(10));
         assert_eq!(cache.get("a", "gone"), None);
         assert_eq!(cache.get("b", "gone-too"), None);
-        assert_eq!(cache.len(), 2);
+        assert_eq!(cache.len(), 3);
         cache.delete("c", "new");
         cache.delete("c", "never");
-        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.len(), 2);
         assert!(!cache.is_empty());
     }
 

@@ -563,9 +563,13 @@ impl Registry {
                 let queue = queue.clone();
                 // With --auto-records an annotated route may make a record.
                 let auto_records = self.service_exports.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let member = name.clone();
                 move |routes: Vec<(fedns_api::RouteKind, String, String)>| {
                     if routes.is_empty() {
                         return;
+                    }
+                    if routes.len() > 1 {
+                        tracing::debug!(member = %member, routes = routes.len(), "a Gateway API object's change reaches these routes");
                     }
                     queue.push_many(routes.into_iter().map(|(_, ns, route)| RecordKey::Route(ns, route)));
                     if let Some(changed) = &auto_records {

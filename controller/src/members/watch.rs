@@ -228,8 +228,9 @@ impl WatchCtx {
     /// `facts(object)`, kept from the raw watch events with a reflector's
     /// semantics (a relist builds a new map and swaps it in once complete;
     /// the kind counts as synced from its first complete list). Every
-    /// object applied or deleted, and at a relist every object held before
-    /// or after it, is passed to `on_change` as (namespace, name).
+    /// object whose facts an event or a relist changed (new, different or
+    /// deleted) is passed to `on_change` as (namespace, name); an event
+    /// that changes nothing fedns reads requeues no record.
     pub(super) fn spawn_facts<K, T>(
         &self,
         index: usize,
@@ -240,7 +241,7 @@ impl WatchCtx {
     ) -> JoinHandle<()>
     where
         K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-        T: Clone + Send + Sync + 'static,
+        T: Clone + PartialEq + Send + Sync + 'static,
     {
         let member = self.member.clone();
         let synced = self.synced.clone();
@@ -288,8 +289,9 @@ impl WatchCtx {
                     }
                     watcher::Event::Apply(object) => {
                         let (ns, name) = id(&object);
-                        cache.apply(&ns, &name, facts(&object));
-                        on_change(ns, name);
+                        if cache.apply(&ns, &name, facts(&object)) {
+                            on_change(ns, name);
+                        }
                     }
                     watcher::Event::Delete(object) => {
                         let (ns, name) = id(&object);

@@ -128,6 +128,14 @@ impl GatewayApi {
             .into_iter()
             .all(|k| self.routes_served(k) != Served::Unknown)
     }
+
+    /// Whether every kind (Gateways, GatewayClasses, ListenerSets and
+    /// the routes) has been listed or found not served.
+    pub fn listed(&self) -> bool {
+        self.served
+            .iter()
+            .all(|s| Served::from_u8(s.load(Ordering::Relaxed)) != Served::Unknown)
+    }
 }
 
 /// Starts the watches of a member's Gateways and routes. `routes_changed`
@@ -292,7 +300,7 @@ const KUBEFED_TYPES_GROUP: &str = "types.kubefed.io";
 /// first: a 404 on listing one tries the next; a 404 from every one marks
 /// the kind not served (logged once) and starts again from the first
 /// after [`NOT_SERVED_RETRY`].
-fn spawn_kind<T: Clone + Send + Sync + 'static>(
+fn spawn_kind<T: Clone + PartialEq + Send + Sync + 'static>(
     member: String,
     apis: Vec<Api<DynamicObject>>,
     cache: Arc<FactCache<T>>,
@@ -377,8 +385,9 @@ fn spawn_kind<T: Clone + Send + Sync + 'static>(
                     }
                     watcher::Event::Apply(object) => {
                         let (ns, name) = id(&object);
-                        cache.apply(&ns, &name, facts(&object));
-                        on_change(ns, name);
+                        if cache.apply(&ns, &name, facts(&object)) {
+                            on_change(ns, name);
+                        }
                     }
                     watcher::Event::Delete(object) => {
                         let (ns, name) = id(&object);
