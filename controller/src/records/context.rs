@@ -354,6 +354,15 @@ impl RecordContext {
         }
     }
 
+    /// Whether DNSEndpoint `namespace/name` is stored and owned by the
+    /// object of `uid`: a [`Pass::Preview`] computes nothing otherwise.
+    pub(super) fn owns_endpoint(&self, namespace: &str, name: &str, uid: Option<&str>) -> bool {
+        let Some(uid) = uid else { return false };
+        self.endpoints
+            .get(&ObjectRef::new(name).within(namespace))
+            .is_some_and(|current| current.owner_references().iter().any(|o| o.uid == uid))
+    }
+
     /// [`Pass::Preview`]'s end: `endpoints`, when they change the stored
     /// DNSEndpoint `namespace/name` that `owner` owns, are proposed to the
     /// publisher of this process (leader only); nothing is written, and a

@@ -35,6 +35,10 @@ pub(super) async fn reconcile_ingress(
     if record.metadata.deletion_timestamp.is_some() {
         return Ok(());
     }
+    // Only a DNSEndpoint the record owns already is previewed.
+    if pass == Pass::Preview && !ctx.owns_endpoint(namespace, &endpoint_name, record.metadata.uid.as_deref()) {
+        return Ok(());
+    }
     let generation = record.metadata.generation;
     let mut old_status = record.status.clone().unwrap_or_default();
     // The record cache keeps `status.dns` apart (see `PublishedShards`).

@@ -153,6 +153,10 @@ pub(super) async fn reconcile_route(
     if record.metadata.deletion_timestamp.is_some() {
         return Ok(());
     }
+    // Only a DNSEndpoint the record owns already is previewed.
+    if pass == Pass::Preview && !ctx.owns_endpoint(namespace, &endpoint_name, record.metadata.uid.as_deref()) {
+        return Ok(());
+    }
     let kind = record.spec.route_kind;
     let generation = record.metadata.generation;
     let mut old_status = record.status.clone().unwrap_or_default();

@@ -63,14 +63,14 @@ pub async fn run_workers(ctx: Arc<RecordContext>, queue: Queue, workers: usize) 
     let mut last_logged: Option<Instant> = None;
     let mut unlogged = 0usize;
     // Records of a large batch, previewed before they are scheduled.
-    let mut previews: VecDeque<(RecordKey, Instant)> = VecDeque::new();
+    let mut previews = Previews::default();
     loop {
         add_work(&ctx, &mut schedule, &mut previews, queue.take_now());
         while in_flight.len() < workers {
             let Some(planned) = schedule.next() else { break };
             in_flight.push(reconcile(ctx.clone(), planned));
         }
-        if in_flight.is_empty() && previews.is_empty() {
+        if in_flight.is_empty() && previews.waiting.is_empty() {
             let work = queue.take().await;
             add_work(&ctx, &mut schedule, &mut previews, work);
             continue;
@@ -86,7 +86,7 @@ pub async fn run_workers(ctx: Arc<RecordContext>, queue: Queue, workers: usize) 
             // Previews before the reconciles in flight: they are what
             // changes the answers (the reconciles in flight wait for the
             // API server meanwhile, a chunk at a time).
-            () = std::future::ready(()), if !previews.is_empty() => {
+            () = std::future::ready(()), if !previews.waiting.is_empty() => {
                 preview_some(&ctx, &mut schedule, &mut previews).await;
                 continue;
             }
@@ -126,19 +126,42 @@ pub async fn run_workers(ctx: Arc<RecordContext>, queue: Queue, workers: usize) 
     }
 }
 
-/// Previews the next [`PREVIEW_CHUNK`] records of `previews` (one being
-/// reconciled now is not: its next reconcile follows anyway), then
-/// schedules their full reconciles.
-async fn preview_some(ctx: &RecordContext, schedule: &mut Schedule, previews: &mut VecDeque<(RecordKey, Instant)>) {
-    let count = previews.len().min(PREVIEW_CHUNK);
-    let chunk: Vec<(RecordKey, Instant)> = previews.drain(..count).collect();
+/// Records waiting for their preview, and how the previews since the
+/// queue was last empty went (for the log).
+#[derive(Default)]
+struct Previews {
+    waiting: VecDeque<(RecordKey, Instant)>,
+    /// When the first of them was taken, and how many were previewed.
+    since: Option<(Instant, usize)>,
+}
+
+/// Previews the next [`PREVIEW_CHUNK`] records waiting, then schedules
+/// their full reconciles. One being reconciled now is not previewed (its
+/// reconcile in flight would publish what it read before the change
+/// after the preview): it runs again first in line when that ends.
+async fn preview_some(ctx: &RecordContext, schedule: &mut Schedule, previews: &mut Previews) {
+    let count = previews.waiting.len().min(PREVIEW_CHUNK);
+    let (running, chunk): (Vec<(RecordKey, Instant)>, Vec<(RecordKey, Instant)>) = previews
+        .waiting
+        .drain(..count)
+        .partition(|(key, _)| schedule.is_running(key));
+    let (started, done) = previews.since.get_or_insert_with(|| (Instant::now(), 0));
+    for (key, since) in running {
+        schedule.rerun_first(key, since);
+    }
     for (key, since) in &chunk {
-        if schedule.is_running(key) {
-            continue;
-        }
+        *done += 1;
         if let Err(e) = reconcile_key(ctx, key, *since, Pass::Preview).await {
             tracing::debug!(record = %key.id(), error = %e, "preview failed; the full reconcile follows");
         }
+    }
+    if previews.waiting.is_empty() {
+        tracing::debug!(
+            records = *done,
+            took_ms = started.elapsed().as_millis() as u64,
+            "previewed a change that reached many records; their full reconciles follow"
+        );
+        previews.since = None;
     }
     schedule.add_changes(chunk);
     // The publisher and the watches share this runtime's threads.
@@ -147,14 +170,12 @@ async fn preview_some(ctx: &RecordContext, schedule: &mut Schedule, previews: &m
 
 /// Puts what was taken from the queue into the schedule; a full pass
 /// covers every record the caches hold now. A batch of at least
-/// [`PREVIEW_BATCH`] records goes to `previews` first (leader only: only
-/// the leader's proposals are published).
-fn add_work(
-    ctx: &RecordContext,
-    schedule: &mut Schedule,
-    previews: &mut VecDeque<(RecordKey, Instant)>,
-    work: Vec<Work>,
-) {
+/// [`PREVIEW_BATCH`] records goes to `previews` first, on the leader
+/// (only its proposals are published) once every member is listed: the
+/// batches of a start or of a member listed again (every object new to
+/// the caches) would be computed twice for nothing, their DNSEndpoints
+/// missing or unchanged.
+fn add_work(ctx: &RecordContext, schedule: &mut Schedule, previews: &mut Previews, work: Vec<Work>) {
     let mut changes: Vec<(RecordKey, Instant)> = Vec::new();
     for work in work {
         match work {
@@ -188,8 +209,15 @@ fn add_work(
             }
         }
     }
-    if changes.len() >= PREVIEW_BATCH && ctx.is_leader() {
-        previews.extend(changes);
+    let previewed = changes.len() >= PREVIEW_BATCH
+        && ctx.is_leader()
+        && ctx
+            .registry
+            .members()
+            .iter()
+            .all(|member| member.is_synced() && member.gateway_api.listed());
+    if previewed {
+        previews.waiting.extend(changes);
     } else if !changes.is_empty() {
         schedule.add_changes(changes);
     }
