@@ -126,6 +126,9 @@ pub async fn run_workers(ctx: Arc<RecordContext>, queue: Queue, workers: usize) 
     }
 }
 
+/// A record and when its change was seen.
+type Change = (RecordKey, Instant);
+
 /// Records waiting for their preview, and how the previews since the
 /// queue was last empty went (for the log).
 #[derive(Default)]
@@ -141,7 +144,7 @@ struct Previews {
 /// after the preview): it runs again first in line when that ends.
 async fn preview_some(ctx: &RecordContext, schedule: &mut Schedule, previews: &mut Previews) {
     let count = previews.waiting.len().min(PREVIEW_CHUNK);
-    let (running, chunk): (Vec<(RecordKey, Instant)>, Vec<(RecordKey, Instant)>) = previews
+    let (running, chunk): (Vec<Change>, Vec<Change>) = previews
         .waiting
         .drain(..count)
         .partition(|(key, _)| schedule.is_running(key));
