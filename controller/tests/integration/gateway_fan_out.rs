@@ -119,8 +119,8 @@ async fn a_gateway_change_reaching_many_routes_is_previewed_then_written() {
         assert!(settle.elapsed() < Duration::from_secs(30), "DNSEndpoints not written");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let previews = || metric(metrics_port, "fedns_dnsendpoint_previews_total").unwrap_or(0.0);
-    let before = previews();
+    let previews = || metric(metrics_port, "fedns_dnsendpoint_previews_total");
+    let before = previews().await;
 
     // a's Gateway moves: every route follows, previewed.
     set_gateway_address(&federation, "a", "203.0.113.90");
@@ -129,7 +129,7 @@ async fn a_gateway_change_reaching_many_routes_is_previewed_then_written() {
         answers(dns_port).iter().all(|a| *a == moved)
     })
     .await;
-    let previewed = previews() - before;
+    let previewed = previews().await - before;
     println!("{ROUTES} routes moved in {took:?}; {previewed} DNSEndpoints previewed");
     assert!(previewed >= 1.0, "the change was previewed ({previewed})");
     let written = Instant::now();
@@ -163,14 +163,14 @@ async fn a_gateway_change_reaching_many_routes_is_previewed_then_written() {
     federation.stop();
 }
 
-/// A metric's value from the controller's `/metrics`.
-fn metric(port: u16, name: &str) -> Option<f64> {
-    let out = std::process::Command::new("curl")
-        .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
+/// A metric's value from the controller's `/metrics` (0 when absent).
+async fn metric(port: u16, name: &str) -> f64 {
+    // Through the tests' own HTTP client: a fresh machine has no curl
+    // (the fresh-machine rehearsal found this test relying on it).
+    let (code, body) = http_get(&format!("http://127.0.0.1:{port}/metrics")).await;
+    assert_eq!(code, 200, "/metrics answered {code}: {body}");
+    body.lines()
         .find(|l| l.split_whitespace().next() == Some(name))
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0.0)
 }
