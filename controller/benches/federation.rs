@@ -56,28 +56,25 @@ fn free_port() -> u16 {
     fedns_loopback::ports::free_loopback_port().expect("a free loopback port for the controller")
 }
 
-/// The A records of `name`, sorted (empty on NXDOMAIN or timeout).
-fn query_a(port: u16, name: &str) -> Vec<String> {
-    let mut message = Message::new(1, MessageType::Query, OpCode::Query);
+/// An A query for `name` with message id `id`, as octets. EDNS with
+/// 4,096 octets: 50 members' A records (800 octets) do not fit the 512
+/// octets of a plain DNS message, whose answer is TC.
+fn a_query(id: u16, name: &str) -> Vec<u8> {
+    let mut message = Message::new(id, MessageType::Query, OpCode::Query);
+    // The names are the bench's own (`r<i>.example.com`, `svc-<i>...`):
+    // always valid, and a valid query always encodes.
     message.add_query(Query::query(
-        Name::from_ascii(format!("{name}.")).unwrap(),
+        Name::from_ascii(format!("{name}.")).expect("a bench name is a valid DNS name"),
         RecordType::A,
     ));
-    // EDNS with 4,096 octets: 50 members' A records (800 octets) do not
-    // fit the 512 octets of a plain DNS message, whose answer is TC.
     let mut edns = Edns::new();
     edns.set_max_payload(4096);
     message.set_edns(edns);
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-    socket.send_to(&message.to_vec().unwrap(), ("127.0.0.1", port)).unwrap();
-    let mut buf = [0u8; 4096];
-    let Ok((len, _)) = socket.recv_from(&mut buf) else {
-        return Vec::new();
-    };
-    let Ok(response) = Message::from_vec(&buf[..len]) else {
-        return Vec::new();
-    };
+    message.to_vec().expect("a query for a valid name encodes")
+}
+
+/// The A records of `response`, sorted.
+fn sorted_a(response: &Message) -> Vec<String> {
     let mut out: Vec<String> = response
         .answers
         .iter()
@@ -88,6 +85,32 @@ fn query_a(port: u16, name: &str) -> Vec<String> {
     out
 }
 
+/// A UDP socket on loopback that waits `timeout` for each answer; the
+/// bench cannot measure anything without one, so it stops with the reason.
+fn query_socket(timeout: Duration) -> UdpSocket {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("a loopback UDP socket for the bench's queries");
+    socket
+        .set_read_timeout(Some(timeout))
+        .expect("a non-zero read timeout is accepted");
+    socket
+}
+
+/// The A records of `name`, sorted (empty on NXDOMAIN or timeout).
+fn query_a(port: u16, name: &str) -> Vec<String> {
+    let socket = query_socket(Duration::from_millis(500));
+    if socket.send_to(&a_query(1, name), ("127.0.0.1", port)).is_err() {
+        return Vec::new();
+    }
+    let mut buf = [0u8; 4096];
+    let Ok((len, _)) = socket.recv_from(&mut buf) else {
+        return Vec::new();
+    };
+    let Ok(response) = Message::from_vec(&buf[..len]) else {
+        return Vec::new();
+    };
+    sorted_a(&response)
+}
+
 /// The A records of each of `names` (as [`query_a`]), asked 64 at a time
 /// from one socket: each batch's queries sent, then its answers read
 /// until each came or 500 ms passed (an unanswered name gets none). A sweep over 2,000
@@ -95,8 +118,7 @@ fn query_a(port: u16, name: &str) -> Vec<String> {
 /// that a busy machine stretches to seconds, so the time a change is seen
 /// is the answers' and not the sweep's.
 fn query_many(port: u16, names: &[&str]) -> Vec<Vec<String>> {
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let socket = query_socket(Duration::from_millis(50));
     let mut out: Vec<Option<Vec<String>>> = vec![None; names.len()];
     let mut buf = [0u8; 4096];
     // 64 queries in flight at most: their answers (about 900 octets each
@@ -107,15 +129,8 @@ fn query_many(port: u16, names: &[&str]) -> Vec<Vec<String>> {
     let names = &names[..names.len().min(usize::from(u16::MAX) + 1)];
     for (batch, chunk) in names.chunks(IN_FLIGHT).enumerate() {
         for (i, name) in chunk.iter().enumerate() {
-            let mut message = Message::new((batch * IN_FLIGHT + i) as u16, MessageType::Query, OpCode::Query);
-            message.add_query(Query::query(
-                Name::from_ascii(format!("{name}.")).unwrap(),
-                RecordType::A,
-            ));
-            let mut edns = Edns::new();
-            edns.set_max_payload(4096);
-            message.set_edns(edns);
-            let _ = socket.send_to(&message.to_vec().unwrap(), ("127.0.0.1", port));
+            let query = a_query((batch * IN_FLIGHT + i) as u16, name);
+            let _ = socket.send_to(&query, ("127.0.0.1", port));
         }
         let started = Instant::now();
         let mut left = chunk.len();
@@ -130,14 +145,7 @@ fn query_many(port: u16, names: &[&str]) -> Vec<Vec<String>> {
                 continue;
             };
             if slot.is_none() {
-                let mut answer: Vec<String> = response
-                    .answers
-                    .iter()
-                    .filter(|r| r.record_type() == RecordType::A)
-                    .map(|r| r.data.to_string())
-                    .collect();
-                answer.sort();
-                *slot = Some(answer);
+                *slot = Some(sorted_a(&response));
                 left -= 1;
             }
         }
