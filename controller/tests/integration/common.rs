@@ -216,7 +216,6 @@ fn take_last_seen() -> Option<String> {
     LAST_SEEN.with(|last| last.borrow_mut().take())
 }
 
-/// `dig +short` answers (sorted), over UDP or TCP.
 /// `fedns controller` against the federation in `dir` (its
 /// `host.kubeconfig`), DNS on 127.0.0.1:`dns_port`, metrics on
 /// 127.0.0.1:`metrics_port`, then `extra` arguments.
@@ -237,6 +236,8 @@ pub fn spawn_controller(dir: &Path, dns_port: u16, metrics_port: u16, extra: &[&
     spawn_fedns(&args)
 }
 
+/// `dig +short` answers (sorted), over UDP or TCP. A timeout reads as no
+/// answer; [`dig_reply`] tells the two apart.
 pub fn dig(port: u16, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
     let mut command = Command::new("dig");
     command.args([
@@ -287,6 +288,40 @@ pub fn dig_section(port: u16, name: &str, rtype: &str, section: &str) -> Vec<Str
         .filter(|l| !l.is_empty() && !l.starts_with(';'))
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect()
+}
+
+/// One UDP query (1 s, one try): `Some((RCODE, sorted answer data))`, or
+/// `None` when no reply came in time. For checks that must not read a
+/// timeout under load as an empty answer.
+pub fn dig_reply(port: u16, name: &str, rtype: &str) -> Option<(String, Vec<String>)> {
+    let out = Command::new("dig")
+        .args([
+            "+noall",
+            "+comments",
+            "+answer",
+            "+time=1",
+            "+tries=1",
+            "-p",
+            &port.to_string(),
+            "@127.0.0.1",
+            name,
+            rtype,
+        ])
+        .output()
+        .expect("dig (Debian bind9-dnsutils) must be installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let status = text
+        .lines()
+        .find_map(|l| l.split("status: ").nth(1))
+        .map(|s| s.split(',').next().unwrap_or_default().to_owned());
+    let mut answers: Vec<String> = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect();
+    answers.sort();
+    saw(format!("dig -p {port} {name} {rtype}: {status:?} {answers:?}"));
+    status.map(|status| (status, answers))
 }
 
 /// The RCODE `dig` reports (`NOERROR`, `NXDOMAIN`, ...), or "" on timeout.
