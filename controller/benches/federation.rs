@@ -212,9 +212,7 @@ impl Drop for Controller {
         // Under WRAP the profiler writes its file only when it is asked
         // to stop (SIGINT), not when killed: ask, and give it 30 s.
         if std::env::var_os("WRAP").is_some_and(|w| !w.is_empty()) {
-            let _ = Command::new("kill")
-                .args(["-INT", "--", &format!("-{}", self.0.id())])
-                .status();
+            signal_group(&self.0, nix::sys::signal::Signal::SIGINT);
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
                 std::thread::sleep(Duration::from_millis(100));
@@ -222,12 +220,19 @@ impl Drop for Controller {
         }
         // The whole process group: under WRAP the controller is a child
         // of the wrapper.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.0.id())])
-            .status();
+        signal_group(&self.0, nix::sys::signal::Signal::SIGKILL);
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Sends `signal` to the process group `child` leads (the controller, or
+/// a profiler and the controller under it). A group already gone is no
+/// error: the controller may have exited on its own. Through the kill(2)
+/// call, not a `kill` program a fresh machine may not have.
+fn signal_group(child: &std::process::Child, signal: nix::sys::signal::Signal) {
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::killpg(group, signal);
 }
 
 impl Controller {
@@ -235,9 +240,7 @@ impl Controller {
     /// then SIGKILL after 30 s. Returns how long it took to exit.
     fn terminate(mut self) -> Duration {
         let asked = Instant::now();
-        let _ = Command::new("kill")
-            .args(["-TERM", "--", &format!("-{}", self.0.id())])
-            .status();
+        signal_group(&self.0, nix::sys::signal::Signal::SIGTERM);
         while asked.elapsed() < Duration::from_secs(30) && matches!(self.0.try_wait(), Ok(None)) {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -471,13 +474,32 @@ fn latency_and_failover(runtime: &tokio::runtime::Runtime) -> Latency {
     }
 }
 
-/// A gauge's value from the controller's `/metrics` (read with curl).
+/// A metric's value from the controller's `/metrics`: `None` when the
+/// scrape fails (within 5 s) or the metric is absent.
+///
+/// Read with hyper's client on a runtime of its own (the callers are
+/// plain threads polling), not curl: a fresh machine has no curl, and
+/// `bench/controller.sh` does not install it.
 fn metric(port: u16, name: &str) -> Option<f64> {
-    let out = Command::new("curl")
-        .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
-        .output()
+    use http_body_util::BodyExt;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .ok()?;
-    String::from_utf8_lossy(&out.stdout)
+    let body = runtime.block_on(async {
+        let client: hyper_util::client::legacy::Client<_, http_body_util::Empty<bytes::Bytes>> =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+        let url = format!("http://127.0.0.1:{port}/metrics").parse().ok()?;
+        let scrape = async {
+            let response = client.get(url).await.ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            response.into_body().collect().await.ok().map(|b| b.to_bytes())
+        };
+        tokio::time::timeout(Duration::from_secs(5), scrape).await.ok()?
+    })?;
+    String::from_utf8_lossy(&body)
         .lines()
         .find(|l| l.split_whitespace().next() == Some(name))
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
