@@ -420,6 +420,23 @@ pub async fn http_get(url: &str) -> (u16, String) {
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// A metric's value from a controller's `/metrics` on 127.0.0.1:`port`,
+/// its labelled series summed (0 when absent). A failed scrape fails the
+/// test: reading it as 0 would hide what was measured.
+pub async fn metric(port: u16, name: &str) -> f64 {
+    // Through the tests' own HTTP client: a fresh machine has no curl.
+    let (code, body) = http_get(&format!("http://127.0.0.1:{port}/metrics")).await;
+    assert_eq!(code, 200, "/metrics answered {code}: {body}");
+    body.lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|series| series == name || series.strip_prefix(name).is_some_and(|l| l.starts_with('{')))
+        })
+        .filter_map(|l| l.split_whitespace().last()?.parse::<f64>().ok())
+        .sum()
+}
+
 /// An HTTP CONNECT proxy on loopback (as one in front of a member's API
 /// server, Karmada's `spec.proxyURL`), built on hyper's upgrades. It only
 /// tunnels to 127.0.0.1 and counts the tunnels it opened.

@@ -326,15 +326,3 @@ async fn a_hostile_tenant_in_a_previewed_fan_out_changes_no_other_answer() {
     }
     federation.stop();
 }
-
-/// A metric's value from the controller's `/metrics` (0 when absent).
-async fn metric(port: u16, name: &str) -> f64 {
-    // Through the tests' own HTTP client: a fresh machine has no curl
-    // (the fresh-machine rehearsal found this test relying on it).
-    let (code, body) = http_get(&format!("http://127.0.0.1:{port}/metrics")).await;
-    assert_eq!(code, 200, "/metrics answered {code}: {body}");
-    body.lines()
-        .find(|l| l.split_whitespace().next() == Some(name))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0.0)
-}

@@ -15,6 +15,7 @@ use fedns_providers::source::pending::PendingEndpoints;
 use super::host_caches::{reflect, reflect_records, reflect_spec_changes, Changed, Reflected};
 use crate::queue::{Queue, RecordKey};
 use crate::records;
+use crate::records::domain_fields::{Reach, RecordReads};
 
 /// The host caches, each listed once, and what their changes notify.
 pub(super) struct HostObjects {
@@ -90,19 +91,20 @@ pub(super) async fn host_caches(host: &kube::Client, namespace: &str, queue: &Qu
     });
     // Every record reads its Domain's spec, none its status, which the
     // publisher rewrites after every publish (the serial): only spec
-    // changes requeue every record, and of those only the ones to fields
-    // a record reads (see `records::domain_fields`).
+    // changes requeue records, and of those only the records the edited
+    // fields reach (see `records::domain_fields`).
     let domains = reflect_spec_changes(Api::<Domain>::namespaced(host.clone(), namespace), {
         let queue = queue.clone();
         let auto = auto_changed.clone();
-        let read = std::sync::Mutex::new(std::collections::HashMap::<String, u64>::new());
+        let stores = (services.store.clone(), ingresses.store.clone(), routes.store.clone());
+        let read = std::sync::Mutex::new(std::collections::HashMap::<String, RecordReads>::new());
         move |change: Changed<'_, Domain>| {
             let mut read = read.lock().unwrap_or_else(|e| e.into_inner());
-            let unchanged = match change {
+            let reach = match change {
                 Changed::Spec(domain) if domain.metadata.deletion_timestamp.is_none() => {
                     let id = format!("{}/{}", domain.namespace().unwrap_or_default(), domain.name_any());
-                    let fields = records::domain_fields::read_by_records(domain);
-                    read.insert(id, fields) == Some(fields)
+                    let now = RecordReads::of(domain);
+                    now.reach_since(read.insert(id, now).as_ref())
                 }
                 Changed::Spec(domain) | Changed::Deleted(domain) => {
                     read.remove(&format!(
@@ -110,16 +112,21 @@ pub(super) async fn host_caches(host: &kube::Client, namespace: &str, queue: &Qu
                         domain.namespace().unwrap_or_default(),
                         domain.name_any()
                     ));
-                    false
+                    Reach::every()
                 }
-                Changed::Gone => false,
+                Changed::Gone => Reach::every(),
             };
-            if unchanged {
+            drop(read);
+            if reach.is_none() {
                 // A setting only the publisher reads (SOA timers, name
                 // servers, transfers, DNSSEC): no record changes.
                 return;
             }
-            queue.push_all();
+            if reach.every {
+                queue.push_all();
+            } else {
+                queue.push_many(reached_records(&stores, reach));
+            }
             auto.notify_one();
         }
     });
@@ -177,5 +184,124 @@ pub(super) async fn host_caches(host: &kube::Client, namespace: &str, queue: &Qu
         publisher_changed,
         pending,
         published,
+    }
+}
+
+/// The records a Domain edit of `reach` (less than every record) can
+/// change: those with `spec.routing` for a regions edit, those with
+/// `spec.healthCheck` for a `probeAllowedNetworks` edit.
+fn reached_records(
+    (services, ingresses, routes): &(
+        kube::runtime::reflector::Store<ServiceDNSRecord>,
+        kube::runtime::reflector::Store<IngressDNSRecord>,
+        kube::runtime::reflector::Store<RouteDNSRecord>,
+    ),
+    reach: Reach,
+) -> Vec<RecordKey> {
+    fn keys_of<K: kube::Resource<DynamicType = ()> + Clone + 'static>(
+        store: &kube::runtime::reflector::Store<K>,
+        reached: impl Fn(&K) -> bool,
+        key: impl Fn(String, String) -> RecordKey,
+    ) -> impl Iterator<Item = RecordKey> {
+        store
+            .state()
+            .into_iter()
+            .filter(move |r| reached(r))
+            .map(move |r| key(r.namespace().unwrap_or_default(), r.name_any()))
+    }
+    keys_of(
+        services,
+        |r| reach.reaches(r.spec.routing.is_some(), r.spec.health_check.is_some()),
+        RecordKey::Service,
+    )
+    .chain(keys_of(
+        ingresses,
+        |r| reach.reaches(r.spec.routing.is_some(), r.spec.health_check.is_some()),
+        RecordKey::Ingress,
+    ))
+    .chain(keys_of(
+        routes,
+        |r| reach.reaches(r.spec.routing.is_some(), r.spec.health_check.is_some()),
+        RecordKey::Route,
+    ))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::{reflector, watcher};
+
+    fn store_of<K>(objects: Vec<serde_json::Value>) -> reflector::Store<K>
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + 'static,
+    {
+        let (reader, mut writer) = reflector::store::<K>();
+        for object in objects {
+            writer.apply_watcher_event(&watcher::Event::Apply(serde_json::from_value(object).unwrap()));
+        }
+        reader
+    }
+
+    fn record(kind: &str, name: &str, spec: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "multiclusterdns.fedns.io/v1alpha1", "kind": kind,
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": spec,
+        })
+    }
+
+    #[test]
+    fn a_domain_edit_reaches_the_records_that_read_what_changed() {
+        let routing = serde_json::json!({"policy": "Nearest"});
+        let check = serde_json::json!({"protocol": "HTTP"});
+        let stores = (
+            store_of::<ServiceDNSRecord>(vec![
+                record("ServiceDNSRecord", "plain", serde_json::json!({"domainRef": "myfed"})),
+                record(
+                    "ServiceDNSRecord",
+                    "routed",
+                    serde_json::json!({"domainRef": "myfed", "routing": routing}),
+                ),
+                record(
+                    "ServiceDNSRecord",
+                    "probed",
+                    serde_json::json!({"domainRef": "myfed", "healthCheck": check}),
+                ),
+            ]),
+            store_of::<IngressDNSRecord>(vec![
+                record(
+                    "IngressDNSRecord",
+                    "plain",
+                    serde_json::json!({"hosts": ["a.example.com"]}),
+                ),
+                record(
+                    "IngressDNSRecord",
+                    "routed",
+                    serde_json::json!({"hosts": ["b.example.com"], "routing": routing}),
+                ),
+            ]),
+            store_of::<RouteDNSRecord>(vec![
+                record("RouteDNSRecord", "plain", serde_json::json!({})),
+                record("RouteDNSRecord", "probed", serde_json::json!({"healthCheck": check})),
+            ]),
+        );
+        let ids = |reach: Reach| {
+            let mut ids: Vec<String> = reached_records(&stores, reach).iter().map(RecordKey::id).collect();
+            ids.sort();
+            ids
+        };
+        let regions = Reach {
+            routed: true,
+            ..Reach::default()
+        };
+        assert_eq!(ids(regions), ["ingress:ns/routed", "service:ns/routed"]);
+        let networks = Reach {
+            probed: true,
+            ..Reach::default()
+        };
+        assert_eq!(ids(networks), ["route:ns/probed", "service:ns/probed"]);
+        assert_eq!(ids(Reach::every()).len(), 7);
+        assert!(ids(Reach::default()).is_empty());
     }
 }
