@@ -624,7 +624,17 @@ fn changes_at_scale(
         match wait_for(Duration::from_secs(60), || query_a(port, &global).contains(&ip)) {
             Some(took) => {
                 samples.push(took);
-                let (to_write, writes) = match (before, written()) {
+                // A record's DNSEndpoint is published as soon as it is
+                // computed, before its write returns and is counted: wait
+                // (up to 10 s) for the count so the split is known.
+                let mut after = written();
+                if let Some((_, c0)) = before {
+                    wait_every(Duration::from_secs(10), Duration::from_millis(20), || {
+                        after = written();
+                        after.is_some_and(|(_, c1)| c1 > c0)
+                    });
+                }
+                let (to_write, writes) = match (before, after) {
                     (Some((s0, c0)), Some((s1, c1))) if c1 > c0 => {
                         (Some(Duration::from_secs_f64(((s1 - s0) / (c1 - c0)).max(0.0))), c1 - c0)
                     }
@@ -654,6 +664,11 @@ fn changes_at_scale(
     );
     if let Some((took, to_write, writes, at)) = split.iter().max_by_key(|(took, _, _, _)| *took) {
         let waited = match to_write {
+            Some(w) if *writes == 1.0 && w >= took => format!(
+                "answered before its DNSEndpoint write returned ({:.0} ms after the member change): \
+                 the time went before the write (member watch, record queue, reconcile) or in the publisher",
+                w.as_secs_f64() * 1e3
+            ),
             Some(w) if *writes == 1.0 => format!(
                 "{:.0} ms until the DNSEndpoint was written (member watch, record queue, reconcile), \
                  {:.0} ms after it (publisher watch, plan, zone update)",
