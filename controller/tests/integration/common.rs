@@ -326,26 +326,9 @@ pub fn dig_reply(port: u16, name: &str, rtype: &str) -> Option<(String, Vec<Stri
 
 /// The RCODE `dig` reports (`NOERROR`, `NXDOMAIN`, ...), or "" on timeout.
 pub fn dig_status(port: u16, name: &str, rtype: &str) -> String {
-    let out = Command::new("dig")
-        .args([
-            "+time=1",
-            "+tries=1",
-            "-p",
-            &port.to_string(),
-            "@127.0.0.1",
-            name,
-            rtype,
-        ])
-        .output()
-        .expect("dig");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let status = text
-        .lines()
-        .find_map(|l| l.split("status: ").nth(1))
-        .map(|s| s.split(',').next().unwrap_or_default().to_owned())
-        .unwrap_or_default();
-    saw(format!("dig -p {port} {name} {rtype}: status {status:?}"));
-    status
+    dig_reply(port, name, rtype)
+        .map(|(status, _)| status)
+        .unwrap_or_default()
 }
 
 /// How long [`eventually`] waits: a generous bound, far above any period
