@@ -22,7 +22,7 @@ use crate::store::resources::ResourceInfo;
 use crate::store::selectors::{FieldSelector, LabelSelector};
 use crate::store::{filter_event, Filter, PatchKind, Target};
 
-fn json_response(code: StatusCode, value: &Value) -> Response<Body> {
+fn json_response(code: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
     let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
     Response::builder()
         .status(code)
@@ -401,7 +401,7 @@ async fn resource(
             let limit = query.get("limit").and_then(|l| l.parse().ok());
             Ok(json_response(
                 StatusCode::OK,
-                &store.list(&info, &filter, limit, query.get("continue"))?,
+                &store.list_page(&info, &filter, limit, query.get("continue"))?,
             ))
         }
         (Method::POST, None) => {
@@ -447,8 +447,16 @@ async fn resource(
     }
 }
 
-fn event_line(kind: &str, object: &Value) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+fn event_line(kind: &str, object: &impl serde::Serialize) -> Bytes {
+    /// A watch event (`{"type","object"}`), serialized without a copy of
+    /// its object (which `json!` would make).
+    #[derive(serde::Serialize)]
+    struct Line<'a, T> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        object: &'a T,
+    }
+    let mut line = serde_json::to_vec(&Line { kind, object }).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
 }
@@ -507,7 +515,7 @@ fn watch(
     tokio::spawn(async move {
         let mut last_rv = start.rv;
         for (kind, object) in &start.initial {
-            if tx.send(event_line(kind.as_str(), object)).await.is_err() {
+            if tx.send(event_line(kind.as_str(), &**object)).await.is_err() {
                 return;
             }
         }
@@ -527,7 +535,7 @@ fn watch(
                     Ok(event) => {
                         last_rv = event.rv;
                         match filter_event(&info, &filter, &event) {
-                            Some((kind, object)) => event_line(kind.as_str(), &object),
+                            Some((kind, object)) => event_line(kind.as_str(), &*object),
                             None => continue,
                         }
                     }

@@ -19,7 +19,7 @@ mod write;
 
 use meta::meta;
 pub use meta::now_rfc3339;
-pub use read::filter_event;
+pub use read::{filter_event, ListPage};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -27,7 +27,9 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))
     }
 
-    /// LIST with selectors and `limit`/`continue` paging.
+    /// LIST with selectors and `limit`/`continue` paging, as a JSON
+    /// value (a copy of every object on the page; [`Store::list_page`]
+    /// shares them instead).
     ///
     /// # Errors
     /// BadRequest for a malformed continue token.
@@ -38,6 +40,28 @@ impl Store {
         limit: Option<usize>,
         continue_token: Option<&str>,
     ) -> Result<Value, ApiError> {
+        let page = self.list_page(info, filter, limit, continue_token)?;
+        serde_json::to_value(&page).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// LIST with selectors and `limit`/`continue` paging: the page's
+    /// objects shared with the store, not copied, so the lock is held only
+    /// to pick them; the copy is made by serializing the page, without the
+    /// lock. The API server's watch cache does alike (it keeps each
+    /// object's encoding); a list that copied every object under the lock
+    /// took 13 s of one core for the host's 40,000 records and
+    /// DNSEndpoints at 1,000,000 shards, while every other request of that
+    /// cluster waited.
+    ///
+    /// # Errors
+    /// BadRequest for a malformed continue token.
+    pub fn list_page(
+        &self,
+        info: &ResourceInfo,
+        filter: &Filter,
+        limit: Option<usize>,
+        continue_token: Option<&str>,
+    ) -> Result<ListPage, ApiError> {
         use base64::Engine;
         let inner = self.lock();
         let after: Option<Key> = match continue_token.filter(|t| !t.is_empty()) {
@@ -71,7 +95,7 @@ impl Store {
             if !filter.matches(object) {
                 continue;
             }
-            items.push(Self::with_version(info, object));
+            items.push(object.clone());
             if limit.is_some_and(|l| l > 0 && items.len() == l) {
                 next = Some(key.clone());
                 break;
@@ -100,12 +124,12 @@ impl Store {
                 }
             }
         }
-        Ok(json!({
-            "apiVersion": info.api_version(),
-            "kind": format!("{}List", info.kind),
-            "metadata": metadata,
-            "items": items,
-        }))
+        Ok(ListPage {
+            api_version: info.api_version(),
+            kind: info.kind.clone(),
+            metadata,
+            items,
+        })
     }
 
     /// Starts a watch: events after `since` (replayed from history), or the
@@ -130,7 +154,7 @@ impl Store {
             None => {
                 if let Some(c) = inner.collections.get(&collection) {
                     for object in c.values().filter(|o| filter.matches(o)) {
-                        events.push((EventKind::Added, Arc::new(Self::with_version(info, object))));
+                        events.push((EventKind::Added, object.clone()));
                     }
                 }
             }
@@ -158,6 +182,8 @@ impl Store {
 
 /// What a watcher with `filter` sees of `event`: objects moving into the
 /// selection are ADDED, out of it DELETED (as the real watch cache does).
+/// The object is the one stored, shared (a copy per event and watcher
+/// cost the emulator more than the watch's encoding).
 pub fn filter_event(info: &ResourceInfo, filter: &Filter, event: &Event) -> Option<(EventKind, Arc<Value>)> {
     if event.collection != info.collection() {
         return None;
@@ -172,5 +198,33 @@ pub fn filter_event(info: &ResourceInfo, filter: &Filter, event: &Event) -> Opti
         (EventKind::Modified, true, false) => EventKind::Deleted,
         _ => return None,
     };
-    Some((kind, Arc::new(Store::with_version(info, &event.object))))
+    Some((kind, event.object.clone()))
+}
+
+/// One page of a LIST (`{"apiVersion","kind":"<Kind>List","metadata","items"}`),
+/// its items shared with the store (which keeps each object with its
+/// `apiVersion` and `kind`: every write sets them).
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    /// The resource's apiVersion (`group/version`, or `v1` for the core group).
+    pub api_version: String,
+    /// The resource's kind (the list's kind is `<kind>List`).
+    pub kind: String,
+    /// `resourceVersion`, and `continue`/`remainingItemCount` after a full page.
+    pub metadata: Value,
+    /// The objects as stored.
+    pub items: Vec<Arc<Value>>,
+}
+
+impl serde::Serialize for ListPage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let items: Vec<&Value> = self.items.iter().map(|object| &**object).collect();
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("apiVersion", &self.api_version)?;
+        map.serialize_entry("kind", &format!("{}List", self.kind))?;
+        map.serialize_entry("metadata", &self.metadata)?;
+        map.serialize_entry("items", &items)?;
+        map.end()
+    }
 }

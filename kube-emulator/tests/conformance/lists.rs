@@ -65,3 +65,49 @@ async fn list_pages_without_selectors_count_what_follows() {
     assert_eq!(seen, total);
     t.cleanup().await;
 }
+
+/// On the wire, as kube-apiserver sends them: a list is `<Kind>List` and
+/// each item, like each watch event's object, carries its `apiVersion`
+/// and `kind` (the emulator sends its stored objects as they are, without
+/// a copy: every write stores them with both).
+#[tokio::test]
+async fn listed_and_watched_objects_carry_api_version_and_kind() {
+    let t = target().await;
+    let ns = &t.namespace;
+    let api = t.configmaps();
+    api.create(&PostParams::default(), &configmap("typed-0", &[("typed", "yes")], &[]))
+        .await
+        .unwrap();
+    let get = |uri: String| {
+        let client = t.client.clone();
+        async move {
+            let request = http::Request::get(uri).body(Vec::new()).unwrap();
+            let text = client.request_text(request).await.unwrap();
+            text.lines()
+                .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    let list = get(format!("/api/v1/namespaces/{ns}/configmaps?labelSelector=typed%3Dyes")).await;
+    assert_eq!(list[0]["kind"], "ConfigMapList");
+    assert_eq!(list[0]["apiVersion"], "v1");
+    let item = &list[0]["items"][0];
+    assert_eq!(
+        (&item["apiVersion"], &item["kind"]),
+        (&json!("v1"), &json!("ConfigMap"))
+    );
+    assert_eq!(item["metadata"]["name"], "typed-0");
+    // The initial ADDED of a watch from "0", then the stream's end.
+    let events = get(format!(
+        "/api/v1/namespaces/{ns}/configmaps?watch=true&labelSelector=typed%3Dyes&resourceVersion=0&timeoutSeconds=1"
+    ))
+    .await;
+    let added = events.iter().find(|e| e["type"] == "ADDED").expect("an ADDED event");
+    let object = &added["object"];
+    assert_eq!(
+        (&object["apiVersion"], &object["kind"]),
+        (&json!("v1"), &json!("ConfigMap"))
+    );
+    assert_eq!(object["metadata"]["name"], "typed-0");
+    t.cleanup().await;
+}
