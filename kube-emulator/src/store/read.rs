@@ -182,8 +182,8 @@ impl Store {
 
 /// What a watcher with `filter` sees of `event`: objects moving into the
 /// selection are ADDED, out of it DELETED (as the real watch cache does).
-/// The object is the one stored, shared (a copy per event and watcher
-/// cost the emulator more than the watch's encoding).
+/// The object is the one stored, shared: it was deep-copied per event
+/// and watcher only to be serialized.
 pub fn filter_event(info: &ResourceInfo, filter: &Filter, event: &Event) -> Option<(EventKind, Arc<Value>)> {
     if event.collection != info.collection() {
         return None;
