@@ -775,9 +775,7 @@ impl ZoneStore {
                     return None;
                 };
                 match tree.plan(zone, &change.names, &change.routed) {
-                    Ok(plan) => {
-                        tree.apply(plan);
-                    }
+                    Ok(plan) => tree.apply_unserved(plan),
                     Err(why) => {
                         tracing::debug!(reason = %why.0, "publish in parts not possible; a whole publish is needed");
                         return None;

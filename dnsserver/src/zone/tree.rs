@@ -274,9 +274,15 @@ pub(crate) struct OwnerHashes {
 /// An order-independent hash of one record as given: owner (lower case,
 /// fully qualified), TTL, class, type and RDATA.
 pub(crate) fn record_hash(record: &Record) -> u64 {
+    record_hash_at(&wire_key(&fqdn(record.name.to_lowercase())), record)
+}
+
+/// [`record_hash`] of a record whose owner's key (`wire_key` of the lower
+/// case, fully qualified owner) the caller has already made.
+fn record_hash_at(owner_key: &[u8], record: &Record) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    wire_key(&fqdn(record.name.to_lowercase())).hash(&mut hasher);
+    owner_key.hash(&mut hasher);
     record.ttl.hash(&mut hasher);
     u16::from(record.dns_class).hash(&mut hasher);
     u16::from(record.record_type()).hash(&mut hasher);
@@ -541,11 +547,14 @@ impl Tree {
     /// Why `record` given for `owner` (lower case, fully qualified) in
     /// `zone` cannot be served, if it cannot.
     fn check_record(&self, zone: usize, owner: &Name, record: &Record) -> Result<(), String> {
+        let placed = self.check_owner(zone, owner);
+        self.check_record_at(zone, owner, placed.as_ref().map_err(String::as_str).copied(), record)
+    }
+
+    /// The checks of [`Tree::check_record`] that depend on the owner only:
+    /// the name is inside zone `zone` and no more specific zone holds it.
+    fn check_owner(&self, zone: usize, owner: &Name) -> Result<(), String> {
         let apex = &self.zones[zone].apex;
-        let rtype = record.record_type();
-        if record.dns_class != DNSClass::IN {
-            return Err(format!("class {} is not served; only IN", record.dns_class));
-        }
         if !apex.zone_of(owner) {
             return Err(format!("name is outside zone {apex}"));
         }
@@ -557,6 +566,25 @@ impl Tree {
         {
             return Err(format!("name belongs to the more specific zone {deeper}"));
         }
+        Ok(())
+    }
+
+    /// [`Tree::check_record`] with the owner's checks already made
+    /// (`placed`, from [`Tree::check_owner`]): one owner's many records
+    /// check its placement once.
+    fn check_record_at(
+        &self,
+        zone: usize,
+        owner: &Name,
+        placed: Result<(), &str>,
+        record: &Record,
+    ) -> Result<(), String> {
+        let apex = &self.zones[zone].apex;
+        let rtype = record.record_type();
+        if record.dns_class != DNSClass::IN {
+            return Err(format!("class {} is not served; only IN", record.dns_class));
+        }
+        placed.map_err(str::to_owned)?;
         match rtype {
             RecordType::SOA => return Err("SOA records come from the zone settings".into()),
             RecordType::OPT | RecordType::ANY | RecordType::AXFR | RecordType::IXFR => {
@@ -655,20 +683,28 @@ impl Tree {
                         .map(|(t, s)| (*t, s.clone())),
                 );
             }
+            // The owner's own checks and key, once for all its records.
+            let placed = self.check_owner(zone, &name);
             for record in records {
-                let owner = fqdn(record.name.to_lowercase());
-                if owner != name {
+                // Names compare without regard to case (RFC 4343); `name`
+                // is fully qualified, as a record's owner nearly always is.
+                let own = if record.name.is_fqdn() {
+                    record.name == name
+                } else {
+                    fqdn(record.name.clone()) == name
+                };
+                if !own {
                     skips.push(skip_entry(
-                        &owner,
+                        &fqdn(record.name.to_lowercase()),
                         record.record_type(),
                         format!("listed under the owner {name}, not its own; left out"),
                     ));
                     continue;
                 }
-                hashes.records = hashes.records.wrapping_add(record_hash(record));
-                match self.check_record(zone, &owner, record) {
+                hashes.records = hashes.records.wrapping_add(record_hash_at(&key, record));
+                match self.check_record_at(zone, &name, placed.as_ref().map_err(String::as_str).copied(), record) {
                     Ok(()) => merge_record(&mut rrsets, record),
-                    Err(reason) => skips.push(skip_entry(&owner, record.record_type(), reason)),
+                    Err(reason) => skips.push(skip_entry(&name, record.record_type(), reason)),
                 }
             }
             let owns = self.zone_for(&name) == Some(zone);
@@ -704,6 +740,32 @@ impl Tree {
     /// NS, MX or SRV names one of those.
     pub fn apply(&mut self, changes: Vec<OwnerChange>) -> FxHashSet<Key> {
         let mut dirty: FxHashSet<Key> = FxHashSet::default();
+        self.apply_changes(changes, &mut dirty, true);
+        // Names whose answers go through a changed one.
+        let mut queue: Vec<Key> = dirty.iter().cloned().collect();
+        while let Some(key) = queue.pop() {
+            if let Some(owners) = self.referrers.get(&key) {
+                for owner in owners {
+                    if dirty.insert(owner.clone()) {
+                        queue.push(owner.clone());
+                    }
+                }
+            }
+        }
+        dirty
+    }
+
+    /// [`Tree::apply`] for a tree that is being built and not yet served
+    /// (`ZoneStore::publish_in_parts`): every answer is rendered from it
+    /// anyway, so which ones changed is not worked out.
+    pub fn apply_unserved(&mut self, changes: Vec<OwnerChange>) {
+        let mut dirty: FxHashSet<Key> = FxHashSet::default();
+        self.apply_changes(changes, &mut dirty, false);
+    }
+
+    /// [`Tree::apply`] without following referrers; the owners themselves
+    /// go into `dirty` only with `track` (empty non-terminals always do).
+    fn apply_changes(&mut self, changes: Vec<OwnerChange>, dirty: &mut FxHashSet<Key>, track: bool) {
         for change in changes {
             let OwnerChange {
                 zone,
@@ -727,7 +789,9 @@ impl Tree {
             if self.zone_for(&name) != Some(zone) {
                 continue; // records of a name another zone serves: all skipped
             }
-            dirty.insert(key.clone());
+            if track {
+                dirty.insert(key.clone());
+            }
             // Out with the old RRsets and routed name...
             if let Some(old) = self.nodes.get(&key) {
                 let old_targets: Vec<Key> = targets(&old.rrsets).collect();
@@ -768,28 +832,26 @@ impl Tree {
                 Some(node) => {
                     node.rrsets = rrsets;
                     if node.rrsets.is_empty() && node.children == 0 && !apex {
-                        self.unlink(&key, zone, &mut dirty);
+                        self.unlink(&key, zone, dirty);
                     }
                 }
                 None if !rrsets.is_empty() => {
-                    self.node_mut(&name, zone).rrsets = rrsets;
-                    self.link_parent(&name, zone, &mut dirty);
+                    self.link_parent(&name, zone, dirty);
+                    self.nodes.insert(
+                        key,
+                        Node {
+                            name,
+                            zone,
+                            rrsets,
+                            cut: None,
+                            wildcard_child: false,
+                            children: 0,
+                        },
+                    );
                 }
                 None => {}
             }
         }
-        // Names whose answers go through a changed one.
-        let mut queue: Vec<Key> = dirty.iter().cloned().collect();
-        while let Some(key) = queue.pop() {
-            if let Some(owners) = self.referrers.get(&key) {
-                for owner in owners {
-                    if dirty.insert(owner.clone()) {
-                        queue.push(owner.clone());
-                    }
-                }
-            }
-        }
-        dirty
     }
 
     /// A node was added for `name`: count it at its parent, adding empty
