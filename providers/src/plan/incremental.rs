@@ -25,6 +25,7 @@
 //! server stored it ([`crate::source::pending`]), and the stored copy
 //! arriving later needs no second computation.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
@@ -622,20 +623,34 @@ impl IncrementalZones {
             .filter_map(|name| self.by_name.get(name))
             .flatten()
             .collect();
-        let cut: Vec<DNSEndpoint> = holders
+        // An object whose every name is dirty goes as it is (a whole
+        // computation in parts: nearly every object), only the others as
+        // a copy cut down to the dirty names.
+        let cut: Vec<Cow<'_, DNSEndpoint>> = holders
             .into_iter()
             .filter_map(|id| by_id.get(id))
             .map(|endpoint| {
+                let endpoint: &DNSEndpoint = endpoint;
+                let wanted: Vec<bool> = endpoint
+                    .spec
+                    .endpoints
+                    .iter()
+                    .map(|e| dirty.contains(&name_key(&e.dns_name)))
+                    .collect();
+                if wanted.iter().all(|w| *w) {
+                    return Cow::Borrowed(endpoint);
+                }
                 let mut part = DNSEndpoint::new("", Default::default());
                 part.metadata = endpoint.metadata.clone();
                 part.spec.endpoints = endpoint
                     .spec
                     .endpoints
                     .iter()
-                    .filter(|e| dirty.contains(&name_key(&e.dns_name)))
-                    .cloned()
+                    .zip(&wanted)
+                    .filter(|(_, wanted)| **wanted)
+                    .map(|(e, _)| e.clone())
                     .collect();
-                part
+                Cow::Owned(part)
             })
             .collect();
         let partial = desired_zones_with(domains, &cut, labels);
@@ -680,8 +695,14 @@ impl IncrementalZones {
                         ..Default::default()
                     };
                     for (name, (records, routed)) in names {
-                        let Ok(owner) = Name::from_ascii(format!("{name}.")) else {
-                            continue;
+                        // The records carry the owner already made (a name
+                        // left without records is made here).
+                        let owner = match records.first() {
+                            Some(record) => record.name.clone(),
+                            None => match Name::from_ascii(format!("{name}.")) {
+                                Ok(owner) => owner,
+                                Err(_) => continue,
+                            },
                         };
                         out.names.push((owner, records));
                         out.routed.extend(routed);

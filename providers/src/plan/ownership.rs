@@ -131,12 +131,14 @@ impl ZoneAdmission {
     /// # Errors
     /// One line naming the rule that refused.
     pub fn admits(&self, namespace: &str, labels: &NamespaceLabels) -> Result<(), String> {
-        let domain = format!("{}/{}", self.namespace, self.federation);
+        // Only a refusal names the Domain (this runs for every endpoint).
+        let domain = || format!("{}/{}", self.namespace, self.federation);
         match &self.rule {
             Rule::All => Ok(()),
             Rule::Same if namespace == self.namespace => Ok(()),
             Rule::Same => Err(format!(
-                "Domain {domain} admits DNSEndpoints from its own namespace only (allowedNamespaces.from: Same)"
+                "Domain {} admits DNSEndpoints from its own namespace only (allowedNamespaces.from: Same)",
+                domain()
             )),
             Rule::Selector(selector) => {
                 let empty = BTreeMap::new();
@@ -144,11 +146,12 @@ impl ZoneAdmission {
                     Ok(())
                 } else {
                     Err(format!(
-                        "namespace {namespace} does not match Domain {domain}'s allowedNamespaces selector ({selector})"
+                        "namespace {namespace} does not match Domain {}'s allowedNamespaces selector ({selector})",
+                        domain()
                     ))
                 }
             }
-            Rule::Broken(message) => Err(format!("Domain {domain}: {message}")),
+            Rule::Broken(message) => Err(format!("Domain {}: {message}", domain())),
         }
     }
 

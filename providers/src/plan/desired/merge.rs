@@ -236,14 +236,12 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                 hierarchy.hold(&apex, &owner, &namespace, &source);
             }
             let ttl = endpoint.record_ttl.map_or(DEFAULT_TTL, |t| clamp_u32(t, 1));
-            let mut parsed = Vec::new();
-            let mut targets = Vec::new();
+            // The RRset's targets are set from the parsed RDATA below (in
+            // canonical form): only the RDATA is kept here.
+            let mut parsed = Vec::with_capacity(endpoint.targets.len());
             for target in &endpoint.targets {
                 match parse_target(endpoint.record_type, target) {
-                    Ok(rdata) => {
-                        parsed.push(rdata);
-                        targets.push(target.clone());
-                    }
+                    Ok(rdata) => parsed.push(rdata),
                     Err(e) => out.problems.push(problem(&owner, e)),
                 }
             }
@@ -306,9 +304,12 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                     )
                 });
             entry.0.ttl = entry.0.ttl.min(ttl);
-            entry.0.targets.extend(targets);
             entry.0.sources.insert(source.clone());
-            entry.1.extend(parsed);
+            if entry.1.is_empty() {
+                entry.1 = parsed;
+            } else {
+                entry.1.extend(parsed);
+            }
         }
     }
 
@@ -455,7 +456,7 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
         let mut zone_rrsets = Vec::new();
         for (mut set, rdatas) in by_zone.remove(&apex).unwrap_or_default() {
             let Some(owner) = to_name(&set.name) else { continue };
-            let mut unique: Vec<(String, RData)> = rdatas.iter().map(|r| (canonical_target(r), r.clone())).collect();
+            let mut unique: Vec<(String, RData)> = rdatas.into_iter().map(|r| (canonical_target(&r), r)).collect();
             unique.sort_by(|a, b| a.0.cmp(&b.0));
             unique.dedup_by(|a, b| a.0 == b.0);
             if set.record_type == RecordType::CNAME && unique.len() > 1 {
@@ -475,8 +476,10 @@ pub fn desired_zones_with<E: std::borrow::Borrow<DNSEndpoint>>(
                 }
                 unique.truncate(1);
             }
-            set.targets = unique.iter().map(|u| u.0.clone()).collect();
-            for (_, rdata) in unique {
+            set.targets = Vec::with_capacity(unique.len());
+            content.records.reserve(unique.len());
+            for (target, rdata) in unique {
+                set.targets.push(target);
                 content.records.push(Record::from_rdata(owner.clone(), set.ttl, rdata));
             }
             zone_rrsets.push(set);
