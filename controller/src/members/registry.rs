@@ -16,7 +16,7 @@
 //! it goes; see [`Retiring`].
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -533,6 +533,7 @@ impl Registry {
         let services: Arc<FactCache<ServiceFacts>> = Arc::default();
         let ingresses: Arc<FactCache<IngressFacts>> = Arc::default();
         let (nodes, nodes_writer) = reflector::store();
+        let nodes_version: Arc<AtomicU64> = Arc::default();
         let synced: Arc<[AtomicBool; 4]> = Arc::new(Default::default());
         let watches: Arc<Mutex<[WatchHealth; 4]>> = Arc::new(Mutex::new(Default::default()));
         let queue = self.queue.clone();
@@ -631,7 +632,7 @@ impl Registry {
             Api::<Node>::all(client.clone()),
             nodes_writer,
             slim_node,
-            |_: &Node| {},
+            nodes_version.clone(),
         ));
 
         // Start from the last persisted state, so a controller restart
@@ -654,6 +655,8 @@ impl Registry {
             services,
             ingresses,
             nodes,
+            nodes_version,
+            topology_memo: Mutex::default(),
             gateway_api,
             service_exports,
             healthy: AtomicBool::new(persisted_ready && !settings.cordoned),

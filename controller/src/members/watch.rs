@@ -4,7 +4,7 @@
 //! last success and failure.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -168,13 +168,16 @@ fn mark_synced(synced: &[AtomicBool; 4], index: usize, queue: &Queue) {
 impl WatchCtx {
     /// A reflector store of whole objects less what `slim` drops: for
     /// Nodes, a few per member (a per-Service kind uses [`Self::spawn_facts`]).
+    /// `version` goes up by one after each watch event has been applied to
+    /// the store (a relist's end, which can drop objects, included), so a
+    /// value worked out from the store can be kept until it moves.
     pub(super) fn spawn<K>(
         &self,
         index: usize,
         api: Api<K>,
         writer: reflector::store::Writer<K>,
         slim: fn(&mut K),
-        on_change: impl Fn(&K) + Send + 'static,
+        version: Arc<AtomicU64>,
     ) -> JoinHandle<()>
     where
         K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
@@ -204,16 +207,16 @@ impl WatchCtx {
                     slim(o);
                 }),
             )
-            .backoff(member_backoff())
-            .touched_objects();
+            .backoff(member_backoff());
             futures::pin_mut!(stream);
             while let Some(item) = stream.next().await {
                 let mut health = watches.lock().unwrap_or_else(|e| e.into_inner());
                 match item {
-                    Ok(object) => {
+                    Ok(_) => {
                         health[index].last_ok = Some(Instant::now());
                         drop(health);
-                        on_change(&object);
+                        // The reflector applied the event before yielding it.
+                        version.fetch_add(1, Ordering::Release);
                     }
                     Err(e) => {
                         health[index].last_error = Some(Instant::now());

@@ -208,6 +208,42 @@ async fn cordon_and_uncordon_apply_at_once_with_a_long_probe_period() {
     println!("Ready=False Cordoned after {:?}", started.elapsed());
 }
 
+/// A member's region comes from its Nodes' labels, and follows them: a
+/// Node relabelled into another region moves the member's answers to the
+/// new region's names. (The effective topology is kept between reconciles
+/// until a Node event or a spec override changes it; this is the case a
+/// stale copy would miss.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_relabelled_moves_its_member_to_the_new_region() {
+    let s = setup(&[]).await;
+    let port = s.dns_port;
+    let old_region = "nginx.ns.myfed.svc.us-west-2.example.com";
+    let new_region = "nginx.ns.myfed.svc.eu-west-1.example.com";
+    eventually("west answers under us-west-2", || {
+        dig(port, old_region, "A", false) == ["198.51.100.10"]
+    })
+    .await;
+    let west = client_of(s.federation.member("west").unwrap()).await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(west);
+    let labels = json!({"metadata": {"labels": {
+        "topology.kubernetes.io/region": "eu-west-1",
+        "topology.kubernetes.io/zone": "eu-west-1a",
+    }}});
+    nodes
+        .patch("node-us-west-2a", &PatchParams::default(), &Patch::Merge(&labels))
+        .await
+        .unwrap();
+    eventually("west answers under eu-west-1, and no longer under us-west-2", || {
+        dig(port, new_region, "A", false) == ["198.51.100.10"] && dig(port, old_region, "A", false).is_empty()
+    })
+    .await;
+    // East is untouched.
+    assert_eq!(
+        dig(port, "nginx.ns.myfed.svc.us-east-1.example.com", "A", false),
+        ["203.0.113.10", "203.0.113.20"]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publishes_and_fails_over() {
     let s = setup(&[]).await;
