@@ -47,6 +47,7 @@ struct Pending {
     keys: BTreeMap<RecordKey, Instant>,
     all: Option<Instant>,
     all_routes: Option<Instant>,
+    resync: Option<Instant>,
 }
 
 /// A deduplicating work queue; cheap to clone.
@@ -72,6 +73,10 @@ pub enum Work {
     /// Every RouteDNSRecord (a member's Gateway API kinds turned served or
     /// not served, which no other record reads).
     AllRoutes(Instant),
+    /// Every record, as the periodic resync: nothing changed that is
+    /// known, so it comes after every other kind of work (see
+    /// `records::schedule`).
+    Resync(Instant),
 }
 
 impl Queue {
@@ -107,6 +112,13 @@ impl Queue {
         self.notify.notify_one();
     }
 
+    /// Queues the periodic resync of every record.
+    pub fn push_resync(&self) {
+        let now = Instant::now();
+        self.lock().resync.get_or_insert(now);
+        self.notify.notify_one();
+    }
+
     /// Queues every RouteDNSRecord.
     pub fn push_all_routes(&self) {
         let now = Instant::now();
@@ -130,6 +142,7 @@ impl Queue {
         let mut pending = self.lock();
         let mut work: Vec<Work> = pending.all.take().map(Work::All).into_iter().collect();
         work.extend(pending.all_routes.take().map(Work::AllRoutes));
+        work.extend(pending.resync.take().map(Work::Resync));
         work.extend(
             std::mem::take(&mut pending.keys)
                 .into_iter()

@@ -1,22 +1,34 @@
 //! Which record a free worker reconciles next, so a change is never
 //! queued behind bulk work.
 //!
-//! Three kinds of work wait here:
+//! Four kinds of work wait here:
 //! * **fresh changes**: keys queued one by one (a load balancer that
 //!   moved, a Service that lost its endpoints);
 //! * **the backlog**: changes that arrived in bulk (a cold start queues
 //!   every record at once, a member that comes back queues all of its
 //!   Services): what does not fit in [`FRESH_MAX`];
-//! * **a full pass** over every record (periodic resync, member health or
-//!   topology).
+//! * **a full pass** over every record for a change that reaches them all
+//!   (member health or topology, leadership won);
+//! * **the periodic resync**, a pass over every record for no known
+//!   change (`--resync-interval`).
 //!
 //! Each time a worker is free it takes the oldest fresh change; only when
 //! there is none, the next record of the backlog or of the full pass (in
-//! turn). A change therefore waits for at most the reconciles in flight
-//! and the fresh changes before it, never for a burst or a pass, and no
-//! worker waits for another: an earlier design went in rounds, and every
-//! round waited for its slowest reconcile (cold start at 1,000,000 shards
-//! took 166 s instead of 110 s).
+//! turn); only when there is none of those either, the resync's next. A
+//! change therefore waits for at most the reconciles in flight and the
+//! fresh changes before it, never for a burst or a pass, and no worker
+//! waits for another: an earlier design went in rounds, and every round
+//! waited for its slowest reconcile (cold start at 1,000,000 shards took
+//! 166 s instead of 110 s).
+//!
+//! The resync goes last because it repairs what no event said (a missed
+//! watch event, time passing), and every record the other kinds of work
+//! reconcile is repaired all the same. When it took turns with the
+//! backlog, a cold start at 1,000,000 shards that outlasted the first
+//! 60 s tick reconciled every record already done a second time beside
+//! the records still waiting, and those came last. Under bulk work that
+//! never ends the resync waits for it: the workers are then busy with
+//! real changes anyway.
 //!
 //! A record is never reconciled twice at once: a change to a record in
 //! flight waits until that reconcile ends, then goes first; a full pass
@@ -54,6 +66,11 @@ pub(crate) struct Schedule {
     waiting: HashMap<RecordKey, (Instant, bool)>,
     /// What is left of the current full pass.
     pass: VecDeque<(RecordKey, Instant)>,
+    /// What is left of the current periodic resync.
+    resync: VecDeque<(RecordKey, Instant)>,
+    /// The records of `resync` not started since it began, whatever for:
+    /// one reconciled meanwhile has read the state the resync is for.
+    resync_due: HashSet<RecordKey>,
     /// Records being reconciled now.
     running: HashSet<RecordKey>,
     /// Changes to records in flight, held until their reconcile ends.
@@ -129,9 +146,19 @@ impl Schedule {
     }
 
     /// Starts a full pass over `keys` (every record), replacing what is
-    /// left of the last one.
+    /// left of the last one, and of the resync (the pass covers it).
     pub fn start_pass(&mut self, keys: impl IntoIterator<Item = RecordKey>, since: Instant) {
         self.pass = keys.into_iter().map(|key| (key, since)).collect();
+        self.resync.clear();
+        self.resync_due.clear();
+    }
+
+    /// Starts the periodic resync over `keys` (every record), replacing
+    /// what is left of the last one; it is taken only when nothing else
+    /// waits (see the module docs).
+    pub fn start_resync(&mut self, keys: impl IntoIterator<Item = RecordKey>, since: Instant) {
+        self.resync = keys.into_iter().map(|key| (key, since)).collect();
+        self.resync_due = self.resync.iter().map(|(key, _)| key.clone()).collect();
     }
 
     /// Adds `keys` to the pass under way (or starts one), each once: a
@@ -147,8 +174,9 @@ impl Schedule {
     }
 
     /// The next record for a free worker, marked running: the oldest fresh
-    /// change, else the backlog's and the pass's next in turn; `None` when
-    /// nothing can start (all waiting records are in flight).
+    /// change, else the backlog's and the pass's next in turn, else the
+    /// resync's next; `None` when nothing can start (all waiting records
+    /// are in flight).
     pub fn next(&mut self) -> Option<Planned> {
         while let Some(key) = self.fresh.pop_front() {
             if let Some(planned) = self.take_waiting(key, true) {
@@ -166,7 +194,10 @@ impl Schedule {
                 return planned;
             }
         }
-        None
+        let mut resync = std::mem::take(&mut self.resync);
+        let planned = self.next_of(&mut resync, true);
+        self.resync = resync;
+        planned
     }
 
     fn next_of_backlog(&mut self) -> Option<Planned> {
@@ -179,7 +210,20 @@ impl Schedule {
     }
 
     fn next_of_pass(&mut self) -> Option<Planned> {
-        while let Some((key, since)) = self.pass.pop_front() {
+        let mut pass = std::mem::take(&mut self.pass);
+        let planned = self.next_of(&mut pass, false);
+        self.pass = pass;
+        planned
+    }
+
+    /// The next record of `pass` (the full pass, or the resync when
+    /// `resync`) to start.
+    fn next_of(&mut self, pass: &mut VecDeque<(RecordKey, Instant)>, resync: bool) -> Option<Planned> {
+        while let Some((key, since)) = pass.pop_front() {
+            if resync && !self.resync_due.remove(&key) {
+                // Started since the resync began.
+                continue;
+            }
             if self.waiting.contains_key(&key) || self.held.contains_key(&key) {
                 // About to be reconciled for a change: that reads the
                 // state this pass is for, so it covers it.
@@ -193,7 +237,7 @@ impl Schedule {
                 self.held.insert(key, (since, false));
                 continue;
             }
-            self.running.insert(key.clone());
+            self.start(&key);
             return Some(Planned {
                 key,
                 since,
@@ -201,6 +245,12 @@ impl Schedule {
             });
         }
         None
+    }
+
+    /// Marks `key` running; the resync need not run it again.
+    fn start(&mut self, key: &RecordKey) {
+        self.running.insert(key.clone());
+        self.resync_due.remove(key);
     }
 
     /// `key` from the `fresh` (or backlog) queue if it still waits there.
@@ -211,7 +261,7 @@ impl Schedule {
             _ => return None,
         }
         let (since, fresh) = self.waiting.remove(&key)?;
-        self.running.insert(key.clone());
+        self.start(&key);
         Some(Planned { key, since, fresh })
     }
 
@@ -230,9 +280,12 @@ impl Schedule {
     }
 
     /// Backlog records not yet reconciled (fresh ones included), and
-    /// full-pass records left.
+    /// full-pass and resync records left.
     pub fn left(&self) -> (usize, usize) {
-        (self.waiting.len() + self.held.len(), self.pass.len())
+        (
+            self.waiting.len() + self.held.len(),
+            self.pass.len() + self.resync_due.len(),
+        )
     }
 }
 
@@ -436,5 +489,55 @@ mod tests {
             drain(&mut schedule).iter().all(|p| p.key != key(150)),
             "not a second time"
         );
+    }
+
+    #[test]
+    fn the_resync_waits_for_every_other_kind_of_work_and_skips_what_ran_since() {
+        let mut schedule = Schedule::default();
+        let start = Instant::now();
+        // A record reconciled before the resync's tick, and still in flight.
+        schedule.add_changes(vec![(key(5), start)]);
+        let early = take(&mut schedule);
+        // A cold start that outlasts the tick: 20,000 records queued, the
+        // resync over them and one record no change queued.
+        schedule.add_changes((0..20_000).filter(|i| *i != 5).map(|i| (key(i), start)).collect());
+        let tick = Instant::now();
+        schedule.start_resync((0..20_001).map(key), tick);
+        assert_eq!(schedule.left().1, 20_001);
+        schedule.finished(&early.key);
+        let mut order = drain(&mut schedule);
+        // A change after the burst still goes before the resync.
+        schedule.start_resync((0..20_001).map(key), tick);
+        schedule.add_changes(vec![(key(9), Instant::now())]);
+        let change = take(&mut schedule);
+        assert!(change.fresh && change.key == key(9));
+        schedule.finished(&change.key);
+        let resync_only: Vec<RecordKey> = drain(&mut schedule).into_iter().map(|p| p.key).collect();
+        assert_eq!(resync_only.len(), 20_000, "every record but the changed one");
+        // Back to the first round: the burst, then the resync's records
+        // that no reconcile started since its tick (the one in flight
+        // then read the state before it).
+        let resynced: Vec<RecordKey> = order.split_off(19_999).into_iter().map(|p| p.key).collect();
+        assert!(order.iter().all(|p| p.key != key(20_000)), "the burst first");
+        assert_eq!(resynced, vec![key(5), key(20_000)]);
+    }
+
+    #[test]
+    fn a_full_pass_goes_before_the_resync_and_covers_it() {
+        let mut schedule = Schedule::default();
+        let start = Instant::now();
+        schedule.start_resync((0..100).map(key), start);
+        schedule.start_pass((0..50).map(key), start);
+        // The pass's records only: it replaced the resync.
+        let done: Vec<RecordKey> = drain(&mut schedule).into_iter().map(|p| p.key).collect();
+        assert_eq!(done, (0..50).map(key).collect::<Vec<_>>());
+        assert_eq!(schedule.left(), (0, 0));
+        // A pass of some records (every route) beside the resync: the pass
+        // first, and the resync then skips what the pass ran.
+        schedule.start_resync((0..100).map(key), start);
+        schedule.extend_pass((90..110).map(key), start);
+        let done: Vec<RecordKey> = drain(&mut schedule).into_iter().map(|p| p.key).collect();
+        let expected: Vec<RecordKey> = (90..110).chain(0..90).map(key).collect();
+        assert_eq!(done, expected);
     }
 }

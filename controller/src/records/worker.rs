@@ -209,25 +209,9 @@ fn add_work(ctx: &RecordContext, schedule: &mut Schedule, previews: &mut Preview
     for work in work {
         match work {
             Work::Record(key, since) => changes.push((key, since)),
-            Work::All(since) => {
-                // A new pass covers what is left of the last one.
-                let services = ctx
-                    .services
-                    .state()
-                    .into_iter()
-                    .map(|r| RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()));
-                let ingresses = ctx
-                    .ingresses
-                    .state()
-                    .into_iter()
-                    .map(|r| RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
-                let routes = ctx
-                    .routes
-                    .state()
-                    .into_iter()
-                    .map(|r| RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
-                schedule.start_pass(services.chain(ingresses).chain(routes), since);
-            }
+            // A new pass covers what is left of the last one.
+            Work::All(since) => schedule.start_pass(every_record(ctx), since),
+            Work::Resync(since) => schedule.start_resync(every_record(ctx), since),
             Work::AllRoutes(since) => {
                 let routes = ctx
                     .routes
@@ -250,6 +234,26 @@ fn add_work(ctx: &RecordContext, schedule: &mut Schedule, previews: &mut Preview
     } else if !changes.is_empty() {
         schedule.add_changes(changes);
     }
+}
+
+/// The key of every record the host caches hold now.
+fn every_record(ctx: &RecordContext) -> impl Iterator<Item = RecordKey> {
+    let services = ctx
+        .services
+        .state()
+        .into_iter()
+        .map(|r| RecordKey::Service(r.namespace().unwrap_or_default(), r.name_any()));
+    let ingresses = ctx
+        .ingresses
+        .state()
+        .into_iter()
+        .map(|r| RecordKey::Ingress(r.namespace().unwrap_or_default(), r.name_any()));
+    let routes = ctx
+        .routes
+        .state()
+        .into_iter()
+        .map(|r| RecordKey::Route(r.namespace().unwrap_or_default(), r.name_any()));
+    services.chain(ingresses).chain(routes)
 }
 
 /// Runs the reconciler of `key`'s kind, as far as `pass` says.

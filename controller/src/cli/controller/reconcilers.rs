@@ -132,7 +132,7 @@ pub(super) fn run_reconcilers(args: &ControllerArgs, ctx: Arc<RecordContext>, qu
             let mut ticker = tokio::time::interval(interval);
             loop {
                 tokio::select! {
-                    _ = ticker.tick() => queue.push_all(),
+                    _ = ticker.tick() => queue.push_resync(),
                     changed = leader.changed() => {
                         if changed.is_err() { return; }
                         if *leader.borrow() {
