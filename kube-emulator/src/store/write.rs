@@ -320,7 +320,7 @@ impl Store {
         if new == *old {
             return Ok(Self::with_version(info, &old)); // no-op: no new version
         }
-        if spec_part(&new, info.has_status) != spec_part(&old, info.has_status) {
+        if spec_part_differs(&new, &old, info.has_status) {
             let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             set_meta(&mut new, "generation", json!(generation + 1));
         }
