@@ -46,6 +46,9 @@ pub(crate) const SERIAL_FROM_END: usize = 20;
 const NAMES_PER_CHUNK: usize = 128;
 /// At most 2^16 chunks.
 const MAX_CHUNK_BITS: u32 = 16;
+/// Arena octets an incremental update sets aside per name it renders
+/// again, at least (an A answer of 50 addresses is about 900 octets).
+const RENDER_ROOM_PER_NAME: usize = 1024;
 
 /// A range of a chunk's arena.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -548,9 +551,19 @@ impl Snapshot {
                 } else {
                     old.table.len()
                 };
+                // Room for the names kept and for those rendered again, so
+                // the arena is not moved as it grows: at 1,000,000 shards
+                // growing it was a third of a cold start's rendering (the
+                // rendered names are the chunk's new ones, whose answers
+                // are as large as its largest). `shrink` returns the rest.
+                let per_name = old.arena.len() / old.table.len().max(1);
+                let room = keys.len() * (2 * per_name).max(RENDER_ROOM_PER_NAME);
                 let mut chunk = Chunk {
-                    arena: Vec::with_capacity(old.arena.len() * share / old.table.len().max(1) + 1024),
+                    arena: Vec::with_capacity(old.arena.len() * share / old.table.len().max(1) + room),
                     table: HashTable::with_capacity(share + keys.len()),
+                    type_answers: Vec::with_capacity(
+                        old.type_answers.len() * share / old.table.len().max(1) + 2 * keys.len(),
+                    ),
                     ..Chunk::default()
                 };
                 // A name of the old chunk is copied when it belongs in this
