@@ -96,9 +96,8 @@ mod tests {
                 });
                 // The computation has started before the subcommand ends.
                 tokio::task::spawn_blocking(move || entered_rx.recv())
-                    .await
-                    .expect("join")
-                    .expect("the computation started");
+                    .await?
+                    .map_err(|_| anyhow::anyhow!("the computation never started"))?;
                 Ok(())
             });
             let _ = done_tx.send(result.is_ok());
