@@ -111,6 +111,18 @@ impl PublishedShards {
         }
     }
 
+    /// Sets record `id`'s `status.dns` to `shards`, as written by this
+    /// process: the watch event that brings the same status later
+    /// changes nothing.
+    pub fn set<T: Serialize>(&self, id: &str, shards: &[T]) {
+        let mut table = self.lock();
+        if shards.is_empty() {
+            table.remove(id);
+        } else {
+            table.insert(id.to_owned(), encode(shards));
+        }
+    }
+
     /// The `status.dns` last seen of record `id` (empty when none).
     pub fn get<T: DeserializeOwned>(&self, id: &str) -> Vec<T> {
         self.lock()
