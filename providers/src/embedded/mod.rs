@@ -492,9 +492,12 @@ impl EmbeddedSink {
     /// server re-renders only those names (and names whose answers go
     /// through them). None: nothing was applied (a change its incremental
     /// path does not take, e.g. a wildcard or a record type new to the
-    /// server), publish the whole desired state instead.
-    pub fn apply_changes(&self, changes: &[ZoneRecordChanges]) -> Option<PublishOutcome> {
-        let outcome = self.store.publish_changes(changes.to_vec())?;
+    /// server), publish the whole desired state instead. The changes are
+    /// taken, not copied: at 1,000,000 shards a cold start's pass changes
+    /// thousands of names of 50 records each, and a copy of them was about
+    /// 50 MiB of the controller's peak.
+    pub fn apply_changes(&self, changes: Vec<ZoneRecordChanges>) -> Option<PublishOutcome> {
+        let outcome = self.store.publish_changes(changes)?;
         self.report(&outcome);
         Some(outcome)
     }

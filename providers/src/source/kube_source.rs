@@ -373,7 +373,7 @@ pub async fn run(client: Client, config: SourceConfig, sinks: Sinks, state: watc
                 | (!wanted_dnssec.is_empty()
                     && sink.set_dnssec_secrets(super::dnssec_keys::read_or_create(&client, &wanted_dnssec).await))
                 | sink.resign_due();
-            match &changes {
+            match changes {
                 None => {
                     if sinks.providers.is_empty() {
                         // Only providers read the RRsets: free them before
