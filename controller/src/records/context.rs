@@ -69,18 +69,6 @@ impl LastShards {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-
-    /// Forgets each shard of `written` held as it is (its JSON the same).
-    fn forget_written<T: super::health::Shard>(&mut self, written: &[T]) {
-        for shard in written {
-            let same = self
-                .get(shard.cluster())
-                .is_some_and(|held| serde_json::to_vec(shard).is_ok_and(|bytes| *bytes == *held));
-            if same {
-                self.remove(shard.cluster());
-            }
-        }
-    }
 }
 
 /// Everything the reconcilers read and write.
@@ -186,25 +174,6 @@ impl RecordContext {
             tokio::time::sleep(delay).await;
             queue.push(key);
         });
-    }
-
-    /// Record `id`'s status holding `dns` was written. The table of
-    /// published shards takes it at once, and the last-known shards kept
-    /// only because `status.dns` did not hold them yet go: it holds them
-    /// now. Before, they stayed for every record whose last reconcile
-    /// changed its shards, as nothing reconciles a record again for its
-    /// own status write: after a cold start nearly every shard of the
-    /// federation, about 200 octets each (a heap profile at 1,000,000
-    /// shards held about 100 MiB of them before converging).
-    pub(super) fn shards_written<T: super::health::Shard>(&self, id: &str, dns: &[T]) {
-        self.published.set(id, dns);
-        let mut last_shards = self.last_shards.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(cache) = last_shards.get_mut(id) {
-            cache.forget_written(dns);
-            if cache.is_empty() {
-                last_shards.remove(id);
-            }
-        }
     }
 
     pub(super) fn is_leader(&self) -> bool {
@@ -642,46 +611,4 @@ pub(super) fn has_lb_address(lb: &LoadBalancerStatus) -> bool {
             i.ip.as_deref().is_some_and(|v| !v.is_empty()) || i.hostname.as_deref().is_some_and(|v| !v.is_empty())
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use fedns_api::ClusterDNS;
-    use k8s_openapi::api::core::v1::LoadBalancerIngress;
-
-    fn shard(cluster: &str, ip: &str) -> ClusterDNS {
-        ClusterDNS {
-            cluster: cluster.into(),
-            region: Some("us-east-1".into()),
-            zones: vec!["us-east-1a".into()],
-            load_balancer: LoadBalancerStatus {
-                ingress: Some(vec![LoadBalancerIngress {
-                    ip: Some(ip.into()),
-                    ..Default::default()
-                }]),
-            },
-        }
-    }
-
-    fn held(shard: &ClusterDNS) -> Result<Box<[u8]>, serde_json::Error> {
-        Ok(serde_json::to_vec(shard)?.into_boxed_slice())
-    }
-
-    #[test]
-    fn a_written_status_takes_the_place_of_the_shards_kept_for_it() -> Result<(), serde_json::Error> {
-        let mut cache = LastShards::default();
-        cache.insert("east", held(&shard("east", "192.0.2.1"))?);
-        cache.insert("west", held(&shard("west", "192.0.2.2"))?);
-        cache.insert("south", held(&shard("south", "192.0.2.3"))?);
-        // east written as kept; west written with another address (the
-        // kept one is newer than what was written); south not written.
-        cache.forget_written(&[shard("east", "192.0.2.1"), shard("west", "192.0.2.9")]);
-        assert_eq!(cache.get("east"), None, "status.dns holds it now");
-        assert_eq!(cache.get("west"), Some(&*held(&shard("west", "192.0.2.2"))?));
-        assert_eq!(cache.get("south"), Some(&*held(&shard("south", "192.0.2.3"))?));
-        cache.forget_written(&[shard("west", "192.0.2.2"), shard("south", "192.0.2.3")]);
-        assert!(cache.is_empty());
-        Ok(())
-    }
 }

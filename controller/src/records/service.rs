@@ -235,7 +235,7 @@ pub(super) async fn reconcile_service(
             serde_json::to_value(&status).unwrap_or_default(),
         )
         .await?;
-        ctx.shards_written(&key, &status.dns);
+        super::health::shards_written(ctx, &key, &status.dns);
     }
     Ok(())
 }
