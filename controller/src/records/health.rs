@@ -622,8 +622,8 @@ fn forget_written<T: Shard>(cache: &mut super::context::LastShards, written: &[T
 
 #[cfg(test)]
 mod tests {
+    use super::super::published::tests::shard;
     use super::*;
-    use k8s_openapi::api::core::v1::LoadBalancerIngress;
 
     #[test]
     fn checks_get_their_defaults_and_bad_values_are_reported() {
@@ -666,20 +666,6 @@ mod tests {
             (check.spec.host.as_str(), check.spec.server_name.as_str()),
             ("x.example.com", "origin.example.com")
         );
-    }
-
-    fn shard(cluster: &str, ip: &str) -> ClusterDNS {
-        ClusterDNS {
-            cluster: cluster.into(),
-            region: Some("us-east-1".into()),
-            zones: vec!["us-east-1a".into()],
-            load_balancer: LoadBalancerStatus {
-                ingress: Some(vec![LoadBalancerIngress {
-                    ip: Some(ip.into()),
-                    ..Default::default()
-                }]),
-            },
-        }
     }
 
     fn held(shard: &ClusterDNS) -> Result<Box<[u8]>, serde_json::Error> {

@@ -153,12 +153,13 @@ impl PublishedShards {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use fedns_api::{ClusterDNS, ServiceDNSRecordSpec, ServiceDNSRecordStatus};
     use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus};
 
-    fn shard(cluster: &str, ip: &str) -> ClusterDNS {
+    /// A shard of `cluster` whose load balancer has address `ip`.
+    pub(in crate::records) fn shard(cluster: &str, ip: &str) -> ClusterDNS {
         ClusterDNS {
             cluster: cluster.into(),
             region: Some("us-east-1".into()),
