@@ -102,13 +102,7 @@ impl PublishedShards {
     /// before the record cache stores it) into the table.
     pub fn take<R: WithPublishedShards>(&self, record: &mut R) {
         let dns = record.take_dns();
-        let id = record.record_key().id();
-        let mut table = self.lock();
-        if dns.is_empty() {
-            table.remove(&id);
-        } else {
-            table.insert(id, encode(&dns));
-        }
+        self.set(&record.record_key().id(), &dns);
     }
 
     /// Sets record `id`'s `status.dns` to `shards`, as written by this
