@@ -28,6 +28,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use fedns_api::{names, DNSEndpoint, Domain};
 use fedns_dnsserver::hickory_proto::rr::{Name, Record};
@@ -44,6 +45,12 @@ use crate::plan::ownership::{NamespaceLabels, ZoneAdmission};
 fn name_key(dns_name: &str) -> String {
     names::normalize_owner_name(dns_name).unwrap_or_else(|_| dns_name.to_owned())
 }
+
+/// A name key or a `namespace/name` as the state keeps it: one allocation
+/// shared by every map holding it (at 1,000,000 shards each of about
+/// 340,000 name keys was held as its own `String` by the endpoint, the
+/// name index and the zone: about 60 MiB more).
+type Key = Arc<str>;
 
 /// `namespace/name` of an object.
 fn object_id(endpoint: &DNSEndpoint) -> String {
@@ -179,25 +186,25 @@ struct Seen {
     version: (String, String),
     /// [`content_hash`] of its endpoints.
     content: u64,
-    /// Name keys of its endpoints.
-    names: Vec<String>,
+    /// Name keys of its endpoints (shared with the name index).
+    names: Vec<Key>,
 }
 
 /// `namespace/name` of the DNSEndpoints mentioning one name: a sorted
 /// vector, as most names have one (a `BTreeSet` node costs about 280
 /// octets, one per name of every zone).
 #[derive(Debug, Default)]
-struct Holders(Vec<String>);
+struct Holders(Vec<Key>);
 
 impl Holders {
-    fn insert(&mut self, id: &str) {
-        if let Err(at) = self.0.binary_search_by(|held| held.as_str().cmp(id)) {
-            self.0.insert(at, id.to_owned());
+    fn insert(&mut self, id: &Key) {
+        if let Err(at) = self.0.binary_search_by(|held| (**held).cmp(&**id)) {
+            self.0.insert(at, id.clone());
         }
     }
 
     fn remove(&mut self, id: &str) {
-        if let Ok(at) = self.0.binary_search_by(|held| held.as_str().cmp(id)) {
+        if let Ok(at) = self.0.binary_search_by(|held| (**held).cmp(id)) {
             self.0.remove(at);
         }
     }
@@ -206,14 +213,14 @@ impl Holders {
         self.0.is_empty()
     }
 
-    fn iter(&self) -> std::slice::Iter<'_, String> {
+    fn iter(&self) -> std::slice::Iter<'_, Key> {
         self.0.iter()
     }
 }
 
 impl<'a> IntoIterator for &'a Holders {
-    type Item = &'a String;
-    type IntoIter = std::slice::Iter<'a, String>;
+    type Item = &'a Key;
+    type IntoIter = std::slice::Iter<'a, Key>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
@@ -231,7 +238,7 @@ struct ZoneState {
     transfer_keys: Vec<fedns_api::TsigKeyReference>,
     dnssec: Option<fedns_api::DnssecSpec>,
     /// RRsets by owner name, each sorted by type.
-    names: BTreeMap<String, Vec<DesiredRRset>>,
+    names: BTreeMap<Key, Vec<DesiredRRset>>,
 }
 
 /// Records that changed in one zone: every listed owner name's records
@@ -282,7 +289,7 @@ pub struct IncrementalZones {
     regions_base: Option<u64>,
     endpoints: HashMap<String, Seen>,
     /// Name key → `namespace/name` of every DNSEndpoint mentioning it.
-    by_name: HashMap<String, Holders>,
+    by_name: HashMap<Key, Holders>,
     zones: Vec<ZoneState>,
     /// Problems by name key.
     problems: HashMap<String, Vec<EndpointProblem>>,
@@ -295,10 +302,10 @@ pub struct IncrementalZones {
     /// are made at once ([`Update::Full`]).
     part_names: Option<usize>,
     /// Name keys a whole computation in parts has still to compute.
-    pending: Vec<String>,
+    pending: Vec<Key>,
     /// Name keys a whole computation in parts computed early, with a
     /// name of their hierarchy group.
-    done_early: HashSet<String>,
+    done_early: HashSet<Key>,
     /// `namespace/name` → position in the DNSEndpoints a whole computation
     /// in parts reads, made at its first part: each part made every
     /// DNSEndpoint's id to find its own few instead (at 1,000,000 shards
@@ -306,7 +313,7 @@ pub struct IncrementalZones {
     part_index: Option<HashMap<String, usize>>,
     /// Tracked name keys by hierarchy group (names outside service names
     /// only).
-    groups: HashMap<String, HashSet<String>>,
+    groups: HashMap<String, HashSet<Key>>,
     /// The zones' admission rules, from the Domains of the last update.
     admissions: Vec<ZoneAdmission>,
 }
@@ -418,7 +425,7 @@ impl IncrementalZones {
         }
 
         // Which names changed: those of new, changed and gone DNSEndpoints.
-        let mut dirty: HashSet<String> = HashSet::new();
+        let mut dirty: HashSet<Key> = HashSet::new();
         let mut touched: HashSet<String> = HashSet::new();
         let mut present: HashSet<String> = HashSet::with_capacity(endpoints.len());
         let mut by_id: HashMap<String, &DNSEndpoint> = HashMap::new();
@@ -445,14 +452,15 @@ impl IncrementalZones {
                 by_id.insert(id, endpoint);
                 continue;
             }
-            let names = names_of(endpoint);
             if let Some(old) = self.endpoints.remove(&id) {
                 self.unindex(&id, &old.names);
                 dirty.extend(old.names);
             }
-            for name in &names {
-                self.index(name, &id);
-            }
+            let shared_id = Key::from(id.as_str());
+            let names: Vec<Key> = names_of(endpoint)
+                .iter()
+                .map(|name| self.index(name, &shared_id))
+                .collect();
             dirty.extend(names.iter().cloned());
             self.endpoints.insert(
                 id.clone(),
@@ -486,12 +494,12 @@ impl IncrementalZones {
 
         // The same computation over the DNSEndpoints of those names only,
         // each cut down to those names.
-        let holders: BTreeSet<&String> = dirty
+        let holders: BTreeSet<&Key> = dirty
             .iter()
             .filter_map(|name| self.by_name.get(name))
             .flatten()
             .collect();
-        touched.extend(holders.iter().map(|id| (*id).clone()));
+        touched.extend(holders.iter().map(|id| id.to_string()));
         self.touched = Some(touched);
         match self.recompute(domains, &by_id, &dirty, labels) {
             Some(changes) => Update::Names(changes),
@@ -545,7 +553,7 @@ impl IncrementalZones {
             self.part_index = None;
             return None;
         }
-        let mut names: HashSet<String> = self
+        let mut names: HashSet<Key> = self
             .pending
             .split_off(self.pending.len() - count)
             .into_iter()
@@ -559,7 +567,7 @@ impl IncrementalZones {
                 self.done_early.insert(name);
             }
         }
-        let wanted: HashSet<&String> = names.iter().filter_map(|n| self.by_name.get(n)).flatten().collect();
+        let wanted: HashSet<&Key> = names.iter().filter_map(|n| self.by_name.get(n)).flatten().collect();
         // The same DNSEndpoints come with every part of one computation; a
         // list of another length is another list: indexed again.
         if self
@@ -585,14 +593,14 @@ impl IncrementalZones {
         let by_id: HashMap<String, &DNSEndpoint> = wanted
             .iter()
             .filter_map(|id| {
-                let at = index.get(*id).and_then(|at| endpoints.get(*at)).map(|e| e.borrow());
+                let at = index.get(&***id).and_then(|at| endpoints.get(*at)).map(|e| e.borrow());
                 // Looked up by position, the id checked: a list in another
                 // order (never within one computation) is searched.
                 let endpoint = match at {
                     Some(endpoint) if is(endpoint, id) => endpoint,
                     _ => endpoints.iter().map(|e| e.borrow()).find(|e| is(e, id))?,
                 };
-                Some(((*id).clone(), endpoint))
+                Some((id.to_string(), endpoint))
             })
             .collect();
         match self.recompute(domains, &by_id, &names, labels) {
@@ -615,10 +623,10 @@ impl IncrementalZones {
         &mut self,
         domains: &[Domain],
         by_id: &HashMap<String, &DNSEndpoint>,
-        dirty: &HashSet<String>,
+        dirty: &HashSet<Key>,
         labels: &NamespaceLabels,
     ) -> Option<Vec<ZoneRecordChanges>> {
-        let holders: BTreeSet<&String> = dirty
+        let holders: BTreeSet<&Key> = dirty
             .iter()
             .filter_map(|name| self.by_name.get(name))
             .flatten()
@@ -628,14 +636,14 @@ impl IncrementalZones {
         // a copy cut down to the dirty names.
         let cut: Vec<Cow<'_, DNSEndpoint>> = holders
             .into_iter()
-            .filter_map(|id| by_id.get(id))
+            .filter_map(|id| by_id.get(&**id))
             .map(|endpoint| {
                 let endpoint: &DNSEndpoint = endpoint;
                 let wanted: Vec<bool> = endpoint
                     .spec
                     .endpoints
                     .iter()
-                    .map(|e| dirty.contains(&name_key(&e.dns_name)))
+                    .map(|e| dirty.contains(name_key(&e.dns_name).as_str()))
                     .collect();
                 if wanted.iter().all(|w| *w) {
                     return Cow::Borrowed(endpoint);
@@ -656,7 +664,7 @@ impl IncrementalZones {
         let partial = desired_zones_with(domains, &cut, labels);
 
         for name in dirty {
-            self.problems.remove(name);
+            self.problems.remove(&**name);
         }
         for problem in partial.problems {
             self.problems
@@ -665,7 +673,7 @@ impl IncrementalZones {
                 .push(problem);
         }
         // Old RRsets of the dirty names go; the partial result's come in.
-        let mut changes: BTreeMap<usize, BTreeMap<String, NameRecords>> = BTreeMap::new();
+        let mut changes: BTreeMap<usize, BTreeMap<Key, NameRecords>> = BTreeMap::new();
         for (index, zone) in self.zones.iter_mut().enumerate() {
             for name in dirty {
                 if zone.names.remove(name).is_some() {
@@ -679,10 +687,10 @@ impl IncrementalZones {
         for zone in partial.zones {
             let index = self.zones.iter().position(|z| z.template.apex == zone.content.apex)?;
             let (_, names) = split_zone(zone);
-            let state = &mut self.zones[index];
             for (name, (rrsets, records, routed)) in names {
                 let rrsets = if self.keep_rrsets { rrsets } else { Vec::new() };
-                state.names.insert(name.clone(), rrsets);
+                let name = self.shared_key(&name);
+                self.zones[index].names.insert(name.clone(), rrsets);
                 changes.entry(index).or_default().insert(name, (records, routed));
             }
         }
@@ -714,7 +722,7 @@ impl IncrementalZones {
     }
 
     /// Removes `id` from the index entries of `names`.
-    fn unindex(&mut self, id: &str, names: &[String]) {
+    fn unindex(&mut self, id: &str, names: &[Key]) {
         for name in names {
             if let Some(ids) = self.by_name.get_mut(name) {
                 ids.remove(id);
@@ -733,15 +741,26 @@ impl IncrementalZones {
         }
     }
 
-    /// Adds `id` to the index entry of `name`.
-    fn index(&mut self, name: &str, id: &str) {
-        let holders = self.by_name.entry(name.to_owned()).or_default();
+    /// Adds `id` to the index entry of `name`; returns the name's shared
+    /// key.
+    fn index(&mut self, name: &str, id: &Key) -> Key {
+        let key = self.shared_key(name);
+        let holders = self.by_name.entry(key.clone()).or_default();
         let new = holders.is_empty();
         holders.insert(id);
         if new {
             if let Some(group) = self.group_of(name) {
-                self.groups.entry(group).or_default().insert(name.to_owned());
+                self.groups.entry(group).or_default().insert(key.clone());
             }
+        }
+        key
+    }
+
+    /// The key of `name` the index holds already, or a new one.
+    fn shared_key(&self, name: &str) -> Key {
+        match self.by_name.get_key_value(name) {
+            Some((key, _)) => key.clone(),
+            None => Key::from(name),
         }
     }
 
@@ -757,7 +776,7 @@ impl IncrementalZones {
 
     /// The tracked names sharing a hierarchy group with one of `names`
     /// (not those names themselves).
-    fn related(&self, names: &HashSet<String>) -> Vec<String> {
+    fn related(&self, names: &HashSet<Key>) -> Vec<Key> {
         let groups: HashSet<String> = names.iter().filter_map(|name| self.group_of(name)).collect();
         groups
             .iter()
@@ -776,10 +795,11 @@ impl IncrementalZones {
         for endpoint in endpoints {
             let endpoint = endpoint.borrow();
             let id = object_id(endpoint);
-            let names = names_of(endpoint);
-            for name in &names {
-                self.index(name, &id);
-            }
+            let shared_id = Key::from(id.as_str());
+            let names: Vec<Key> = names_of(endpoint)
+                .iter()
+                .map(|name| self.index(name, &shared_id))
+                .collect();
             self.endpoints.insert(
                 id,
                 Seen {
@@ -793,9 +813,9 @@ impl IncrementalZones {
             .zones
             .iter()
             .map(|zone| {
-                let mut names: BTreeMap<String, Vec<DesiredRRset>> = BTreeMap::new();
+                let mut names: BTreeMap<Key, Vec<DesiredRRset>> = BTreeMap::new();
                 for set in &zone.rrsets {
-                    let sets = names.entry(set.name.clone()).or_default();
+                    let sets = names.entry(self.shared_key(&set.name)).or_default();
                     if self.keep_rrsets {
                         sets.push(set.clone());
                     }
