@@ -6,9 +6,12 @@
 //! federation: about 380 octets each (every string and vector a separate
 //! allocation), the largest per-shard cost of the controller at 100,000
 //! shards. The reflectors move it out of each object as it
-//! arrives (see [`PublishedShards::take`]) and keep it here as compact JSON,
-//! about 100 octets a shard. The reconcilers read it back to compare
-//! before writing and as the last-known set after a restart.
+//! arrives (see [`PublishedShards::take`]) and keep it here as compact JSON
+//! compressed with LZ4 (block format, `lz4_flex`): about 25 octets a shard
+//! instead of about 100. The shards of one record repeat the same keys,
+//! regions and zones, so the compression is about 4:1; at 1,000,000 shards
+//! the JSON alone was about 68 MiB. The reconcilers read it back to
+//! compare before writing and as the last-known set after a restart.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,7 +23,8 @@ use serde::Serialize;
 
 use crate::queue::RecordKey;
 
-/// Record id ([`RecordKey::id`]) → its `status.dns` as compact JSON.
+/// Record id ([`RecordKey::id`]) → its `status.dns` as compact JSON,
+/// LZ4-compressed with its length first ([`encode`]).
 #[derive(Debug, Default)]
 pub struct PublishedShards {
     by_record: Mutex<HashMap<String, Box<[u8]>>>,
@@ -86,11 +90,25 @@ impl WithPublishedShards for RouteDNSRecord {
     }
 }
 
-/// The compact JSON of `shards` (serializing strings, numbers and lists
+/// The compact JSON of `shards`, LZ4-compressed (block format) after its
+/// length as 4 octets, little-endian (`lz4_flex`'s
+/// `compress_prepend_size`). Serializing strings, numbers and lists
 /// cannot fail; were it to, the empty list is kept, and the next write
-/// compares unequal and puts the status right).
+/// compares unequal and puts the status right. The same shards always
+/// give the same octets, so [`PublishedShards::is`] compares them as
+/// they are.
 fn encode<T: Serialize>(shards: &[T]) -> Box<[u8]> {
-    serde_json::to_vec(shards).unwrap_or_default().into_boxed_slice()
+    let json = serde_json::to_vec(shards).unwrap_or_default();
+    lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()
+}
+
+/// The shards [`encode`] made `bytes` of; empty when they do not decode
+/// (cannot happen: only this module writes them).
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Vec<T> {
+    lz4_flex::block::decompress_size_prepended(bytes)
+        .ok()
+        .and_then(|json| serde_json::from_slice(&json).ok())
+        .unwrap_or_default()
 }
 
 impl PublishedShards {
@@ -109,20 +127,18 @@ impl PublishedShards {
     /// process: the watch event that brings the same status later
     /// changes nothing.
     pub fn set<T: Serialize>(&self, id: &str, shards: &[T]) {
-        let mut table = self.lock();
         if shards.is_empty() {
-            table.remove(id);
+            self.lock().remove(id);
         } else {
-            table.insert(id.to_owned(), encode(shards));
+            let encoded = encode(shards);
+            self.lock().insert(id.to_owned(), encoded);
         }
     }
 
     /// The `status.dns` last seen of record `id` (empty when none).
     pub fn get<T: DeserializeOwned>(&self, id: &str) -> Vec<T> {
-        self.lock()
-            .get(id)
-            .and_then(|bytes| serde_json::from_slice(bytes).ok())
-            .unwrap_or_default()
+        let bytes = self.lock().get(id).cloned();
+        bytes.map(|bytes| decode(&bytes)).unwrap_or_default()
     }
 
     /// Whether record `id`'s `status.dns` is `shards`.
@@ -206,5 +222,26 @@ pub(super) mod tests {
         table.take(&mut record(shards.clone()));
         table.forget(id);
         assert!(table.get::<ClusterDNS>(id).is_empty());
+    }
+
+    #[test]
+    fn fifty_members_shards_are_kept_in_under_a_third_of_their_json() {
+        let table = PublishedShards::default();
+        let shards: Vec<ClusterDNS> = (0..50)
+            .map(|i| {
+                shard(
+                    &format!("member-{i}"),
+                    &format!("10.{i}.{}.{}", i * 7 % 256, i * 13 % 256),
+                )
+            })
+            .collect();
+        let id = "service:ns/web";
+        table.set(id, &shards);
+        let kept = table.lock().get(id).map_or(0, |bytes| bytes.len());
+        let json = serde_json::to_vec(&shards).unwrap().len();
+        println!("50 shards: {json} octets of JSON kept in {kept}");
+        assert!(kept * 3 < json, "{kept} octets kept for {json} of JSON");
+        assert_eq!(table.get::<ClusterDNS>(id), shards);
+        assert!(table.is(id, &shards));
     }
 }
