@@ -456,11 +456,7 @@ impl IncrementalZones {
                 self.unindex(&id, &old.names);
                 dirty.extend(old.names);
             }
-            let shared_id = Key::from(id.as_str());
-            let names: Vec<Key> = names_of(endpoint)
-                .iter()
-                .map(|name| self.index(name, &shared_id))
-                .collect();
+            let names = self.index_endpoint(&id, endpoint);
             dirty.extend(names.iter().cloned());
             self.endpoints.insert(
                 id.clone(),
@@ -741,6 +737,13 @@ impl IncrementalZones {
         }
     }
 
+    /// Adds DNSEndpoint `id` to the index entries of its names; returns
+    /// their shared keys (one shared id for all of them).
+    fn index_endpoint(&mut self, id: &str, endpoint: &DNSEndpoint) -> Vec<Key> {
+        let id = Key::from(id);
+        names_of(endpoint).iter().map(|name| self.index(name, &id)).collect()
+    }
+
     /// Adds `id` to the index entry of `name`; returns the name's shared
     /// key.
     fn index(&mut self, name: &str, id: &Key) -> Key {
@@ -795,11 +798,7 @@ impl IncrementalZones {
         for endpoint in endpoints {
             let endpoint = endpoint.borrow();
             let id = object_id(endpoint);
-            let shared_id = Key::from(id.as_str());
-            let names: Vec<Key> = names_of(endpoint)
-                .iter()
-                .map(|name| self.index(name, &shared_id))
-                .collect();
+            let names = self.index_endpoint(&id, endpoint);
             self.endpoints.insert(
                 id,
                 Seen {
