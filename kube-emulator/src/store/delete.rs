@@ -93,7 +93,7 @@ impl Store {
             if only.is_none() && !info.namespaced {
                 continue;
             }
-            let doomed: Vec<(Key, Arc<Value>)> = inner
+            let doomed: Vec<(Key, Arc<Stored>)> = inner
                 .collections
                 .get(&collection)
                 .map(|c| {

@@ -15,11 +15,13 @@ mod meta;
 mod read;
 pub mod resources;
 pub mod selectors;
+mod stored;
 mod write;
 
 use meta::meta;
 pub use meta::now_rfc3339;
 pub use read::{filter_event, ListPage};
+pub use stored::Stored;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -63,9 +65,9 @@ pub struct Event {
     /// What happened.
     pub kind: EventKind,
     /// The object after the change (before it, for DELETED, with the new rv).
-    pub object: Arc<Value>,
+    pub object: Arc<Stored>,
     /// The object before a MODIFIED change.
-    pub old: Option<Arc<Value>>,
+    pub old: Option<Arc<Stored>>,
 }
 
 /// How a PATCH body is interpreted (by its content type).
@@ -103,10 +105,13 @@ pub struct Filter {
 
 impl Filter {
     fn matches(&self, object: &Value) -> bool {
-        let namespace_ok = self
-            .namespace
-            .as_deref()
-            .is_none_or(|ns| object.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns));
+        let namespace_ok = self.namespace.as_deref().is_none_or(|ns| {
+            object
+                .get("metadata")
+                .and_then(|m| m.get("namespace"))
+                .and_then(Value::as_str)
+                == Some(ns)
+        });
         namespace_ok && self.labels.matches(object) && self.fields.matches(object)
     }
 }
@@ -114,7 +119,7 @@ impl Filter {
 /// What a new watch starts with.
 pub struct WatchStart {
     /// Events to send first (replayed history, or synthetic ADDED).
-    pub initial: Vec<(EventKind, Arc<Value>)>,
+    pub initial: Vec<(EventKind, Arc<Stored>)>,
     /// Live events after those.
     pub live: broadcast::Receiver<Arc<Event>>,
     /// resourceVersion the live stream starts after.
@@ -127,7 +132,7 @@ type Key = (String, String);
 struct Inner {
     registry: Registry,
     rv: u64,
-    collections: HashMap<(String, String), BTreeMap<Key, Arc<Value>>>,
+    collections: HashMap<(String, String), BTreeMap<Key, Arc<Stored>>>,
     history: VecDeque<Arc<Event>>,
     history_limit: usize,
     /// Versions up to this one may be missing from the history.
@@ -218,9 +223,9 @@ impl Store {
         info: &ResourceInfo,
         kind: EventKind,
         object: Value,
-        old: Option<Arc<Value>>,
-    ) -> Arc<Value> {
-        let object = Arc::new(object);
+        old: Option<Arc<Stored>>,
+    ) -> Arc<Stored> {
+        let object = Arc::new(Stored::new(object));
         let event = Arc::new(Event {
             rv: inner.rv,
             collection: info.collection(),
@@ -252,7 +257,7 @@ impl Store {
         info: &ResourceInfo,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<(Key, Arc<Value>), ApiError> {
+    ) -> Result<(Key, Arc<Stored>), ApiError> {
         let key = (namespace.unwrap_or_default().to_owned(), name.to_owned());
         let object = inner
             .collections

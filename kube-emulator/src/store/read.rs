@@ -211,7 +211,7 @@ impl Store {
 /// selection are ADDED, out of it DELETED (as the real watch cache does).
 /// The object is the one stored, shared: it was deep-copied per event
 /// and watcher only to be serialized.
-pub fn filter_event(info: &ResourceInfo, filter: &Filter, event: &Event) -> Option<(EventKind, Arc<Value>)> {
+pub fn filter_event(info: &ResourceInfo, filter: &Filter, event: &Event) -> Option<(EventKind, Arc<Stored>)> {
     if event.collection != info.collection() {
         return None;
     }
@@ -240,7 +240,7 @@ pub struct ListPage {
     /// `resourceVersion`, and `continue`/`remainingItemCount` after a full page.
     pub metadata: Value,
     /// The objects as stored.
-    pub items: Vec<Arc<Value>>,
+    pub items: Vec<Arc<Stored>>,
 }
 
 /// What a `continue` token carries (opaque to clients, as the API
@@ -284,7 +284,7 @@ impl ContinueToken {
 impl serde::Serialize for ListPage {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let items: Vec<&Value> = self.items.iter().map(|object| &**object).collect();
+        let items: Vec<&Stored> = self.items.iter().map(|object| &**object).collect();
         let mut map = serializer.serialize_map(Some(4))?;
         map.serialize_entry("apiVersion", &self.api_version)?;
         map.serialize_entry("kind", &format!("{}List", self.kind))?;

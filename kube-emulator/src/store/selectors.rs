@@ -56,7 +56,13 @@ impl LabelSelector {
 
     /// Does an object with these labels match?
     pub fn matches(&self, object: &Value) -> bool {
-        let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
+        // Indexing, not `Value::pointer`: a pointer unescapes each of its
+        // tokens into a new string, and this runs once per object of a
+        // filtered list (up to 0.07 of a core in a profile of the 1,000,000-shard restart).
+        let labels = object
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object);
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.0.iter().all(|r| match r {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
@@ -147,12 +153,12 @@ impl FieldSelector {
     /// Does the object match?
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
-            let pointer = if field == "metadata.name" {
-                "/metadata/name"
-            } else {
-                "/metadata/namespace"
-            };
-            let actual = object.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+            let key = if field == "metadata.name" { "name" } else { "namespace" };
+            let actual = object
+                .get("metadata")
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             (actual == value) == *equal
         })
     }

@@ -317,7 +317,7 @@ impl Store {
             Self::admit_crd(inner, &new)?;
         }
         set_meta(&mut new, "resourceVersion", old["metadata"]["resourceVersion"].clone());
-        if new == *old {
+        if new == *old.value() {
             return Ok(Self::with_version(info, &old)); // no-op: no new version
         }
         if spec_part_differs(&new, &old, info.has_status) {
