@@ -11,7 +11,20 @@ pub fn now_rfc3339() -> String {
 }
 
 pub(super) fn meta(object: &Value, field: &str) -> Option<String> {
-    object.get("metadata")?.get(field)?.as_str().map(str::to_owned)
+    meta_str(object, field).map(str::to_owned)
+}
+
+/// `metadata.<field>` of `object`, by index: selectors read it once per
+/// object of a filtered list, where `Value::pointer` would unescape each
+/// token of its path into a new string (up to 0.07 of a core in a
+/// profile of the 1,000,000-shard bench's controller restart).
+pub(super) fn meta_value<'a>(object: &'a Value, field: &str) -> Option<&'a Value> {
+    object.get("metadata")?.get(field)
+}
+
+/// `metadata.<field>` of `object` when it is a string.
+pub(super) fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    meta_value(object, field)?.as_str()
 }
 
 pub(super) fn set_meta(object: &mut Value, field: &str, value: Value) {

@@ -105,13 +105,10 @@ pub struct Filter {
 
 impl Filter {
     fn matches(&self, object: &Value) -> bool {
-        let namespace_ok = self.namespace.as_deref().is_none_or(|ns| {
-            object
-                .get("metadata")
-                .and_then(|m| m.get("namespace"))
-                .and_then(Value::as_str)
-                == Some(ns)
-        });
+        let namespace_ok = self
+            .namespace
+            .as_deref()
+            .is_none_or(|ns| meta::meta_str(object, "namespace") == Some(ns));
         namespace_ok && self.labels.matches(object) && self.fields.matches(object)
     }
 }

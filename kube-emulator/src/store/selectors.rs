@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::status::ApiError;
+use crate::store::meta::{meta_str, meta_value};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Requirement {
@@ -56,13 +57,7 @@ impl LabelSelector {
 
     /// Does an object with these labels match?
     pub fn matches(&self, object: &Value) -> bool {
-        // Indexing, not `Value::pointer`: a pointer unescapes each of its
-        // tokens into a new string, and this runs once per object of a
-        // filtered list (up to 0.07 of a core in a profile of the 1,000,000-shard restart).
-        let labels = object
-            .get("metadata")
-            .and_then(|m| m.get("labels"))
-            .and_then(Value::as_object);
+        let labels = meta_value(object, "labels").and_then(Value::as_object);
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.0.iter().all(|r| match r {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
@@ -154,11 +149,7 @@ impl FieldSelector {
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
             let key = if field == "metadata.name" { "name" } else { "namespace" };
-            let actual = object
-                .get("metadata")
-                .and_then(|m| m.get(key))
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let actual = meta_str(object, key).unwrap_or("");
             (actual == value) == *equal
         })
     }
